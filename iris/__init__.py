@@ -1,0 +1,32 @@
+"""iris: multi-GPU programming in Triton on NVIDIA GPUs (CUDA IPC over NVLink), and on the CPU through the Triton
+interpreter with one process per rank. Import iris before defining kernels: on the CPU backend it switches the
+interpreter on."""
+
+from ._backend import BACKEND  # noqa: F401  (must run before any kernel is defined)
+from .device import (  # noqa: F401
+    DeviceWaitTimeout,
+    atomic_add,
+    atomic_and,
+    atomic_cas,
+    atomic_max,
+    atomic_min,
+    atomic_or,
+    atomic_sub,
+    atomic_xchg,
+    atomic_xor,
+    copy,
+    get,
+    load,
+    now_ns,
+    put,
+    signal,
+    sm_id,
+    store,
+    translate,
+    wait,
+)
+from .heap import HeapExhausted  # noqa: F401
+from .host import Iris, iris  # noqa: F401
+from .launch import RankError, RankPool, spawn  # noqa: F401
+
+__version__ = "0.1.0"

@@ -1,0 +1,261 @@
+"""Device API: remote memory access inside any `@triton.jit` kernel.
+
+Names and argument order follow the reference (Iris): a pointer is always an address in the *current* rank's heap,
+translated to the peer's mapping of the same heap offset.
+
+Translation adds one scalar, (base[to] - base[from]) / element size, to the pointer. Every heap base is 256-byte
+aligned, so that scalar is declared a multiple of 16 elements and Triton's alignment and contiguity analysis of the
+original pointer carries over: translated accesses stay as wide (16-byte) as local ones, with no hints from callers.
+
+Flags: `signal` puts a CTA barrier before its release (Triton's release atomic is issued by one thread and does not
+cover the other threads' stores otherwise); `wait` polls with an acquire load and is bounded by
+IRIS_WAIT_TIMEOUT_S (default 30 s). A timed-out wait records rank, program, flag offset, expected and observed value in
+the rank's error record (the first 64 bytes of its heap) and lets the kernel finish; the host raises
+`iris.DeviceWaitTimeout` at the next `barrier()` or `check_device_errors()`. Under the interpreter it raises at once.
+"""
+
+import ctypes
+import os
+import time
+
+import triton
+import triton.language as tl
+
+from ._backend import INTERPRET
+
+WAIT_TIMEOUT_S = float(os.environ.get("IRIS_WAIT_TIMEOUT_S", "30"))
+_WAIT_TIMEOUT_NS = tl.constexpr(int(WAIT_TIMEOUT_S * 1e9))
+
+# Error record layout (int64 words at offset 0 of every heap). Shared with the host decoder in host.py.
+ERR_CODE, ERR_RANK, ERR_PID, ERR_OFFSET, ERR_EXPECTED, ERR_OBSERVED, ERR_CMP = range(7)
+ERR_WORDS = 8
+ERR_WAIT_TIMEOUT = 1
+CMP_NAMES = {0: "==", 1: ">="}
+
+
+class DeviceWaitTimeout(RuntimeError):
+    """A device-side wait gave up: names the rank, the program and the flag it was waiting on."""
+
+
+# ----------------------------------------------------------------------------------------------- translation
+
+
+@triton.jit
+def __translate(ptr, from_rank, to_rank, heap_bases):
+    elem_bytes: tl.constexpr = (ptr.dtype.element_ty.primitive_bitwidth + 7) // 8
+    delta = tl.load(heap_bases + to_rank) - tl.load(heap_bases + from_rank)
+    delta = tl.multiple_of(delta // elem_bytes, 16)
+    return ptr + delta
+
+
+translate = __translate  # public alias: translate(ptr, from_rank, to_rank, heap_bases)
+
+
+# ----------------------------------------------------------------------------------------------- load / store
+
+
+@triton.jit
+def load(pointer, to_rank, from_rank, heap_bases, mask=None, other=None):
+    """Read `from_rank`'s copy of `pointer` (`to_rank` is the current rank)."""
+    return tl.load(__translate(pointer, to_rank, from_rank, heap_bases), mask=mask, other=other)
+
+
+@triton.jit
+def store(pointer, value, from_rank, to_rank, heap_bases, mask=None):
+    """Write `value` into `to_rank`'s copy of `pointer` (`from_rank` is the current rank)."""
+    tl.store(__translate(pointer, from_rank, to_rank, heap_bases), value, mask=mask)
+
+
+@triton.jit
+def get(from_ptr, to_ptr, from_rank, to_rank, heap_bases, mask=None):
+    """Remote read, local write: `to_ptr[i] = from_rank's from_ptr[i]` (`to_rank` is the current rank)."""
+    data = tl.load(__translate(from_ptr, to_rank, from_rank, heap_bases), mask=mask)
+    tl.store(to_ptr, data, mask=mask)
+
+
+@triton.jit
+def put(from_ptr, to_ptr, from_rank, to_rank, heap_bases, mask=None):
+    """Local read, remote write: `to_rank's to_ptr[i] = from_ptr[i]` (`from_rank` is the current rank)."""
+    data = tl.load(from_ptr, mask=mask)
+    tl.store(__translate(to_ptr, from_rank, to_rank, heap_bases), data, mask=mask)
+
+
+@triton.jit
+def copy(src_ptr, dst_ptr, from_rank, to_rank, cur_rank, heap_bases, mask=None):
+    """`to_rank's dst_ptr[i] = from_rank's src_ptr[i]`, issued by `cur_rank` (any of the three may differ)."""
+    data = tl.load(__translate(src_ptr, cur_rank, from_rank, heap_bases), mask=mask)
+    tl.store(__translate(dst_ptr, cur_rank, to_rank, heap_bases), data, mask=mask)
+
+
+# ----------------------------------------------------------------------------------------------- atomics
+# All return the old value. `sem` in {None, "relaxed", "acquire", "release", "acq_rel"}, `scope` in
+# {None, "cta", "gpu", "sys"}; flags between GPUs want scope="sys".
+
+
+@triton.jit
+def atomic_add(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None):
+    return tl.atomic_add(__translate(pointer, from_rank, to_rank, heap_bases), val, mask=mask, sem=sem, scope=scope)
+
+
+@triton.jit
+def atomic_sub(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None):
+    return tl.atomic_add(__translate(pointer, from_rank, to_rank, heap_bases), -val, mask=mask, sem=sem, scope=scope)
+
+
+@triton.jit
+def atomic_cas(pointer, cmp, val, from_rank, to_rank, heap_bases, sem=None, scope=None):
+    return tl.atomic_cas(__translate(pointer, from_rank, to_rank, heap_bases), cmp, val, sem=sem, scope=scope)
+
+
+@triton.jit
+def atomic_xchg(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None):
+    return tl.atomic_xchg(__translate(pointer, from_rank, to_rank, heap_bases), val, mask=mask, sem=sem, scope=scope)
+
+
+@triton.jit
+def atomic_and(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None):
+    return tl.atomic_and(__translate(pointer, from_rank, to_rank, heap_bases), val, mask=mask, sem=sem, scope=scope)
+
+
+@triton.jit
+def atomic_or(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None):
+    return tl.atomic_or(__translate(pointer, from_rank, to_rank, heap_bases), val, mask=mask, sem=sem, scope=scope)
+
+
+@triton.jit
+def atomic_xor(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None):
+    return tl.atomic_xor(__translate(pointer, from_rank, to_rank, heap_bases), val, mask=mask, sem=sem, scope=scope)
+
+
+@triton.jit
+def atomic_min(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None):
+    return tl.atomic_min(__translate(pointer, from_rank, to_rank, heap_bases), val, mask=mask, sem=sem, scope=scope)
+
+
+@triton.jit
+def atomic_max(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None):
+    return tl.atomic_max(__translate(pointer, from_rank, to_rank, heap_bases), val, mask=mask, sem=sem, scope=scope)
+
+
+# ----------------------------------------------------------------------------------------------- flags
+
+
+@triton.jit
+def signal(flag_ptr, value, from_rank, to_rank, heap_bases, op: tl.constexpr = "set"):
+    """Publish everything this program stored so far, then set (op="set") or add to (op="add") `to_rank`'s int32
+    flag with release semantics at system scope. Returns the flag's old value."""
+    tl.debug_barrier()
+    if op == "add":
+        old = tl.atomic_add(__translate(flag_ptr, from_rank, to_rank, heap_bases), value, sem="release", scope="sys")
+    else:
+        old = tl.atomic_xchg(__translate(flag_ptr, from_rank, to_rank, heap_bases), value, sem="release", scope="sys")
+    return old
+
+
+@triton.jit
+def _unmet(v, value, cmp: tl.constexpr):
+    if cmp == "eq":
+        res = v != value
+    else:
+        res = v < value
+    return res
+
+
+if INTERPRET:
+    _wait_started = [0.0]
+
+    def _host_int(x):
+        return int(x.handle.data) if hasattr(x, "handle") else int(x)
+
+    def _interp_tick(i, flag_ptr, value, observed, cur_rank, heap_bases, cmp):
+        """Interpreter twin of the GPU poll's clock: yield the core (CI has 2 cores for 4 spinning ranks) and raise
+        once the deadline has passed."""
+        n = _host_int(i)
+        now = time.monotonic()
+        if n == 0:
+            _wait_started[0] = now
+            time.sleep(0)
+            return
+        time.sleep(0 if n < 8 else 0.0005)
+        if now - _wait_started[0] > WAIT_TIMEOUT_S:
+            rank = _host_int(cur_rank)
+            base_addr = ctypes.c_int64.from_address(_host_int(heap_bases) + 8 * rank).value
+            offset = _host_int(flag_ptr) - base_addr
+            from triton.runtime.interpreter import interpreter_builder
+
+            (x, y, z), (nx, ny, _) = interpreter_builder.grid_idx, interpreter_builder.grid_dim
+            pid = x + nx * (y + ny * z)
+            raise DeviceWaitTimeout(
+                f"rank {rank}, program {pid}: wait on the flag at heap offset {offset} for a value "
+                f"{'==' if cmp == 'eq' else '>='} {_host_int(value)} timed out after {WAIT_TIMEOUT_S:g} s "
+                f"(last seen {_host_int(observed)}); raise IRIS_WAIT_TIMEOUT_S if the peer is merely slow")
+
+    @triton.jit
+    def _ld_acquire(ptr):
+        return tl.atomic_add(ptr, 0, sem="acquire", scope="sys")
+
+    @triton.jit
+    def wait(flag_ptr, value, cur_rank, heap_bases, cmp: tl.constexpr = "ge"):
+        """Block until the local int32 flag `== value` (cmp="eq") or `>= value` (cmp="ge"); acquire. Bounded."""
+        v = _ld_acquire(flag_ptr)
+        i = 0
+        while _unmet(v, value, cmp):
+            _interp_tick(i, flag_ptr, value, v, cur_rank, heap_bases, cmp)
+            v = _ld_acquire(flag_ptr)
+            i += 1
+        return v
+
+    @triton.jit
+    def now_ns():
+        return tl.full((), 0, tl.int64)
+
+    @triton.jit
+    def sm_id():
+        return tl.program_id(0)
+
+else:
+
+    @triton.jit
+    def _ld_acquire(ptr):
+        return tl.inline_asm_elementwise("ld.global.acquire.sys.b32 $0, [$1];", "=r,l", [ptr], dtype=tl.int32,
+                                         is_pure=False, pack=1)
+
+    @triton.jit
+    def now_ns():
+        """Global nanosecond timer (%globaltimer), comparable across SMs of one GPU."""
+        return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False,
+                                         pack=1)
+
+    @triton.jit
+    def sm_id():
+        return tl.inline_asm_elementwise("mov.u32 $0, %smid;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
+
+    @triton.jit
+    def _record_timeout(flag_ptr, value, observed, cur_rank, heap_bases, cmp: tl.constexpr):
+        base = tl.load(heap_bases + cur_rank)
+        err = tl.cast(base, tl.pointer_type(tl.int64))
+        if tl.atomic_cas(err, 0, -1, sem="relaxed", scope="gpu") == 0:
+            pid = tl.program_id(0) + tl.num_programs(0) * (tl.program_id(1) + tl.num_programs(1) * tl.program_id(2))
+            tl.store(err + 1, tl.cast(cur_rank, tl.int64))
+            tl.store(err + 2, tl.cast(pid, tl.int64))
+            tl.store(err + 3, tl.cast(tl.cast(flag_ptr, tl.uint64), tl.int64) - base)
+            tl.store(err + 4, tl.cast(value, tl.int64))
+            tl.store(err + 5, tl.cast(observed, tl.int64))
+            tl.store(err + 6, 0 if cmp == "eq" else 1)
+            tl.atomic_xchg(err, 1, sem="release", scope="gpu")
+
+    @triton.jit
+    def wait(flag_ptr, value, cur_rank, heap_bases, cmp: tl.constexpr = "ge"):
+        """Block until the local int32 flag `== value` (cmp="eq") or `>= value` (cmp="ge"); acquire. Bounded."""
+        v = _ld_acquire(flag_ptr)
+        if _unmet(v, value, cmp):
+            err = tl.cast(tl.load(heap_bases + cur_rank), tl.pointer_type(tl.int64))
+            if tl.load(err, volatile=True) == 0:  # after one timeout, later waits give up at once
+                start = now_ns()
+                elapsed = start - start
+                while _unmet(v, value, cmp) & (elapsed < _WAIT_TIMEOUT_NS):
+                    v = _ld_acquire(flag_ptr)
+                    elapsed = now_ns() - start
+                if _unmet(v, value, cmp):
+                    _record_timeout(flag_ptr, value, v, cur_rank, heap_bases, cmp)
+        return v

@@ -1,0 +1,302 @@
+"""Host API: `iris.iris(heap_size)` returns an `Iris` context, a torch-like allocator over the symmetric heap plus
+rank queries and barriers. Names and argument order follow the reference (Iris)."""
+
+import atexit
+import contextlib
+import itertools
+import os
+import uuid
+import weakref
+
+import torch
+import torch.distributed as dist
+import triton
+import triton.language as tl
+
+from . import _backend, device as _dev, distributed
+from .heap import CudaHeap, ShmHeap
+from .logging import logger, set_rank
+
+CPU_CU_COUNT = int(os.environ.get("IRIS_CPU_CU_COUNT", "4"))
+_instances = itertools.count()
+_live = weakref.WeakSet()
+
+
+@triton.jit
+def _device_barrier_kernel(flags, epoch_ptr, cur_rank, world_size, heap_bases):
+    """flags[p] on rank r counts the barriers rank p has entered; the epoch lives on the device, so the kernel can
+    be captured in a CUDA graph and replayed any number of times."""
+    epoch = tl.load(epoch_ptr) + 1
+    tl.store(epoch_ptr, epoch)
+    for peer in range(world_size):
+        _dev.signal(flags + cur_rank, 1, cur_rank, peer, heap_bases, op="add")
+    for peer in range(world_size):
+        _dev.wait(flags + peer, epoch, cur_rank, heap_bases, cmp="ge")
+
+
+def _size_of(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)):
+        size = tuple(size[0])
+    if not all(isinstance(s, int) and s >= 0 for s in size):
+        raise ValueError(f"size must be non-negative integers, got {size!r}")
+    return tuple(size)
+
+
+class Iris:
+    """One rank's view of the symmetric heap. Create it on every rank with the same heap_size, and allocate the same
+    sequence of tensors on every rank: that is what makes offsets agree."""
+
+    def __init__(self, heap_size=1 << 30, backend=None):
+        backend = (backend or _backend.BACKEND).lower()
+        if backend not in ("cpu", "cuda"):
+            raise ValueError(f"backend={backend!r}: expected 'cpu' or 'cuda'")
+        if backend != _backend.BACKEND:
+            raise RuntimeError(
+                f"backend={backend!r} but iris was imported with the {_backend.BACKEND!r} backend; Triton picks "
+                f"interpreter or compiler when a kernel is defined, so set IRIS_BACKEND={backend} before importing")
+        self.backend = backend
+        use_cuda = backend == "cuda"
+        self.cur_rank, self.num_ranks, local_rank = distributed.init(use_cuda)
+        set_rank(self.cur_rank, self.num_ranks)
+        if use_cuda:
+            self.device = torch.device("cuda", torch.cuda.current_device())
+            if "LOCAL_RANK" in os.environ or not torch.cuda.current_device():
+                self.device = torch.device("cuda", local_rank % torch.cuda.device_count())
+            torch.cuda.set_device(self.device)
+            self.heap = CudaHeap(heap_size, self.cur_rank, self.num_ranks, self.device, distributed.all_gather_object)
+        else:
+            self.device = torch.device("cpu")
+            session = os.environ.get("IRIS_SESSION")
+            if self.cur_rank == 0 and not session:
+                session = uuid.uuid4().hex[:12]
+            session = distributed.all_gather_object(session)[0]
+            prefix = f"iris-{session}-{next(_instances)}"
+            self.heap = ShmHeap(heap_size, self.cur_rank, self.num_ranks, prefix, dist.barrier)
+        self.heap_bases = torch.tensor(self.heap.bases, dtype=torch.int64, device=self.device)
+        self._errors = self.zeros(_dev.ERR_WORDS, dtype=torch.int64)  # heap offset 0: device.wait relies on it
+        assert self._errors.data_ptr() == self.heap.bases[self.cur_rank]
+        self._barrier_flags = self.zeros(self.num_ranks, dtype=torch.int32)
+        self._barrier_epoch = self.zeros(1, dtype=torch.int32)
+        self._closed = False
+        _live.add(self)
+        self.barrier()
+        logger.info(f"{backend} heap of {heap_size} bytes mapped from {self.num_ranks} ranks")
+
+    # ------------------------------------------------------------------------------------------------ queries
+    def get_rank(self):
+        return self.cur_rank
+
+    def get_num_ranks(self):
+        return self.num_ranks
+
+    def get_heap_bases(self):
+        """int64 tensor (on the heap's device) of every rank's heap base as mapped in this process."""
+        return self.heap_bases
+
+    def get_device(self):
+        return self.device
+
+    def get_cu_count(self):
+        """SMs of this rank's GPU; on the CPU backend a fixed IRIS_CPU_CU_COUNT (default 4) for persistent grids."""
+        if self.backend == "cuda":
+            return torch.cuda.get_device_properties(self.device).multi_processor_count
+        return CPU_CU_COUNT
+
+    def info(self, msg):
+        logger.info(msg)
+
+    def debug(self, msg):
+        logger.debug(msg)
+
+    def warning(self, msg):
+        logger.warning(msg)
+
+    def error(self, msg):
+        logger.error(msg)
+
+    # ------------------------------------------------------------------------------------------------ allocation
+    def _check_device(self, device):
+        if device is None:
+            return
+        kind = torch.device(device).type
+        # "cuda" is accepted on the CPU backend so that GPU scripts run unchanged on the simulator.
+        if kind != self.device.type and not (self.backend == "cpu" and kind == "cuda"):
+            raise ValueError(f"device={device!r}: the symmetric heap lives on {self.device}")
+
+    def _allocate(self, size, dtype, device=None, requires_grad=False):
+        self._check_open()
+        self._check_device(device)
+        dtype = dtype or torch.get_default_dtype()
+        if not isinstance(dtype, torch.dtype):
+            raise TypeError(f"dtype must be a torch.dtype, got {dtype!r}")
+        size = _size_of(size)
+        numel = 1
+        for s in size:
+            numel *= s
+        nbytes = numel * torch.empty((), dtype=dtype).element_size()
+        offset = self.heap.allocate(nbytes)
+        tensor = self.heap.buffer[offset:offset + nbytes].view(dtype).view(size)
+        return tensor, requires_grad
+
+    @staticmethod
+    def _finish(tensor, requires_grad):
+        return tensor.requires_grad_(True) if requires_grad else tensor
+
+    def empty(self, *size, dtype=None, device=None, requires_grad=False):
+        return self._finish(*self._allocate(size, dtype, device, requires_grad))
+
+    def zeros(self, *size, dtype=None, device=None, requires_grad=False):
+        t, rg = self._allocate(size, dtype, device, requires_grad)
+        return self._finish(t.zero_(), rg)
+
+    def ones(self, *size, dtype=None, device=None, requires_grad=False):
+        t, rg = self._allocate(size, dtype, device, requires_grad)
+        return self._finish(t.fill_(1), rg)
+
+    def full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
+        if dtype is None and isinstance(fill_value, bool):
+            dtype = torch.bool
+        elif dtype is None and isinstance(fill_value, int):
+            dtype = torch.int64
+        t, rg = self._allocate(size, dtype, device, requires_grad)
+        return self._finish(t.fill_(fill_value), rg)
+
+    def zeros_like(self, input, dtype=None, device=None, requires_grad=False):
+        return self.zeros(input.shape, dtype=dtype or input.dtype, device=device, requires_grad=requires_grad)
+
+    def _from_values(self, values, requires_grad):
+        t, rg = self._allocate(values.shape, values.dtype)
+        t.copy_(values)
+        return self._finish(t, requires_grad)
+
+    def arange(self, start=0, end=None, step=1, dtype=None, device=None, requires_grad=False):
+        self._check_device(device)
+        if end is None:
+            start, end = 0, start
+        return self._from_values(torch.arange(start, end, step, dtype=dtype, device=self.device), requires_grad)
+
+    def linspace(self, start, end, steps, dtype=None, device=None, requires_grad=False):
+        self._check_device(device)
+        return self._from_values(torch.linspace(start, end, steps, dtype=dtype, device=self.device), requires_grad)
+
+    def rand(self, *size, generator=None, dtype=None, device=None, requires_grad=False):
+        t, rg = self._allocate(size, dtype, device, requires_grad)
+        return self._finish(t.uniform_(0, 1, generator=generator), rg)
+
+    def randn(self, *size, generator=None, dtype=None, device=None, requires_grad=False):
+        t, rg = self._allocate(size, dtype, device, requires_grad)
+        return self._finish(t.normal_(generator=generator), rg)
+
+    def uniform(self, size, low=0.0, high=1.0, dtype=None, device=None, requires_grad=False):
+        t, rg = self._allocate(size if isinstance(size, (tuple, list)) else (size,), dtype, device, requires_grad)
+        return self._finish(t.uniform_(low, high), rg)
+
+    def randint(self, *args, generator=None, dtype=None, device=None, requires_grad=False):
+        """randint(high, size) or randint(low, high, size), as torch.randint."""
+        if len(args) == 2:
+            (high, size), low = args, 0
+        elif len(args) == 3:
+            low, high, size = args
+        else:
+            raise TypeError(f"randint expects (high, size) or (low, high, size), got {len(args)} arguments")
+        if high <= low:
+            raise ValueError(f"randint: high ({high}) must be greater than low ({low})")
+        t, rg = self._allocate(size, dtype or torch.int64, device, requires_grad)
+        return self._finish(t.random_(low, high, generator=generator), rg)
+
+    def as_symmetric(self, tensor):
+        """A heap copy of `tensor` (from any device), same shape and dtype."""
+        if not isinstance(tensor, torch.Tensor):
+            raise TypeError(f"as_symmetric expects a torch.Tensor, got {type(tensor).__name__}")
+        t, _ = self._allocate(tensor.shape, tensor.dtype)
+        return t.copy_(tensor)
+
+    def is_symmetric(self, tensor):
+        return isinstance(tensor, torch.Tensor) and self.heap.owns(tensor)
+
+    @contextlib.contextmanager
+    def scratch(self):
+        """Collective: heap allocations made inside are released on a normal exit (after a barrier), so loops,
+        tests and benchmarks can allocate freely. Nothing allocated inside may be used afterwards."""
+        mark = self.heap.offset
+        yield self
+        self.barrier()
+        self.heap.offset = mark
+
+    # ------------------------------------------------------------------------------------------------ sync
+    def barrier(self):
+        """Wait for this rank's device work, then for every rank; raise any device-side wait timeout."""
+        self._check_open()
+        if self.backend == "cuda":
+            torch.cuda.synchronize(self.device)
+        dist.barrier()
+        self.check_device_errors()
+
+    def device_barrier(self):
+        """All ranks' preceding work on the current stream, on the device; no host sync, CUDA-graph capturable."""
+        _device_barrier_kernel[(1,)](self._barrier_flags, self._barrier_epoch, self.cur_rank, self.num_ranks,
+                                     self.heap_bases, num_warps=1)
+
+    def check_device_errors(self):
+        """Raise DeviceWaitTimeout if a kernel of this rank gave up waiting on a flag (and clear the record)."""
+        rec = self._errors.tolist()
+        if rec[_dev.ERR_CODE] == 0:
+            return
+        self._errors.zero_()
+        raise _dev.DeviceWaitTimeout(
+            f"rank {rec[_dev.ERR_RANK]}, program {rec[_dev.ERR_PID]}: wait on the flag at heap offset "
+            f"{rec[_dev.ERR_OFFSET]} for a value {_dev.CMP_NAMES.get(rec[_dev.ERR_CMP], '?')} {rec[_dev.ERR_EXPECTED]} "
+            f"timed out after {_dev.WAIT_TIMEOUT_S:g} s (last seen {rec[_dev.ERR_OBSERVED]}); later waits of that "
+            f"kernel gave up at once, so its outputs are invalid")
+
+    def broadcast(self, value, source_rank=0):
+        """`value` as held by `source_rank`, on every rank: tensors keep dtype and device, anything else is pickled."""
+        if isinstance(value, torch.Tensor):
+            out = value.detach().clone().contiguous()
+            if self.backend == "cuda" and out.device.type != "cuda":
+                tmp = out.to(self.device)
+                dist.broadcast(tmp, source_rank)
+                return tmp.to(out.device)
+            dist.broadcast(out, source_rank)
+            return out
+        box = [value]
+        dist.broadcast_object_list(box, source_rank)
+        return box[0]
+
+    # ------------------------------------------------------------------------------------------------ teardown
+    def _check_open(self):
+        if getattr(self, "_closed", False):
+            raise RuntimeError("this Iris context is closed")
+
+    def close(self):
+        """Collective: unmap every peer and free the heap. Heap tensors are invalid afterwards."""
+        if self._closed:
+            return
+        self.barrier()
+        self.heap.close_peers()
+        dist.barrier()
+        self.heap.free()
+        self._closed = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if exc[0] is None:
+            self.close()
+        else:
+            self.heap.close_peers()
+            self._closed = True
+
+
+@atexit.register
+def _unmap_at_exit():
+    """Local, not collective: peers may already be gone. The process's own heap goes with the process."""
+    for ctx in list(_live):
+        if not ctx._closed:
+            ctx.heap.close_peers()
+
+
+def iris(heap_size=1 << 30, backend=None):
+    """Create the symmetric-heap context on this rank (collective: every rank calls it with the same size)."""
+    return Iris(heap_size, backend)

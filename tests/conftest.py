@@ -1,0 +1,62 @@
+"""Rank pools shared by the whole session: torch/triton are imported and the heap is mapped once per world size.
+
+Each test body runs on every rank as `fn(ctx, *args)` inside `ctx.scratch()`, so its heap allocations are released
+afterwards. Rank functions live at module level in the test files (the rank processes import them by name)."""
+
+import os
+import sys
+
+import pytest
+
+import iris
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+HEAP = 64 << 20
+_pools = {}
+
+
+def _scoped(ctx, fn, args):
+    with ctx.scratch():
+        return fn(ctx, *args)
+
+
+class Ranks:
+    def __init__(self, world):
+        self.world = world
+
+    @property
+    def pool(self):
+        pool = _pools.get(self.world)
+        if pool is None or pool.broken or not pool.procs:
+            pool = _pools[self.world] = iris.RankPool(self.world, heap_size=HEAP)
+        return pool
+
+    def run(self, fn, *args, timeout=600):
+        """fn(ctx, *args) on every rank; results by rank."""
+        return self.pool.run(_scoped, fn, args, timeout=timeout)
+
+
+@pytest.fixture(params=[2, 4], ids=lambda w: f"{w}ranks", scope="session")
+def ranks(request):
+    return Ranks(request.param)
+
+
+@pytest.fixture(scope="session")
+def ranks2():
+    return Ranks(2)
+
+
+@pytest.fixture(scope="session")
+def ranks4():
+    return Ranks(4)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    for pool in _pools.values():
+        pool.close()
+
+
+ON_GPU = iris.BACKEND == "cuda"
+# bf16 is broken in the Triton interpreter (wrong tl.dot, no bf16 constants): GPU only.
+FLOAT_DTYPES = ["float16", "float32"] + (["bfloat16"] if ON_GPU else [])

@@ -1,0 +1,152 @@
+"""Allocation API, symmetry of offsets, and clear errors for bad input."""
+
+import pytest
+import torch
+
+import iris
+
+
+def r_allocations(ctx):
+    dev = ctx.get_device()
+    g = torch.Generator(device=dev).manual_seed(5)
+    made = {
+        "zeros": ctx.zeros(3, 5, dtype=torch.float16),
+        "zeros_tuple": ctx.zeros((2, 3), dtype=torch.int32),
+        "ones": ctx.ones(7, dtype=torch.int64),
+        "empty": ctx.empty(4, 4),
+        "full": ctx.full((2, 2), 2.5, dtype=torch.float32),
+        "full_int": ctx.full((3,), 7),
+        "arange": ctx.arange(2, 20, 3, dtype=torch.int32),
+        "arange_end": ctx.arange(5),
+        "linspace": ctx.linspace(0, 1, 5),
+        "rand": ctx.rand(100, generator=g),
+        "randn": ctx.randn(10, 10, dtype=torch.float64),
+        "randint": ctx.randint(3, 9, (50,)),
+        "randint_high": ctx.randint(4, (6,)),
+        "uniform": ctx.uniform((64,), low=-2.0, high=-1.0),
+        "as_symmetric": ctx.as_symmetric(torch.arange(6, dtype=torch.float32).view(2, 3)),
+        "grad": ctx.zeros(3, requires_grad=True),
+    }
+    made["zeros_like"] = ctx.zeros_like(made["randn"])
+    base = ctx.get_heap_bases()[ctx.cur_rank].item()
+    out = {}
+    for name, t in made.items():
+        assert ctx.is_symmetric(t), name
+        assert (t.data_ptr() - base) % 256 == 0, name
+        out[name] = (t.data_ptr() - base, tuple(t.shape), str(t.dtype), t.detach().cpu().double().flatten().tolist(),
+                     t.requires_grad)
+    out["not_symmetric"] = ctx.is_symmetric(torch.zeros(3, device=dev)) or ctx.is_symmetric("x")
+    out["rank"], out["world"] = ctx.get_rank(), ctx.get_num_ranks()
+    out["cu"] = ctx.get_cu_count()
+    out["bases"] = ctx.get_heap_bases().cpu().tolist()
+    out["bases_dtype"] = str(ctx.get_heap_bases().dtype)
+    return out
+
+
+def test_allocation_api(ranks):
+    results = ranks.run(r_allocations)
+    r0 = results[0]
+    for rank, res in enumerate(results):
+        assert res["rank"] == rank and res["world"] == ranks.world and res["cu"] >= 1
+        assert res["bases_dtype"] == "torch.int64" and len(res["bases"]) == ranks.world
+        assert not res["not_symmetric"]
+        for name in r0:
+            if isinstance(r0[name], tuple):
+                assert res[name][0] == r0[name][0], f"{name}: offsets differ across ranks"
+    offset, shape, dtype, vals, grad = r0["zeros"]
+    assert shape == (3, 5) and dtype == "torch.float16" and vals == [0] * 15 and not grad
+    assert r0["zeros_tuple"][1] == (2, 3) and r0["zeros_tuple"][2] == "torch.int32"
+    assert r0["ones"][3] == [1] * 7 and r0["ones"][2] == "torch.int64"
+    assert r0["empty"][1] == (4, 4) and r0["empty"][2] == "torch.float32"
+    assert r0["full"][3] == [2.5] * 4 and r0["full_int"][2] == "torch.int64" and r0["full_int"][3] == [7] * 3
+    assert r0["arange"][3] == list(range(2, 20, 3)) and r0["arange_end"][3] == [0, 1, 2, 3, 4]
+    assert r0["linspace"][3] == [0, 0.25, 0.5, 0.75, 1.0]
+    assert all(0 <= v < 1 for v in r0["rand"][3]) and len(set(r0["rand"][3])) > 90
+    assert r0["randn"][2] == "torch.float64" and 0.3 < torch.tensor(r0["randn"][3]).std() < 3
+    assert all(3 <= v < 9 for v in r0["randint"][3]) and len(set(r0["randint"][3])) > 3
+    assert all(0 <= v < 4 for v in r0["randint_high"][3])
+    assert all(-2 <= v < -1 for v in r0["uniform"][3])
+    assert r0["as_symmetric"][3] == [0, 1, 2, 3, 4, 5] and r0["as_symmetric"][1] == (2, 3)
+    assert r0["grad"][4] and r0["zeros_like"][1] == (10, 10) and r0["zeros_like"][2] == "torch.float64"
+
+
+def r_expect_error(ctx, case):
+    calls = {
+        "negative size": lambda: ctx.zeros(3, -1),
+        "float size": lambda: ctx.zeros(2.5),
+        "bad dtype": lambda: ctx.zeros(3, dtype="float32"),
+        "bad device": lambda: ctx.zeros(3, device="meta"),
+        "randint range": lambda: ctx.randint(5, 5, (3,)),
+        "randint arity": lambda: ctx.randint(3),
+        "as_symmetric non-tensor": lambda: ctx.as_symmetric([1, 2]),
+        "exhausted": lambda: ctx.empty(1 << 40, dtype=torch.uint8),
+        "bad backend": lambda: iris.iris(1 << 20, backend="tpu"),
+        "other backend": lambda: iris.iris(1 << 20, backend="cuda" if ctx.backend == "cpu" else "cpu"),
+        "bad heap size": lambda: iris.heap._SymmetricHeap(0),
+    }
+    try:
+        calls[case]()
+    except Exception as err:
+        return type(err).__name__, str(err)
+    return None, "no error"
+
+
+ERRORS = {
+    "negative size": ("ValueError", "non-negative integers"),
+    "float size": ("ValueError", "non-negative integers"),
+    "bad dtype": ("TypeError", "torch.dtype"),
+    "bad device": ("ValueError", "heap lives on"),
+    "randint range": ("ValueError", "must be greater than low"),
+    "randint arity": ("TypeError", "(high, size) or (low, high, size)"),
+    "as_symmetric non-tensor": ("TypeError", "expects a torch.Tensor"),
+    "exhausted": ("HeapExhausted", "requested 1099511627776 bytes"),
+    "bad backend": ("ValueError", "expected 'cpu' or 'cuda'"),
+    "other backend": ("RuntimeError", "before importing"),
+    "bad heap size": ("ValueError", "positive number of bytes"),
+}
+
+
+@pytest.mark.parametrize("case", list(ERRORS))
+def test_bad_input_raises_clearly(ranks2, case):
+    name, text = ERRORS[case]
+    for got_name, msg in ranks2.run(r_expect_error, case):
+        assert got_name == name and text in msg, (case, got_name, msg)
+    if case == "exhausted":
+        assert "bytes free of" in msg
+
+
+def r_heap_free_bytes(ctx):
+    try:
+        ctx.empty(ctx.heap.size, dtype=torch.uint8)
+    except iris.HeapExhausted as err:
+        free = ctx.heap.size - (-(-ctx.heap.offset // 256) * 256)
+        return f"{free} bytes free" in str(err)
+    return False
+
+
+def test_exhaustion_names_free_bytes(ranks2):
+    assert ranks2.run(r_heap_free_bytes) == [True, True]
+
+
+def r_broadcast(ctx):
+    obj = ctx.broadcast({"rank": ctx.cur_rank, "x": [1, 2]} if ctx.cur_rank == 1 else None, 1)
+    t = ctx.broadcast(torch.full((3,), float(ctx.cur_rank), device=ctx.get_device()), 1)
+    return obj, t.cpu().tolist()
+
+
+def test_broadcast(ranks):
+    for obj, t in ranks.run(r_broadcast):
+        assert obj == {"rank": 1, "x": [1, 2]} and t == [1.0, 1.0, 1.0]
+
+
+def r_scratch(ctx):
+    before = ctx.heap.offset
+    with ctx.scratch():
+        ctx.zeros(1000)
+        inside = ctx.heap.offset
+    return before, inside, ctx.heap.offset
+
+
+def test_scratch_releases_allocations(ranks2):
+    for before, inside, after in ranks2.run(r_scratch):
+        assert inside > before and after == before
