@@ -2,6 +2,7 @@
 
 import glob
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -107,7 +108,10 @@ def test_bootstrap_under_torchrun():
 
 def test_bootstrap_under_mpirun():
     mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-    assert os.path.exists(mpiexec), "the test extra installs mpi4py and mpich (which provides mpiexec)"
+    mpiexec = mpiexec if os.path.exists(mpiexec) else shutil.which("mpiexec")
+    assert mpiexec, "the test extra installs mpi4py and mpich (which provides mpiexec)"
+    os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")  # Open MPI (the GPU machine's) refuses root otherwise
+    os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     out = _run([mpiexec, "-n", "2", sys.executable, "examples/demo.py"])
     assert out.count("(OK)") == 2
 
