@@ -141,7 +141,7 @@ def atomic_max(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None
 
 
 @triton.jit
-def signal(flag_ptr, value, from_rank, to_rank, heap_bases, op: tl.constexpr = "set"):
+def signal(flag_ptr, value, from_rank, to_rank, heap_bases, op: tl.constexpr = tl.constexpr("set")):
     """Publish everything this program stored so far, then set (op="set") or add to (op="add") `to_rank`'s int32
     flag with release semantics at system scope. Returns the flag's old value."""
     tl.debug_barrier()
@@ -195,7 +195,7 @@ if INTERPRET:
         return tl.atomic_add(ptr, 0, sem="acquire", scope="sys")
 
     @triton.jit
-    def wait(flag_ptr, value, cur_rank, heap_bases, cmp: tl.constexpr = "ge"):
+    def wait(flag_ptr, value, cur_rank, heap_bases, cmp: tl.constexpr = tl.constexpr("ge")):
         """Block until the local int32 flag `== value` (cmp="eq") or `>= value` (cmp="ge"); acquire. Bounded."""
         v = _ld_acquire(flag_ptr)
         i = 0
@@ -245,7 +245,7 @@ else:
             tl.atomic_xchg(err, 1, sem="release", scope="gpu")
 
     @triton.jit
-    def wait(flag_ptr, value, cur_rank, heap_bases, cmp: tl.constexpr = "ge"):
+    def wait(flag_ptr, value, cur_rank, heap_bases, cmp: tl.constexpr = tl.constexpr("ge")):
         """Block until the local int32 flag `== value` (cmp="eq") or `>= value` (cmp="ge"); acquire. Bounded."""
         v = _ld_acquire(flag_ptr)
         if _unmet(v, value, cmp):
