@@ -234,7 +234,7 @@ else:
     def _record_timeout(flag_ptr, value, observed, cur_rank, heap_bases, cmp: tl.constexpr):
         base = tl.load(heap_bases + cur_rank)
         err = tl.cast(base, tl.pointer_type(tl.int64))
-        if tl.atomic_cas(err, 0, -1, sem="relaxed", scope="gpu") == 0:
+        if tl.atomic_cas(err, tl.cast(0, tl.int64), tl.cast(-1, tl.int64), sem="relaxed", scope="gpu") == 0:
             pid = tl.program_id(0) + tl.num_programs(0) * (tl.program_id(1) + tl.num_programs(1) * tl.program_id(2))
             tl.store(err + 1, tl.cast(cur_rank, tl.int64))
             tl.store(err + 2, tl.cast(pid, tl.int64))
@@ -242,7 +242,7 @@ else:
             tl.store(err + 4, tl.cast(value, tl.int64))
             tl.store(err + 5, tl.cast(observed, tl.int64))
             tl.store(err + 6, 0 if cmp == "eq" else 1)
-            tl.atomic_xchg(err, 1, sem="release", scope="gpu")
+            tl.atomic_xchg(err, tl.cast(1, tl.int64), sem="release", scope="gpu")
 
     @triton.jit
     def wait(flag_ptr, value, cur_rank, heap_bases, cmp: tl.constexpr = tl.constexpr("ge")):
