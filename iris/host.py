@@ -251,14 +251,10 @@ class Iris:
 
     def broadcast(self, value, source_rank=0):
         """`value` as held by `source_rank`, on every rank: tensors keep dtype and device, anything else is pickled."""
-        if isinstance(value, torch.Tensor):
-            out = value.detach().clone().contiguous()
-            if self.backend == "cuda" and out.device.type != "cuda":
-                tmp = out.to(self.device)
-                dist.broadcast(tmp, source_rank)
-                return tmp.to(out.device)
-            dist.broadcast(out, source_rank)
-            return out
+        if isinstance(value, torch.Tensor):  # through the host: works for any backend and GPU sharing
+            box = [value.detach().cpu() if self.cur_rank == source_rank else None]
+            dist.broadcast_object_list(box, source_rank)
+            return box[0].to(value.device)
         box = [value]
         dist.broadcast_object_list(box, source_rank)
         return box[0]

@@ -48,7 +48,7 @@ KERNELS = [
      [{"ITERS": 3}]),
     ("iris.host", "_device_barrier_kernel", {"flags": p("i32"), "epoch_ptr": p("i32"), "cur_rank": "i32",
                                              "world_size": "i32", **HB}, [{}]),
-    ("benchmarks.rma", "pingpong_kernel", {"flags": p("i32"), "cur": "i32", **HB}, [{"ITERS": 10}]),
+    ("benchmarks.rma", "pingpong_kernel", {"flags": p("i32"), "iters": "i32", "cur": "i32", **HB}, [{}]),
     ("benchmarks.rma", "rma_bw_kernel", {"src": p("fp32"), "dst": p("fp32"), "n": "i32", "cur": "i32", "peer": "i32",
                                          **HB}, [{"OP": op, "BLOCK": 4096} for op in ("put", "get")]),
     ("benchmarks.rma", "atomic_bw_kernel", {"counters": p("i32"), "n": "i32", "cur": "i32", "peer": "i32", **HB},
@@ -70,6 +70,13 @@ def main():
     sys.exit(1 if failures else 0)
 
 
-EXTRA = []
+EXTRA = [
+    ("benchmarks.rma_tuning", "put_tma", {"src": p("fp32"), "dst": p("fp32"), "rows": "i32", "cur": "i32",
+                                          "peer": "i32", **HB}, [{"BR": 32, "W": 256}]),
+    ("benchmarks.rma_tuning", "pingpong_variant", {"flags": p("i32"), "iters": "i32", "cur": "i32", **HB},
+     [{"POLL": "iris"}, {"POLL": "atomic"}]),
+    ("benchmarks.rma_tuning", "put_plain", {"src": p("fp32"), "dst": p("fp32"), "n": "i32", "cur": "i32",
+                                            "peer": "i32", **HB}, [{"BLOCK": 4096, "HINT": "cs"}]),
+]
 if __name__ == "__main__":
     main()
