@@ -45,7 +45,7 @@ def atomic_bw_kernel(counters, n, cur, peer, heap_bases, BLOCK: tl.constexpr):
                         sem="relaxed", scope="sys")
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["iters"])  # warm-up and timed call must share one compiled kernel
 def pingpong_kernel(flags, iters, cur, heap_bases):
     peer = 1 - cur
     for i in range(1, iters + 1):
