@@ -78,6 +78,7 @@ class Iris:
         self._barrier_flags = self.zeros(self.num_ranks, dtype=torch.int32)
         self._barrier_epoch = self.zeros(1, dtype=torch.int32)
         self._closed = False
+        self._workspaces = {}
         _live.add(self)
         self.barrier()
         logger.info(f"{backend} heap of {heap_size} bytes mapped from {self.num_ranks} ranks")
@@ -222,6 +223,16 @@ class Iris:
         yield self
         self.barrier()
         self.heap.offset = mark
+        self._workspaces = {k: v for k, v in self._workspaces.items() if v[0] < mark}
+
+    def workspace(self, key, factory):
+        """Collective: `factory(ctx)` (heap allocations: flags, partial buffers) run once per key and cached. The
+        barrier after creation keeps a fast rank from signalling into a peer's flags before the peer zeroed them."""
+        entry = self._workspaces.get(key)
+        if entry is None:
+            entry = self._workspaces[key] = (self.heap.offset, factory(self))
+            self.barrier()
+        return entry[1]
 
     # ------------------------------------------------------------------------------------------------ sync
     def barrier(self):

@@ -24,8 +24,12 @@ def compile_one(module, name, signature, constexprs):
     sig = dict(signature)
     sig.update({k: "constexpr" for k in constexprs})
     # As a real launch specializes them: pointers (and integers named n) divisible by 16.
+    unit = {"stride_ak", "stride_bn", "stride_cn", "stride_n"}  # row-major operands: Triton makes these constexpr 1
+    for a in unit & set(sig):
+        sig[a], constexprs = "constexpr", {**constexprs, a: 1}
     attrs = {(i,): [["tt.divisibility", 16]] for i, a in enumerate(fn.arg_names)
-             if str(sig.get(a, "")).startswith("*") or a == "n"}
+             if str(sig.get(a, "")).startswith("*") or a in ("n", "M", "N", "K") or
+             (a.startswith("stride") and a not in unit)}
     src = ASTSource(fn=fn, signature=sig, constexprs={(fn.arg_names.index(k),): v for k, v in constexprs.items()},
                     attrs=attrs)
     return triton.compile(src, target=TARGET, options={"num_warps": 4})
@@ -56,14 +60,56 @@ KERNELS = [
 ]
 
 
+def auto_signature(module, name, dtype="bf16"):
+    """Catalog kernels follow one naming convention: operands A/B/C/P, int32 flags, int64 heap_bases, ints else."""
+    fn = getattr(importlib.import_module(module), name)
+    fn.constexprs_names = [fn.arg_names[i] for i in fn.constexprs]
+    sig = {}
+    for arg in fn.arg_names:
+        if arg in ("A", "B", "C", "P"):
+            sig[arg] = p(dtype)
+        elif arg == "flags":
+            sig[arg] = p("i32")
+        elif arg == "heap_bases":
+            sig[arg] = p("i64")
+        elif arg not in fn.constexprs_names:
+            sig[arg] = "i32"
+    return sig
+
+
+def catalog_kernels():
+    gemm = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8}
+    out = []
+    for tma in (True, False):
+        g = dict(gemm, TMA=tma)
+        out += [
+            ("fused_ops.gemm", "gemm_kernel", [dict(g, SIGNAL=s) for s in ("none", "local", "arrive")]),
+            ("fused_ops.all_scatter.fused_sequential", "kernel", [g]),
+            ("fused_ops.all_scatter.wg_specialized", "kernel", [dict(g, GEMM_SMS=116)]),
+            ("fused_ops.all_reduce.atomic", "kernel", [g]),
+            ("fused_ops.all_reduce.one_shot", "kernel", [g]),
+            ("fused_ops.all_reduce.two_shot", "kernel", [g]),
+            ("fused_ops.all_reduce.wg_specialized", "kernel", [dict(g, GEMM_SMS=116)]),
+        ]
+    tiles = {"BLOCK_M": 128, "BLOCK_N": 256, "GROUP_M": 8}
+    out += [("fused_ops.comm", "scatter_kernel", [dict(tiles, WAIT=w) for w in (True, False)]),
+            ("fused_ops.comm", "reduce_kernel", [dict(tiles, WAIT=w) for w in (True, False)])]
+    return [(m, n, auto_signature(m, n), v) for m, n, v in out]
+
+
 def main():
     failures = 0
-    for module, name, sig, variants in KERNELS + [k for k in EXTRA]:
+    only = sys.argv[1:]
+    for module, name, sig, variants in KERNELS + EXTRA + catalog_kernels():
+        if only and not any(o in module for o in only):
+            continue
         for cx in variants:
             try:
                 k = compile_one(module, name, sig, cx)
-                v4 = "st.global.v4" in k.asm["ptx"] or "ld.global.v4" in k.asm["ptx"]
-                print(f"ok   {module}.{name} {cx} (16B accesses: {v4})")
+                ptx = k.asm["ptx"]
+                v4 = "st.global.v4" in ptx or "ld.global.v4" in ptx
+                tma = "cp.async.bulk.tensor" in ptx
+                print(f"ok   {module}.{name} {cx} (16B accesses: {v4}, TMA: {tma}, wgmma: {'wgmma' in ptx})")
             except Exception as err:  # report all, then fail
                 failures += 1
                 print(f"FAIL {module}.{name} {cx}: {str(err).splitlines()[-1][:300]}")

@@ -1,0 +1,19 @@
+"""fused_ops: a catalog of fused GEMM + communication kernels on the iris symmetric heap, selectable by name.
+
+    import fused_ops
+    fused_ops.list_variants("gemm_all_reduce")      # ['torch_nccl', 'torch_symm_mem', 'bulk_sync', ...]
+    fused_ops.gemm_all_reduce(ctx, a, b, c, variant="one_shot", config=fused_ops.Config(block_n=128))
+"""
+
+import iris  # noqa: F401  (first: on the CPU backend it turns the interpreter on before kernels are defined)
+
+from .config import Config, default_config  # noqa: F401
+from .ops import gemm_all_reduce, gemm_all_scatter  # noqa: F401
+from .registry import OPS, PATTERNS, get, list_ops, list_variants  # noqa: F401
+from . import all_reduce, all_scatter  # noqa: F401,E402  (registers the variants)
+
+# Keep list order meaningful: baselines first, then from least to most overlapped.
+_ORDER = ["torch_nccl", "torch_symm_mem", "bulk_sync", "fused_sequential", "atomic", "one_shot", "two_shot",
+          "producer_consumer", "wg_specialized"]
+for _op in OPS.values():
+    _op.variants = dict(sorted(_op.variants.items(), key=lambda kv: _ORDER.index(kv[0])))

@@ -1,0 +1,32 @@
+"""Peer baseline: torch.matmul into a PyTorch SymmetricMemory buffer, its two-shot all-reduce (the fastest NVIDIA
+peer for this op, ../shared/notes/peer-baselines.md), one copy into C. Never the multimem/multicast variants."""
+
+import torch
+import torch.distributed as dist
+
+from ..registry import register
+
+_buffers = {}
+
+
+def _symmetric_buffer(shape, dtype, device):
+    import torch.distributed._symmetric_memory as symm_mem
+
+    key = (tuple(shape), dtype, device)
+    if key not in _buffers:
+        group = dist.group.WORLD.group_name
+        if hasattr(symm_mem, "enable_symm_mem_for_group"):  # needed by older torch, a no-op later
+            symm_mem.enable_symm_mem_for_group(group)
+        buf = symm_mem.empty(*shape, dtype=dtype, device=device)
+        symm_mem.rendezvous(buf, group)
+        _buffers[key] = (buf, group)
+    return _buffers[key]
+
+
+@register("gemm_all_reduce", "torch_symm_mem", "baseline", "torch.matmul into a SymmetricMemory buffer, "
+                                                           "two_shot_all_reduce_, copy into C", backends=("cuda",))
+def run(p):
+    buf, group = _symmetric_buffer((p.m, p.n), p.c.dtype, p.c.device)
+    torch.matmul(p.a, p.b, out=buf)
+    torch.ops.symm_mem.two_shot_all_reduce_(buf, "sum", group)
+    p.c.copy_(buf)

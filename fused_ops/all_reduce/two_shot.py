@@ -1,0 +1,48 @@
+"""Two-shot: tiles are owned round-robin by rank (tile % world). Each program computes its partial tiles and counts
+its arrival at the owner; then, for the tiles it owns, it waits for every rank, sums the partials (reduce-scatter)
+and stores the sum into every rank's C (all-gather). A final barrier: C is written by its tiles' owners. The same
+program index handles a tile on every rank, so a program only ever waits on other ranks."""
+
+import triton
+import triton.language as tl
+
+import iris
+from ..comm import reduce_tile
+from ..gemm import c_tile, gemm_tile, operands, tile_coords
+from ..registry import register
+
+
+@triton.jit
+def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, P, stride_cm, stride_cn, flags, epoch,
+           cur_rank, world_size, heap_bases, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+           GROUP_M: tl.constexpr, TMA: tl.constexpr):
+    a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
+    num_pid_m, num_pid_n = tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N)
+    num_tiles = num_pid_m * num_pid_n
+    for tile in range(tl.program_id(0), num_tiles, tl.num_programs(0)):
+        pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
+        acc = gemm_tile(a_op, b_op, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M,
+                        BLOCK_N, BLOCK_K, TMA)
+        ptrs, mask = c_tile(P, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N)
+        tl.store(ptrs, acc.to(P.dtype.element_ty), mask=mask)
+        iris.signal(flags + tile, 1, cur_rank, tile % world_size, heap_bases, op="add")
+    for tile in range(tl.program_id(0), num_tiles, tl.num_programs(0)):
+        if tile % world_size == cur_rank:
+            pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
+            iris.wait(flags + tile, world_size * epoch, cur_rank, heap_bases, cmp="ge")
+            total = reduce_tile(P, pid_m, pid_n, M, N, stride_cm, stride_cn, cur_rank, world_size, heap_bases,
+                                BLOCK_M, BLOCK_N).to(C.dtype.element_ty)
+            out, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N)
+            for i in range(world_size):
+                iris.store(out, total, cur_rank, (cur_rank + i) % world_size, heap_bases, mask=mask)
+
+
+@register("gemm_all_reduce", "two_shot", "fused sequential", "partial tiles counted at their owner rank, owners "
+                                                             "reduce and store into every rank's C; barrier")
+def run(p):
+    p.ctx.device_barrier()  # every rank is done with the previous call's output before peers write it
+    c = p.c
+    ws = p.workspace(partial=((p.m, p.n), c.dtype))
+    kernel[p.grid(p.cfg.gemm_sms)](*p.gemm_args(), c, ws["partial"], c.stride(0), c.stride(1), ws["flags"],
+                                   ws["epoch"], *p.rank_args(), **p.meta())
+    p.ctx.device_barrier()

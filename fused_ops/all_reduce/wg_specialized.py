@@ -1,0 +1,33 @@
+"""Workgroup-specialized: one kernel. Programs [0, gemm_sms) compute partial tiles into a heap buffer and count
+their arrival on every rank; programs [gemm_sms, +comm_sms) wait for each tile's arrivals from all ranks and sum the
+tile into C. No barrier; partials alternate between two buffers by call parity (as in one_shot)."""
+
+import triton
+import triton.language as tl
+
+from ..comm import reduce_loop
+from ..gemm import gemm_loop
+from ..registry import register
+
+
+@triton.jit
+def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, P, stride_cm, stride_cn, flags, epoch,
+           cur_rank, world_size, heap_bases, GEMM_SMS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+           BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr):
+    pid = tl.program_id(0)
+    if pid < GEMM_SMS:
+        gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, P, stride_cm, stride_cn, 0, flags, epoch,
+                  cur_rank, world_size, heap_bases, pid, GEMM_SMS, "arrive", BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, TMA)
+    else:
+        reduce_loop(P, C, M, N, stride_cm, stride_cn, flags, epoch, cur_rank, world_size, heap_bases, pid - GEMM_SMS,
+                    tl.num_programs(0) - GEMM_SMS, True, BLOCK_M, BLOCK_N, GROUP_M)
+
+
+@register("gemm_all_reduce", "wg_specialized", "workgroup-specialized", "one kernel: GEMM programs publish partial "
+                                                                        "tiles, comm programs reduce them into C")
+def run(p):
+    c = p.c
+    ws = p.workspace(partial=((2, p.m, p.n), c.dtype))
+    gemm_sms = min(p.cfg.gemm_sms, p.num_tiles)
+    kernel[(gemm_sms + p.cfg.comm_sms,)](*p.gemm_args(), c, ws["partial"][ws["epoch"] % 2], c.stride(0), c.stride(1),
+                                         ws["flags"], ws["epoch"], *p.rank_args(), GEMM_SMS=gemm_sms, **p.meta())

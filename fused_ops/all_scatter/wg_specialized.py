@@ -1,0 +1,36 @@
+"""Workgroup-specialized: one kernel. Programs [0, gemm_sms) compute tiles and release a per-tile flag (the call's
+epoch); programs [gemm_sms, gemm_sms + comm_sms) poll the flags in tile order and push finished tiles to every peer.
+Communication programs only wait on lower-numbered programs, which also keeps the interpreter (serial) correct."""
+
+import triton
+import triton.language as tl
+
+from ..comm import scatter_loop
+from ..gemm import gemm_loop
+from ..registry import register
+
+
+@triton.jit
+def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, flags, epoch,
+           cur_rank, world_size, heap_bases, GEMM_SMS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+           BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr):
+    pid = tl.program_id(0)
+    col0 = cur_rank * N
+    if pid < GEMM_SMS:
+        gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, col0, flags,
+                  epoch, cur_rank, world_size, heap_bases, pid, GEMM_SMS, "local", BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                  TMA)
+    else:
+        scatter_loop(C, M, N, stride_cm, stride_cn, col0, flags, epoch, cur_rank, world_size, heap_bases,
+                     pid - GEMM_SMS, tl.num_programs(0) - GEMM_SMS, True, BLOCK_M, BLOCK_N, GROUP_M)
+
+
+@register("gemm_all_scatter", "wg_specialized", "workgroup-specialized", "one kernel: GEMM programs release "
+                                                                         "per-tile flags, comm programs push tiles")
+def run(p):
+    p.ctx.device_barrier()  # every rank is done with the previous call's output before peers write it
+    c, ws = p.c, p.workspace()
+    gemm_sms = min(p.cfg.gemm_sms, p.num_tiles)
+    kernel[(gemm_sms + p.cfg.comm_sms,)](*p.gemm_args(), c, c.stride(0), c.stride(1), ws["flags"], ws["epoch"],
+                                         *p.rank_args(), GEMM_SMS=gemm_sms, **p.meta())
+    p.ctx.device_barrier()

@@ -1,0 +1,75 @@
+"""Per-tile communication pieces shared by the variants: scatter a finished tile to every rank, reduce a tile over
+every rank's partial, and the loops that walk tiles in the GEMM's order."""
+
+import triton
+import triton.language as tl
+
+import iris
+from .gemm import c_tile, tile_coords
+
+
+@triton.jit
+def scatter_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, col0, cur_rank, world_size, heap_bases,
+                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Copy this rank's finished tile of C into the same place of every other rank's C."""
+    ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, col0, BLOCK_M, BLOCK_N)
+    val = tl.load(ptrs, mask=mask)
+    for i in range(1, world_size):
+        iris.store(ptrs, val, cur_rank, (cur_rank + i) % world_size, heap_bases, mask=mask)
+
+
+@triton.jit
+def reduce_tile(P, pid_m, pid_n, M, N, stride_m, stride_n, cur_rank, world_size, heap_bases, BLOCK_M: tl.constexpr,
+                BLOCK_N: tl.constexpr):
+    """fp32 sum of the tile of P over every rank's copy (own first, then peers in rank order from the next one)."""
+    ptrs, mask = c_tile(P, pid_m, pid_n, M, N, stride_m, stride_n, 0, BLOCK_M, BLOCK_N)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for i in range(world_size):
+        acc += iris.load(ptrs, cur_rank, (cur_rank + i) % world_size, heap_bases, mask=mask).to(tl.float32)
+    return acc
+
+
+@triton.jit
+def scatter_loop(C, M, N, stride_cm, stride_cn, col0, flags, epoch, cur_rank, world_size, heap_bases, start, step,
+                 WAIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    """Push tiles start, start+step, ... of this rank's C block to every rank; with WAIT, first wait until the GEMM
+    has set flags[tile] to this call's epoch."""
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    for tile in range(start, num_pid_m * num_pid_n, step):
+        if WAIT:
+            iris.wait(flags + tile, epoch, cur_rank, heap_bases, cmp="eq")
+        pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
+        scatter_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, col0, cur_rank, world_size, heap_bases, BLOCK_M,
+                     BLOCK_N)
+
+
+@triton.jit
+def scatter_kernel(C, M, N, stride_cm, stride_cn, col0, flags, epoch, cur_rank, world_size, heap_bases,
+                   WAIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    scatter_loop(C, M, N, stride_cm, stride_cn, col0, flags, epoch, cur_rank, world_size, heap_bases,
+                 tl.program_id(0), tl.num_programs(0), WAIT, BLOCK_M, BLOCK_N, GROUP_M)
+
+
+@triton.jit
+def reduce_loop(P, C, M, N, stride_m, stride_n, flags, epoch, cur_rank, world_size, heap_bases, start, step,
+                WAIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    """C tile = sum over ranks of the P tile; with WAIT, first wait until every rank has arrived at flags[tile]
+    (arrival counters grow by world_size per call, so `>= world_size * epoch` never sees a stale count)."""
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    for tile in range(start, num_pid_m * num_pid_n, step):
+        if WAIT:
+            iris.wait(flags + tile, world_size * epoch, cur_rank, heap_bases, cmp="ge")
+        pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
+        acc = reduce_tile(P, pid_m, pid_n, M, N, stride_m, stride_n, cur_rank, world_size, heap_bases, BLOCK_M,
+                          BLOCK_N)
+        ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_m, stride_n, 0, BLOCK_M, BLOCK_N)
+        tl.store(ptrs, acc.to(C.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def reduce_kernel(P, C, M, N, stride_m, stride_n, flags, epoch, cur_rank, world_size, heap_bases, WAIT: tl.constexpr,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    reduce_loop(P, C, M, N, stride_m, stride_n, flags, epoch, cur_rank, world_size, heap_bases, tl.program_id(0),
+                tl.num_programs(0), WAIT, BLOCK_M, BLOCK_N, GROUP_M)

@@ -1,0 +1,100 @@
+"""The persistent GEMM tile loop, written once. Variants compose these pieces with their own epilogues.
+
+Operands are reached either through device-side TMA descriptors (Hopper; edge tiles are zero-filled by the hardware)
+or through masked plain pointers (the interpreter, and strides TMA cannot describe). `TMA` is a constexpr, so each
+launch compiles only one of the two paths.
+"""
+
+import triton
+import triton.language as tl
+
+import iris
+
+
+@triton.jit
+def tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
+    """Grouped ("super-tile") order: GROUP_M row-tiles share B columns while they are hot in L2."""
+    width = GROUP_M * num_pid_n
+    first_m = (tile_id // width) * GROUP_M
+    size_m = tl.minimum(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + (tile_id % width) % size_m
+    pid_n = (tile_id % width) // size_m
+    return pid_m, pid_n
+
+
+@triton.jit
+def operands(A, B, M, N, K, stride_am, stride_bk, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+             BLOCK_K: tl.constexpr, TMA: tl.constexpr):
+    if TMA:
+        a = tl.make_tensor_descriptor(A, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K])
+        b = tl.make_tensor_descriptor(B, shape=[K, N], strides=[stride_bk, 1], block_shape=[BLOCK_K, BLOCK_N])
+    else:
+        a = A
+        b = B
+    return a, b
+
+
+@triton.jit
+def gemm_tile(a_op, b_op, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M: tl.constexpr,
+              BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, TMA: tl.constexpr):
+    """fp32 accumulator of one BLOCK_M x BLOCK_N output tile."""
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    if TMA:
+        for kk in range(0, tl.cdiv(K, BLOCK_K)):
+            a = a_op.load([pid_m * BLOCK_M, kk * BLOCK_K])
+            b = b_op.load([kk * BLOCK_K, pid_n * BLOCK_N])
+            acc = tl.dot(a, b, acc)
+    else:
+        rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        rk = tl.arange(0, BLOCK_K)
+        a_ptrs = a_op + rm[:, None] * stride_am + rk[None, :] * stride_ak
+        b_ptrs = b_op + rk[:, None] * stride_bk + rn[None, :] * stride_bn
+        for kk in range(0, tl.cdiv(K, BLOCK_K)):
+            k_left = K - kk * BLOCK_K
+            a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] < k_left), other=0.0)
+            b = tl.load(b_ptrs, mask=(rk[:, None] < k_left) & (rn[None, :] < N), other=0.0)
+            acc = tl.dot(a, b, acc)
+            a_ptrs += BLOCK_K * stride_ak
+            b_ptrs += BLOCK_K * stride_bk
+    return acc
+
+
+@triton.jit
+def c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, col0, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Pointers and mask of an output tile of an M x N block that starts at column col0 of C."""
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    ptrs = C + rm[:, None] * stride_cm + (col0 + rn)[None, :] * stride_cn
+    return ptrs, (rm[:, None] < M) & (rn[None, :] < N)
+
+
+@triton.jit
+def gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, col0, flags,
+              epoch, cur_rank, world_size, heap_bases, start, step, SIGNAL: tl.constexpr, BLOCK_M: tl.constexpr,
+              BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr):
+    """Tiles start, start+step, ... of C[:, col0:col0+N] = A @ B, stored locally. Then, per tile:
+    SIGNAL="local": set this rank's flags[tile] = epoch; "arrive": add 1 to flags[tile] on every rank."""
+    a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    for tile in range(start, num_pid_m * num_pid_n, step):
+        pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
+        acc = gemm_tile(a_op, b_op, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M,
+                        BLOCK_N, BLOCK_K, TMA)
+        ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, col0, BLOCK_M, BLOCK_N)
+        tl.store(ptrs, acc.to(C.dtype.element_ty), mask=mask)
+        if SIGNAL == "local":
+            iris.signal(flags + tile, epoch, cur_rank, cur_rank, heap_bases)
+        elif SIGNAL == "arrive":
+            for i in range(world_size):
+                iris.signal(flags + tile, 1, cur_rank, (cur_rank + i) % world_size, heap_bases, op="add")
+
+
+@triton.jit
+def gemm_kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, col0, flags,
+                epoch, cur_rank, world_size, heap_bases, SIGNAL: tl.constexpr, BLOCK_M: tl.constexpr,
+                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr):
+    gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, col0, flags, epoch,
+              cur_rank, world_size, heap_bases, tl.program_id(0), tl.num_programs(0), SIGNAL, BLOCK_M, BLOCK_N,
+              BLOCK_K, GROUP_M, TMA)

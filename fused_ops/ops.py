@@ -1,0 +1,71 @@
+"""The catalog's front doors: one call signature per op, validated on the host before any launch.
+
+    gemm_all_scatter(ctx, a, b, c, variant="fused_sequential", config=None)
+        a: M x K (the same on every rank); b: this rank's K x N/world column block of B;
+        c: M x N on the symmetric heap. Every rank ends with the full C; rank r computes C[:, r*N/w:(r+1)*N/w].
+    gemm_all_reduce(ctx, a, b, c, variant="one_shot", config=None)
+        a: M x K/world (this rank's columns of A); b: K/world x N (the matching rows of B);
+        c: M x N on the symmetric heap. Every rank ends with C = sum over ranks of a_r @ b_r.
+
+`variant` picks an overlap pattern by name (`fused_ops.list_variants(op)`); `config` (fused_ops.Config) overrides
+tile sizes, the GEMM/communication SM split, stages and warps. Every rank must make the same calls with the same
+shapes: workspaces are allocated collectively on first use and reused afterwards. Variants that write into peers'
+outputs start with a device barrier (every rank has finished with the previous call's output) and end with one
+(this rank's output is complete when the call's stream work is).
+"""
+
+import torch
+
+from . import registry
+from .problem import DTYPES, Problem
+
+registry.define_op("gemm_all_scatter", "A (M x K) everywhere, B split by columns; every rank ends with C (M x N)")
+registry.define_op("gemm_all_reduce", "A split by columns, B split by rows (K sharded); every rank ends with the "
+                                      "sum C (M x N)")
+
+
+def _check(ctx, op, a, b, c):
+    where = f"{op}:"
+    for name, t in (("a", a), ("b", b), ("c", c)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{where} {name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 2:
+            raise ValueError(f"{where} {name} must be 2-D, got shape {tuple(t.shape)}")
+        if t.dtype not in DTYPES:
+            raise TypeError(f"{where} {name} has dtype {t.dtype}; expected one of float16, bfloat16, float32")
+        if t.device.type != ctx.get_device().type:
+            raise ValueError(f"{where} {name} is on {t.device}, the heap is on {ctx.get_device()}")
+    if not (a.dtype == b.dtype == c.dtype):
+        raise TypeError(f"{where} a, b, c must share one dtype, got {a.dtype}, {b.dtype}, {c.dtype}")
+    if a.dtype == torch.bfloat16 and ctx.backend == "cpu":
+        raise TypeError(f"{where} bfloat16 is not supported on the CPU backend (the Triton interpreter computes it "
+                        f"wrongly); use float16 or float32")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"{where} inner dimensions differ: a is {tuple(a.shape)}, b is {tuple(b.shape)}")
+    if min(a.shape[0], a.shape[1], b.shape[1]) < 1:
+        raise ValueError(f"{where} empty operands: a {tuple(a.shape)}, b {tuple(b.shape)}")
+    if not ctx.is_symmetric(c):
+        raise ValueError(f"{where} c must live on the symmetric heap (allocate it with ctx.zeros/empty)")
+    if not c.is_contiguous():
+        raise ValueError(f"{where} c must be contiguous")
+
+
+def gemm_all_scatter(ctx, a, b, c, variant="fused_sequential", config=None):
+    v = registry.get("gemm_all_scatter", variant, ctx.backend)
+    _check(ctx, "gemm_all_scatter", a, b, c)
+    m, n_local, world = a.shape[0], b.shape[1], ctx.get_num_ranks()
+    if tuple(c.shape) != (m, n_local * world):
+        raise ValueError(f"gemm_all_scatter: c must be M x N = {m} x {n_local * world} (b holds N/world = {n_local} "
+                         f"columns on each of {world} ranks), got {tuple(c.shape)}")
+    v.run(Problem(ctx, "gemm_all_scatter", v, a, b, c, m, n_local, a.shape[1], config))
+    return c
+
+
+def gemm_all_reduce(ctx, a, b, c, variant="one_shot", config=None):
+    v = registry.get("gemm_all_reduce", variant, ctx.backend)
+    _check(ctx, "gemm_all_reduce", a, b, c)
+    m, n = a.shape[0], b.shape[1]
+    if tuple(c.shape) != (m, n):
+        raise ValueError(f"gemm_all_reduce: c must be M x N = {m} x {n}, got {tuple(c.shape)}")
+    v.run(Problem(ctx, "gemm_all_reduce", v, a, b, c, m, n, a.shape[1], config))
+    return c

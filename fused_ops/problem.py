@@ -1,0 +1,76 @@
+"""Host side of one catalog call: validated operands, the merged config, cached workspace and the launch arguments
+every variant shares, so a variant file holds only what differs: its kernel and its launch sequence."""
+
+import dataclasses
+
+import torch
+import triton
+
+from . import config as _config
+
+DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+_allocator_set = []
+
+
+def _tma_allocator(size, alignment, stream):
+    return torch.empty(size, dtype=torch.int8, device="cuda")
+
+
+class Problem:
+    def __init__(self, ctx, op, variant, a, b, c, m, n, k, config):
+        self.ctx, self.op, self.variant = ctx, op, variant
+        self.a, self.b, self.c = a, b, c
+        self.m, self.n, self.k = m, n, k  # this rank's GEMM: (m x k) @ (k x n)
+        self.rank, self.world = ctx.get_rank(), ctx.get_num_ranks()
+        self.heap_bases = ctx.get_heap_bases()
+        defaults = _config.default_config(ctx, m, n, k, a.dtype)
+        if variant.pattern in ("producer-consumer", "workgroup-specialized") and ctx.backend == "cuda":
+            defaults = dataclasses.replace(defaults, gemm_sms=defaults.gemm_sms - defaults.comm_sms)
+        self.cfg = (config or _config.Config()).merged(defaults)
+        _config.check(self.cfg, ctx, variant)
+        self.tma = self.cfg.tma if self.cfg.tma is not None else self._tma_ok()
+        if self.tma and ctx.backend == "cuda" and not _allocator_set:
+            triton.set_allocator(_tma_allocator)  # scratch for device-side tensor descriptors
+            _allocator_set.append(True)
+        self.num_tiles = triton.cdiv(m, self.cfg.block_m) * triton.cdiv(n, self.cfg.block_n)
+
+    def _tma_ok(self):
+        if self.ctx.backend != "cuda":
+            return False
+        return all(t.stride(-1) == 1 and (t.stride(0) * t.element_size()) % 16 == 0 and t.data_ptr() % 16 == 0
+                   for t in (self.a, self.b))
+
+    # --------------------------------------------------------------------------------------- launch arguments
+    def gemm_args(self):
+        a, b = self.a, self.b
+        return (a, b, self.m, self.n, self.k, a.stride(0), a.stride(1), b.stride(0), b.stride(1))
+
+    def rank_args(self):
+        return (self.rank, self.world, self.heap_bases)
+
+    def tiles(self):
+        return dict(BLOCK_M=self.cfg.block_m, BLOCK_N=self.cfg.block_n, GROUP_M=self.cfg.group_m)
+
+    def meta(self):
+        """Constexprs and launch options of a kernel that runs the GEMM."""
+        return dict(self.tiles(), BLOCK_K=self.cfg.block_k, TMA=self.tma, num_warps=self.cfg.num_warps,
+                    num_stages=self.cfg.num_stages)
+
+    def grid(self, programs):
+        return (max(1, min(programs, self.num_tiles)),)
+
+    # --------------------------------------------------------------------------------------- workspace
+    def workspace(self, **buffers):
+        """Heap buffers for this (op, variant, shape, dtype), created once; `flags` (int32, one per tile) is always
+        there. Returns the workspace with its call counter advanced: `ws["epoch"]` is this call's epoch (1, 2, ...)."""
+        key = (self.op, self.variant.name, self.m, self.n, self.k, self.c.dtype, tuple(sorted(buffers)))
+
+        def make(ctx):
+            ws = {"flags": ctx.zeros(self.num_tiles, dtype=torch.int32), "epoch": 0}
+            for name, (shape, dtype) in buffers.items():
+                ws[name] = ctx.zeros(*shape, dtype=dtype)
+            return ws
+
+        ws = self.ctx.workspace(key, make)
+        ws["epoch"] += 1
+        return ws

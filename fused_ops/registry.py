@@ -1,0 +1,72 @@
+"""One registry for the catalog: ops, their variants by name, and each variant's pattern class."""
+
+from dataclasses import dataclass, field
+
+PATTERNS = {
+    "baseline": "library GEMM plus a library collective, one after the other",
+    "bulk-synchronous": "all SMs compute, a barrier, then all SMs communicate",
+    "fused sequential": "one persistent kernel; each program communicates a tile right after computing it",
+    "producer-consumer": "a GEMM kernel and a communication kernel on two streams, linked by per-tile flags",
+    "workgroup-specialized": "one kernel; some programs compute tiles and release per-tile flags, the others poll the "
+                             "flags and communicate",
+}
+
+
+@dataclass
+class Variant:
+    op: str
+    name: str
+    pattern: str
+    summary: str
+    run: callable
+    backends: tuple = ("cpu", "cuda")
+
+
+@dataclass
+class Op:
+    name: str
+    layout: str
+    variants: dict = field(default_factory=dict)
+
+
+OPS = {}
+
+
+def define_op(name, layout):
+    OPS[name] = Op(name, layout)
+
+
+def register(op, name, pattern, summary, backends=("cpu", "cuda")):
+    if pattern not in PATTERNS:
+        raise ValueError(f"unknown pattern class {pattern!r}; known: {sorted(PATTERNS)}")
+
+    def wrap(fn):
+        OPS[op].variants[name] = Variant(op, name, pattern, summary, fn, tuple(backends))
+        return fn
+
+    return wrap
+
+
+def list_ops():
+    return list(OPS)
+
+
+def list_variants(op, backend=None):
+    variants = _op(op).variants.values()
+    return [v.name for v in variants if backend is None or backend in v.backends]
+
+
+def _op(op):
+    if op not in OPS:
+        raise KeyError(f"unknown op {op!r}; known ops: {', '.join(OPS)}")
+    return OPS[op]
+
+
+def get(op, name, backend=None):
+    variants = _op(op).variants
+    if name not in variants:
+        raise KeyError(f"unknown variant {name!r} of {op}; known variants: {', '.join(variants)}")
+    v = variants[name]
+    if backend is not None and backend not in v.backends:
+        raise ValueError(f"variant {op}/{name} runs on {', '.join(v.backends)} only, not on the {backend} backend")
+    return v

@@ -1,0 +1,108 @@
+"""GPU validation of the catalog on 2 GPUs: every variant of every op, bf16 and fp16, several shapes (M=128 and
+M=8192 included), 5 calls in a row with fresh inputs and a NaN-poisoned output, against a float64 reference
+computed on the GPU. Prints one line per case, a rough median time per variant (not a benchmark: see taxonomy),
+and exits non-zero on any failure. Writes catalog_validation.csv under --out.
+
+    python scripts/gpu_catalog.py --out results
+"""
+
+import argparse
+import datetime
+import os
+import sys
+import time
+
+import torch
+
+import fused_ops
+import iris
+
+SHAPES = [(128, 8192, 8192), (1024, 8192, 8192), (8192, 8192, 8192), (1000, 3000, 2000)]  # M, N, K (global)
+TOL = {torch.bfloat16: 2e-2, torch.float16: 1e-2}
+
+
+def inputs(op, call, world, rank, m, n, k, dtype, dev):
+    g = torch.Generator(device=dev).manual_seed(call)
+    if op == "gemm_all_scatter":
+        a = torch.randn(m, k, generator=g, device=dev, dtype=torch.float64) / k ** 0.5
+        b = torch.randn(k, n, generator=g, device=dev, dtype=torch.float64)
+        a, b = a.to(dtype), b.to(dtype)
+        ref = a.double() @ b.double()
+        nl = n // world
+        return a, b[:, rank * nl:(rank + 1) * nl].contiguous(), ref
+    a = (torch.randn(m, k, generator=g, device=dev, dtype=torch.float64) / k ** 0.5).to(dtype)
+    b = torch.randn(k, n, generator=g, device=dev, dtype=torch.float64).to(dtype)
+    kl = k // world
+    ref = a.double() @ b.double()
+    return a[:, rank * kl:(rank + 1) * kl].contiguous(), b[rank * kl:(rank + 1) * kl].contiguous(), ref
+
+
+def validate(ctx, shapes, calls):
+    world, rank, dev = ctx.get_num_ranks(), ctx.get_rank(), ctx.get_device()
+    rows = []
+    for op in fused_ops.list_ops():
+        for m, n, k in shapes:
+            for dtype in (torch.bfloat16, torch.float16):
+                with ctx.scratch():
+                    c = ctx.zeros(m, n, dtype=dtype)
+                    for variant in fused_ops.list_variants(op, "cuda"):
+                        worst, status = 0.0, "ok"
+                        try:
+                            for call in range(1, calls + 1):
+                                a, b, ref = inputs(op, call, world, rank, m, n, k, dtype, dev)
+                                c.fill_(float("nan"))
+                                ctx.barrier()
+                                getattr(fused_ops, op)(ctx, a, b, c, variant=variant)
+                                torch.cuda.synchronize()
+                                err = ((c.double() - ref).norm() / ref.norm()).item()
+                                if not err <= TOL[dtype]:
+                                    status = f"call {call}: error {err:.3g}"
+                                    break
+                                worst = max(worst, err)
+                            ctx.barrier()
+                            times = []
+                            for _ in range(10):
+                                ctx.barrier()
+                                t0 = time.perf_counter()
+                                getattr(fused_ops, op)(ctx, a, b, c, variant=variant)
+                                torch.cuda.synchronize()
+                                times.append((time.perf_counter() - t0) * 1e6)
+                            ctx.barrier()
+                            t = sorted(times)[5]
+                        except Exception as err:  # record and go on: one line per case
+                            status, t = f"raised {type(err).__name__}: {str(err).splitlines()[0][:160]}", float("nan")
+                            ctx.barrier()
+                        rows.append(dict(op=op, variant=variant, m=m, n=n, k=k, dtype=str(dtype)[6:], rank=rank,
+                                         max_rel_error=worst, status=status, rough_us=t))
+    return rows
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--out", default="results")
+    p.add_argument("--calls", type=int, default=5)
+    p.add_argument("--commit", default=os.environ.get("IRIS_COMMIT", "unknown"))
+    args = p.parse_args()
+    results = iris.spawn(validate, 2, SHAPES, args.calls, heap_size=6 << 30)
+    import pandas as pd
+
+    df = pd.DataFrame([r for rank_rows in results for r in rank_rows])
+    summary = df.groupby(["op", "variant", "m", "n", "k", "dtype"], sort=False).agg(
+        max_rel_error=("max_rel_error", "max"), status=("status", lambda s: "ok" if (s == "ok").all() else
+                                                          "; ".join(sorted(set(s) - {"ok"}))),
+        rough_us=("rough_us", "max")).reset_index()
+    summary["device"] = f"2x {torch.cuda.get_device_name(0)}"
+    summary["date"] = datetime.date.today().isoformat()
+    summary["commit"] = args.commit
+    summary["command"] = "python " + " ".join(sys.argv)
+    os.makedirs(args.out, exist_ok=True)
+    summary.to_csv(os.path.join(args.out, "catalog_validation.csv"), index=False)
+    with pd.option_context("display.width", 200, "display.max_rows", 500):
+        print(summary[["op", "variant", "m", "n", "k", "dtype", "max_rel_error", "rough_us", "status"]].to_string())
+    bad = summary[summary.status != "ok"]
+    print(f"{len(summary) - len(bad)}/{len(summary)} cases correct")
+    sys.exit(1 if len(bad) else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,149 @@
+"""Every variant of every catalog op against a float64 reference: 2 and 4 ranks, fp16/fp32 (+bf16 on GPUs),
+edge tiles, many calls in a row with fresh inputs and a poisoned output (stale flags are this field's classic bug)."""
+
+import math
+
+import pytest
+import torch
+
+import fused_ops
+import iris
+from conftest import FLOAT_DTYPES
+
+TOL = {"float16": 1e-2, "bfloat16": 2e-2, "float32": 1e-3}
+
+
+def make_inputs(op, call, rank, world, m, n, k, dtype, device):
+    """Deterministic per (call, rank), so every rank can rebuild everyone's inputs for the reference."""
+    def rnd(*shape, seed):
+        g = torch.Generator().manual_seed(seed)
+        return torch.randn(*shape, generator=g, dtype=torch.float64) / math.sqrt(k)
+
+    if op == "gemm_all_scatter":
+        a = rnd(m, k, seed=call * 7919)
+        bs = [rnd(k, n, seed=call * 7919 + 1 + r) for r in range(world)]
+        ref = a.to(dtype).double() @ torch.cat([b.to(dtype).double() for b in bs], dim=1)
+        return a.to(dtype).to(device), bs[rank].to(dtype).to(device), ref
+    As = [rnd(m, k, seed=call * 7919 + 2 * r) for r in range(world)]
+    Bs = [rnd(k, n, seed=call * 7919 + 2 * r + 1) for r in range(world)]
+    ref = sum(x.to(dtype).double() @ y.to(dtype).double() for x, y in zip(As, Bs))
+    return As[rank].to(dtype).to(device), Bs[rank].to(dtype).to(device), ref
+
+
+def r_check(ctx, op, variant, dtype_name, m, n, k, calls, cfg):
+    """n, k are this rank's extents (N/world for all-scatter, K/world for all-reduce). Returns (max error, calls)."""
+    dtype, world, rank = getattr(torch, dtype_name), ctx.get_num_ranks(), ctx.get_rank()
+    c = ctx.zeros(m, n * world if op == "gemm_all_scatter" else n, dtype=dtype)
+    run = getattr(fused_ops, op)
+    worst = 0.0
+    for call in range(1, calls + 1):
+        a, b, ref = make_inputs(op, call, rank, world, m, n, k, dtype, ctx.get_device())
+        c.fill_(float("nan"))
+        ctx.barrier()  # peers write into c: poison it before anyone starts
+        run(ctx, a, b, c, variant=variant, config=fused_ops.Config(**cfg))
+        got = c.double().cpu()
+        err = ((got - ref).norm() / ref.norm()).item()
+        if not err <= TOL[dtype_name]:  # NaN fails too
+            return f"call {call}: relative error {err}"
+        worst = max(worst, err)
+    ctx.barrier()
+    return worst
+
+
+def cases(backend):
+    for op in fused_ops.list_ops():
+        for v in fused_ops.list_variants(op, backend):
+            yield op, v
+
+
+CPU_CASES = list(cases(iris.BACKEND))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("op,variant", CPU_CASES, ids=[f"{o}-{v}" for o, v in CPU_CASES])
+def test_variant_edge_tiles_repeated(ranks, op, variant, dtype):
+    # 40 x 48 x 72 with 32-wide tiles: partial tiles in M, N and K; 2 x 2 tiles per rank block.
+    errs = ranks.run(r_check, op, variant, dtype, 40, 48, 72, 3, {})
+    assert all(isinstance(e, float) for e in errs), errs
+
+
+@pytest.mark.parametrize("op,variant", CPU_CASES, ids=[f"{o}-{v}" for o, v in CPU_CASES])
+def test_variant_100_calls_in_a_row(ranks2, op, variant):
+    errs = ranks2.run(r_check, op, variant, "float32", 16, 16, 16, 100, {"block_m": 16, "block_n": 16, "block_k": 16})
+    assert all(isinstance(e, float) for e in errs), errs
+
+
+@pytest.mark.parametrize("op", fused_ops.list_ops())
+def test_more_tiles_than_programs_and_tma_path(ranks2, op):
+    # 9 x 5 tiles for 4 GEMM programs (+2 comm); operands read through tensor descriptors (interpreter-supported).
+    for variant in fused_ops.list_variants(op, iris.BACKEND):
+        errs = ranks2.run(r_check, op, variant, "float16", 144, 80, 64, 2,
+                          {"block_m": 16, "block_n": 16, "block_k": 32, "tma": True})
+        assert all(isinstance(e, float) for e in errs), (variant, errs)
+
+
+def r_errors(ctx, case):
+    dev, w = ctx.get_device(), ctx.get_num_ranks()
+    a = torch.randn(8, 16, device=dev)
+    b = torch.randn(16, 8, device=dev)
+    c = ctx.zeros(8, 8 * w)
+    calls = {
+        "unknown variant": lambda: fused_ops.gemm_all_scatter(ctx, a, b, c, variant="warp_drive"),
+        "unknown op": lambda: fused_ops.get("gemm_all_nothing", "x"),
+        "wrong c shape": lambda: fused_ops.gemm_all_scatter(ctx, a, b, ctx.zeros(8, 9)),
+        "inner dims": lambda: fused_ops.gemm_all_reduce(ctx, a, a, ctx.zeros(8, 16)),
+        "dtype mix": lambda: fused_ops.gemm_all_scatter(ctx, a.half(), b, c),
+        "int dtype": lambda: fused_ops.gemm_all_reduce(ctx, a.int(), b.int(), ctx.zeros(8, 8, dtype=torch.int32)),
+        "bf16 on cpu": lambda: fused_ops.gemm_all_reduce(ctx, a.bfloat16(), b.bfloat16(),
+                                                         ctx.zeros(8, 8, dtype=torch.bfloat16)),
+        "c not on heap": lambda: fused_ops.gemm_all_scatter(ctx, a, b, torch.zeros(8, 8 * w, device=dev)),
+        "c not contiguous": lambda: fused_ops.gemm_all_reduce(ctx, a, b, ctx.zeros(8, 16)[:, ::2]),
+        "3-D input": lambda: fused_ops.gemm_all_reduce(ctx, a[None], b, ctx.zeros(8, 8)),
+        "bad block": lambda: fused_ops.gemm_all_reduce(ctx, a, b, ctx.zeros(8, 8), config=fused_ops.Config(block_m=48)),
+        "bad sms": lambda: fused_ops.gemm_all_reduce(ctx, a, b, ctx.zeros(8, 8), config=fused_ops.Config(gemm_sms=0)),
+        "cuda-only variant": lambda: fused_ops.gemm_all_reduce(ctx, a, b, ctx.zeros(8, 8), variant="torch_symm_mem"),
+    }
+    try:
+        calls[case]()
+    except Exception as err:
+        return type(err).__name__, str(err)
+    return None, "no error"
+
+
+ERRORS = {
+    "unknown variant": ("KeyError", "unknown variant 'warp_drive' of gemm_all_scatter; known variants: torch_nccl"),
+    "unknown op": ("KeyError", "unknown op 'gemm_all_nothing'"),
+    "wrong c shape": ("ValueError", "c must be M x N"),
+    "inner dims": ("ValueError", "inner dimensions differ"),
+    "dtype mix": ("TypeError", "must share one dtype"),
+    "int dtype": ("TypeError", "expected one of float16, bfloat16, float32"),
+    "bf16 on cpu": ("TypeError", "not supported on the CPU backend"),
+    "c not on heap": ("ValueError", "symmetric heap"),
+    "c not contiguous": ("ValueError", "contiguous"),
+    "3-D input": ("ValueError", "must be 2-D"),
+    "bad block": ("ValueError", "power of two"),
+    "bad sms": ("ValueError", "positive integer"),
+    "cuda-only variant": ("ValueError", "runs on cuda only"),
+}
+if iris.BACKEND == "cuda":
+    ERRORS.pop("bf16 on cpu")
+    ERRORS.pop("cuda-only variant")
+
+
+@pytest.mark.parametrize("case", list(ERRORS))
+def test_bad_input_raises_before_launch(ranks2, case):
+    name, text = ERRORS[case]
+    for got, msg in ranks2.run(r_errors, case):
+        assert got == name and text in msg, (case, got, msg)
+
+
+def test_registry_lists_every_variant_with_its_pattern():
+    assert fused_ops.list_ops() == ["gemm_all_scatter", "gemm_all_reduce"]
+    assert fused_ops.list_variants("gemm_all_scatter") == ["torch_nccl", "bulk_sync", "fused_sequential",
+                                                           "producer_consumer", "wg_specialized"]
+    assert fused_ops.list_variants("gemm_all_reduce") == ["torch_nccl", "torch_symm_mem", "bulk_sync", "atomic",
+                                                          "one_shot", "two_shot", "wg_specialized"]
+    assert "torch_symm_mem" not in fused_ops.list_variants("gemm_all_reduce", "cpu")
+    for op in fused_ops.OPS.values():
+        for v in op.variants.values():
+            assert v.pattern in fused_ops.PATTERNS and v.summary
