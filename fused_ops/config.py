@@ -26,13 +26,13 @@ class Config:
 def default_config(ctx, m, n_local, k, dtype):
     """Per-device defaults. CPU: small tiles keep the interpreter quick. Hopper: the 128x256x64, 3-stage, 8-warp
     persistent configuration measured at 0.94-1.0x torch.matmul on large shapes; 64-row tiles when M is small."""
-    sms = ctx.get_cu_count()
+    sms = ctx.get_cu_count() // ctx.ranks_per_device  # ranks sharing a GPU share its SMs: spinning grids must fit
     if ctx.backend == "cpu":
         return Config(32, 32, 32, 4, sms, 2, 1, 4, False)
     small = m <= 512
     block_k = 32 if dtype == torch.float32 else 64
     block_n = 256 if n_local >= 256 and not small and dtype != torch.float32 else 128
-    comm = 16
+    comm = min(16, max(1, sms // 4))
     return Config(64 if small else 128, block_n, block_k, 8, sms, comm, 4 if small else 3, 4 if small else 8, None)
 
 
@@ -46,7 +46,7 @@ def check(cfg, ctx, variant):
         if not isinstance(v, int) or v < 1:
             raise ValueError(f"config.{name}={v!r}: expected a positive integer")
     if ctx.backend == "cuda" and variant.pattern in ("producer-consumer", "workgroup-specialized"):
-        sms = ctx.get_cu_count()
+        sms = ctx.get_cu_count() // ctx.ranks_per_device
         if cfg.gemm_sms + cfg.comm_sms > sms:
-            raise ValueError(f"config: gemm_sms ({cfg.gemm_sms}) + comm_sms ({cfg.comm_sms}) exceeds the {sms} SMs; "
-                             f"{variant.name} spins on flags and needs every program resident at once")
+            raise ValueError(f"config: gemm_sms ({cfg.gemm_sms}) + comm_sms ({cfg.comm_sms}) exceeds the {sms} SMs "
+                             f"this rank may use; {variant.name} spins on flags and needs every program resident")

@@ -50,9 +50,16 @@ def _check(ctx, op, a, b, c):
         raise ValueError(f"{where} c must be contiguous")
 
 
+def _variant(ctx, op, variant, a, b, c):
+    v = registry.get(op, variant, ctx.backend)
+    _check(ctx, op, a, b, c)
+    if str(a.dtype).replace("torch.", "") not in v.dtypes:
+        raise TypeError(f"{op}/{variant} supports {', '.join(v.dtypes)}, not {a.dtype}")
+    return v
+
+
 def gemm_all_scatter(ctx, a, b, c, variant="fused_sequential", config=None):
-    v = registry.get("gemm_all_scatter", variant, ctx.backend)
-    _check(ctx, "gemm_all_scatter", a, b, c)
+    v = _variant(ctx, "gemm_all_scatter", variant, a, b, c)
     m, n_local, world = a.shape[0], b.shape[1], ctx.get_num_ranks()
     if tuple(c.shape) != (m, n_local * world):
         raise ValueError(f"gemm_all_scatter: c must be M x N = {m} x {n_local * world} (b holds N/world = {n_local} "
@@ -62,8 +69,7 @@ def gemm_all_scatter(ctx, a, b, c, variant="fused_sequential", config=None):
 
 
 def gemm_all_reduce(ctx, a, b, c, variant="one_shot", config=None):
-    v = registry.get("gemm_all_reduce", variant, ctx.backend)
-    _check(ctx, "gemm_all_reduce", a, b, c)
+    v = _variant(ctx, "gemm_all_reduce", variant, a, b, c)
     m, n = a.shape[0], b.shape[1]
     if tuple(c.shape) != (m, n):
         raise ValueError(f"gemm_all_reduce: c must be M x N = {m} x {n}, got {tuple(c.shape)}")

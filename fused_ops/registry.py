@@ -20,6 +20,7 @@ class Variant:
     summary: str
     run: callable
     backends: tuple = ("cpu", "cuda")
+    dtypes: tuple = ("float16", "bfloat16", "float32")
 
 
 @dataclass
@@ -36,12 +37,12 @@ def define_op(name, layout):
     OPS[name] = Op(name, layout)
 
 
-def register(op, name, pattern, summary, backends=("cpu", "cuda")):
+def register(op, name, pattern, summary, backends=("cpu", "cuda"), dtypes=("float16", "bfloat16", "float32")):
     if pattern not in PATTERNS:
         raise ValueError(f"unknown pattern class {pattern!r}; known: {sorted(PATTERNS)}")
 
     def wrap(fn):
-        OPS[op].variants[name] = Variant(op, name, pattern, summary, fn, tuple(backends))
+        OPS[op].variants[name] = Variant(op, name, pattern, summary, fn, tuple(backends), tuple(dtypes))
         return fn
 
     return wrap
@@ -51,9 +52,11 @@ def list_ops():
     return list(OPS)
 
 
-def list_variants(op, backend=None):
+def list_variants(op, backend=None, dtype=None):
+    """Variant names of `op`, optionally only those that run on `backend` and support `dtype` (e.g. "float16")."""
     variants = _op(op).variants.values()
-    return [v.name for v in variants if backend is None or backend in v.backends]
+    return [v.name for v in variants if (backend is None or backend in v.backends) and
+            (dtype is None or str(dtype).replace("torch.", "") in v.dtypes)]
 
 
 def _op(op):

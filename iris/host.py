@@ -72,6 +72,9 @@ class Iris:
             session = distributed.all_gather_object(session)[0]
             prefix = f"iris-{session}-{next(_instances)}"
             self.heap = ShmHeap(heap_size, self.cur_rank, self.num_ranks, prefix, dist.barrier)
+        # Ranks sharing one GPU (more local ranks than devices) must split its SMs between persistent grids.
+        local = int(os.environ.get("LOCAL_WORLD_SIZE", self.num_ranks))
+        self.ranks_per_device = -(-local // torch.cuda.device_count()) if use_cuda else 1
         self.heap_bases = torch.tensor(self.heap.bases, dtype=torch.int64, device=self.device)
         self._errors = self.zeros(_dev.ERR_WORDS, dtype=torch.int64)  # heap offset 0: device.wait relies on it
         assert self._errors.data_ptr() == self.heap.bases[self.cur_rank]

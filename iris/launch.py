@@ -96,7 +96,8 @@ class RankPool:
         self.world_size, self.session = world_size, uuid.uuid4().hex[:12]
         self.procs, self.conns, self.broken = [], [], None
         mpctx = mp.get_context("spawn")
-        common = {"WORLD_SIZE": world_size, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": free_port(),
+        common = {"WORLD_SIZE": world_size, "LOCAL_WORLD_SIZE": world_size, "MASTER_ADDR": "127.0.0.1",
+                  "MASTER_PORT": free_port(),
                   "IRIS_SESSION": self.session, **(env or {})}
         if backend:
             common["IRIS_BACKEND"] = backend

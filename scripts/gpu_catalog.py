@@ -16,25 +16,9 @@ import torch
 
 import fused_ops
 import iris
+from fused_ops import reference
 
 SHAPES = [(128, 8192, 8192), (1024, 8192, 8192), (8192, 8192, 8192), (1000, 3000, 2000)]  # M, N, K (global)
-TOL = {torch.bfloat16: 2e-2, torch.float16: 1e-2}
-
-
-def inputs(op, call, world, rank, m, n, k, dtype, dev):
-    g = torch.Generator(device=dev).manual_seed(call)
-    if op == "gemm_all_scatter":
-        a = torch.randn(m, k, generator=g, device=dev, dtype=torch.float64) / k ** 0.5
-        b = torch.randn(k, n, generator=g, device=dev, dtype=torch.float64)
-        a, b = a.to(dtype), b.to(dtype)
-        ref = a.double() @ b.double()
-        nl = n // world
-        return a, b[:, rank * nl:(rank + 1) * nl].contiguous(), ref
-    a = (torch.randn(m, k, generator=g, device=dev, dtype=torch.float64) / k ** 0.5).to(dtype)
-    b = torch.randn(k, n, generator=g, device=dev, dtype=torch.float64).to(dtype)
-    kl = k // world
-    ref = a.double() @ b.double()
-    return a[:, rank * kl:(rank + 1) * kl].contiguous(), b[rank * kl:(rank + 1) * kl].contiguous(), ref
 
 
 def validate(ctx, shapes, calls):
@@ -45,17 +29,17 @@ def validate(ctx, shapes, calls):
             for dtype in (torch.bfloat16, torch.float16):
                 with ctx.scratch():
                     c = ctx.zeros(m, n, dtype=dtype)
-                    for variant in fused_ops.list_variants(op, "cuda"):
+                    for variant in fused_ops.list_variants(op, "cuda", dtype):
                         worst, status = 0.0, "ok"
                         try:
                             for call in range(1, calls + 1):
-                                a, b, ref = inputs(op, call, world, rank, m, n, k, dtype, dev)
+                                a, b, ref = reference.make_inputs(op, call, world, rank, m, n, k, dtype, dev)
                                 c.fill_(float("nan"))
                                 ctx.barrier()
                                 getattr(fused_ops, op)(ctx, a, b, c, variant=variant)
                                 torch.cuda.synchronize()
-                                err = ((c.double() - ref).norm() / ref.norm()).item()
-                                if not err <= TOL[dtype]:
+                                err = reference.rel_error(c, ref)
+                                if not err <= reference.TOLERANCE[dtype]:
                                     status = f"call {call}: error {err:.3g}"
                                     break
                                 worst = max(worst, err)

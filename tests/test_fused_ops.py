@@ -1,66 +1,41 @@
 """Every variant of every catalog op against a float64 reference: 2 and 4 ranks, fp16/fp32 (+bf16 on GPUs),
 edge tiles, many calls in a row with fresh inputs and a poisoned output (stale flags are this field's classic bug)."""
 
-import math
-
 import pytest
 import torch
 
 import fused_ops
 import iris
 from conftest import FLOAT_DTYPES
-
-TOL = {"float16": 1e-2, "bfloat16": 2e-2, "float32": 1e-3}
-
-
-def make_inputs(op, call, rank, world, m, n, k, dtype, device):
-    """Deterministic per (call, rank), so every rank can rebuild everyone's inputs for the reference."""
-    def rnd(*shape, seed):
-        g = torch.Generator().manual_seed(seed)
-        return torch.randn(*shape, generator=g, dtype=torch.float64) / math.sqrt(k)
-
-    if op == "gemm_all_scatter":
-        a = rnd(m, k, seed=call * 7919)
-        bs = [rnd(k, n, seed=call * 7919 + 1 + r) for r in range(world)]
-        ref = a.to(dtype).double() @ torch.cat([b.to(dtype).double() for b in bs], dim=1)
-        return a.to(dtype).to(device), bs[rank].to(dtype).to(device), ref
-    As = [rnd(m, k, seed=call * 7919 + 2 * r) for r in range(world)]
-    Bs = [rnd(k, n, seed=call * 7919 + 2 * r + 1) for r in range(world)]
-    ref = sum(x.to(dtype).double() @ y.to(dtype).double() for x, y in zip(As, Bs))
-    return As[rank].to(dtype).to(device), Bs[rank].to(dtype).to(device), ref
+from fused_ops import reference
 
 
 def r_check(ctx, op, variant, dtype_name, m, n, k, calls, cfg):
-    """n, k are this rank's extents (N/world for all-scatter, K/world for all-reduce). Returns (max error, calls)."""
+    """n, k are this rank's extents (N/world for all-scatter, K/world for all-reduce). Returns the worst error."""
     dtype, world, rank = getattr(torch, dtype_name), ctx.get_num_ranks(), ctx.get_rank()
-    c = ctx.zeros(m, n * world if op == "gemm_all_scatter" else n, dtype=dtype)
+    n, k = (n * world, k) if op == "gemm_all_scatter" else (n, k * world)
+    c = ctx.zeros(m, n, dtype=dtype)
     run = getattr(fused_ops, op)
     worst = 0.0
     for call in range(1, calls + 1):
-        a, b, ref = make_inputs(op, call, rank, world, m, n, k, dtype, ctx.get_device())
+        a, b, ref = reference.make_inputs(op, call, world, rank, m, n, k, dtype, ctx.get_device())
         c.fill_(float("nan"))
         ctx.barrier()  # peers write into c: poison it before anyone starts
         run(ctx, a, b, c, variant=variant, config=fused_ops.Config(**cfg))
-        got = c.double().cpu()
-        err = ((got - ref).norm() / ref.norm()).item()
-        if not err <= TOL[dtype_name]:  # NaN fails too
+        err = reference.rel_error(c, ref)
+        if not err <= reference.TOLERANCE[dtype]:  # NaN fails too
             return f"call {call}: relative error {err}"
         worst = max(worst, err)
     ctx.barrier()
     return worst
 
 
-def cases(backend):
-    for op in fused_ops.list_ops():
-        for v in fused_ops.list_variants(op, backend):
-            yield op, v
+CASES = [(op, v, d) for op in fused_ops.list_ops() for d in FLOAT_DTYPES
+         for v in fused_ops.list_variants(op, iris.BACKEND, d)]
+CPU_CASES = [(op, v) for op, v, d in CASES if d == "float32"]
 
 
-CPU_CASES = list(cases(iris.BACKEND))
-
-
-@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
-@pytest.mark.parametrize("op,variant", CPU_CASES, ids=[f"{o}-{v}" for o, v in CPU_CASES])
+@pytest.mark.parametrize("op,variant,dtype", CASES, ids=[f"{o}-{v}-{d}" for o, v, d in CASES])
 def test_variant_edge_tiles_repeated(ranks, op, variant, dtype):
     # 40 x 48 x 72 with 32-wide tiles: partial tiles in M, N and K; 2 x 2 tiles per rank block.
     errs = ranks.run(r_check, op, variant, dtype, 40, 48, 72, 3, {})
@@ -76,7 +51,7 @@ def test_variant_100_calls_in_a_row(ranks2, op, variant):
 @pytest.mark.parametrize("op", fused_ops.list_ops())
 def test_more_tiles_than_programs_and_tma_path(ranks2, op):
     # 9 x 5 tiles for 4 GEMM programs (+2 comm); operands read through tensor descriptors (interpreter-supported).
-    for variant in fused_ops.list_variants(op, iris.BACKEND):
+    for variant in fused_ops.list_variants(op, iris.BACKEND, "float16"):
         errs = ranks2.run(r_check, op, variant, "float16", 144, 80, 64, 2,
                           {"block_m": 16, "block_n": 16, "block_k": 32, "tma": True})
         assert all(isinstance(e, float) for e in errs), (variant, errs)
@@ -102,6 +77,9 @@ def r_errors(ctx, case):
         "bad block": lambda: fused_ops.gemm_all_reduce(ctx, a, b, ctx.zeros(8, 8), config=fused_ops.Config(block_m=48)),
         "bad sms": lambda: fused_ops.gemm_all_reduce(ctx, a, b, ctx.zeros(8, 8), config=fused_ops.Config(gemm_sms=0)),
         "cuda-only variant": lambda: fused_ops.gemm_all_reduce(ctx, a, b, ctx.zeros(8, 8), variant="torch_symm_mem"),
+        "unsupported dtype": lambda: fused_ops.gemm_all_reduce(ctx, a.half(), b.half(),
+                                                               ctx.zeros(8, 8, dtype=torch.float16),
+                                                               variant="torch_symm_mem"),
     }
     try:
         calls[case]()
@@ -124,10 +102,13 @@ ERRORS = {
     "bad block": ("ValueError", "power of two"),
     "bad sms": ("ValueError", "positive integer"),
     "cuda-only variant": ("ValueError", "runs on cuda only"),
+    "unsupported dtype": ("TypeError", "supports bfloat16, float32, not torch.float16"),
 }
 if iris.BACKEND == "cuda":
     ERRORS.pop("bf16 on cpu")
     ERRORS.pop("cuda-only variant")
+else:
+    ERRORS.pop("unsupported dtype")  # the variant is refused as CUDA-only before its dtypes are looked at
 
 
 @pytest.mark.parametrize("case", list(ERRORS))

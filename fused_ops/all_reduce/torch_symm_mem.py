@@ -24,7 +24,8 @@ def _symmetric_buffer(shape, dtype, device):
 
 
 @register("gemm_all_reduce", "torch_symm_mem", "baseline", "torch.matmul into a SymmetricMemory buffer, "
-                                                           "two_shot_all_reduce_, copy into C", backends=("cuda",))
+                                                           "two_shot_all_reduce_, copy into C", backends=("cuda",),
+          dtypes=("bfloat16", "float32"))  # PyTorch has no float16 kernel for it
 def run(p):
     buf, group = _symmetric_buffer((p.m, p.n), p.c.dtype, p.c.device)
     torch.matmul(p.a, p.b, out=buf)

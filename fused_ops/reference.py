@@ -1,0 +1,49 @@
+"""Inputs and float64 references for every op, deterministic per seed so that every rank can rebuild every rank's
+inputs (the reference needs all of them) without communicating. Used by the tests, the GPU validation and the sweep.
+
+Shapes are global: M x N x K is the whole problem; each rank holds its slice as the op's layout says."""
+
+import math
+
+import torch
+
+
+def _randn(shape, gen, device):
+    return torch.randn(*shape, generator=gen, dtype=torch.float32, device=device).double()
+
+
+def local_shapes(op, m, n, k, world):
+    """(a_shape, b_shape, c_shape) of one rank."""
+    if op == "gemm_all_scatter":
+        return (m, k), (k, n // world), (m, n)
+    if op == "gemm_all_reduce":
+        return (m, k // world), (k // world, n), (m, n)
+    raise KeyError(f"no reference layout for op {op!r}")
+
+
+def check_divisible(op, m, n, k, world):
+    split = {"gemm_all_scatter": ("N", n), "gemm_all_reduce": ("K", k)}[op]
+    if split[1] % world:
+        raise ValueError(f"{op}: {split[0]}={split[1]} must be divisible by the world size {world}")
+
+
+def make_inputs(op, seed, world, rank, m, n, k, dtype, device, reference=True):
+    """This rank's (a, b) in `dtype` on `device`, and the float64 reference C (or None)."""
+    check_divisible(op, m, n, k, world)
+    gen = torch.Generator(device=device).manual_seed(seed)
+    a = (_randn((m, k), gen, device) / math.sqrt(k)).to(dtype)
+    b = _randn((k, n), gen, device).to(dtype)
+    ref = a.double() @ b.double() if reference else None
+    if op == "gemm_all_scatter":
+        nl = n // world
+        return a, b[:, rank * nl:(rank + 1) * nl].contiguous(), ref
+    kl = k // world
+    return a[:, rank * kl:(rank + 1) * kl].contiguous(), b[rank * kl:(rank + 1) * kl].contiguous(), ref
+
+
+def rel_error(out, ref):
+    """||out - ref|| / ||ref|| in float64; NaN (an unwritten output) compares as failure."""
+    return ((out.double() - ref).norm() / ref.norm()).item()
+
+
+TOLERANCE = {torch.float16: 1e-2, torch.bfloat16: 2e-2, torch.float32: 1e-3}
