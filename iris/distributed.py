@@ -65,3 +65,7 @@ def all_gather_object(obj):
     out = [None] * dist.get_world_size()
     dist.all_gather_object(out, obj)
     return out
+
+
+# torch 2.13 renamed all_gather_into_tensor (same arguments); the GPU machine's torch 2.11 has only the old name.
+all_gather_single = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor

@@ -1,0 +1,1 @@
+"""taxonomy: list, run, sweep and plot the fused-op catalog (python -m taxonomy --help)."""

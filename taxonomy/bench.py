@@ -1,0 +1,93 @@
+"""Timing harness, run on every rank. One timed call = host barrier, start event, the op, end event; each rank
+takes the median over iterations and the row reports the max over ranks (the op is done when the slowest rank is).
+Inputs rotate among three sets and, on GPUs, a 256 MiB buffer is rewritten before each call, so L2 never holds
+the operands at the start of a timed call. torch.matmul alone and the library collective alone are timed in the
+same run, giving every row its overlap limit max(t_gemm, t_comm) and its no-overlap sum."""
+
+import statistics
+import time
+
+import torch
+import torch.distributed as dist
+
+import fused_ops
+from iris.distributed import all_gather_single
+from fused_ops import reference
+
+PEERS = ("torch_nccl", "torch_symm_mem", "torch_async_tp")
+ROTATE = 3
+
+
+class Timer:
+    def __init__(self, ctx):
+        self.ctx, self.cuda = ctx, ctx.backend == "cuda"
+        self.flush = torch.empty(64 << 20, dtype=torch.int32, device=ctx.get_device()) if self.cuda else None
+
+    def __call__(self, fn, iters, warmup):
+        """Max over ranks of each rank's median time of fn(i) in microseconds."""
+        for i in range(warmup):
+            fn(i)
+        samples = []
+        for i in range(iters):
+            if self.cuda:
+                self.flush.zero_()
+            self.ctx.barrier()
+            if self.cuda:
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                fn(i)
+                end.record()
+                end.synchronize()
+                samples.append(start.elapsed_time(end) * 1e3)
+            else:
+                t0 = time.perf_counter()
+                fn(i)
+                samples.append((time.perf_counter() - t0) * 1e6)
+        self.ctx.barrier()
+        medians = [None] * self.ctx.get_num_ranks()
+        dist.all_gather_object(medians, statistics.median(samples))
+        return max(medians)
+
+
+def _inputs(ctx, op, m, n, k, dtype, seed):
+    world, rank, dev = ctx.get_num_ranks(), ctx.get_rank(), ctx.get_device()
+    return [reference.make_inputs(op, seed + s, world, rank, m, n, k, dtype, dev, reference=False)[:2]
+            for s in range(ROTATE)]
+
+
+def library_times(ctx, op, m, n, k, dtype, iters, warmup):
+    """torch.matmul of this rank's part alone, and the library collective alone, on the same shapes."""
+    timer, world = Timer(ctx), ctx.get_num_ranks()
+    sets = _inputs(ctx, op, m, n, k, dtype, seed=10_000)
+    out = torch.empty(m, n // world if op == "gemm_all_scatter" else n, dtype=dtype, device=ctx.get_device())
+    gemm = timer(lambda i: torch.matmul(*sets[i % ROTATE], out=out), iters, warmup)
+    if op == "gemm_all_scatter":
+        gathered = torch.empty(world * m, n // world, dtype=dtype, device=out.device)
+        comm = timer(lambda i: all_gather_single(gathered, out), iters, warmup)
+    else:
+        comm = timer(lambda i: dist.all_reduce(out), iters, warmup)
+    return gemm, comm
+
+
+def measure(ctx, op, variant, m, n, k, dtype, config, iters, warmup, validate=True):
+    """Time one variant on one shape; with validate, first check it against the float64 reference."""
+    world, rank, dev = ctx.get_num_ranks(), ctx.get_rank(), ctx.get_device()
+    run = getattr(fused_ops, op)
+    with ctx.scratch():
+        c = ctx.zeros(m, n, dtype=dtype)
+        err = float("nan")
+        if validate:
+            a, b, ref = reference.make_inputs(op, 1, world, rank, m, n, k, dtype, dev)
+            c.fill_(float("nan"))
+            ctx.barrier()
+            run(ctx, a, b, c, variant=variant, config=config)
+            ctx.barrier()
+            err = reference.rel_error(c, ref)
+            del ref
+            errs = [None] * world
+            dist.all_gather_object(errs, err)
+            err = max(errs) if all(e == e for e in errs) else float("nan")
+        sets = _inputs(ctx, op, m, n, k, dtype, seed=20_000)
+        t = Timer(ctx)(lambda i: run(ctx, *sets[i % ROTATE], c, variant=variant, config=config), iters, warmup)
+    correct = bool(err <= reference.TOLERANCE[dtype]) if validate else None
+    return dict(time_us=t, max_rel_error=err, correct=correct)

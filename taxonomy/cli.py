@@ -1,0 +1,261 @@
+"""python -m taxonomy {list,run,sweep,plot}: the catalog from the command line.
+
+    python -m taxonomy list
+    python -m taxonomy run gemm_all_reduce -m 1024 -n 8192 -k 8192 --datatype bf16 --validate --benchmark -r 2
+    python -m taxonomy sweep --ops gemm_all_scatter gemm_all_reduce --out results
+    python -m taxonomy plot --out results
+
+`run` and `sweep` spawn their own ranks (-r), or join the ranks of torchrun / mpirun when launched under them.
+"""
+
+import argparse
+import dataclasses
+import datetime
+import os
+import subprocess
+import sys
+
+import iris  # noqa: F401  (before any kernel module: the CPU backend's interpreter switch)
+import fused_ops
+from fused_ops import reference, registry
+
+DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
+COLUMNS = ["op", "variant", "pattern", "m", "n", "k", "dtype", "world_size", "time_us", "tflops", "speedup",
+           "speedup_vs_best_peer", "gemm_only_us", "comm_only_us", "overlap_limit_us", "no_overlap_us",
+           "correct", "max_rel_error", "config", "device", "date", "commit", "command"]
+
+
+def default_shapes():
+    """Tensor-parallel layer shapes: M (tokens) from 128 to 16384 for hidden sizes 4096-16384, plus the paper's
+    8192 x 4608 x 36864."""
+    shapes = [(m, h, h) for h in (4096, 8192, 16384) for m in (128, 1024, 4096, 16384)]
+    return shapes + [(8192, 4608, 36864)]
+
+
+def _under_launcher():
+    return "RANK" in os.environ or any(k in os.environ for k in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE"))
+
+
+def on_ranks(fn, args, *fn_args):
+    """fn(ctx, *fn_args) on every rank: ours (spawned) or the launcher's. Returns rank 0's result."""
+    heap = int(args.heap_size)
+    if _under_launcher():
+        ctx = iris.iris(heap)
+        out = fn(ctx, *fn_args)
+        return out if ctx.get_rank() == 0 else None
+    return iris.spawn(fn, args.num_ranks, *fn_args, heap_size=heap)[0]
+
+
+def _commit():
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        return os.environ.get("IRIS_COMMIT") or subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True).stdout.strip() or "?"
+    except OSError:
+        return "?"
+
+
+def _device_name(ctx):
+    import torch
+
+    if ctx.backend == "cuda":
+        return f"{ctx.get_num_ranks()}x {torch.cuda.get_device_name(ctx.get_device())}"
+    return f"{ctx.get_num_ranks()} CPU ranks (Triton interpreter)"
+
+
+def _config(args):
+    return fused_ops.Config(block_m=args.BLK_M, block_n=args.BLK_N, block_k=args.BLK_K, group_m=args.gsize_m,
+                            gemm_sms=args.gemm_sms, comm_sms=args.comm_sms, num_stages=args.num_stages,
+                            num_warps=args.num_warps)
+
+
+def _config_text(config):
+    chosen = {k: v for k, v in dataclasses.asdict(config).items() if v is not None}
+    return " ".join(f"{k}={v}" for k, v in chosen.items()) or "per-device defaults"
+
+
+def bench_shape(ctx, op, variants, m, n, k, dtype_name, config, iters, warmup, validate, benchmark):
+    """Rows for one shape (rank 0's list is the answer): every variant plus the library-alone times."""
+    import torch
+
+    from . import bench
+
+    dtype = getattr(torch, dtype_name)
+    world = ctx.get_num_ranks()
+    reference.check_divisible(op, m, n, k, world)
+    gemm_us, comm_us = bench.library_times(ctx, op, m, n, k, dtype, iters, warmup) if benchmark else (None, None)
+    rows = []
+    for variant in variants:
+        v = fused_ops.get(op, variant)
+        res = bench.measure(ctx, op, variant, m, n, k, dtype, config, iters if benchmark else 0,
+                            warmup if benchmark else 0, validate)
+        t = res["time_us"] if benchmark else None
+        rows.append(dict(op=op, variant=variant, pattern=v.pattern, m=m, n=n, k=k, dtype=dtype_name,
+                         world_size=world, time_us=t, tflops=(2 * m * n * k / world / t / 1e6) if t else None,
+                         gemm_only_us=gemm_us, comm_only_us=comm_us,
+                         overlap_limit_us=max(gemm_us, comm_us) if benchmark else None,
+                         no_overlap_us=gemm_us + comm_us if benchmark else None, correct=res["correct"],
+                         max_rel_error=res["max_rel_error"], config=_config_text(config)))
+    if benchmark:
+        by = {r["variant"]: r["time_us"] for r in rows}
+        peers = [by[p] for p in bench.PEERS if p in by]
+        for r in rows:
+            r["speedup"] = by["torch_nccl"] / r["time_us"] if "torch_nccl" in by else None
+            r["speedup_vs_best_peer"] = min(peers) / r["time_us"] if peers else None
+    stamp = dict(device=_device_name(ctx), date=datetime.date.today().isoformat(), commit=_commit(),
+                 command="python -m taxonomy " + " ".join(sys.argv[1:]))
+    return [{**r, **stamp} for r in rows]
+
+
+def sweep_ranks(ctx, jobs, config, iters, warmup, validate, out):
+    """Every (op, shape, dtype) job on these ranks; rank 0 shows progress and appends each shape's rows to
+    <out>/<op>.csv as soon as they exist (a long sweep that dies keeps what it measured)."""
+    from tqdm import tqdm
+
+    rows = []
+    bar = tqdm(jobs, desc="sweep", unit="shape", disable=ctx.get_rank() != 0, file=sys.stderr)
+    for op, variants, (m, n, k), dtype in bar:
+        bar.set_postfix_str(f"{op} {m}x{n}x{k} {dtype}")
+        shape_rows = bench_shape(ctx, op, variants, m, n, k, dtype, config, iters, warmup, validate, True)
+        if ctx.get_rank() == 0:
+            _append(shape_rows, os.path.join(out, f"{op}.csv"))
+        rows += shape_rows
+    return rows
+
+
+def _variants(op, names, backend, dtype):
+    available = registry.list_variants(op, backend, dtype)
+    if not names:
+        return available
+    for name in names:
+        registry.get(op, name, backend)  # unknown names fail here, before any rank starts
+    chosen = [v for v in names if v in available]
+    if "torch_nccl" not in chosen:
+        chosen.insert(0, "torch_nccl")  # every speedup is measured against the baseline of the same run
+    return chosen
+
+
+def cmd_list(args):
+    width = max(len(v) for op in registry.OPS.values() for v in op.variants)
+    for op in registry.OPS.values():
+        print(f"{op.name}: {op.layout}")
+        for v in op.variants.values():
+            where = "" if v.backends == ("cpu", "cuda") else f" [{', '.join(v.backends)} only]"
+            print(f"  {v.name:<{width}}  {v.pattern:<22} {v.summary}{where}")
+    print("\npattern classes:")
+    for name, text in registry.PATTERNS.items():
+        print(f"  {name:<22} {text}")
+
+
+def _print_table(rows):
+    import pandas as pd
+
+    df = pd.DataFrame(rows)
+    keep = [c for c in ["variant", "pattern", "time_us", "tflops", "speedup", "speedup_vs_best_peer", "correct",
+                        "max_rel_error"] if c in df and df[c].notna().any()]
+    with pd.option_context("display.width", 160, "display.float_format", "{:.3f}".format):
+        print(df[keep].to_string(index=False))
+    if df.get("gemm_only_us") is not None and df["gemm_only_us"].notna().any():
+        r = df.iloc[0]
+        print(f"torch.matmul alone {r.gemm_only_us:.1f} us, collective alone {r.comm_only_us:.1f} us: overlap limit "
+              f"{r.overlap_limit_us:.1f} us, no overlap {r.no_overlap_us:.1f} us")
+
+
+def cmd_run(args):
+    dtype = DTYPES[args.datatype]
+    variants = _variants(args.op, args.variants, iris.BACKEND, dtype) if args.benchmark else (
+        args.variants or registry.list_variants(args.op, iris.BACKEND, dtype))
+    for v in variants:
+        registry.get(args.op, v, iris.BACKEND)
+    if not (args.validate or args.benchmark):
+        args.validate = True
+    rows = on_ranks(bench_shape, args, args.op, variants, args.m, args.n, args.k, dtype, _config(args), args.iters,
+                    args.warmup, args.validate, args.benchmark)
+    if rows is None:
+        return 0
+    _print_table(rows)
+    if args.output_file:
+        _append(rows, args.output_file)
+    return 0 if all(r["correct"] is not False for r in rows) else 1
+
+
+def _append(rows, path):
+    import pandas as pd
+
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    new = pd.DataFrame(rows).reindex(columns=COLUMNS)
+    if os.path.exists(path):
+        new = pd.concat([pd.read_csv(path), new], ignore_index=True)
+    new.to_csv(path, index=False)
+
+
+def cmd_sweep(args):
+    shapes = [tuple(int(x) for x in s.lower().split("x")) for s in args.shapes] if args.shapes else default_shapes()
+    dtype = DTYPES[args.datatype]
+    jobs = [(op, _variants(op, args.variants, iris.BACKEND, dtype), shape, dtype) for op in args.ops
+            for shape in shapes]
+    rows = on_ranks(sweep_ranks, args, jobs, _config(args), args.iters, args.warmup, not args.no_validate,
+                    os.path.abspath(args.out))
+    if rows is None:
+        return 0
+    for op in args.ops:
+        n_rows = sum(r["op"] == op for r in rows)
+        print(f"{n_rows} rows appended to {os.path.join(args.out, op + '.csv')}")
+    bad = [r for r in rows if r["correct"] is False]
+    for r in bad:
+        print(f"INCORRECT: {r['op']}/{r['variant']} {r['m']}x{r['n']}x{r['k']}: error {r['max_rel_error']}")
+    return 1 if bad else 0
+
+
+def cmd_plot(args):
+    from . import plots
+
+    written = plots.plot_all(args.out, args.ops)
+    for path in written:
+        print(f"wrote {path}")
+    return 0 if written else 1
+
+
+def parser():
+    p = argparse.ArgumentParser(prog="python -m taxonomy", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("list", help="ops x variants with their pattern class")
+
+    def common(sp):
+        sp.add_argument("--datatype", choices=sorted(DTYPES), default="fp16" if iris.BACKEND == "cpu" else "bf16")
+        sp.add_argument("-r", "--num_ranks", "--num-ranks", type=int, default=2)
+        sp.add_argument("--heap_size", "--heap-size", type=float, default=(1 << 28) if iris.BACKEND == "cpu"
+                        else (8 << 30))
+        sp.add_argument("--iters", type=int, default=20)
+        sp.add_argument("--warmup", type=int, default=3)
+        for name in ("BLK_M", "BLK_N", "BLK_K", "gsize_m", "gemm_sms", "comm_sms", "num_stages", "num_warps"):
+            sp.add_argument(f"--{name}", f"--{name.lower().replace('_', '-')}", dest=name, type=int, default=None)
+        sp.add_argument("--variants", nargs="+", default=None)
+
+    run = sub.add_parser("run", help="one op, one shape, some variants")
+    run.add_argument("op", choices=registry.list_ops())
+    run.add_argument("-m", type=int, required=True)
+    run.add_argument("-n", type=int, required=True)
+    run.add_argument("-k", type=int, required=True)
+    run.add_argument("--validate", action="store_true")
+    run.add_argument("--benchmark", action="store_true")
+    run.add_argument("--output_file", "--output-file", default=None, help="append the rows to this CSV")
+    common(run)
+
+    sweep = sub.add_parser("sweep", help="shapes x variants, appended to <out>/<op>.csv")
+    sweep.add_argument("--ops", nargs="+", default=registry.list_ops(), choices=registry.list_ops())
+    sweep.add_argument("--shapes", nargs="+", default=None, help="MxNxK ... (default: tensor-parallel layer grid)")
+    sweep.add_argument("--out", default="results")
+    sweep.add_argument("--no-validate", action="store_true")
+    common(sweep)
+
+    plot = sub.add_parser("plot", help="speedup and time-breakdown PNGs from <out>/<op>.csv")
+    plot.add_argument("--out", default="results")
+    plot.add_argument("--ops", nargs="+", default=registry.list_ops())
+    return p
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    return {"list": cmd_list, "run": cmd_run, "sweep": cmd_sweep, "plot": cmd_plot}[args.cmd](args) or 0

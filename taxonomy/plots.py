@@ -1,0 +1,113 @@
+"""Plots from the sweep CSVs: speedup of every variant over torch_nccl per shape (with the overlap limit marked),
+and each shape's time against its GEMM-alone / collective-alone breakdown. One pair of PNGs per (op, dtype, world
+size), from the newest run of every row."""
+
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+KEY = ["op", "variant", "m", "n", "k", "dtype", "world_size"]
+SHORT = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
+
+
+def latest(df):
+    return df.drop_duplicates(subset=KEY, keep="last")
+
+
+def _shape_labels(df):
+    shapes = df[["m", "n", "k"]].drop_duplicates().sort_values(["n", "k", "m"])
+    return [tuple(s) for s in shapes.itertuples(index=False)], [f"{m}×{n}×{k}" for m, n, k in shapes.itertuples(
+        index=False)]
+
+
+def _colors(variants):
+    cmap = plt.get_cmap("tab10")
+    return {v: cmap(i % 10) for i, v in enumerate(variants)}
+
+
+def speedup_plot(df, path):
+    shapes, labels = _shape_labels(df)
+    variants = [v for v in df.variant.unique() if v != "torch_nccl"]
+    colors = _colors(variants)
+    fig, ax = plt.subplots(figsize=(max(8, 0.9 * len(shapes) * max(1, len(variants)) / 3), 5))
+    width = 0.8 / max(1, len(variants))
+    for i, v in enumerate(variants):
+        ys = []
+        for s in shapes:
+            row = df[(df.variant == v) & (df.m == s[0]) & (df.n == s[1]) & (df.k == s[2])]
+            ys.append(row.speedup.iloc[0] if len(row) else float("nan"))
+        xs = [j + (i - (len(variants) - 1) / 2) * width for j in range(len(shapes))]
+        ax.bar(xs, ys, width, label=v, color=colors[v])
+    limit = []
+    for s in shapes:
+        row = df[(df.variant == "torch_nccl") & (df.m == s[0]) & (df.n == s[1]) & (df.k == s[2])]
+        limit.append(row.time_us.iloc[0] / row.overlap_limit_us.iloc[0] if len(row) else float("nan"))
+    ax.plot(range(len(shapes)), limit, "k_", markersize=22, mew=2, label="overlap limit max(GEMM, comm)")
+    ax.axhline(1.0, color="grey", lw=1, ls="--")
+    ax.set_xticks(range(len(shapes)))
+    ax.set_xticklabels(labels, rotation=35, ha="right", fontsize=8)
+    ax.set_ylabel("speedup over torch.matmul + NCCL (same run)")
+    r = df.iloc[0]
+    dt = SHORT.get(r["dtype"], r["dtype"])
+    ax.set_title(f"{r.op}: {dt}, {r.world_size} ranks — {r.device}, {r.date} ({r.commit})",
+                 fontsize=10)
+    ax.legend(fontsize=8, ncol=2)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
+def breakdown_plot(df, path):
+    """Per shape, times normalized to the no-overlap sum: GEMM alone + collective alone as a stacked bar, then each
+    variant's measured time."""
+    shapes, labels = _shape_labels(df)
+    variants = list(df.variant.unique())
+    colors = _colors(variants)
+    fig, ax = plt.subplots(figsize=(max(8, 0.9 * len(shapes) * (len(variants) + 1) / 3), 5))
+    width = 0.8 / (len(variants) + 1)
+    for j, s in enumerate(shapes):
+        rows = df[(df.m == s[0]) & (df.n == s[1]) & (df.k == s[2])]
+        base = rows.no_overlap_us.iloc[0]
+        x0 = j - 0.4 + width / 2
+        g, c = rows.gemm_only_us.iloc[0] / base, rows.comm_only_us.iloc[0] / base
+        ax.bar(x0, g, width, color="#4c72b0", label="torch.matmul alone" if j == 0 else None)
+        ax.bar(x0, c, width, bottom=g, color="#dd8452", label="collective alone" if j == 0 else None)
+        for i, v in enumerate(variants):
+            row = rows[rows.variant == v]
+            if len(row):
+                ax.bar(x0 + (i + 1) * width, row.time_us.iloc[0] / base, width, color=colors[v],
+                       label=v if j == 0 else None, alpha=0.85)
+    ax.axhline(1.0, color="grey", lw=1, ls="--")
+    ax.set_xticks(range(len(shapes)))
+    ax.set_xticklabels(labels, rotation=35, ha="right", fontsize=8)
+    ax.set_ylabel("time / (GEMM alone + collective alone)")
+    r = df.iloc[0]
+    dt = SHORT.get(r["dtype"], r["dtype"])
+    ax.set_title(f"{r.op}: where the time goes ({dt}, {r.world_size} ranks, {r.device})",
+                 fontsize=10)
+    ax.legend(fontsize=7, ncol=3)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
+def plot_all(out, ops):
+    written = []
+    for op in ops:
+        path = os.path.join(out, f"{op}.csv")
+        if not os.path.exists(path):
+            continue
+        df = latest(pd.read_csv(path))
+        df = df[df.time_us.notna()]
+        for (dtype, world), part in df.groupby(["dtype", "world_size"]):
+            stem = os.path.join(out, f"{op}_{SHORT.get(dtype, dtype)}_w{world}")
+            speedup_plot(part, stem + "_speedup.png")
+            breakdown_plot(part, stem + "_breakdown.png")
+            written += [stem + "_speedup.png", stem + "_breakdown.png"]
+    return written

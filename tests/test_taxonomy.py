@@ -1,0 +1,72 @@
+"""The taxonomy CLI on the CPU backend: list, run, sweep (CSV contents) and plot (PNGs written)."""
+
+import os
+import subprocess
+import sys
+
+import matplotlib.image
+import pandas as pd
+
+from taxonomy.cli import COLUMNS
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def taxonomy(*args, ok=True):
+    proc = subprocess.run([sys.executable, "-m", "taxonomy", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "PYTHONPATH": ROOT})
+    assert (proc.returncode == 0) == ok, proc.stdout + proc.stderr
+    return proc.stdout + proc.stderr
+
+
+def test_list_names_every_variant_and_pattern():
+    out = taxonomy("list")
+    for name in ("gemm_all_scatter", "gemm_all_reduce", "fused_sequential", "producer_consumer", "wg_specialized",
+                 "one_shot", "two_shot", "atomic", "torch_symm_mem", "[cuda only]", "workgroup-specialized",
+                 "bulk-synchronous"):
+        assert name in out, name
+
+
+def test_run_validates_and_benchmarks():
+    out = taxonomy("run", "gemm_all_scatter", "-m", "40", "-n", "64", "-k", "48", "--validate", "--benchmark",
+                   "--iters", "2", "--warmup", "1", "--variants", "fused_sequential", "wg_specialized",
+                   "--BLK_M", "16", "--BLK_N", "16", "--BLK_K", "16")
+    lines = [line for line in out.splitlines() if "True" in line]
+    assert {"torch_nccl", "fused_sequential", "wg_specialized"} <= {line.split()[0] for line in lines}, out
+    assert "overlap limit" in out
+
+
+def test_run_rejects_bad_input_before_starting_ranks():
+    assert "unknown variant 'nope'" in taxonomy("run", "gemm_all_reduce", "-m", "8", "-n", "8", "-k", "8",
+                                                "--variants", "nope", ok=False)
+    assert "must be divisible by the world size" in taxonomy("run", "gemm_all_reduce", "-m", "8", "-n", "8", "-k",
+                                                             "9", ok=False)
+
+
+def test_sweep_appends_csv_and_plot_writes_pngs(tmp_path):
+    out = str(tmp_path)
+    args = ["sweep", "--shapes", "32x64x64", "48x32x96", "--iters", "2", "--warmup", "1", "--out", out,
+            "--BLK_M", "16", "--BLK_N", "16", "--BLK_K", "16"]
+    taxonomy(*args)
+    taxonomy(*args[:-6], "--ops", "gemm_all_reduce", "--variants", "one_shot")  # appends, keeps old rows
+    scatter = pd.read_csv(os.path.join(out, "gemm_all_scatter.csv"))
+    reduce = pd.read_csv(os.path.join(out, "gemm_all_reduce.csv"))
+    assert list(scatter.columns) == COLUMNS
+    assert len(scatter) == 2 * 5 and len(reduce) == 2 * 6 + 2 * 2
+    for df in (scatter, reduce):
+        assert df.correct.all() and (df.max_rel_error < 1e-2).all()
+        assert (df.time_us > 0).all() and (df.gemm_only_us > 0).all() and (df.comm_only_us > 0).all()
+        assert (df.overlap_limit_us == df[["gemm_only_us", "comm_only_us"]].max(axis=1)).all()
+        assert (df[df.variant == "torch_nccl"].speedup == 1.0).all()
+        assert (df.world_size == 2).all() and (df.dtype == "float16").all()
+        assert df.device.str.contains("CPU").all() and df.command.str.startswith("python -m taxonomy sweep").all()
+        assert df.date.notna().all() and df.commit.notna().all()
+    assert set(scatter.variant) == {"torch_nccl", "bulk_sync", "fused_sequential", "producer_consumer",
+                                    "wg_specialized"}
+    one = reduce[(reduce.variant == "one_shot") & (reduce.m == 32)]
+    assert len(one) == 2 and (one.speedup == one.speedup_vs_best_peer).all()  # torch_nccl is the only CPU peer
+    out_text = taxonomy("plot", "--out", out)
+    for op in ("gemm_all_scatter", "gemm_all_reduce"):
+        for kind in ("speedup", "breakdown"):
+            path = os.path.join(out, f"{op}_fp16_w2_{kind}.png")
+            assert path in out_text and matplotlib.image.imread(path).shape[0] > 100
