@@ -55,6 +55,9 @@ def _variant(ctx, op, variant, a, b, c):
     _check(ctx, op, a, b, c)
     if str(a.dtype).replace("torch.", "") not in v.dtypes:
         raise TypeError(f"{op}/{variant} supports {', '.join(v.dtypes)}, not {a.dtype}")
+    if v.pattern == "baseline" and ctx.backend == "cuda" and ctx.ranks_per_device > 1:
+        raise ValueError(f"{op}/{variant} needs one GPU per rank: NCCL and SymmetricMemory refuse two ranks on one "
+                         f"device ({ctx.ranks_per_device} ranks share each GPU here)")
     return v
 
 

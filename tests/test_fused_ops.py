@@ -6,7 +6,7 @@ import torch
 
 import fused_ops
 import iris
-from conftest import FLOAT_DTYPES
+from conftest import FLOAT_DTYPES, ON_GPU
 from fused_ops import reference
 
 
@@ -38,8 +38,20 @@ CPU_CASES = [(op, v) for op, v, d in CASES if d == "float32"]
 @pytest.mark.parametrize("op,variant,dtype", CASES, ids=[f"{o}-{v}-{d}" for o, v, d in CASES])
 def test_variant_edge_tiles_repeated(ranks, op, variant, dtype):
     # 40 x 48 x 72 with 32-wide tiles: partial tiles in M, N and K; 2 x 2 tiles per rank block.
+    if ON_GPU and ranks.world > torch.cuda.device_count() and fused_ops.get(op, variant).pattern == "baseline":
+        for got in ranks.run(r_check_refused, op, variant, dtype):
+            assert "needs one GPU per rank" in got, got
+        return
     errs = ranks.run(r_check, op, variant, dtype, 40, 48, 72, 3, {})
     assert all(isinstance(e, float) for e in errs), errs
+
+
+def r_check_refused(ctx, op, variant, dtype_name):
+    try:
+        r_check(ctx, op, variant, dtype_name, 8, 8, 8, 1, {})
+    except ValueError as err:
+        return str(err)
+    return "ran"
 
 
 @pytest.mark.parametrize("op,variant", CPU_CASES, ids=[f"{o}-{v}" for o, v in CPU_CASES])
