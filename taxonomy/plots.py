@@ -55,7 +55,7 @@ def speedup_plot(df, path):
     dt = SHORT.get(r["dtype"], r["dtype"])
     ax.set_title(f"{r.op}: {dt}, {r.world_size} ranks — {r.device}, {r.date} ({r.commit})",
                  fontsize=10)
-    ax.legend(fontsize=8, ncol=2)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.005, 1.0))
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=130)
@@ -90,7 +90,7 @@ def breakdown_plot(df, path):
     dt = SHORT.get(r["dtype"], r["dtype"])
     ax.set_title(f"{r.op}: where the time goes ({dt}, {r.world_size} ranks, {r.device})",
                  fontsize=10)
-    ax.legend(fontsize=7, ncol=3)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.005, 1.0))
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=130)
