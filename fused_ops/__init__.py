@@ -8,12 +8,12 @@
 import iris  # noqa: F401  (first: on the CPU backend it turns the interpreter on before kernels are defined)
 
 from .config import Config, default_config  # noqa: F401
-from .ops import gemm_all_reduce, gemm_all_scatter  # noqa: F401
+from .ops import all_gather_gemm, gemm_all_reduce, gemm_all_scatter, gemm_reduce_scatter  # noqa: F401
 from .registry import OPS, PATTERNS, get, list_ops, list_variants  # noqa: F401
-from . import all_reduce, all_scatter  # noqa: F401,E402  (registers the variants)
+from . import all_gather, all_reduce, all_scatter, reduce_scatter  # noqa: F401,E402  (registers variants)
 
 # Keep list order meaningful: baselines first, then from least to most overlapped.
-_ORDER = ["torch_nccl", "torch_symm_mem", "bulk_sync", "fused_sequential", "atomic", "one_shot", "two_shot",
-          "producer_consumer", "wg_specialized"]
+_ORDER = ["torch_nccl", "torch_symm_mem", "torch_async_tp", "bulk_sync", "fused_sequential", "atomic", "one_shot",
+          "two_shot", "pull", "fused", "producer_consumer", "push", "wg_specialized"]
 for _op in OPS.values():
     _op.variants = dict(sorted(_op.variants.items(), key=lambda kv: _ORDER.index(kv[0])))

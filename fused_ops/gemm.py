@@ -36,8 +36,10 @@ def operands(A, B, M, N, K, stride_am, stride_bk, BLOCK_M: tl.constexpr, BLOCK_N
 
 @triton.jit
 def gemm_tile(a_op, b_op, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M: tl.constexpr,
-              BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, TMA: tl.constexpr):
-    """fp32 accumulator of one BLOCK_M x BLOCK_N output tile."""
+              BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, TMA: tl.constexpr,
+              A_ROW_PTRS: tl.constexpr = tl.constexpr(False)):
+    """fp32 accumulator of one BLOCK_M x BLOCK_N output tile. With A_ROW_PTRS, `a_op` is a block of BLOCK_M row
+    pointers (rows may live on different ranks: AllGather+GEMM pulls them through the heap)."""
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     if TMA:
         for kk in range(0, tl.cdiv(K, BLOCK_K)):
@@ -48,7 +50,10 @@ def gemm_tile(a_op, b_op, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk
         rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
         rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
         rk = tl.arange(0, BLOCK_K)
-        a_ptrs = a_op + rm[:, None] * stride_am + rk[None, :] * stride_ak
+        if A_ROW_PTRS:
+            a_ptrs = a_op[:, None] + rk[None, :] * stride_ak
+        else:
+            a_ptrs = a_op + rm[:, None] * stride_am + rk[None, :] * stride_ak
         b_ptrs = b_op + rk[:, None] * stride_bk + rn[None, :] * stride_bn
         for kk in range(0, tl.cdiv(K, BLOCK_K)):
             k_left = K - kk * BLOCK_K

@@ -7,6 +7,13 @@
         a: M x K/world (this rank's columns of A); b: K/world x N (the matching rows of B);
         c: M x N on the symmetric heap. Every rank ends with C = sum over ranks of a_r @ b_r.
 
+    all_gather_gemm(ctx, a, b, c, variant="push", config=None, a_gathered=None)
+        a: this rank's M/world x K rows of A; b: K x N/world (this rank's columns of a column-parallel weight);
+        c: M x N/world, this rank's block of gather(A) @ B. a_gathered (M x K), if given, receives the gathered A
+        (the backward pass needs it); `pull` never materializes it and refuses.
+    gemm_reduce_scatter(ctx, a, b, c, variant="fused", config=None)
+        a: M x K/world; b: K/world x N (a row-parallel weight's rows); c: M/world x N, this rank's rows of the sum.
+
 `variant` picks an overlap pattern by name (`fused_ops.list_variants(op)`); `config` (fused_ops.Config) overrides
 tile sizes, the GEMM/communication SM split, stages and warps. Every rank must make the same calls with the same
 shapes: workspaces are allocated collectively on first use and reused afterwards. Variants that write into peers'
@@ -22,9 +29,13 @@ from .problem import DTYPES, Problem
 registry.define_op("gemm_all_scatter", "A (M x K) everywhere, B split by columns; every rank ends with C (M x N)")
 registry.define_op("gemm_all_reduce", "A split by columns, B split by rows (K sharded); every rank ends with the "
                                       "sum C (M x N)")
+registry.define_op("all_gather_gemm", "A split by rows, B split by columns; every rank ends with its M x N/world "
+                                      "block of gather(A) @ B (and optionally the gathered A)")
+registry.define_op("gemm_reduce_scatter", "A split by columns, B split by rows (K sharded); every rank ends with its "
+                                          "M/world rows of the sum")
 
 
-def _check(ctx, op, a, b, c):
+def _check(ctx, op, a, b, c, heap_output=True):
     where = f"{op}:"
     for name, t in (("a", a), ("b", b), ("c", c)):
         if not isinstance(t, torch.Tensor):
@@ -44,15 +55,15 @@ def _check(ctx, op, a, b, c):
         raise ValueError(f"{where} inner dimensions differ: a is {tuple(a.shape)}, b is {tuple(b.shape)}")
     if min(a.shape[0], a.shape[1], b.shape[1]) < 1:
         raise ValueError(f"{where} empty operands: a {tuple(a.shape)}, b {tuple(b.shape)}")
-    if not ctx.is_symmetric(c):
+    if heap_output and not ctx.is_symmetric(c):
         raise ValueError(f"{where} c must live on the symmetric heap (allocate it with ctx.zeros/empty)")
     if not c.is_contiguous():
         raise ValueError(f"{where} c must be contiguous")
 
 
-def _variant(ctx, op, variant, a, b, c):
+def _variant(ctx, op, variant, a, b, c, heap_output=True):
     v = registry.get(op, variant, ctx.backend)
-    _check(ctx, op, a, b, c)
+    _check(ctx, op, a, b, c, heap_output)
     if str(a.dtype).replace("torch.", "") not in v.dtypes:
         raise TypeError(f"{op}/{variant} supports {', '.join(v.dtypes)}, not {a.dtype}")
     if v.pattern == "baseline" and ctx.backend == "cuda" and ctx.ranks_per_device > 1:
@@ -77,4 +88,39 @@ def gemm_all_reduce(ctx, a, b, c, variant="one_shot", config=None):
     if tuple(c.shape) != (m, n):
         raise ValueError(f"gemm_all_reduce: c must be M x N = {m} x {n}, got {tuple(c.shape)}")
     v.run(Problem(ctx, "gemm_all_reduce", v, a, b, c, m, n, a.shape[1], config))
+    return c
+
+
+def all_gather_gemm(ctx, a, b, c, variant="push", config=None, a_gathered=None):
+    # c is written by this rank only: it may live anywhere on the device; `a` is read by peers (staged on the heap
+    # when it is not there already).
+    v = _variant(ctx, "all_gather_gemm", variant, a, b, c, heap_output=False)
+    world = ctx.get_num_ranks()
+    m_local, k = a.shape
+    m, n_local = m_local * world, b.shape[1]
+    if tuple(c.shape) != (m, n_local):
+        raise ValueError(f"all_gather_gemm: c must be M x N/world = {m} x {n_local} (a holds M/world = {m_local} rows "
+                         f"on each of {world} ranks), got {tuple(c.shape)}")
+    if a_gathered is not None:
+        if tuple(a_gathered.shape) != (m, k) or a_gathered.dtype != a.dtype or not a_gathered.is_contiguous():
+            raise ValueError(f"all_gather_gemm: a_gathered must be a contiguous {m} x {k} {a.dtype} tensor, got "
+                             f"{tuple(a_gathered.shape)} {a_gathered.dtype}")
+    if not a.is_contiguous():
+        raise ValueError("all_gather_gemm: a must be contiguous (its rows are copied and read by peers)")
+    p = Problem(ctx, "all_gather_gemm", v, a, b, c, m, n_local, k, config, m_local=m_local, a_gathered=a_gathered)
+    v.run(p)
+    if a_gathered is not None and v.pattern != "baseline" and not ctx.is_symmetric(a_gathered):
+        a_gathered.copy_(p.gathered_buffer())
+    return c
+
+
+def gemm_reduce_scatter(ctx, a, b, c, variant="fused", config=None):
+    v = _variant(ctx, "gemm_reduce_scatter", variant, a, b, c, heap_output=False)
+    world = ctx.get_num_ranks()
+    m, n = a.shape[0], b.shape[1]
+    if m % world:
+        raise ValueError(f"gemm_reduce_scatter: M={m} must be divisible by the world size {world}")
+    if tuple(c.shape) != (m // world, n):
+        raise ValueError(f"gemm_reduce_scatter: c must be M/world x N = {m // world} x {n}, got {tuple(c.shape)}")
+    v.run(Problem(ctx, "gemm_reduce_scatter", v, a, b, c, m, n, a.shape[1], config, m_local=m // world))
     return c

@@ -17,8 +17,9 @@ def _tma_allocator(size, alignment, stream):
 
 
 class Problem:
-    def __init__(self, ctx, op, variant, a, b, c, m, n, k, config):
+    def __init__(self, ctx, op, variant, a, b, c, m, n, k, config, m_local=None, a_gathered=None):
         self.ctx, self.op, self.variant = ctx, op, variant
+        self.m_local, self.a_gathered = m_local, a_gathered  # row-sharded ops: this rank's rows of M
         self.a, self.b, self.c = a, b, c
         self.m, self.n, self.k = m, n, k  # this rank's GEMM: (m x k) @ (k x n)
         self.rank, self.world = ctx.get_rank(), ctx.get_num_ranks()
@@ -60,6 +61,24 @@ class Problem:
         return (max(1, min(programs, self.num_tiles)),)
 
     # --------------------------------------------------------------------------------------- workspace
+    def buffer(self, name, shape, dtype):
+        """A heap buffer for this (op, variant, shape, dtype), created once (collectively) and reused."""
+        key = (self.op, self.variant.name, name, tuple(shape), dtype)
+        return self.ctx.workspace(key, lambda ctx: ctx.zeros(*shape, dtype=dtype))
+
+    def staged_a(self):
+        """`a` itself when it lives on the heap (peers read it), else a heap copy of it."""
+        if self.ctx.is_symmetric(self.a):
+            return self.a
+        return self.buffer("a_stage", self.a.shape, self.a.dtype).copy_(self.a)
+
+    def gathered_buffer(self):
+        """Where all ranks' rows of A land: the caller's `a_gathered` if it is on the heap, else a heap buffer
+        (copied into `a_gathered` after the call when the caller gave one outside the heap)."""
+        if self.a_gathered is not None and self.ctx.is_symmetric(self.a_gathered):
+            return self.a_gathered
+        return self.buffer("gathered_a", (self.m, self.k), self.a.dtype)
+
     def workspace(self, **buffers):
         """Heap buffers for this (op, variant, shape, dtype), created once; `flags` (int32, one per tile) is always
         there. Returns the workspace with its call counter advanced: `ws["epoch"]` is this call's epoch (1, 2, ...)."""

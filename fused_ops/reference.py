@@ -18,13 +18,19 @@ def local_shapes(op, m, n, k, world):
         return (m, k), (k, n // world), (m, n)
     if op == "gemm_all_reduce":
         return (m, k // world), (k // world, n), (m, n)
+    if op == "all_gather_gemm":
+        return (m // world, k), (k, n // world), (m, n // world)
+    if op == "gemm_reduce_scatter":
+        return (m, k // world), (k // world, n), (m // world, n)
     raise KeyError(f"no reference layout for op {op!r}")
 
 
 def check_divisible(op, m, n, k, world):
-    split = {"gemm_all_scatter": ("N", n), "gemm_all_reduce": ("K", k)}[op]
-    if split[1] % world:
-        raise ValueError(f"{op}: {split[0]}={split[1]} must be divisible by the world size {world}")
+    splits = {"gemm_all_scatter": [("N", n)], "gemm_all_reduce": [("K", k)], "all_gather_gemm": [("M", m), ("N", n)],
+              "gemm_reduce_scatter": [("M", m), ("K", k)]}[op]
+    for name, size in splits:
+        if size % world:
+            raise ValueError(f"{op}: {name}={size} must be divisible by the world size {world}")
 
 
 def make_inputs(op, seed, world, rank, m, n, k, dtype, device, reference=True):
@@ -34,11 +40,15 @@ def make_inputs(op, seed, world, rank, m, n, k, dtype, device, reference=True):
     a = (_randn((m, k), gen, device) / math.sqrt(k)).to(dtype)
     b = _randn((k, n), gen, device).to(dtype)
     ref = a.double() @ b.double() if reference else None
+    ml, nl, kl = m // world, n // world, k // world
+    rows, cols, ks = (slice(r * rank, r * (rank + 1)) for r in (ml, nl, kl))
     if op == "gemm_all_scatter":
-        nl = n // world
-        return a, b[:, rank * nl:(rank + 1) * nl].contiguous(), ref
-    kl = k // world
-    return a[:, rank * kl:(rank + 1) * kl].contiguous(), b[rank * kl:(rank + 1) * kl].contiguous(), ref
+        return a, b[:, cols].contiguous(), ref
+    if op == "all_gather_gemm":
+        return a[rows].contiguous(), b[:, cols].contiguous(), None if ref is None else ref[:, cols]
+    if op == "gemm_reduce_scatter":
+        return a[:, ks].contiguous(), b[ks].contiguous(), None if ref is None else ref[rows]
+    return a[:, ks].contiguous(), b[ks].contiguous(), ref  # gemm_all_reduce
 
 
 def rel_error(out, ref):

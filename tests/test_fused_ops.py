@@ -11,10 +11,9 @@ from fused_ops import reference
 
 
 def r_check(ctx, op, variant, dtype_name, m, n, k, calls, cfg):
-    """n, k are this rank's extents (N/world for all-scatter, K/world for all-reduce). Returns the worst error."""
+    """Global M x N x K, sharded as the op says. Returns the worst relative error (or what went wrong)."""
     dtype, world, rank = getattr(torch, dtype_name), ctx.get_num_ranks(), ctx.get_rank()
-    n, k = (n * world, k) if op == "gemm_all_scatter" else (n, k * world)
-    c = ctx.zeros(m, n, dtype=dtype)
+    c = ctx.zeros(*reference.local_shapes(op, m, n, k, world)[2], dtype=dtype)
     run = getattr(fused_ops, op)
     worst = 0.0
     for call in range(1, calls + 1):
@@ -37,18 +36,19 @@ CPU_CASES = [(op, v) for op, v, d in CASES if d == "float32"]
 
 @pytest.mark.parametrize("op,variant,dtype", CASES, ids=[f"{o}-{v}-{d}" for o, v, d in CASES])
 def test_variant_edge_tiles_repeated(ranks, op, variant, dtype):
-    # 40 x 48 x 72 with 32-wide tiles: partial tiles in M, N and K; 2 x 2 tiles per rank block.
+    # 80 x 96 x 144 global, 32-wide tiles: partial tiles in M, N and K for every sharding, 2 and 4 ranks.
     if ON_GPU and ranks.world > torch.cuda.device_count() and fused_ops.get(op, variant).pattern == "baseline":
         for got in ranks.run(r_check_refused, op, variant, dtype):
             assert "needs one GPU per rank" in got, got
         return
-    errs = ranks.run(r_check, op, variant, dtype, 40, 48, 72, 3, {})
+    errs = ranks.run(r_check, op, variant, dtype, 80, 96, 144, 3, {})
     assert all(isinstance(e, float) for e in errs), errs
 
 
 def r_check_refused(ctx, op, variant, dtype_name):
     try:
-        r_check(ctx, op, variant, dtype_name, 8, 8, 8, 1, {})
+        w = ctx.get_num_ranks()
+        r_check(ctx, op, variant, dtype_name, 8 * w, 8 * w, 8 * w, 1, {})
     except ValueError as err:
         return str(err)
     return "ran"
@@ -56,15 +56,16 @@ def r_check_refused(ctx, op, variant, dtype_name):
 
 @pytest.mark.parametrize("op,variant", CPU_CASES, ids=[f"{o}-{v}" for o, v in CPU_CASES])
 def test_variant_100_calls_in_a_row(ranks2, op, variant):
-    errs = ranks2.run(r_check, op, variant, "float32", 16, 16, 16, 100, {"block_m": 16, "block_n": 16, "block_k": 16})
+    errs = ranks2.run(r_check, op, variant, "float32", 32, 32, 32, 100, {"block_m": 16, "block_n": 16, "block_k": 16})
     assert all(isinstance(e, float) for e in errs), errs
 
 
 @pytest.mark.parametrize("op", fused_ops.list_ops())
 def test_more_tiles_than_programs_and_tma_path(ranks2, op):
-    # 9 x 5 tiles for 4 GEMM programs (+2 comm); operands read through tensor descriptors (interpreter-supported).
+    # Many more tiles than the 4 GEMM programs (+2 comm); operands through tensor descriptors where a variant uses
+    # them (the interpreter supports them).
     for variant in fused_ops.list_variants(op, iris.BACKEND, "float16"):
-        errs = ranks2.run(r_check, op, variant, "float16", 144, 80, 64, 2,
+        errs = ranks2.run(r_check, op, variant, "float16", 288, 160, 128, 2,
                           {"block_m": 16, "block_n": 16, "block_k": 32, "tma": True})
         assert all(isinstance(e, float) for e in errs), (variant, errs)
 
@@ -131,7 +132,10 @@ def test_bad_input_raises_before_launch(ranks2, case):
 
 
 def test_registry_lists_every_variant_with_its_pattern():
-    assert fused_ops.list_ops() == ["gemm_all_scatter", "gemm_all_reduce"]
+    assert fused_ops.list_ops() == ["gemm_all_scatter", "gemm_all_reduce", "all_gather_gemm", "gemm_reduce_scatter"]
+    assert fused_ops.list_variants("all_gather_gemm") == ["torch_nccl", "torch_async_tp", "bulk_sync", "pull", "push"]
+    assert fused_ops.list_variants("gemm_reduce_scatter") == ["torch_nccl", "torch_async_tp", "bulk_sync", "fused",
+                                                              "wg_specialized"]
     assert fused_ops.list_variants("gemm_all_scatter") == ["torch_nccl", "bulk_sync", "fused_sequential",
                                                            "producer_consumer", "wg_specialized"]
     assert fused_ops.list_variants("gemm_all_reduce") == ["torch_nccl", "torch_symm_mem", "bulk_sync", "atomic",

@@ -1,0 +1,20 @@
+"""Bulk-synchronous: the GEMM kernel writes this rank's partial (M x N) into a heap buffer, a barrier, then a kernel
+sums every rank's partial of this rank's rows into C. Partials alternate by call parity (see all-reduce bulk_sync)."""
+
+from ..comm import reduce_kernel
+from ..gemm import gemm_kernel
+from ..registry import register
+
+
+@register("gemm_reduce_scatter", "bulk_sync", "bulk-synchronous", "GEMM kernel into a partial buffer, barrier, "
+                                                                  "reduce kernel over this rank's rows")
+def run(p):
+    c = p.c
+    ws = p.workspace(partial=((2, p.m, p.n), c.dtype))
+    part = ws["partial"][ws["epoch"] % 2]
+    gemm_kernel[p.grid(p.cfg.gemm_sms)](*p.gemm_args(), part, part.stride(0), part.stride(1), 0, ws["flags"], 0,
+                                        *p.rank_args(), SIGNAL="none", **p.meta())
+    p.ctx.device_barrier()
+    mine = part[p.rank * p.m_local:(p.rank + 1) * p.m_local]
+    reduce_kernel[p.grid(p.cfg.gemm_sms)](mine, c, p.m_local, p.n, c.stride(0), c.stride(1), ws["flags"], 0,
+                                          *p.rank_args(), WAIT=False, **p.tiles(), num_warps=p.cfg.num_warps)

@@ -1,0 +1,39 @@
+"""Fused: one persistent kernel. Each program computes its partial tiles and pushes each to the rank owning its rows
+(counting an arrival there); then, for the tiles among its own whose rows this rank owns, it waits for every rank
+and sums the inbox into C. The same program index computes a tile on every rank, so a program only waits on other
+ranks. No barrier."""
+
+import triton
+import triton.language as tl
+
+from ..gemm import gemm_tile, operands, tile_coords
+from ..registry import register
+from .owner import inbox, owns, push_partial, reduce_owned
+
+
+@triton.jit
+def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, INBOX, flags, epoch, M_LOCAL,
+           cur_rank, world_size, heap_bases, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+           GROUP_M: tl.constexpr, TMA: tl.constexpr):
+    a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
+    num_pid_m, num_pid_n = tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N)
+    for tile in range(tl.program_id(0), num_pid_m * num_pid_n, tl.num_programs(0)):
+        pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
+        acc = gemm_tile(a_op, b_op, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M,
+                        BLOCK_N, BLOCK_K, TMA)
+        push_partial(acc, INBOX, pid_m, pid_n, M, N, M_LOCAL, flags, tile, cur_rank, world_size, heap_bases,
+                     BLOCK_M, BLOCK_N)
+    for tile in range(tl.program_id(0), num_pid_m * num_pid_n, tl.num_programs(0)):
+        pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
+        if owns(pid_m, M, M_LOCAL, cur_rank, BLOCK_M):
+            reduce_owned(INBOX, C, stride_cm, pid_m, pid_n, M, N, M_LOCAL, flags, tile, epoch, cur_rank, world_size,
+                         heap_bases, BLOCK_M, BLOCK_N)
+
+
+@register("gemm_reduce_scatter", "fused", "fused sequential", "each partial tile pushed to its owner rank, owners "
+                                                              "sum what arrived; no barrier")
+def run(p):
+    ws, box = inbox(p)
+    c = p.c
+    kernel[p.grid(p.cfg.gemm_sms)](*p.gemm_args(), c, c.stride(0), box, ws["flags"], ws["epoch"], p.m_local,
+                                   *p.rank_args(), **p.meta())

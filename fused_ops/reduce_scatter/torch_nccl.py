@@ -1,0 +1,17 @@
+"""Baseline: torch.matmul of the K-shard, then reduce_scatter_tensor over rows (NCCL on GPUs; gloo, which has no
+reduce-scatter, all-reduces and keeps its rows)."""
+
+import torch
+import torch.distributed as dist
+
+from ..registry import register
+
+
+@register("gemm_reduce_scatter", "torch_nccl", "baseline", "torch.matmul, then reduce_scatter_tensor of the rows")
+def run(p):
+    partial = torch.matmul(p.a, p.b)
+    if p.ctx.backend == "cuda":
+        dist.reduce_scatter_tensor(p.c, partial)
+    else:
+        dist.all_reduce(partial)
+        p.c.copy_(partial[p.rank * p.m_local:(p.rank + 1) * p.m_local])

@@ -1,0 +1,42 @@
+"""Workgroup-specialized: one kernel. GEMM programs [0, gemm_sms) push partial tiles to their owners; communication
+programs [gemm_sms, +comm_sms) walk the tiles this rank owns, wait for every rank's arrival and sum the inbox into
+C. No barrier (inboxes alternate by call parity, as in fused)."""
+
+import triton
+import triton.language as tl
+
+from ..gemm import gemm_tile, operands, tile_coords
+from ..registry import register
+from .owner import inbox, owns, push_partial, reduce_owned
+
+
+@triton.jit
+def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, INBOX, flags, epoch, M_LOCAL,
+           cur_rank, world_size, heap_bases, GEMM_SMS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+           BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr):
+    pid = tl.program_id(0)
+    num_pid_m, num_pid_n = tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N)
+    if pid < GEMM_SMS:
+        a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
+        for tile in range(pid, num_pid_m * num_pid_n, GEMM_SMS):
+            pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
+            acc = gemm_tile(a_op, b_op, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M,
+                            BLOCK_N, BLOCK_K, TMA)
+            push_partial(acc, INBOX, pid_m, pid_n, M, N, M_LOCAL, flags, tile, cur_rank, world_size, heap_bases,
+                         BLOCK_M, BLOCK_N)
+    else:
+        for tile in range(pid - GEMM_SMS, num_pid_m * num_pid_n, tl.num_programs(0) - GEMM_SMS):
+            pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
+            if owns(pid_m, M, M_LOCAL, cur_rank, BLOCK_M):
+                reduce_owned(INBOX, C, stride_cm, pid_m, pid_n, M, N, M_LOCAL, flags, tile, epoch, cur_rank,
+                             world_size, heap_bases, BLOCK_M, BLOCK_N)
+
+
+@register("gemm_reduce_scatter", "wg_specialized", "workgroup-specialized", "one kernel: GEMM programs push partial "
+                                                                            "tiles to owners, comm programs reduce")
+def run(p):
+    ws, box = inbox(p)
+    c = p.c
+    gemm_sms = min(p.cfg.gemm_sms, p.num_tiles)
+    kernel[(gemm_sms + p.cfg.comm_sms,)](*p.gemm_args(), c, c.stride(0), box, ws["flags"], ws["epoch"], p.m_local,
+                                         *p.rank_args(), GEMM_SMS=gemm_sms, **p.meta())
