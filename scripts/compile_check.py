@@ -66,7 +66,7 @@ def auto_signature(module, name, dtype="bf16"):
     fn.constexprs_names = [fn.arg_names[i] for i in fn.constexprs]
     sig = {}
     for arg in fn.arg_names:
-        if arg in ("A", "B", "C", "P"):
+        if arg in ("A", "B", "C", "P", "G", "INBOX"):
             sig[arg] = p(dtype)
         elif arg == "flags":
             sig[arg] = p("i32")
@@ -90,8 +90,13 @@ def catalog_kernels():
             ("fused_ops.all_reduce.one_shot", "kernel", [g]),
             ("fused_ops.all_reduce.two_shot", "kernel", [g]),
             ("fused_ops.all_reduce.wg_specialized", "kernel", [dict(g, GEMM_SMS=116)]),
+            ("fused_ops.reduce_scatter.fused", "kernel", [g]),
+            ("fused_ops.reduce_scatter.wg_specialized", "kernel", [dict(g, GEMM_SMS=116)]),
         ]
     tiles = {"BLOCK_M": 128, "BLOCK_N": 256, "GROUP_M": 8}
+    out += [("fused_ops.all_gather.pull", "kernel", [gemm]),
+            ("fused_ops.all_gather.push", "kernel", [dict(gemm, COMM_SMS=16)]),
+            ("fused_ops.all_gather.bulk_sync", "gather_kernel", [{"BLOCK_M": 128, "BLOCK_K": 64}])]
     out += [("fused_ops.comm", "scatter_kernel", [dict(tiles, WAIT=w) for w in (True, False)]),
             ("fused_ops.comm", "reduce_kernel", [dict(tiles, WAIT=w) for w in (True, False)])]
     return [(m, n, auto_signature(m, n), v) for m, n, v in out]

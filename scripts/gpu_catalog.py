@@ -21,14 +21,14 @@ from fused_ops import reference
 SHAPES = [(128, 8192, 8192), (1024, 8192, 8192), (8192, 8192, 8192), (1000, 3000, 2000)]  # M, N, K (global)
 
 
-def validate(ctx, shapes, calls):
+def validate(ctx, shapes, calls, ops):
     world, rank, dev = ctx.get_num_ranks(), ctx.get_rank(), ctx.get_device()
     rows = []
-    for op in fused_ops.list_ops():
+    for op in ops:
         for m, n, k in shapes:
             for dtype in (torch.bfloat16, torch.float16):
                 with ctx.scratch():
-                    c = ctx.zeros(m, n, dtype=dtype)
+                    c = ctx.zeros(*reference.local_shapes(op, m, n, k, world)[2], dtype=dtype)
                     for variant in fused_ops.list_variants(op, "cuda", dtype):
                         worst, status = 0.0, "ok"
                         try:
@@ -65,9 +65,10 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--out", default="results")
     p.add_argument("--calls", type=int, default=5)
+    p.add_argument("--ops", nargs="+", default=fused_ops.list_ops())
     p.add_argument("--commit", default=os.environ.get("IRIS_COMMIT", "unknown"))
     args = p.parse_args()
-    results = iris.spawn(validate, 2, SHAPES, args.calls, heap_size=6 << 30)
+    results = iris.spawn(validate, 2, SHAPES, args.calls, args.ops, heap_size=6 << 30)
     import pandas as pd
 
     df = pd.DataFrame([r for rank_rows in results for r in rank_rows])
@@ -80,7 +81,8 @@ def main():
     summary["commit"] = args.commit
     summary["command"] = "python " + " ".join(sys.argv)
     os.makedirs(args.out, exist_ok=True)
-    summary.to_csv(os.path.join(args.out, "catalog_validation.csv"), index=False)
+    path = os.path.join(args.out, "catalog_validation.csv")
+    summary.to_csv(path, index=False, mode="a" if os.path.exists(path) else "w", header=not os.path.exists(path))
     with pd.option_context("display.width", 200, "display.max_rows", 500):
         print(summary[["op", "variant", "m", "n", "k", "dtype", "max_rel_error", "rough_us", "status"]].to_string())
     bad = summary[summary.status != "ok"]

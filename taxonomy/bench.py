@@ -55,17 +55,33 @@ def _inputs(ctx, op, m, n, k, dtype, seed):
             for s in range(ROTATE)]
 
 
+def _library_parts(op, m, n, k, world):
+    """(GEMM operand shapes, collective, collective input shape) of the library-alone timings for each op."""
+    return {
+        "gemm_all_scatter": (((m, k), (k, n // world)), "all_gather", (m, n // world)),
+        "gemm_all_reduce": (((m, k // world), (k // world, n)), "all_reduce", (m, n)),
+        "all_gather_gemm": (((m, k), (k, n // world)), "all_gather", (m // world, k)),
+        "gemm_reduce_scatter": (((m, k // world), (k // world, n)), "reduce_scatter", (m, n)),
+    }[op]
+
+
 def library_times(ctx, op, m, n, k, dtype, iters, warmup):
-    """torch.matmul of this rank's part alone, and the library collective alone, on the same shapes."""
-    timer, world = Timer(ctx), ctx.get_num_ranks()
-    sets = _inputs(ctx, op, m, n, k, dtype, seed=10_000)
-    out = torch.empty(m, n // world if op == "gemm_all_scatter" else n, dtype=dtype, device=ctx.get_device())
+    """torch.matmul of this rank's GEMM alone, and the library collective alone, on the op's shapes."""
+    timer, world, dev = Timer(ctx), ctx.get_num_ranks(), ctx.get_device()
+    (a_shape, b_shape), collective, c_shape = _library_parts(op, m, n, k, world)
+    sets = [(torch.randn(a_shape, device=dev).to(dtype), torch.randn(b_shape, device=dev).to(dtype))
+            for _ in range(ROTATE)]
+    out = torch.empty(a_shape[0], b_shape[1], dtype=dtype, device=dev)
     gemm = timer(lambda i: torch.matmul(*sets[i % ROTATE], out=out), iters, warmup)
-    if op == "gemm_all_scatter":
-        gathered = torch.empty(world * m, n // world, dtype=dtype, device=out.device)
-        comm = timer(lambda i: all_gather_single(gathered, out), iters, warmup)
-    else:
-        comm = timer(lambda i: dist.all_reduce(out), iters, warmup)
+    x = torch.randn(c_shape, device=dev).to(dtype)
+    if collective == "all_gather":
+        y = torch.empty(world * c_shape[0], c_shape[1], dtype=dtype, device=dev)
+        comm = timer(lambda i: all_gather_single(y, x), iters, warmup)
+    elif collective == "reduce_scatter" and ctx.backend == "cuda":
+        y = torch.empty(c_shape[0] // world, c_shape[1], dtype=dtype, device=dev)
+        comm = timer(lambda i: dist.reduce_scatter_tensor(y, x), iters, warmup)
+    else:  # all_reduce (gloo has no reduce-scatter: its all-reduce stands in on the CPU)
+        comm = timer(lambda i: dist.all_reduce(x), iters, warmup)
     return gemm, comm
 
 
@@ -74,7 +90,7 @@ def measure(ctx, op, variant, m, n, k, dtype, config, iters, warmup, validate=Tr
     world, rank, dev = ctx.get_num_ranks(), ctx.get_rank(), ctx.get_device()
     run = getattr(fused_ops, op)
     with ctx.scratch():
-        c = ctx.zeros(m, n, dtype=dtype)
+        c = ctx.zeros(*reference.local_shapes(op, m, n, k, world)[2], dtype=dtype)
         err = float("nan")
         if validate:
             a, b, ref = reference.make_inputs(op, 1, world, rank, m, n, k, dtype, dev)

@@ -144,3 +144,30 @@ def test_registry_lists_every_variant_with_its_pattern():
     for op in fused_ops.OPS.values():
         for v in op.variants.values():
             assert v.pattern in fused_ops.PATTERNS and v.summary
+
+
+def r_gathered(ctx, variant, on_heap):
+    world, rank, dev = ctx.get_num_ranks(), ctx.get_rank(), ctx.get_device()
+    m, n, k = 24 * world, 16 * world, 40
+    g = torch.Generator().manual_seed(3)
+    full = torch.randn(m, k, generator=g).to(dev)
+    a = full[rank * 24:(rank + 1) * 24].contiguous()
+    b = torch.randn(k, 16, generator=g).to(dev)
+    c = ctx.zeros(m, 16)
+    gathered = ctx.full((m, k), float("nan")) if on_heap else torch.full((m, k), float("nan"), device=dev)
+    try:
+        fused_ops.all_gather_gemm(ctx, a, b, c, variant=variant, a_gathered=gathered)
+    except ValueError as err:
+        return str(err)
+    ctx.barrier()
+    return bool(torch.equal(gathered.cpu(), full.cpu())) and reference.rel_error(c.cpu(), full.double() @ b.double()) < 1e-3
+
+
+@pytest.mark.parametrize("on_heap", [True, False], ids=["heap", "device"])
+def test_all_gather_gemm_returns_gathered_a(ranks2, on_heap):
+    for variant in fused_ops.list_variants("all_gather_gemm", iris.BACKEND, "float32"):
+        got = ranks2.run(r_gathered, variant, on_heap)
+        if variant == "pull":
+            assert all("never materializes the gathered A" in g for g in got), got
+        else:
+            assert got == [True, True], (variant, got)
