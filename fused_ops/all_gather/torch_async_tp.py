@@ -1,19 +1,14 @@
 """Peer baseline: PyTorch's own fused op, torch.ops.symm_mem.fused_all_gather_matmul (async tensor parallelism)."""
 
 import torch
-import torch.distributed as dist
-
+from ..peers import symm_mem_group
 from ..registry import register
 
 
 @register("all_gather_gemm", "torch_async_tp", "baseline", "torch.ops.symm_mem.fused_all_gather_matmul (PyTorch "
                                                            "async-TP)", backends=("cuda",))
 def run(p):
-    import torch.distributed._symmetric_memory as symm_mem
-
-    group = dist.group.WORLD.group_name
-    if hasattr(symm_mem, "enable_symm_mem_for_group"):
-        symm_mem.enable_symm_mem_for_group(group)
+    group = symm_mem_group()
     gathered, (out,) = torch.ops.symm_mem.fused_all_gather_matmul(p.a, [p.b], 0, group)
     p.c.copy_(out)
     if p.a_gathered is not None:

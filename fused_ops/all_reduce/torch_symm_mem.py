@@ -2,8 +2,7 @@
 peer for this op, ../shared/notes/peer-baselines.md), one copy into C. Never the multimem/multicast variants."""
 
 import torch
-import torch.distributed as dist
-
+from ..peers import symm_mem_group
 from ..registry import register
 
 _buffers = {}
@@ -14,9 +13,7 @@ def _symmetric_buffer(shape, dtype, device):
 
     key = (tuple(shape), dtype, device)
     if key not in _buffers:
-        group = dist.group.WORLD.group_name
-        if hasattr(symm_mem, "enable_symm_mem_for_group"):  # needed by older torch, a no-op later
-            symm_mem.enable_symm_mem_for_group(group)
+        group = symm_mem_group()
         buf = symm_mem.empty(*shape, dtype=dtype, device=device)
         symm_mem.rendezvous(buf, group)
         _buffers[key] = (buf, group)
