@@ -5,7 +5,7 @@ import triton
 import triton.language as tl
 
 import iris
-from .gemm import c_tile, tile_coords
+from .gemm import c_tile, call_slot, tile_coords
 
 
 @triton.jit
@@ -30,29 +30,29 @@ def reduce_tile(P, pid_m, pid_n, M, N, stride_m, stride_n, cur_rank, world_size,
 
 
 @triton.jit
-def scatter_loop(C, M, N, stride_cm, stride_cn, col0, flags, epoch, cur_rank, world_size, heap_bases, start, step,
+def scatter_loop(C, M, N, stride_cm, stride_cn, col0, flags, EPOCH, cur_rank, world_size, heap_bases, start, step,
                  WAIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
     """Push tiles start, start+step, ... of this rank's C block to every rank; with WAIT, first wait until the GEMM
-    has set flags[tile] to this call's epoch."""
+    has set flags[tile] to this call's epoch (*EPOCH)."""
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     for tile in range(start, num_pid_m * num_pid_n, step):
         if WAIT:
-            iris.wait(flags + tile, epoch, cur_rank, heap_bases, cmp="eq")
+            iris.wait(flags + tile, tl.load(EPOCH), cur_rank, heap_bases, cmp="eq")
         pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
         scatter_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, col0, cur_rank, world_size, heap_bases, BLOCK_M,
                      BLOCK_N)
 
 
 @triton.jit
-def scatter_kernel(C, M, N, stride_cm, stride_cn, col0, flags, epoch, cur_rank, world_size, heap_bases,
+def scatter_kernel(C, M, N, stride_cm, stride_cn, col0, flags, EPOCH, cur_rank, world_size, heap_bases,
                    WAIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
-    scatter_loop(C, M, N, stride_cm, stride_cn, col0, flags, epoch, cur_rank, world_size, heap_bases,
+    scatter_loop(C, M, N, stride_cm, stride_cn, col0, flags, EPOCH, cur_rank, world_size, heap_bases,
                  tl.program_id(0), tl.num_programs(0), WAIT, BLOCK_M, BLOCK_N, GROUP_M)
 
 
 @triton.jit
-def reduce_loop(P, C, M, N, stride_m, stride_n, flags, epoch, cur_rank, world_size, heap_bases, start, step,
+def reduce_loop(P, C, M, N, stride_m, stride_n, flags, EPOCH, cur_rank, world_size, heap_bases, start, step,
                 WAIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
     """C tile = sum over ranks of the P tile; with WAIT, first wait until every rank has arrived at flags[tile]
     (arrival counters grow by world_size per call, so `>= world_size * epoch` never sees a stale count)."""
@@ -60,7 +60,7 @@ def reduce_loop(P, C, M, N, stride_m, stride_n, flags, epoch, cur_rank, world_si
     num_pid_n = tl.cdiv(N, BLOCK_N)
     for tile in range(start, num_pid_m * num_pid_n, step):
         if WAIT:
-            iris.wait(flags + tile, world_size * epoch, cur_rank, heap_bases, cmp="ge")
+            iris.wait(flags + tile, world_size * tl.load(EPOCH), cur_rank, heap_bases, cmp="ge")
         pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
         acc = reduce_tile(P, pid_m, pid_n, M, N, stride_m, stride_n, cur_rank, world_size, heap_bases, BLOCK_M,
                           BLOCK_N)
@@ -69,7 +69,8 @@ def reduce_loop(P, C, M, N, stride_m, stride_n, flags, epoch, cur_rank, world_si
 
 
 @triton.jit
-def reduce_kernel(P, C, M, N, stride_m, stride_n, flags, epoch, cur_rank, world_size, heap_bases, WAIT: tl.constexpr,
-                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
-    reduce_loop(P, C, M, N, stride_m, stride_n, flags, epoch, cur_rank, world_size, heap_bases, tl.program_id(0),
+def reduce_kernel(P, C, M, N, stride_m, stride_n, flags, EPOCH, slot_size, cur_rank, world_size, heap_bases,
+                  WAIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    P = call_slot(P, EPOCH, slot_size)
+    reduce_loop(P, C, M, N, stride_m, stride_n, flags, EPOCH, cur_rank, world_size, heap_bases, tl.program_id(0),
                 tl.num_programs(0), WAIT, BLOCK_M, BLOCK_N, GROUP_M)

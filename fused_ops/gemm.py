@@ -66,6 +66,13 @@ def gemm_tile(a_op, b_op, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk
 
 
 @triton.jit
+def call_slot(P, EPOCH, slot_size):
+    """This call's half of a double buffer of 2 x slot_size elements (the call's epoch parity). The epoch is read on
+    the device, so replays of a captured CUDA graph alternate too."""
+    return P + (tl.load(EPOCH) % 2) * slot_size
+
+
+@triton.jit
 def c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, col0, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """Pointers and mask of an output tile of an M x N block that starts at column col0 of C."""
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -76,10 +83,11 @@ def c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, col0, BLOCK_M: tl.conste
 
 @triton.jit
 def gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, col0, flags,
-              epoch, cur_rank, world_size, heap_bases, start, step, SIGNAL: tl.constexpr, BLOCK_M: tl.constexpr,
+              EPOCH, cur_rank, world_size, heap_bases, start, step, SIGNAL: tl.constexpr, BLOCK_M: tl.constexpr,
               BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr):
     """Tiles start, start+step, ... of C[:, col0:col0+N] = A @ B, stored locally. Then, per tile:
-    SIGNAL="local": set this rank's flags[tile] = epoch; "arrive": add 1 to flags[tile] on every rank."""
+    SIGNAL="local": set this rank's flags[tile] = the call's epoch (*EPOCH); "arrive": add 1 to flags[tile] on every
+    rank."""
     a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -90,7 +98,7 @@ def gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stri
         ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, col0, BLOCK_M, BLOCK_N)
         tl.store(ptrs, acc.to(C.dtype.element_ty), mask=mask)
         if SIGNAL == "local":
-            iris.signal(flags + tile, epoch, cur_rank, cur_rank, heap_bases)
+            iris.signal(flags + tile, tl.load(EPOCH), cur_rank, cur_rank, heap_bases)
         elif SIGNAL == "arrive":
             for i in range(world_size):
                 iris.signal(flags + tile, 1, cur_rank, (cur_rank + i) % world_size, heap_bases, op="add")
@@ -98,8 +106,10 @@ def gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stri
 
 @triton.jit
 def gemm_kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, col0, flags,
-                epoch, cur_rank, world_size, heap_bases, SIGNAL: tl.constexpr, BLOCK_M: tl.constexpr,
+                EPOCH, slot_size, cur_rank, world_size, heap_bases, SIGNAL: tl.constexpr, BLOCK_M: tl.constexpr,
                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr):
-    gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, col0, flags, epoch,
+    """The persistent GEMM alone; C is the call's slot of a double buffer when slot_size is not 0."""
+    C = call_slot(C, EPOCH, slot_size)
+    gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, col0, flags, EPOCH,
               cur_rank, world_size, heap_bases, tl.program_id(0), tl.num_programs(0), SIGNAL, BLOCK_M, BLOCK_N,
               BLOCK_K, GROUP_M, TMA)

@@ -81,15 +81,20 @@ class Problem:
 
     def workspace(self, **buffers):
         """Heap buffers for this (op, variant, shape, dtype), created once; `flags` (int32, one per tile) is always
-        there. Returns the workspace with its call counter advanced: `ws["epoch"]` is this call's epoch (1, 2, ...)."""
+        there. Advances the call counter `ws["epoch"]` (1, 2, ...): a one-element device tensor that kernels read, so a
+        captured CUDA graph counts its replays too; double buffers pick their slot by its parity (gemm.call_slot)."""
         key = (self.op, self.variant.name, self.m, self.n, self.k, self.c.dtype, tuple(sorted(buffers)))
 
         def make(ctx):
-            ws = {"flags": ctx.zeros(self.num_tiles, dtype=torch.int32), "epoch": 0}
+            ws = {"flags": ctx.zeros(self.num_tiles, dtype=torch.int32), "epoch": ctx.zeros(1, dtype=torch.int32)}
             for name, (shape, dtype) in buffers.items():
                 ws[name] = ctx.zeros(*shape, dtype=dtype)
             return ws
 
         ws = self.ctx.workspace(key, make)
-        ws["epoch"] += 1
+        ws["epoch"].add_(1)
         return ws
+
+    def no_sync(self):
+        """Valid (flags, epoch) pointers for kernels that take them but neither signal nor use a double buffer."""
+        return self.ctx._barrier_flags, self.ctx._barrier_epoch

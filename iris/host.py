@@ -233,6 +233,10 @@ class Iris:
         barrier after creation keeps a fast rank from signalling into a peer's flags before the peer zeroed them."""
         entry = self._workspaces.get(key)
         if entry is None:
+            if self.backend == "cuda" and torch.cuda.is_current_stream_capturing():
+                raise RuntimeError(f"rank {self.cur_rank}: workspace {key!r} does not exist yet, and creating it needs "
+                                   f"a host barrier, which CUDA graph capture forbids; call the op once with the same "
+                                   f"shapes before capturing it")
             entry = self._workspaces[key] = (self.heap.offset, factory(self))
             self.barrier()
         return entry[1]

@@ -61,14 +61,14 @@ KERNELS = [
 
 
 def auto_signature(module, name, dtype="bf16"):
-    """Catalog kernels follow one naming convention: operands A/B/C/P, int32 flags, int64 heap_bases, ints else."""
+    """Catalog kernels follow one naming convention: operands A/B/C/P, int32 flags and EPOCH, int64 heap_bases, ints else."""
     fn = getattr(importlib.import_module(module), name)
     fn.constexprs_names = [fn.arg_names[i] for i in fn.constexprs]
     sig = {}
     for arg in fn.arg_names:
         if arg in ("A", "B", "C", "P", "G", "INBOX"):
             sig[arg] = p(dtype)
-        elif arg == "flags":
+        elif arg in ("flags", "EPOCH"):
             sig[arg] = p("i32")
         elif arg == "heap_bases":
             sig[arg] = p("i64")

@@ -33,6 +33,6 @@ def run(p):
                                           BLOCK_M=p.cfg.block_m, BLOCK_K=p.cfg.block_k, num_warps=4)
     c = p.c
     gemm_kernel[p.grid(p.cfg.gemm_sms)](g, p.b, p.m, p.n, p.k, g.stride(0), g.stride(1), p.b.stride(0),
-                                        p.b.stride(1), c, c.stride(0), c.stride(1), 0, p.ctx._barrier_flags, 0,
+                                        p.b.stride(1), c, c.stride(0), c.stride(1), 0, *p.no_sync(), 0,
                                         *p.rank_args(), SIGNAL="none", **p.meta())
     p.ctx.device_barrier()  # peers have finished reading this rank's A before it may change

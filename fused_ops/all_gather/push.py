@@ -15,10 +15,11 @@ from ..registry import register
 
 @triton.jit
 def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, G, stride_gm, flags,
-           epoch, M_LOCAL, cur_rank, world_size, heap_bases, COMM_SMS: tl.constexpr, BLOCK_M: tl.constexpr,
+           EPOCH, M_LOCAL, cur_rank, world_size, heap_bases, COMM_SMS: tl.constexpr, BLOCK_M: tl.constexpr,
            BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
     pid = tl.program_id(0)
     chunks = tl.cdiv(M_LOCAL, BLOCK_M)
+    epoch = tl.load(EPOCH)
     if pid < COMM_SMS:
         for c in range(pid, chunks, COMM_SMS):
             rm = c * BLOCK_M + tl.arange(0, BLOCK_M)

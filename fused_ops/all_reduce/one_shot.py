@@ -9,14 +9,16 @@ import triton.language as tl
 
 import iris
 from ..comm import reduce_tile
-from ..gemm import c_tile, gemm_tile, operands, tile_coords
+from ..gemm import c_tile, call_slot, gemm_tile, operands, tile_coords
 from ..registry import register
 
 
 @triton.jit
-def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, P, stride_cm, stride_cn, flags, epoch,
+def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, P, stride_cm, stride_cn, flags, EPOCH,
            cur_rank, world_size, heap_bases, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
            GROUP_M: tl.constexpr, TMA: tl.constexpr):
+    P = call_slot(P, EPOCH, M * N)
+    epoch = tl.load(EPOCH)
     a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
     num_pid_m, num_pid_n = tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N)
     for tile in range(tl.program_id(0), num_pid_m * num_pid_n, tl.num_programs(0)):
@@ -39,5 +41,5 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, P, stri
 def run(p):
     c = p.c
     ws = p.workspace(partial=((2, p.m, p.n), c.dtype))
-    kernel[p.grid(p.cfg.gemm_sms)](*p.gemm_args(), c, ws["partial"][ws["epoch"] % 2], c.stride(0), c.stride(1),
+    kernel[p.grid(p.cfg.gemm_sms)](*p.gemm_args(), c, ws["partial"], c.stride(0), c.stride(1),
                                    ws["flags"], ws["epoch"], *p.rank_args(), **p.meta())

@@ -11,17 +11,17 @@ from ..registry import register
 
 
 @triton.jit
-def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, flags, epoch,
+def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, flags, EPOCH,
            cur_rank, world_size, heap_bases, GEMM_SMS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
            BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr):
     pid = tl.program_id(0)
     col0 = cur_rank * N
     if pid < GEMM_SMS:
         gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, col0, flags,
-                  epoch, cur_rank, world_size, heap_bases, pid, GEMM_SMS, "local", BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                  EPOCH, cur_rank, world_size, heap_bases, pid, GEMM_SMS, "local", BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
                   TMA)
     else:
-        scatter_loop(C, M, N, stride_cm, stride_cn, col0, flags, epoch, cur_rank, world_size, heap_bases,
+        scatter_loop(C, M, N, stride_cm, stride_cn, col0, flags, EPOCH, cur_rank, world_size, heap_bases,
                      pid - GEMM_SMS, tl.num_programs(0) - GEMM_SMS, True, BLOCK_M, BLOCK_N, GROUP_M)
 
 

@@ -11,10 +11,11 @@ from ..registry import register
 def run(p):
     c = p.c
     ws = p.workspace(partial=((2, p.m, p.n), c.dtype))
-    part = ws["partial"][ws["epoch"] % 2]
-    gemm_kernel[p.grid(p.cfg.gemm_sms)](*p.gemm_args(), part, part.stride(0), part.stride(1), 0, ws["flags"], 0,
-                                        *p.rank_args(), SIGNAL="none", **p.meta())
+    part, slot = ws["partial"][0], p.m * p.n
+    gemm_kernel[p.grid(p.cfg.gemm_sms)](*p.gemm_args(), part, part.stride(0), part.stride(1), 0, ws["flags"],
+                                        ws["epoch"], slot, *p.rank_args(), SIGNAL="none", **p.meta())
     p.ctx.device_barrier()
     mine = part[p.rank * p.m_local:(p.rank + 1) * p.m_local]
-    reduce_kernel[p.grid(p.cfg.gemm_sms)](mine, c, p.m_local, p.n, c.stride(0), c.stride(1), ws["flags"], 0,
-                                          *p.rank_args(), WAIT=False, **p.tiles(), num_warps=p.cfg.num_warps)
+    reduce_kernel[p.grid(p.cfg.gemm_sms)](mine, c, p.m_local, p.n, c.stride(0), c.stride(1), ws["flags"],
+                                          ws["epoch"], slot, *p.rank_args(), WAIT=False, **p.tiles(),
+                                          num_warps=p.cfg.num_warps)

@@ -6,15 +6,17 @@ ranks. No barrier."""
 import triton
 import triton.language as tl
 
-from ..gemm import gemm_tile, operands, tile_coords
+from ..gemm import call_slot, gemm_tile, operands, tile_coords
 from ..registry import register
 from .owner import inbox, owns, push_partial, reduce_owned
 
 
 @triton.jit
-def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, INBOX, flags, epoch, M_LOCAL,
+def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, INBOX, flags, EPOCH, M_LOCAL,
            cur_rank, world_size, heap_bases, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
            GROUP_M: tl.constexpr, TMA: tl.constexpr):
+    INBOX = call_slot(INBOX, EPOCH, world_size * M_LOCAL * N)
+    epoch = tl.load(EPOCH)
     a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
     num_pid_m, num_pid_n = tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N)
     for tile in range(tl.program_id(0), num_pid_m * num_pid_n, tl.num_programs(0)):
