@@ -3,6 +3,9 @@
     import fused_ops
     fused_ops.list_variants("gemm_all_reduce")      # ['torch_nccl', 'torch_symm_mem', 'bulk_sync', ...]
     fused_ops.gemm_all_reduce(ctx, a, b, c, variant="one_shot", config=fused_ops.Config(block_n=128))
+    fused_ops.gemm_all_reduce(ctx, a, b, c)         # variant="auto": the fastest measured here (fused_ops/auto.py)
+
+As PyTorch operators with autograd: fused_ops.library; tensor-parallel layers: fused_ops.nn.
 """
 
 import iris  # noqa: F401  (first: on the CPU backend it turns the interpreter on before kernels are defined)
@@ -10,6 +13,7 @@ import iris  # noqa: F401  (first: on the CPU backend it turns the interpreter o
 from .config import Config, default_config  # noqa: F401
 from .ops import all_gather_gemm, gemm_all_reduce, gemm_all_scatter, gemm_reduce_scatter  # noqa: F401
 from .registry import OPS, PATTERNS, get, list_ops, list_variants  # noqa: F401
+from .auto import tune  # noqa: F401
 from . import all_gather, all_reduce, all_scatter, reduce_scatter  # noqa: F401,E402  (registers variants)
 
 # Keep list order meaningful: baselines first, then from least to most overlapped.

@@ -23,11 +23,15 @@ def tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
 
 
 @triton.jit
-def operands(A, B, M, N, K, stride_am, stride_bk, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+def operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
              BLOCK_K: tl.constexpr, TMA: tl.constexpr):
+    """TMA=1: A and B row-major; TMA=2: B stored transposed (N x K row-major, e.g. an nn.Linear weight's .t())."""
     if TMA:
         a = tl.make_tensor_descriptor(A, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K])
-        b = tl.make_tensor_descriptor(B, shape=[K, N], strides=[stride_bk, 1], block_shape=[BLOCK_K, BLOCK_N])
+        if TMA == 2:
+            b = tl.make_tensor_descriptor(B, shape=[N, K], strides=[stride_bn, 1], block_shape=[BLOCK_N, BLOCK_K])
+        else:
+            b = tl.make_tensor_descriptor(B, shape=[K, N], strides=[stride_bk, 1], block_shape=[BLOCK_K, BLOCK_N])
     else:
         a = A
         b = B
@@ -44,7 +48,10 @@ def gemm_tile(a_op, b_op, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk
     if TMA:
         for kk in range(0, tl.cdiv(K, BLOCK_K)):
             a = a_op.load([pid_m * BLOCK_M, kk * BLOCK_K])
-            b = b_op.load([kk * BLOCK_K, pid_n * BLOCK_N])
+            if TMA == 2:
+                b = b_op.load([pid_n * BLOCK_N, kk * BLOCK_K]).T
+            else:
+                b = b_op.load([kk * BLOCK_K, pid_n * BLOCK_N])
             acc = tl.dot(a, b, acc)
     else:
         rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -88,7 +95,7 @@ def gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stri
     """Tiles start, start+step, ... of C[:, col0:col0+N] = A @ B, stored locally. Then, per tile:
     SIGNAL="local": set this rank's flags[tile] = the call's epoch (*EPOCH); "arrive": add 1 to flags[tile] on every
     rank."""
-    a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
+    a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     for tile in range(start, num_pid_m * num_pid_n, step):

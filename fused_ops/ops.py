@@ -1,20 +1,22 @@
 """The catalog's front doors: one call signature per op, validated on the host before any launch.
 
-    gemm_all_scatter(ctx, a, b, c, variant="fused_sequential", config=None)
+    gemm_all_scatter(ctx, a, b, c, variant="auto", config=None)
         a: M x K (the same on every rank); b: this rank's K x N/world column block of B;
         c: M x N on the symmetric heap. Every rank ends with the full C; rank r computes C[:, r*N/w:(r+1)*N/w].
-    gemm_all_reduce(ctx, a, b, c, variant="one_shot", config=None)
+    gemm_all_reduce(ctx, a, b, c, variant="auto", config=None)
         a: M x K/world (this rank's columns of A); b: K/world x N (the matching rows of B);
         c: M x N on the symmetric heap. Every rank ends with C = sum over ranks of a_r @ b_r.
 
-    all_gather_gemm(ctx, a, b, c, variant="push", config=None, a_gathered=None)
+    all_gather_gemm(ctx, a, b, c, variant="auto", config=None, a_gathered=None)
         a: this rank's M/world x K rows of A; b: K x N/world (this rank's columns of a column-parallel weight);
         c: M x N/world, this rank's block of gather(A) @ B. a_gathered (M x K), if given, receives the gathered A
         (the backward pass needs it); `pull` never materializes it and refuses.
-    gemm_reduce_scatter(ctx, a, b, c, variant="fused", config=None)
+    gemm_reduce_scatter(ctx, a, b, c, variant="auto", config=None)
         a: M x K/world; b: K/world x N (a row-parallel weight's rows); c: M/world x N, this rank's rows of the sum.
 
-`variant` picks an overlap pattern by name (`fused_ops.list_variants(op)`); `config` (fused_ops.Config) overrides
+`variant` picks an overlap pattern by name (`fused_ops.list_variants(op)`), or "auto" (the default): the fastest
+variant measured for the nearest shape on this GPU model, or one measured by `fused_ops.tune` (fused_ops/auto.py);
+`config` (fused_ops.Config) overrides
 tile sizes, the GEMM/communication SM split, stages and warps. Every rank must make the same calls with the same
 shapes: workspaces are allocated collectively on first use and reused afterwards. Variants that write into peers'
 outputs start with a device barrier (every rank has finished with the previous call's output) and end with one
@@ -23,7 +25,7 @@ outputs start with a device barrier (every rank has finished with the previous c
 
 import torch
 
-from . import registry
+from . import auto, registry
 from .problem import DTYPES, Problem
 
 registry.define_op("gemm_all_scatter", "A (M x K) everywhere, B split by columns; every rank ends with C (M x N)")
@@ -61,9 +63,11 @@ def _check(ctx, op, a, b, c, heap_output=True):
         raise ValueError(f"{where} c must be contiguous")
 
 
-def _variant(ctx, op, variant, a, b, c, heap_output=True):
-    v = registry.get(op, variant, ctx.backend)
+def _variant(ctx, op, variant, a, b, c, heap_output=True, exclude=()):
     _check(ctx, op, a, b, c, heap_output)
+    if variant == "auto":
+        variant = auto.choose(ctx, op, *auto.global_shape(ctx, op, a, b), a.dtype, exclude)
+    v = registry.get(op, variant, ctx.backend)
     if str(a.dtype).replace("torch.", "") not in v.dtypes:
         raise TypeError(f"{op}/{variant} supports {', '.join(v.dtypes)}, not {a.dtype}")
     if v.pattern == "baseline" and ctx.backend == "cuda" and ctx.ranks_per_device > 1:
@@ -72,7 +76,7 @@ def _variant(ctx, op, variant, a, b, c, heap_output=True):
     return v
 
 
-def gemm_all_scatter(ctx, a, b, c, variant="fused_sequential", config=None):
+def gemm_all_scatter(ctx, a, b, c, variant="auto", config=None):
     v = _variant(ctx, "gemm_all_scatter", variant, a, b, c)
     m, n_local, world = a.shape[0], b.shape[1], ctx.get_num_ranks()
     if tuple(c.shape) != (m, n_local * world):
@@ -82,7 +86,7 @@ def gemm_all_scatter(ctx, a, b, c, variant="fused_sequential", config=None):
     return c
 
 
-def gemm_all_reduce(ctx, a, b, c, variant="one_shot", config=None):
+def gemm_all_reduce(ctx, a, b, c, variant="auto", config=None):
     v = _variant(ctx, "gemm_all_reduce", variant, a, b, c)
     m, n = a.shape[0], b.shape[1]
     if tuple(c.shape) != (m, n):
@@ -91,10 +95,11 @@ def gemm_all_reduce(ctx, a, b, c, variant="one_shot", config=None):
     return c
 
 
-def all_gather_gemm(ctx, a, b, c, variant="push", config=None, a_gathered=None):
+def all_gather_gemm(ctx, a, b, c, variant="auto", config=None, a_gathered=None):
     # c is written by this rank only: it may live anywhere on the device; `a` is read by peers (staged on the heap
     # when it is not there already).
-    v = _variant(ctx, "all_gather_gemm", variant, a, b, c, heap_output=False)
+    v = _variant(ctx, "all_gather_gemm", variant, a, b, c, heap_output=False,
+                 exclude=("pull",) if a_gathered is not None else ())
     world = ctx.get_num_ranks()
     m_local, k = a.shape
     m, n_local = m_local * world, b.shape[1]
@@ -114,7 +119,7 @@ def all_gather_gemm(ctx, a, b, c, variant="push", config=None, a_gathered=None):
     return c
 
 
-def gemm_reduce_scatter(ctx, a, b, c, variant="fused", config=None):
+def gemm_reduce_scatter(ctx, a, b, c, variant="auto", config=None):
     v = _variant(ctx, "gemm_reduce_scatter", variant, a, b, c, heap_output=False)
     world = ctx.get_num_ranks()
     m, n = a.shape[0], b.shape[1]

@@ -29,17 +29,27 @@ class Problem:
             defaults = dataclasses.replace(defaults, gemm_sms=defaults.gemm_sms - defaults.comm_sms)
         self.cfg = (config or _config.Config()).merged(defaults)
         _config.check(self.cfg, ctx, variant)
-        self.tma = self.cfg.tma if self.cfg.tma is not None else self._tma_ok()
+        self.tma = self._tma_ok() if self.cfg.tma is None else (self._tma_layout() if self.cfg.tma else 0)
         if self.tma and ctx.backend == "cuda" and not _allocator_set:
             triton.set_allocator(_tma_allocator)  # scratch for device-side tensor descriptors
             _allocator_set.append(True)
         self.num_tiles = triton.cdiv(m, self.cfg.block_m) * triton.cdiv(n, self.cfg.block_n)
 
     def _tma_ok(self):
+        """0: pointer path; 1: TMA, B row-major; 2: TMA, B stored transposed (column-major, a weight's .t())."""
         if self.ctx.backend != "cuda":
-            return False
-        return all(t.stride(-1) == 1 and (t.stride(0) * t.element_size()) % 16 == 0 and t.data_ptr() % 16 == 0
-                   for t in (self.a, self.b))
+            return 0
+        return self._tma_layout(strict=True)
+
+    def _tma_layout(self, strict=False):
+        a, b = self.a, self.b
+        row = lambda t: t.stride(-1) == 1 and (t.stride(0) * t.element_size()) % 16 == 0  # noqa: E731
+        col = lambda t: t.stride(0) == 1 and (t.stride(1) * t.element_size()) % 16 == 0  # noqa: E731
+        if strict and not (row(a) and a.data_ptr() % 16 == 0 and b.data_ptr() % 16 == 0):
+            return 0
+        if row(b) or not strict and not col(b):
+            return 1
+        return 2 if col(b) else 0
 
     # --------------------------------------------------------------------------------------- launch arguments
     def gemm_args(self):

@@ -26,7 +26,7 @@ from .device import (  # noqa: F401
     wait,
 )
 from .heap import HeapExhausted  # noqa: F401
-from .host import Iris, iris  # noqa: F401
+from .host import Iris, context, iris  # noqa: F401
 from .launch import RankError, RankPool, spawn  # noqa: F401
 
 __version__ = "0.1.0"

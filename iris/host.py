@@ -20,6 +20,8 @@ from .logging import logger, set_rank
 CPU_CU_COUNT = int(os.environ.get("IRIS_CPU_CU_COUNT", "4"))
 _instances = itertools.count()
 _live = weakref.WeakSet()
+_by_handle = weakref.WeakValueDictionary()  # small ints stand for contexts where only plain values fit (torch ops)
+_handles = itertools.count(1)
 
 
 @triton.jit
@@ -83,6 +85,8 @@ class Iris:
         self._closed = False
         self._workspaces = {}
         _live.add(self)
+        self.handle = next(_handles)
+        _by_handle[self.handle] = self
         self.barrier()
         logger.info(f"{backend} heap of {heap_size} bytes mapped from {self.num_ranks} ranks")
 
@@ -309,6 +313,14 @@ def _unmap_at_exit():
     for ctx in list(_live):
         if not ctx._closed:
             ctx.heap.close_peers()
+
+
+def context(handle):
+    """The open context whose `handle` this is (torch custom ops carry contexts as ints)."""
+    ctx = _by_handle.get(handle)
+    if ctx is None or ctx._closed:
+        raise RuntimeError(f"no open Iris context has handle {handle}; pass ctx.handle of a live context")
+    return ctx
 
 
 def iris(heap_size=1 << 30, backend=None):

@@ -86,11 +86,12 @@ def bench_shape(ctx, op, variants, m, n, k, dtype_name, config, iters, warmup, v
     gemm_us, comm_us = bench.library_times(ctx, op, m, n, k, dtype, iters, warmup) if benchmark else (None, None)
     rows = []
     for variant in variants:
-        v = fused_ops.get(op, variant)
+        pattern = (f"auto: {fused_ops.auto.choose(ctx, op, m, n, k, dtype)}" if variant == "auto" else
+                   fused_ops.get(op, variant).pattern)
         res = bench.measure(ctx, op, variant, m, n, k, dtype, config, iters if benchmark else 0,
                             warmup if benchmark else 0, validate)
         t = res["time_us"] if benchmark else None
-        rows.append(dict(op=op, variant=variant, pattern=v.pattern, m=m, n=n, k=k, dtype=dtype_name,
+        rows.append(dict(op=op, variant=variant, pattern=pattern, m=m, n=n, k=k, dtype=dtype_name,
                          world_size=world, time_us=t, tflops=(2 * m * n * k / world / t / 1e6) if t else None,
                          gemm_only_us=gemm_us, comm_only_us=comm_us,
                          overlap_limit_us=max(gemm_us, comm_us) if benchmark else None,
@@ -124,11 +125,15 @@ def sweep_ranks(ctx, jobs, config, iters, warmup, validate, out):
 
 
 def _variants(op, names, backend, dtype):
+    """The named variants (plus torch_nccl, the baseline of every speedup); by default every variant that runs here,
+    and on GPUs also `auto` (the sweep checks that it never loses to the baseline)."""
     available = registry.list_variants(op, backend, dtype)
     if not names:
-        return available
+        return available + (["auto"] if backend == "cuda" else [])
     for name in names:
-        registry.get(op, name, backend)  # unknown names fail here, before any rank starts
+        if name != "auto":
+            registry.get(op, name, backend)  # unknown names fail here, before any rank starts
+    available.append("auto")
     chosen = [v for v in names if v in available]
     if "torch_nccl" not in chosen:
         chosen.insert(0, "torch_nccl")  # every speedup is measured against the baseline of the same run

@@ -10,14 +10,17 @@ from conftest import FLOAT_DTYPES, ON_GPU
 from fused_ops import reference
 
 
-def r_check(ctx, op, variant, dtype_name, m, n, k, calls, cfg):
-    """Global M x N x K, sharded as the op says. Returns the worst relative error (or what went wrong)."""
+def r_check(ctx, op, variant, dtype_name, m, n, k, calls, cfg, b_transposed=False):
+    """Global M x N x K, sharded as the op says. Returns the worst relative error (or what went wrong).
+    b_transposed: B is passed as the transpose of an N x K row-major tensor (how nn.Linear stores weights)."""
     dtype, world, rank = getattr(torch, dtype_name), ctx.get_num_ranks(), ctx.get_rank()
     c = ctx.zeros(*reference.local_shapes(op, m, n, k, world)[2], dtype=dtype)
     run = getattr(fused_ops, op)
     worst = 0.0
     for call in range(1, calls + 1):
         a, b, ref = reference.make_inputs(op, call, world, rank, m, n, k, dtype, ctx.get_device())
+        if b_transposed:
+            b = b.t().contiguous().t()
         c.fill_(float("nan"))
         ctx.barrier()  # peers write into c: poison it before anyone starts
         run(ctx, a, b, c, variant=variant, config=fused_ops.Config(**cfg))
@@ -68,6 +71,16 @@ def test_more_tiles_than_programs_and_tma_path(ranks2, op):
         errs = ranks2.run(r_check, op, variant, "float16", 288, 160, 128, 2,
                           {"block_m": 16, "block_n": 16, "block_k": 32, "tma": True})
         assert all(isinstance(e, float) for e in errs), (variant, errs)
+
+
+@pytest.mark.parametrize("op", fused_ops.list_ops())
+def test_transposed_weight_through_both_paths(ranks2, op):
+    # B given column-major (a weight's .t()): TMA descriptors over the N x K storage, and the masked pointer path.
+    for variant in fused_ops.list_variants(op, iris.BACKEND, "float16"):
+        for tma in (True, False):
+            errs = ranks2.run(r_check, op, variant, "float16", 96, 64, 96, 2,
+                              {"block_m": 16, "block_n": 16, "block_k": 32, "tma": tma}, True)
+            assert all(isinstance(e, float) for e in errs), (variant, tma, errs)
 
 
 def r_errors(ctx, case):

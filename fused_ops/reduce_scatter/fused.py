@@ -17,7 +17,7 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_
            GROUP_M: tl.constexpr, TMA: tl.constexpr):
     INBOX = call_slot(INBOX, EPOCH, world_size * M_LOCAL * N)
     epoch = tl.load(EPOCH)
-    a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
+    a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
     num_pid_m, num_pid_n = tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N)
     for tile in range(tl.program_id(0), num_pid_m * num_pid_n, tl.num_programs(0)):
         pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)

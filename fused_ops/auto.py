@@ -1,0 +1,116 @@
+"""`variant="auto"`: the fastest variant for a shape, from a tuned table or from a tuning pass cached in memory.
+
+Lookup order:
+1. `tune(ctx, op, ...)` results for this exact shape (collective; measured here, so they win);
+2. the table in `tuned.csv` (built by scripts/tune_table.py from the sweep CSVs in results/) for this GPU model,
+   world size and dtype, at the nearest swept shape (distance in log2 of M, N and K);
+3. otherwise the op's default fused variant.
+Rows in the table rank every variant of a swept shape, fastest first; a fused variant only ranks above
+`torch_nccl` where it won by a margin (see scripts/tune_table.py), so noise does not pick a loser. Variants that
+cannot run here (backend, dtype, baselines when ranks share a GPU) are skipped in rank order.
+"""
+
+import csv
+import math
+import os
+
+import torch
+
+from . import registry
+
+DEFAULT = {"gemm_all_scatter": "fused_sequential", "gemm_all_reduce": "one_shot", "all_gather_gemm": "push",
+           "gemm_reduce_scatter": "fused"}
+TABLE = os.path.join(os.path.dirname(__file__), "tuned.csv")
+_table = None
+_tuned = {}  # (op, m, n, k, dtype, world, backend) -> variant name, from tune()
+
+
+def _load():
+    global _table
+    if _table is None:
+        _table = {}
+        if os.path.exists(TABLE):
+            with open(TABLE, newline="") as f:
+                for row in csv.DictReader(f):
+                    key = (row["gpu"], int(row["world_size"]), row["op"], row["dtype"])
+                    shape = (int(row["m"]), int(row["n"]), int(row["k"]))
+                    _table.setdefault(key, []).append((shape, row["ranking"].split()))
+    return _table
+
+
+def _runnable(ctx, op, name, dtype):
+    v = registry.get(op, name)
+    return (ctx.backend in v.backends and str(dtype).replace("torch.", "") in v.dtypes and
+            not (v.pattern == "baseline" and ctx.backend == "cuda" and ctx.ranks_per_device > 1))
+
+
+def _gpu(ctx):
+    return torch.cuda.get_device_name(ctx.get_device()) if ctx.backend == "cuda" else "cpu"
+
+
+def ranking(ctx, op, m, n, k, dtype):
+    """The table's ranking for the nearest swept shape (global M, N, K), or [] when this GPU/world/dtype has none.
+    fp16 borrows bfloat16's rows (same tile shapes and bytes)."""
+    name = str(dtype).replace("torch.", "")
+    rows = _load().get((_gpu(ctx), ctx.get_num_ranks(), op, "bfloat16" if name == "float16" else name), [])
+    if not rows:
+        return []
+    here = [math.log2(max(1, x)) for x in (m, n, k)]
+    _, best = min(rows, key=lambda r: sum((math.log2(s) - h) ** 2 for s, h in zip(r[0], here)))
+    return best
+
+
+def choose(ctx, op, m, n, k, dtype, exclude=()):
+    """The variant `auto` runs for this rank's call (global M, N, K: the same on every rank, so all agree)."""
+    key = (op, m, n, k, dtype, ctx.get_num_ranks(), ctx.backend)
+    if _tuned.get(key) not in (None, *exclude):
+        return _tuned[key]
+    for name in ranking(ctx, op, m, n, k, dtype):
+        if name in registry.OPS[op].variants and name not in exclude and _runnable(ctx, op, name, dtype):
+            return name
+    return DEFAULT[op]
+
+
+def tune(ctx, op, a, b, c, variants=None, iters=10, **kwargs):
+    """Collective: time every runnable variant on these operands (CUDA events, the slowest rank counts), remember
+    the fastest for this shape and return {variant: microseconds}. Call it once per shape before a long run."""
+    import torch.distributed as dist
+
+    from . import ops
+
+    run = getattr(ops, op)
+    m, n, k = global_shape(ctx, op, a, b)
+    names = [v for v in (variants or registry.list_variants(op)) if _runnable(ctx, op, v, a.dtype)]
+    times = {}
+    for name in names:
+        for _ in range(2):
+            run(ctx, a, b, c, variant=name, **kwargs)
+        ctx.barrier()
+        if ctx.backend == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(iters):
+                run(ctx, a, b, c, variant=name, **kwargs)
+            end.record()
+            end.synchronize()
+            t = torch.tensor([start.elapsed_time(end) * 1e3 / iters], dtype=torch.float64)
+        else:
+            import time
+            t0 = time.perf_counter()
+            for _ in range(iters):
+                run(ctx, a, b, c, variant=name, **kwargs)
+            t = torch.tensor([(time.perf_counter() - t0) * 1e6 / iters], dtype=torch.float64)
+        ctx.barrier()
+        t = t.to(ctx.get_device()) if ctx.backend == "cuda" else t
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        times[name] = t.item()
+    _tuned[(op, m, n, k, a.dtype, ctx.get_num_ranks(), ctx.backend)] = min(times, key=times.get)
+    return times
+
+
+def global_shape(ctx, op, a, b):
+    """Global (M, N, K) of a call from this rank's operands (the table and the tuning cache are keyed by it)."""
+    w = ctx.get_num_ranks()
+    (ma, ka), (_, nb) = a.shape, b.shape
+    return {"gemm_all_scatter": (ma, nb * w, ka), "gemm_all_reduce": (ma, nb, ka * w),
+            "all_gather_gemm": (ma * w, nb * w, ka), "gemm_reduce_scatter": (ma, nb, ka * w)}[op]

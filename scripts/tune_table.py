@@ -1,0 +1,40 @@
+"""Build fused_ops/tuned.csv (the `auto` variant's table) from sweep CSVs: for every swept shape, all variants
+ranked fastest first, except that a non-baseline variant only ranks above torch_nccl where it was at least
+MARGIN faster (run-to-run noise on the shared GPUs is a few percent; `auto` must never lose to the baseline).
+
+    python scripts/tune_table.py results/gemm_*.csv results/all_gather_gemm.csv
+"""
+
+import re
+import sys
+
+import pandas as pd
+
+MARGIN = 1.03
+OUT = "fused_ops/tuned.csv"
+
+
+def rank(group):
+    times = group.groupby("variant")["time_us"].min().sort_values()
+    order = list(times.index)
+    if "torch_nccl" in times:
+        base = times["torch_nccl"]
+        ahead = [v for v in order if times[v] * MARGIN <= base]
+        order = ahead + ["torch_nccl"] + [v for v in order if v not in ahead and v != "torch_nccl"]
+    return " ".join(order)
+
+
+def main(paths):
+    df = pd.concat([pd.read_csv(p) for p in paths])
+    df = df[df["correct"].astype(bool) & df["time_us"].notna()]
+    df["gpu"] = df["device"].map(lambda d: re.sub(r"^\d+x ", "", d))
+    keys = ["gpu", "world_size", "op", "dtype", "m", "n", "k"]
+    table = df.groupby(keys).apply(rank, include_groups=False).rename("ranking").reset_index()
+    table["source"] = df.groupby(keys)["commit"].first().values
+    table.to_csv(OUT, index=False)
+    print(f"{OUT}: {len(table)} shapes")
+    print(table.assign(first=table["ranking"].str.split().str[0]).groupby(["op", "first"]).size().to_string())
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
