@@ -5,6 +5,7 @@ import triton
 import triton.language as tl
 
 import iris
+from iris.tracing import REDUCE, STORE, WAIT, record
 from .gemm import c_tile, call_slot, tile_coords
 
 
@@ -31,46 +32,58 @@ def reduce_tile(P, pid_m, pid_n, M, N, stride_m, stride_n, cur_rank, world_size,
 
 @triton.jit
 def scatter_loop(C, M, N, stride_cm, stride_cn, col0, flags, EPOCH, cur_rank, world_size, heap_bases, start, step,
-                 WAIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
-    """Push tiles start, start+step, ... of this rank's C block to every rank; with WAIT, first wait until the GEMM
+                 WAIT_FLAGS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr,
+                 TRACE=None, TRACING: tl.constexpr = tl.constexpr(False)):
+    """Push tiles start, start+step, ... of this rank's C block to every rank; with WAIT_FLAGS, first wait until the GEMM
     has set flags[tile] to this call's epoch (*EPOCH)."""
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     for tile in range(start, num_pid_m * num_pid_n, step):
-        if WAIT:
+        if WAIT_FLAGS:
+            record(TRACE, WAIT, tile, TRACING)
             iris.wait(flags + tile, tl.load(EPOCH), cur_rank, heap_bases, cmp="eq")
+            record(TRACE, -WAIT, tile, TRACING)
         pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
+        record(TRACE, STORE, tile, TRACING)
         scatter_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, col0, cur_rank, world_size, heap_bases, BLOCK_M,
                      BLOCK_N)
+        record(TRACE, -STORE, tile, TRACING)
 
 
 @triton.jit
 def scatter_kernel(C, M, N, stride_cm, stride_cn, col0, flags, EPOCH, cur_rank, world_size, heap_bases,
-                   WAIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+                   WAIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr,
+                   TRACE=None, TRACING: tl.constexpr = tl.constexpr(False)):
     scatter_loop(C, M, N, stride_cm, stride_cn, col0, flags, EPOCH, cur_rank, world_size, heap_bases,
-                 tl.program_id(0), tl.num_programs(0), WAIT, BLOCK_M, BLOCK_N, GROUP_M)
+                 tl.program_id(0), tl.num_programs(0), WAIT, BLOCK_M, BLOCK_N, GROUP_M, TRACE, TRACING)
 
 
 @triton.jit
 def reduce_loop(P, C, M, N, stride_m, stride_n, flags, EPOCH, cur_rank, world_size, heap_bases, start, step,
-                WAIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
-    """C tile = sum over ranks of the P tile; with WAIT, first wait until every rank has arrived at flags[tile]
+                WAIT_FLAGS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr,
+                TRACE=None, TRACING: tl.constexpr = tl.constexpr(False)):
+    """C tile = sum over ranks of the P tile; with WAIT_FLAGS, first wait until every rank has arrived at flags[tile]
     (arrival counters grow by world_size per call, so `>= world_size * epoch` never sees a stale count)."""
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     for tile in range(start, num_pid_m * num_pid_n, step):
-        if WAIT:
+        if WAIT_FLAGS:
+            record(TRACE, WAIT, tile, TRACING)
             iris.wait(flags + tile, world_size * tl.load(EPOCH), cur_rank, heap_bases, cmp="ge")
+            record(TRACE, -WAIT, tile, TRACING)
         pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
+        record(TRACE, REDUCE, tile, TRACING)
         acc = reduce_tile(P, pid_m, pid_n, M, N, stride_m, stride_n, cur_rank, world_size, heap_bases, BLOCK_M,
                           BLOCK_N)
         ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_m, stride_n, 0, BLOCK_M, BLOCK_N)
         tl.store(ptrs, acc.to(C.dtype.element_ty), mask=mask)
+        record(TRACE, -REDUCE, tile, TRACING)
 
 
 @triton.jit
 def reduce_kernel(P, C, M, N, stride_m, stride_n, flags, EPOCH, slot_size, cur_rank, world_size, heap_bases,
-                  WAIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+                  WAIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr,
+                  TRACE=None, TRACING: tl.constexpr = tl.constexpr(False)):
     P = call_slot(P, EPOCH, slot_size)
     reduce_loop(P, C, M, N, stride_m, stride_n, flags, EPOCH, cur_rank, world_size, heap_bases, tl.program_id(0),
-                tl.num_programs(0), WAIT, BLOCK_M, BLOCK_N, GROUP_M)
+                tl.num_programs(0), WAIT, BLOCK_M, BLOCK_N, GROUP_M, TRACE, TRACING)

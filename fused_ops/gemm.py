@@ -9,6 +9,7 @@ import triton
 import triton.language as tl
 
 import iris
+from iris.tracing import GEMM, record
 
 
 @triton.jit
@@ -91,7 +92,8 @@ def c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, col0, BLOCK_M: tl.conste
 @triton.jit
 def gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, col0, flags,
               EPOCH, cur_rank, world_size, heap_bases, start, step, SIGNAL: tl.constexpr, BLOCK_M: tl.constexpr,
-              BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr):
+              BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr,
+              TRACE=None, TRACING: tl.constexpr = tl.constexpr(False)):
     """Tiles start, start+step, ... of C[:, col0:col0+N] = A @ B, stored locally. Then, per tile:
     SIGNAL="local": set this rank's flags[tile] = the call's epoch (*EPOCH); "arrive": add 1 to flags[tile] on every
     rank."""
@@ -100,10 +102,12 @@ def gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stri
     num_pid_n = tl.cdiv(N, BLOCK_N)
     for tile in range(start, num_pid_m * num_pid_n, step):
         pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
+        record(TRACE, GEMM, tile, TRACING)
         acc = gemm_tile(a_op, b_op, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M,
                         BLOCK_N, BLOCK_K, TMA)
         ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, col0, BLOCK_M, BLOCK_N)
         tl.store(ptrs, acc.to(C.dtype.element_ty), mask=mask)
+        record(TRACE, -GEMM, tile, TRACING)
         if SIGNAL == "local":
             iris.signal(flags + tile, tl.load(EPOCH), cur_rank, cur_rank, heap_bases)
         elif SIGNAL == "arrive":
@@ -114,9 +118,10 @@ def gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stri
 @triton.jit
 def gemm_kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, col0, flags,
                 EPOCH, slot_size, cur_rank, world_size, heap_bases, SIGNAL: tl.constexpr, BLOCK_M: tl.constexpr,
-                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr):
+                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr,
+                TRACE=None, TRACING: tl.constexpr = tl.constexpr(False)):
     """The persistent GEMM alone; C is the call's slot of a double buffer when slot_size is not 0."""
     C = call_slot(C, EPOCH, slot_size)
     gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, col0, flags, EPOCH,
               cur_rank, world_size, heap_bases, tl.program_id(0), tl.num_programs(0), SIGNAL, BLOCK_M, BLOCK_N,
-              BLOCK_K, GROUP_M, TMA)
+              BLOCK_K, GROUP_M, TMA, TRACE, TRACING)

@@ -67,6 +67,10 @@ class Problem:
         return dict(self.tiles(), BLOCK_K=self.cfg.block_k, TMA=self.tma, num_warps=self.cfg.num_warps,
                     num_stages=self.cfg.num_stages)
 
+    def trace_args(self):
+        """TRACE/TRACING for kernels that record events, when an iris.Tracer is active (else their defaults: off)."""
+        return self.ctx.tracer.kernel_args() if self.ctx.tracer is not None else {}
+
     def grid(self, programs):
         return (max(1, min(programs, self.num_tiles)),)
 

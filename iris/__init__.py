@@ -28,5 +28,7 @@ from .device import (  # noqa: F401
 from .heap import HeapExhausted  # noqa: F401
 from .host import Iris, context, iris  # noqa: F401
 from .launch import RankError, RankPool, spawn  # noqa: F401
+from . import tracing  # noqa: F401,E402
+from .tracing import Tracer  # noqa: F401,E402
 
 __version__ = "0.1.0"

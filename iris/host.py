@@ -84,6 +84,7 @@ class Iris:
         self._barrier_epoch = self.zeros(1, dtype=torch.int32)
         self._closed = False
         self._workspaces = {}
+        self.tracer = None  # an active iris.Tracer: catalog kernels record events into it
         _live.add(self)
         self.handle = next(_handles)
         _by_handle[self.handle] = self

@@ -14,7 +14,7 @@ def run(p):
     ws = p.workspace(partial=((2, p.m, p.n), c.dtype))
     part, slot = ws["partial"], p.m * p.n
     gemm_kernel[p.grid(p.cfg.gemm_sms)](*p.gemm_args(), part, c.stride(0), c.stride(1), 0, ws["flags"], ws["epoch"],
-                                        slot, *p.rank_args(), SIGNAL="none", **p.meta())
+                                        slot, *p.rank_args(), SIGNAL="none", **p.meta(), **p.trace_args())
     p.ctx.device_barrier()
     reduce_kernel[p.grid(p.cfg.gemm_sms)](part, c, p.m, p.n, c.stride(0), c.stride(1), ws["flags"], ws["epoch"], slot,
-                                          *p.rank_args(), WAIT=False, **p.tiles(), num_warps=p.cfg.num_warps)
+                                          *p.rank_args(), WAIT=False, **p.tiles(), num_warps=p.cfg.num_warps, **p.trace_args())

@@ -8,6 +8,7 @@ import triton
 import triton.language as tl
 
 import iris
+from iris.tracing import GEMM, REDUCE, WAIT, record
 from ..comm import reduce_tile
 from ..gemm import c_tile, call_slot, gemm_tile, operands, tile_coords
 from ..registry import register
@@ -16,24 +17,30 @@ from ..registry import register
 @triton.jit
 def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, P, stride_cm, stride_cn, flags, EPOCH,
            cur_rank, world_size, heap_bases, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-           GROUP_M: tl.constexpr, TMA: tl.constexpr):
+           GROUP_M: tl.constexpr, TMA: tl.constexpr, TRACE=None, TRACING: tl.constexpr = tl.constexpr(False)):
     P = call_slot(P, EPOCH, M * N)
     epoch = tl.load(EPOCH)
     a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
     num_pid_m, num_pid_n = tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N)
     for tile in range(tl.program_id(0), num_pid_m * num_pid_n, tl.num_programs(0)):
         pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
+        record(TRACE, GEMM, tile, TRACING)
         acc = gemm_tile(a_op, b_op, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M,
                         BLOCK_N, BLOCK_K, TMA)
         ptrs, mask = c_tile(P, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N)
         tl.store(ptrs, acc.to(P.dtype.element_ty), mask=mask)
+        record(TRACE, -GEMM, tile, TRACING)
         for i in range(world_size):
             iris.signal(flags + tile, 1, cur_rank, (cur_rank + i) % world_size, heap_bases, op="add")
+        record(TRACE, WAIT, tile, TRACING)
         iris.wait(flags + tile, world_size * epoch, cur_rank, heap_bases, cmp="ge")
+        record(TRACE, -WAIT, tile, TRACING)
+        record(TRACE, REDUCE, tile, TRACING)
         total = reduce_tile(P, pid_m, pid_n, M, N, stride_cm, stride_cn, cur_rank, world_size, heap_bases, BLOCK_M,
                             BLOCK_N)
         out, _ = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N)
         tl.store(out, total.to(C.dtype.element_ty), mask=mask)
+        record(TRACE, -REDUCE, tile, TRACING)
 
 
 @register("gemm_all_reduce", "one_shot", "fused sequential", "publish each partial tile, count arrivals, every rank "
@@ -42,4 +49,5 @@ def run(p):
     c = p.c
     ws = p.workspace(partial=((2, p.m, p.n), c.dtype))
     kernel[p.grid(p.cfg.gemm_sms)](*p.gemm_args(), c, ws["partial"], c.stride(0), c.stride(1),
-                                   ws["flags"], ws["epoch"], *p.rank_args(), **p.meta())
+                                   ws["flags"], ws["epoch"], *p.rank_args(), **p.meta(),
+                                   **p.trace_args())

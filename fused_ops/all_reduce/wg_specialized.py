@@ -13,15 +13,16 @@ from ..registry import register
 @triton.jit
 def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, P, stride_cm, stride_cn, flags, EPOCH,
            cur_rank, world_size, heap_bases, GEMM_SMS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-           BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr):
+           BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr, TRACE=None, TRACING: tl.constexpr = tl.constexpr(False)):
     pid = tl.program_id(0)
     P = call_slot(P, EPOCH, M * N)
     if pid < GEMM_SMS:
         gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, P, stride_cm, stride_cn, 0, flags, EPOCH,
-                  cur_rank, world_size, heap_bases, pid, GEMM_SMS, "arrive", BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, TMA)
+                  cur_rank, world_size, heap_bases, pid, GEMM_SMS, "arrive", BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, TMA,
+                  TRACE, TRACING)
     else:
         reduce_loop(P, C, M, N, stride_cm, stride_cn, flags, EPOCH, cur_rank, world_size, heap_bases, pid - GEMM_SMS,
-                    tl.num_programs(0) - GEMM_SMS, True, BLOCK_M, BLOCK_N, GROUP_M)
+                    tl.num_programs(0) - GEMM_SMS, True, BLOCK_M, BLOCK_N, GROUP_M, TRACE, TRACING)
 
 
 @register("gemm_all_reduce", "wg_specialized", "workgroup-specialized", "one kernel: GEMM programs publish partial "
@@ -31,4 +32,5 @@ def run(p):
     ws = p.workspace(partial=((2, p.m, p.n), c.dtype))
     gemm_sms = min(p.cfg.gemm_sms, p.num_tiles)
     kernel[(gemm_sms + p.cfg.comm_sms,)](*p.gemm_args(), c, ws["partial"], c.stride(0), c.stride(1),
-                                         ws["flags"], ws["epoch"], *p.rank_args(), GEMM_SMS=gemm_sms, **p.meta())
+                                         ws["flags"], ws["epoch"], *p.rank_args(), GEMM_SMS=gemm_sms, **p.meta(),
+                                         **p.trace_args())

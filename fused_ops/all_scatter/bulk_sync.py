@@ -12,8 +12,8 @@ def run(p):
     p.ctx.device_barrier()  # every rank is done with the previous call's output before peers write it
     c, col0, (flags, epoch) = p.c, p.rank * p.n, p.no_sync()
     gemm_kernel[p.grid(p.cfg.gemm_sms)](*p.gemm_args(), c, c.stride(0), c.stride(1), col0, flags, epoch, 0,
-                                        *p.rank_args(), SIGNAL="none", **p.meta())
+                                        *p.rank_args(), SIGNAL="none", **p.meta(), **p.trace_args())
     p.ctx.device_barrier()
     scatter_kernel[p.grid(p.cfg.gemm_sms)](c, p.m, p.n, c.stride(0), c.stride(1), col0, flags, epoch,
-                                           *p.rank_args(), WAIT=False, **p.tiles(), num_warps=p.cfg.num_warps)
+                                           *p.rank_args(), WAIT=False, **p.tiles(), num_warps=p.cfg.num_warps, **p.trace_args())
     p.ctx.device_barrier()

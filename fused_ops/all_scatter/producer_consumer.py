@@ -25,10 +25,10 @@ def run(p):
     p.ctx.device_barrier()  # every rank is done with the previous call's output before peers write it
     gemm = lambda: gemm_kernel[p.grid(p.cfg.gemm_sms)](  # noqa: E731
         *p.gemm_args(), c, c.stride(0), c.stride(1), col0, ws["flags"], ws["epoch"], 0, *p.rank_args(),
-        SIGNAL="local", **p.meta())
+        SIGNAL="local", **p.meta(), **p.trace_args())
     scatter = lambda: scatter_kernel[p.grid(p.cfg.comm_sms)](  # noqa: E731
         c, p.m, p.n, c.stride(0), c.stride(1), col0, ws["flags"], ws["epoch"], *p.rank_args(), WAIT=True,
-        **p.tiles(), num_warps=4)
+        **p.tiles(), num_warps=4, **p.trace_args())
     if p.ctx.backend == "cpu":
         gemm()
         scatter()

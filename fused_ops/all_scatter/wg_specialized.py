@@ -13,16 +13,17 @@ from ..registry import register
 @triton.jit
 def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, flags, EPOCH,
            cur_rank, world_size, heap_bases, GEMM_SMS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-           BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr):
+           BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr, TRACE=None, TRACING: tl.constexpr = tl.constexpr(False)):
     pid = tl.program_id(0)
     col0 = cur_rank * N
     if pid < GEMM_SMS:
         gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, col0, flags,
                   EPOCH, cur_rank, world_size, heap_bases, pid, GEMM_SMS, "local", BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                  TMA)
+                  TMA, TRACE, TRACING)
     else:
         scatter_loop(C, M, N, stride_cm, stride_cn, col0, flags, EPOCH, cur_rank, world_size, heap_bases,
-                     pid - GEMM_SMS, tl.num_programs(0) - GEMM_SMS, True, BLOCK_M, BLOCK_N, GROUP_M)
+                     pid - GEMM_SMS, tl.num_programs(0) - GEMM_SMS, True, BLOCK_M, BLOCK_N, GROUP_M, TRACE,
+                     TRACING)
 
 
 @register("gemm_all_scatter", "wg_specialized", "workgroup-specialized", "one kernel: GEMM programs release "
@@ -32,5 +33,5 @@ def run(p):
     c, ws = p.c, p.workspace()
     gemm_sms = min(p.cfg.gemm_sms, p.num_tiles)
     kernel[(gemm_sms + p.cfg.comm_sms,)](*p.gemm_args(), c, c.stride(0), c.stride(1), ws["flags"], ws["epoch"],
-                                         *p.rank_args(), GEMM_SMS=gemm_sms, **p.meta())
+                                         *p.rank_args(), GEMM_SMS=gemm_sms, **p.meta(), **p.trace_args())
     p.ctx.device_barrier()

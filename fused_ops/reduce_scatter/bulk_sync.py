@@ -13,9 +13,9 @@ def run(p):
     ws = p.workspace(partial=((2, p.m, p.n), c.dtype))
     part, slot = ws["partial"][0], p.m * p.n
     gemm_kernel[p.grid(p.cfg.gemm_sms)](*p.gemm_args(), part, part.stride(0), part.stride(1), 0, ws["flags"],
-                                        ws["epoch"], slot, *p.rank_args(), SIGNAL="none", **p.meta())
+                                        ws["epoch"], slot, *p.rank_args(), SIGNAL="none", **p.meta(), **p.trace_args())
     p.ctx.device_barrier()
     mine = part[p.rank * p.m_local:(p.rank + 1) * p.m_local]
     reduce_kernel[p.grid(p.cfg.gemm_sms)](mine, c, p.m_local, p.n, c.stride(0), c.stride(1), ws["flags"],
                                           ws["epoch"], slot, *p.rank_args(), WAIT=False, **p.tiles(),
-                                          num_warps=p.cfg.num_warps)
+                                          num_warps=p.cfg.num_warps, **p.trace_args())
