@@ -6,6 +6,7 @@ import os
 
 IPC_HANDLE_BYTES = 64
 _LAZY_ENABLE_PEER_ACCESS = 1
+_PEER_ACCESS_ALREADY_ENABLED = 704
 
 
 class _IpcHandle(ctypes.Structure):
@@ -67,3 +68,11 @@ class CudaRuntime:
 
     def ipc_close(self, ptr):
         self._check(self.lib.cudaIpcCloseMemHandle(ctypes.c_void_p(ptr)), "cudaIpcCloseMemHandle")
+
+    def enable_peer_access(self, peer):
+        """Let the current device dereference `peer`'s memory (one process, several GPUs); idempotent."""
+        code = self.lib.cudaDeviceEnablePeerAccess(ctypes.c_int(peer), ctypes.c_uint(0))
+        if code == _PEER_ACCESS_ALREADY_ENABLED:
+            self.lib.cudaGetLastError()  # clear the sticky-free error so later checks do not see it
+            return
+        self._check(code, f"cudaDeviceEnablePeerAccess({peer})")
