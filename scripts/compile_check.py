@@ -23,12 +23,12 @@ def compile_one(module, name, signature, constexprs):
     fn = getattr(importlib.import_module(module), name)
     sig = dict(signature)
     sig.update({k: "constexpr" for k in constexprs})
-    # As a real launch specializes them: pointers (and integers named n) divisible by 16.
+    # As a real launch specializes them: pointers, sizes and col0 (rank * N) divisible by 16.
     unit = {"stride_ak", "stride_bn", "stride_cn", "stride_n"}  # row-major operands: Triton makes these constexpr 1
     for a in unit & set(sig):
         sig[a], constexprs = "constexpr", {**constexprs, a: 1}
     attrs = {(i,): [["tt.divisibility", 16]] for i, a in enumerate(fn.arg_names)
-             if str(sig.get(a, "")).startswith("*") or a in ("n", "M", "N", "K") or
+             if str(sig.get(a, "")).startswith("*") or a in ("n", "M", "N", "K", "col0", "slot_size") or
              (a.startswith("stride") and a not in unit)}
     src = ASTSource(fn=fn, signature=sig, constexprs={(fn.arg_names.index(k),): v for k, v in constexprs.items()},
                     attrs=attrs)
@@ -70,7 +70,7 @@ def auto_signature(module, name, dtype="bf16"):
             sig[arg] = p(dtype)
         elif arg in ("flags", "EPOCH"):
             sig[arg] = p("i32")
-        elif arg == "heap_bases":
+        elif arg in ("heap_bases", "TRACE"):
             sig[arg] = p("i64")
         elif arg not in fn.constexprs_names:
             sig[arg] = "i32"
@@ -85,9 +85,10 @@ def catalog_kernels():
         out += [
             ("fused_ops.gemm", "gemm_kernel", [dict(g, SIGNAL=s) for s in ("none", "local", "arrive")]),
             ("fused_ops.all_scatter.fused_sequential", "kernel", [g]),
-            ("fused_ops.all_scatter.wg_specialized", "kernel", [dict(g, GEMM_SMS=116)]),
+            ("fused_ops.all_scatter.wg_specialized", "kernel", [dict(g, GEMM_SMS=116),
+                                                                dict(g, GEMM_SMS=116, TRACING=True)]),
             ("fused_ops.all_reduce.atomic", "kernel", [g]),
-            ("fused_ops.all_reduce.one_shot", "kernel", [g]),
+            ("fused_ops.all_reduce.one_shot", "kernel", [g, dict(g, TRACING=True)]),
             ("fused_ops.all_reduce.two_shot", "kernel", [g]),
             ("fused_ops.all_reduce.wg_specialized", "kernel", [dict(g, GEMM_SMS=116)]),
             ("fused_ops.reduce_scatter.fused", "kernel", [g]),
