@@ -9,7 +9,6 @@ import triton
 from . import config as _config
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
-_allocator_set = []
 
 
 def _tma_allocator(size, alignment, stream):
@@ -30,9 +29,10 @@ class Problem:
         self.cfg = (config or _config.Config()).merged(defaults)
         _config.check(self.cfg, ctx, variant)
         self.tma = self._tma_ok() if self.cfg.tma is None else (self._tma_layout() if self.cfg.tma else 0)
-        if self.tma and ctx.backend == "cuda" and not _allocator_set:
-            triton.set_allocator(_tma_allocator)  # scratch for device-side tensor descriptors
-            _allocator_set.append(True)
+        if self.tma and ctx.backend == "cuda":
+            # Scratch for device-side tensor descriptors. Set on every call: it is a context variable, and callers
+            # such as torch's op checks run ops in contexts of their own.
+            triton.set_allocator(_tma_allocator)
         self.num_tiles = triton.cdiv(m, self.cfg.block_m) * triton.cdiv(n, self.cfg.block_n)
 
     def _tma_ok(self):

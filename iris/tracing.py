@@ -85,7 +85,7 @@ class Tracer:
 
     def spans(self):
         """This rank's events as spans: dicts with name, cat, program, sm, tile, start_ns and end_ns (clock of this
-        rank shifted so that its ALIGN record is at 0)."""
+        rank shifted so that its ALIGN record is at 0; `gather` then shifts every rank by the earliest start)."""
         rows, dropped = self.records()
         align = next((r[0] for r in rows if r[1] == ALIGN.value), rows[0][0] if rows else 0)
         open_, out = {}, []
@@ -105,7 +105,13 @@ class Tracer:
         """Collective: every rank's spans, by rank (on every rank)."""
         from . import distributed
 
-        return distributed.all_gather_object((self.spans(), self.dropped))
+        per_rank = distributed.all_gather_object((self.spans(), self.dropped))
+        t0 = min((s["start_ns"] for spans, _ in per_rank for s in spans), default=0)
+        for spans, _ in per_rank:
+            for s in spans:
+                s["start_ns"] -= t0
+                s["end_ns"] -= t0
+        return per_rank
 
     # ------------------------------------------------------------------------------------------ output
     def export(self, path):
@@ -157,7 +163,7 @@ def plot_timeline(per_rank, path, title=None):
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.invert_yaxis()
         ax.grid(axis="x", alpha=0.3)
-    axes[-1, 0].set_xlabel("time since aligned start (µs)")
+    axes[-1, 0].set_xlabel("µs since the first event (ranks aligned by a device barrier)")
     used = {s["cat"] for spans in per_rank for s in spans}
     axes[0, 0].legend(handles=[Patch(color=c, label=k) for k, c in COLORS.items() if k in used], loc="upper right",
                       ncol=4, fontsize=8)

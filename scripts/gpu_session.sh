@@ -14,7 +14,8 @@ for stage in "$@"; do
                2>&1 | tee "$OUT/pytest_cuda_session2.log" | tail -15 ;;
     grid)    run timeout 120 python3 examples/device_grid.py 2>&1 | tee "$OUT/device_grid.log" ;;
     traces)  run timeout 240 python3 scripts/trace_timelines.py --out "$OUT/traces" gemm_all_scatter:wg_specialized \
-               gemm_all_scatter:fused_sequential gemm_all_reduce:one_shot gemm_all_reduce:wg_specialized ;;
+               gemm_all_scatter:fused_sequential gemm_all_reduce:one_shot gemm_all_reduce:wg_specialized \
+               && tar -C "$OUT" -czf "$OUT/traces.tgz" traces && rm -r "$OUT/traces" ;;
     catalog) run timeout 300 python3 scripts/gpu_catalog.py --out "$OUT" 2>&1 | tail -12 ;;
     tp)      run timeout 560 python3 examples/tp_mlp.py --bench --out "$OUT" --shapes 4096x4096 16384x8192 ;;
     sweep)   run timeout 580 python3 -m taxonomy sweep --out "$OUT" --iters 10 --warmup 2 ${SWEEP_ARGS:-} ;;
