@@ -9,7 +9,7 @@ status=0
 run() { echo "=== $* ($(date +%T))"; "$@" || { echo "!!! failed ($?): $*"; status=1; }; }
 for stage in "$@"; do
   case $stage in
-    tests)   run timeout 300 python3 -m pytest -q -x tests/test_torch_ops.py tests/test_tracing.py \
+    tests)   run timeout 300 python3 -m pytest -q tests/test_torch_ops.py tests/test_tracing.py \
                tests/test_grid_partition.py "tests/test_fused_ops.py::test_transposed_weight_through_both_paths" \
                2>&1 | tee "$OUT/pytest_cuda_session2.log" | tail -15 ;;
     grid)    run timeout 120 python3 examples/device_grid.py 2>&1 | tee "$OUT/device_grid.log" ;;
