@@ -79,7 +79,7 @@ def _events_us(fn, iters):
     return start.elapsed_time(end) * 1e3 / iters
 
 
-def time_block(ctx, layout, variant, mode, tokens, hidden, iters=20, repeats=5):
+def time_block(ctx, layout, variant, mode, tokens, hidden, iters=10, repeats=3):
     """(forward us, forward+backward us, output) of one configuration: back-to-back steps, median of repeats, the
     slowest rank's. Graph mode captures one forward (and one forward+backward) and replays it."""
     dev, dtype = ctx.get_device(), torch.bfloat16
@@ -129,8 +129,6 @@ def time_block(ctx, layout, variant, mode, tokens, hidden, iters=20, repeats=5):
 
 
 def bench(ctx, shapes, out_dir):
-    import pandas as pd
-
     import fused_ops
 
     rows, stamp = [], dict(device=f"{ctx.get_num_ranks()}x {torch.cuda.get_device_name(ctx.get_device())}",
@@ -155,17 +153,21 @@ def bench(ctx, shapes, out_dir):
                                      speedup_fwd=base_f / f, speedup_fwd_bwd=base_fb / fb,
                                      rel_diff_vs_torch_nccl=err, tokens_per_rank=m_local, **stamp))
                 if ctx.get_rank() == 0:
+                    _append(rows[-2:], out_dir)
                     last = rows[-1]
                     print(f"{layout:17s} {mode:7s} M={tokens:6d} H={hidden}: fwd {base_f:8.1f} -> {last['fwd_us']:8.1f} us "
                           f"({last['speedup_fwd']:.2f}x)  fwd+bwd {base_fb:8.1f} -> {last['fwd_bwd_us']:8.1f} us "
                           f"({last['speedup_fwd_bwd']:.2f}x)  [{last['chosen']}]", flush=True)
-    if ctx.get_rank() == 0:
-        os.makedirs(out_dir, exist_ok=True)
-        path = os.path.join(out_dir, "tp_mlp.csv")
-        df = pd.DataFrame(rows)
-        df.to_csv(path, mode="a", header=not os.path.exists(path), index=False)
-        print(f"wrote {path}")
     return rows
+
+
+def _append(rows, out_dir):
+    """Rows go to <out>/tp_mlp.csv as soon as they exist (a run cut short keeps what it measured)."""
+    import pandas as pd
+
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, "tp_mlp.csv")
+    pd.DataFrame(rows).to_csv(path, mode="a", header=not os.path.exists(path), index=False)
 
 
 def _commit():
