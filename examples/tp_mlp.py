@@ -26,6 +26,11 @@ import iris  # noqa: E402
 from fused_ops.nn import ColumnParallelLinear, RowParallelLinear  # noqa: E402
 
 LAYOUTS = {"sequence_parallel": (True, "scatter"), "replicated": (False, "all")}
+# Variants by name: "auto" and "torch_nccl" exist for every op; "fused" pins each layer's default fused variant.
+FUSED = {"sequence_parallel": ("push", "fused"), "replicated": ("auto", "one_shot")}
+
+
+VARIANTS = ("torch_nccl", "auto", "fused")
 
 
 def single_device_mlp(hidden, seed, device, dtype):
@@ -35,8 +40,9 @@ def single_device_mlp(hidden, seed, device, dtype):
 
 def tensor_parallel(ctx, mlp, layout, variant):
     gather, reduce = LAYOUTS[layout]
-    return nn.Sequential(ColumnParallelLinear(ctx, mlp[0], gather_input=gather, variant=variant), nn.GELU(),
-                         RowParallelLinear(ctx, mlp[2], reduce=reduce, variant=variant))
+    col, row = FUSED[layout] if variant == "fused" else (variant, variant)
+    return nn.Sequential(ColumnParallelLinear(ctx, mlp[0], gather_input=gather, variant=col), nn.GELU(),
+                         RowParallelLinear(ctx, mlp[2], reduce=reduce, variant=row))
 
 
 def _rows(ctx, layout, tokens):
@@ -84,6 +90,8 @@ def time_block(ctx, layout, variant, mode, tokens, hidden, iters=10, repeats=3):
     slowest rank's. Graph mode captures one forward (and one forward+backward) and replays it."""
     dev, dtype = ctx.get_device(), torch.bfloat16
     tp = tensor_parallel(ctx, single_device_mlp(hidden, 0, dev, dtype), layout, variant)
+    if mode == "compile":
+        torch._dynamo.reset()  # a fresh block each time: do not pile recompilations onto one frame
     model = torch.compile(tp, fullgraph=True) if mode == "compile" else tp
     rows = _rows(ctx, layout, tokens)
     g = torch.Generator(device=dev).manual_seed(1)
@@ -137,7 +145,7 @@ def bench(ctx, shapes, out_dir):
     for tokens, hidden in shapes:
         for layout in LAYOUTS:
             for mode in ("eager", "compile", "graph"):
-                res = {v: time_block(ctx, layout, v, mode, tokens, hidden) for v in ("torch_nccl", "auto")}
+                res = {v: time_block(ctx, layout, v, mode, tokens, hidden) for v in VARIANTS}
                 base_f, base_fb, base_y = res["torch_nccl"]
                 m_local = tokens // ctx.get_num_ranks()
                 gather, reduce = LAYOUTS[layout]
@@ -147,17 +155,18 @@ def bench(ctx, shapes, out_dir):
                     if op != "local"]
                 for v, (f, fb, y) in res.items():
                     err = ((y.double() - base_y.double()).norm() / base_y.double().norm()).item()
-                    rows.append(dict(layout=layout, mode=mode, variant=v, chosen=" + ".join(chosen) if v == "auto"
-                                     else "torch.matmul + NCCL", tokens=tokens, hidden=hidden, ffn=4 * hidden,
+                    what = {"auto": " + ".join(chosen), "torch_nccl": "torch.matmul + NCCL",
+                            "fused": " + ".join(x for x in FUSED[layout] if x != "auto")}[v]
+                    rows.append(dict(layout=layout, mode=mode, variant=v, chosen=what, tokens=tokens, hidden=hidden, ffn=4 * hidden,
                                      dtype="bfloat16", world_size=ctx.get_num_ranks(), fwd_us=f, fwd_bwd_us=fb,
                                      speedup_fwd=base_f / f, speedup_fwd_bwd=base_fb / fb,
                                      rel_diff_vs_torch_nccl=err, tokens_per_rank=m_local, **stamp))
                 if ctx.get_rank() == 0:
-                    _append(rows[-2:], out_dir)
-                    last = rows[-1]
-                    print(f"{layout:17s} {mode:7s} M={tokens:6d} H={hidden}: fwd {base_f:8.1f} -> {last['fwd_us']:8.1f} us "
-                          f"({last['speedup_fwd']:.2f}x)  fwd+bwd {base_fb:8.1f} -> {last['fwd_bwd_us']:8.1f} us "
-                          f"({last['speedup_fwd_bwd']:.2f}x)  [{last['chosen']}]", flush=True)
+                    _append(rows[-len(VARIANTS):], out_dir)
+                    for r in rows[-len(VARIANTS) + 1:]:
+                        print(f"{layout:17s} {mode:7s} M={tokens:6d} H={hidden} {r['variant']:5s}: fwd {base_f:8.1f} -> "
+                              f"{r['fwd_us']:8.1f} us ({r['speedup_fwd']:.2f}x)  fwd+bwd {base_fb:8.1f} -> "
+                              f"{r['fwd_bwd_us']:8.1f} us ({r['speedup_fwd_bwd']:.2f}x)  [{r['chosen']}]", flush=True)
     return rows
 
 
@@ -180,7 +189,7 @@ def _commit():
 
 def main(ctx, args):
     for layout in LAYOUTS:
-        for variant in ("auto", "torch_nccl"):
+        for variant in VARIANTS:
             err = check(ctx, layout, variant)
             tol = 3e-2 if ctx.backend == "cuda" else 1e-4
             if ctx.get_rank() == 0:

@@ -32,8 +32,9 @@ class Partitioned:
     """Shards of a global tensor along `dim`: `shards` by rank (device group) or `local` (this rank's, one process
     per rank). `shard_size` rows of the dimension per rank; `stride` the element stride of that dimension."""
 
-    def __init__(self, global_shape, dim, world, shards, rank=None):
+    def __init__(self, global_shape, dim, world, shards, rank=None, ctx=None):
         self.global_shape, self.dim, self.world, self.rank = torch.Size(global_shape), dim, world, rank
+        self.ctx = ctx
         self.shard_size = -(-self.global_shape[dim] // world)
         self.padded = list(shards)
         self.stride = self.padded[0].stride(dim)
@@ -41,7 +42,7 @@ class Partitioned:
                        (enumerate(self.padded) if rank is None else [(rank, self.padded[0])])]
 
     @classmethod
-    def allocate(cls, alloc, global_shape, dim, world, rank=None, zero=True):
+    def allocate(cls, alloc, global_shape, dim, world, rank=None, zero=True, ctx=None):
         global_shape = torch.Size(global_shape)
         if not -len(global_shape) <= dim < len(global_shape):
             raise ValueError(f"dim={dim} is out of range for a {len(global_shape)}-D shape {tuple(global_shape)}")
@@ -55,7 +56,7 @@ class Partitioned:
         if zero:
             for s in shards:
                 s.zero_()
-        return cls(global_shape, dim, world, shards, rank)
+        return cls(global_shape, dim, world, shards, rank, ctx)
 
     # ------------------------------------------------------------------------------------------ index maths
     def valid(self, rank):
@@ -96,21 +97,26 @@ class Partitioned:
         return self
 
     def full(self):
-        """The global tensor (device group: concatenated on the first device; one process per rank: gathered on
-        every rank, collective)."""
+        """The global tensor (device group: concatenated on the first device; one process per rank: every rank
+        reads every shard through the heap, after a barrier; collective)."""
         if self.rank is None:
             return torch.cat([s.to(self.shards[0].device) for s in self.shards], self.dim)
-        import torch.distributed as dist
-
-        parts = [torch.empty_like(self.padded[0]) for _ in range(self.world)]
-        dist.all_gather(parts, self.padded[0].contiguous())
-        return torch.cat([p.narrow(self.dim, 0, self.valid(r)) for r, p in enumerate(parts)], self.dim)
+        ctx, shard = self.ctx, self.padded[0]
+        out = torch.empty(self.global_shape, dtype=shard.dtype, device=shard.device)
+        inner = int(torch.Size(self.global_shape[self.dim + 1:]).numel())
+        ctx.barrier()  # every shard is written
+        block = 1024
+        _gather_kernel[(triton.cdiv(out.numel(), block),)](shard, out, out.numel(), self.global_shape[self.dim],
+                                                          self.shard_size, inner, ctx.get_rank(),
+                                                          ctx.get_heap_bases(), BLOCK=block)
+        ctx.barrier()  # nobody changes a shard while a peer still reads it
+        return out
 
 
 def partitioned(ctx, global_shape, dim=0, dtype=None):
     """Collective: a tensor of `global_shape` split along `dim` over the ranks; this rank's shard on the heap."""
     return Partitioned.allocate(lambda shape: ctx.zeros(*shape, dtype=dtype), global_shape, dim,
-                                ctx.get_num_ranks(), ctx.get_rank())
+                                ctx.get_num_ranks(), ctx.get_rank(), ctx=ctx)
 
 
 # ---------------------------------------------------------------------------------------------- device side
@@ -129,3 +135,19 @@ def global_ptr(local_ptr, index, shard_size, stride, cur_rank, heap_bases):
     elem: tl.constexpr = (local_ptr.dtype.element_ty.primitive_bitwidth + 7) // 8
     delta = (tl.load(heap_bases + owner) - tl.load(heap_bases + cur_rank)) // elem
     return local_ptr + delta + local * stride
+
+
+@triton.jit
+def _gather_kernel(SHARD, OUT, numel, size, shard_size, inner, cur_rank, heap_bases, BLOCK: tl.constexpr):
+    """OUT (the global tensor, flat) <- every element read from the shard that owns it."""
+    idx = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = idx < numel
+    o = idx // (size * inner)
+    i = (idx // inner) % size
+    c = idx % inner
+    owner, local = owner_of(i, shard_size)
+    owner = tl.where(mask, owner, cur_rank)
+    elem: tl.constexpr = (SHARD.dtype.element_ty.primitive_bitwidth + 7) // 8
+    delta = (tl.load(heap_bases + owner) - tl.load(heap_bases + cur_rank)) // elem
+    src = SHARD + delta + (o * shard_size + local) * inner + c
+    tl.store(OUT + idx, tl.load(src, mask=mask), mask=mask)

@@ -17,7 +17,8 @@ for stage in "$@"; do
                gemm_all_scatter:fused_sequential gemm_all_reduce:one_shot gemm_all_reduce:wg_specialized \
                && tar -C "$OUT" -czf "$OUT/traces.tgz" traces && rm -r "$OUT/traces" ;;
     catalog) run timeout 300 python3 scripts/gpu_catalog.py --out "$OUT" 2>&1 | tail -12 ;;
-    tp)      run timeout 560 python3 examples/tp_mlp.py --bench --out "$OUT" --shapes 4096x4096 16384x8192 ;;
+    tp)      run timeout 540 python3 examples/tp_mlp.py --bench --out "$OUT" --shapes ${TP_SHAPES:-4096x4096 16384x8192} ;;
+    partition) run timeout 60 python3 -m pytest -q tests/test_grid_partition.py 2>&1 | tail -3 ;;
     sweep)   run timeout 580 python3 -m taxonomy sweep --out "$OUT" --iters 10 --warmup 2 ${SWEEP_ARGS:-} ;;
     *) echo "unknown stage $stage"; status=1 ;;
   esac

@@ -71,7 +71,9 @@ def r_partitioned(ctx, m, n):
     gather_kernel[(triton.cdiv(m, 16),)](x.local, gathered, m, n, x.shard_size, r, ctx.get_heap_bases(),
                                          BLOCK_M=16, BLOCK_N=triton.next_power_of_2(n))
     ctx.barrier()
-    return host_ok, bool(torch.equal(gathered, full)), bool(torch.equal(x.full(), full))
+    cols = iris.partitioned(ctx, (n, 3, m), dim=2).copy_from(full.t().reshape(n, 1, m).expand(n, 3, m))
+    return host_ok, bool(torch.equal(gathered, full)), bool(torch.equal(x.full(), full)) and bool(
+        torch.equal(cols.full(), full.t().reshape(n, 1, m).expand(n, 3, m)))
 
 
 @pytest.mark.parametrize("m", [64, 37])
