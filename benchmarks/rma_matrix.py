@@ -28,12 +28,12 @@ from iris.heap import _DevicePointer  # noqa: E402
 @triton.jit
 def all_to_all_kernel(src, dst, n, cur, world, heap_bases, LOAD: tl.constexpr, BLOCK: tl.constexpr):
     """Store: slice `cur` of every peer's dst <- my src slice for that peer. Load: my dst slice p <- peer p's src
-    slice for me. Programs are spread over peers, own rank skipped."""
+    slice for me. Consecutive jobs go to different peers, so every link is busy at once; own rank skipped."""
     pid, nprog = tl.program_id(0), tl.num_programs(0)
     chunks = tl.cdiv(n, BLOCK)
     for job in range(pid, (world - 1) * chunks, nprog):
-        peer = (cur + 1 + job // chunks) % world
-        offs = (job % chunks) * BLOCK + tl.arange(0, BLOCK)
+        peer = (cur + 1 + job % (world - 1)) % world
+        offs = (job // (world - 1)) * BLOCK + tl.arange(0, BLOCK)
         m = offs < n
         if LOAD:
             v = iris.load(src + cur * n + offs, cur, peer, heap_bases, mask=m)

@@ -26,7 +26,7 @@ def rank(group):
 
 def main(paths):
     df = pd.concat([pd.read_csv(p) for p in paths])
-    df = df[df["correct"].astype(bool) & df["time_us"].notna()]
+    df = df[df["correct"].astype(bool) & df["time_us"].notna() & (df["variant"] != "auto")]
     df["gpu"] = df["device"].map(lambda d: re.sub(r"^\d+x ", "", d))
     keys = ["gpu", "world_size", "op", "dtype", "m", "n", "k"]
     table = df.groupby(keys).apply(rank, include_groups=False).rename("ranking").reset_index()

@@ -147,6 +147,8 @@ def cmd_list(args):
         for v in op.variants.values():
             where = "" if v.backends == ("cpu", "cuda") else f" [{', '.join(v.backends)} only]"
             print(f"  {v.name:<{width}}  {v.pattern:<22} {v.summary}{where}")
+    print("\nauto (every op): the fastest variant measured for the nearest swept shape on this GPU model and world size "
+          "(fused_ops/tuned.csv), or one measured by fused_ops.tune; the op's default fused variant otherwise")
     print("\npattern classes:")
     for name, text in registry.PATTERNS.items():
         print(f"  {name:<22} {text}")
@@ -171,7 +173,8 @@ def cmd_run(args):
     variants = _variants(args.op, args.variants, iris.BACKEND, dtype) if args.benchmark else (
         args.variants or registry.list_variants(args.op, iris.BACKEND, dtype))
     for v in variants:
-        registry.get(args.op, v, iris.BACKEND)
+        if v != "auto":
+            registry.get(args.op, v, iris.BACKEND)
     if not (args.validate or args.benchmark):
         args.validate = True
     rows = on_ranks(bench_shape, args, args.op, variants, args.m, args.n, args.k, dtype, _config(args), args.iters,

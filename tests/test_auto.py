@@ -1,0 +1,47 @@
+"""The `auto` variant: table lookup (nearest shape, runnable variants only, exclusions), the tuning pass and its
+cache, the default where nothing is known, and auto through the op front door and the taxonomy CLI."""
+
+import torch
+
+import fused_ops
+from fused_ops import auto, reference
+from test_taxonomy import taxonomy
+
+
+def r_choose(ctx):
+    op, w = "gemm_all_reduce", ctx.get_num_ranks()
+    out = {"default": auto.choose(ctx, op, 64, 64, 64, torch.float32)}
+    saved = auto._table
+    try:
+        auto._table = {("cpu", w, op, "float32"): [((64, 64, 64), ["torch_symm_mem", "two_shot", "torch_nccl"]),
+                                                   ((4096, 4096, 4096), ["atomic", "one_shot"])]}
+        out["near_small"] = auto.choose(ctx, op, 80, 48, 64, torch.float32)   # symm_mem is GPU-only: skipped
+        out["near_big"] = auto.choose(ctx, op, 2048, 8192, 4096, torch.float32)
+        out["excluded"] = auto.choose(ctx, op, 64, 64, 64, torch.float32, exclude=("two_shot",))
+        out["fp16_borrows_bf16"] = auto.choose(ctx, op, 64, 64, 64, torch.float16)  # no bf16 rows: default
+    finally:
+        auto._table = saved
+    a, b, ref = reference.make_inputs(op, 4, w, ctx.get_rank(), 32, 32, 32 * w, torch.float32, ctx.get_device())
+    c = ctx.zeros(32, 32)
+    times = auto.tune(ctx, op, a, b, c, iters=1)
+    out["tuned_all"] = sorted(times) == sorted(fused_ops.list_variants(op, "cpu", "float32"))
+    out["tuned_pick"] = auto.choose(ctx, op, 32, 32, 32 * w, torch.float32) == min(times, key=times.get)
+    c.fill_(float("nan"))
+    ctx.barrier()
+    fused_ops.gemm_all_reduce(ctx, a, b, c)  # variant="auto" by default
+    out["auto_correct"] = reference.rel_error(c, ref) < 1e-5
+    auto._tuned.clear()
+    return out
+
+
+def test_auto_choice_rules(ranks2):
+    for out in ranks2.run(r_choose):
+        assert out == {"default": "one_shot", "near_small": "two_shot", "near_big": "atomic",
+                       "excluded": "torch_nccl", "fp16_borrows_bf16": "one_shot", "tuned_all": True,
+                       "tuned_pick": True, "auto_correct": True}, out
+
+
+def test_taxonomy_runs_auto_and_names_its_choice():
+    out = taxonomy("run", "gemm_all_reduce", "-m", "32", "-n", "32", "-k", "64", "--validate", "--benchmark",
+                   "--iters", "1", "--warmup", "0", "--variants", "auto")
+    assert "auto: one_shot" in out and "torch_nccl" in out, out
