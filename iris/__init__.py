@@ -28,7 +28,7 @@ from .device import (  # noqa: F401
 from .heap import HeapExhausted  # noqa: F401
 from .host import Iris, context, iris  # noqa: F401
 from .launch import RankError, RankPool, spawn  # noqa: F401
-from . import partition, tracing  # noqa: F401,E402
+from . import collectives, partition, tracing  # noqa: F401,E402
 from .grid import DEVICE_ID, HEAP_BASES, NUM_DEVICES, DeviceGroup, Grid, jit  # noqa: F401,E402
 from .partition import Partitioned, Symmetric, partitioned  # noqa: F401,E402
 from .tracing import Tracer  # noqa: F401,E402

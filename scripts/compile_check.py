@@ -66,9 +66,9 @@ def auto_signature(module, name, dtype="bf16"):
     fn.constexprs_names = [fn.arg_names[i] for i in fn.constexprs]
     sig = {}
     for arg in fn.arg_names:
-        if arg in ("A", "B", "C", "P", "G", "INBOX"):
+        if arg in ("A", "B", "C", "P", "G", "INBOX", "X", "Y", "S"):
             sig[arg] = p(dtype)
-        elif arg in ("flags", "EPOCH"):
+        elif arg in ("flags", "EPOCH", "FLAGS", "EPOCHS"):
             sig[arg] = p("i32")
         elif arg in ("heap_bases", "TRACE"):
             sig[arg] = p("i64")
@@ -130,5 +130,18 @@ EXTRA = [
     ("benchmarks.rma_tuning", "put_plain", {"src": p("fp32"), "dst": p("fp32"), "n": "i32", "cur": "i32",
                                             "peer": "i32", **HB}, [{"BLOCK": 4096, "HINT": "cs"}]),
 ]
+
+
+def _collectives():
+    import triton.language as tl
+
+    base = {"OP": "sum", "STAGED": False, "ACC": tl.float32, "BLOCK": 4096}
+    kinds = ["one_shot", "two_shot", "atomic", "all_gather", "reduce_scatter", "all_to_all", "broadcast"]
+    return [("iris.collectives", "collective_kernel", auto_signature("iris.collectives", "collective_kernel"),
+             [dict(base, KIND=k) for k in kinds] + [dict(base, KIND="one_shot", STAGED=True, OP="max")])]
+
+
+EXTRA += _collectives()
+
 if __name__ == "__main__":
     main()

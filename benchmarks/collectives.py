@@ -1,0 +1,210 @@
+"""Collectives from 4 KiB to 1 GiB: iris.collectives against NCCL and against PyTorch SymmetricMemory's one-shot and
+two-shot all-reduce, each timed eager and CUDA-graph-captured in the same harness (../shared/notes/peer-baselines.md:
+back-to-back calls between CUDA events; "graph" = the call captured 10x in one graph and replayed), bf16. Every
+variant's result is checked against NCCL's at every size. Writes <out>/collectives.csv and collectives.png.
+
+    python benchmarks/collectives.py --out results [--max-bytes 1073741824]
+"""
+
+import argparse
+import datetime
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import iris  # noqa: E402
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+from iris import collectives as coll  # noqa: E402
+from iris.distributed import all_gather_single  # noqa: E402
+
+PEER_VARIANTS = ("nccl", "symm_mem_one_shot", "symm_mem_two_shot")
+BUS_FACTOR = {"all_reduce": lambda w: 2 * (w - 1) / w, "all_gather": lambda w: (w - 1) / w,
+              "reduce_scatter": lambda w: (w - 1) / w}
+
+
+def _timed(fn, calls=30, repeats=3):
+    if not torch.cuda.is_available():  # CPU smoke run of the harness: wall clock
+        import time
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        return (time.perf_counter() - t0) * 1e6 / calls
+    samples = []
+    for _ in range(repeats):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(calls):
+            fn()
+        b.record()
+        b.synchronize()
+        samples.append(a.elapsed_time(b) * 1e3 / calls)
+    return statistics.median(samples)
+
+
+def measure(ctx, fn, mode):
+    """µs per call, the slowest rank's."""
+    for _ in range(5):
+        fn()
+    ctx.barrier()
+    if mode == "graph":
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(10):
+                fn()
+        graph.replay()
+        torch.cuda.synchronize()
+        ctx.barrier()
+        t = _timed(graph.replay, calls=3) / 10
+    else:
+        t = _timed(fn)
+    t = torch.tensor([t], device=ctx.get_device(), dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    ctx.barrier()
+    return t.item()
+
+
+def cases(ctx, name, nbytes, dtype):
+    """(variant, fn, result tensor) for one collective and size; every tensor allocated once here."""
+    w, dev = ctx.get_num_ranks(), ctx.get_device()
+    n = nbytes // torch.empty((), dtype=dtype).element_size()
+    out = []
+    if name == "all_reduce":
+        x = ctx.randn(n, dtype=dtype)
+        xn = x.clone()
+        for v in ("one_shot", "two_shot"):
+            y = ctx.zeros(n, dtype=dtype)
+            out.append((v, lambda v=v, y=y: coll.all_reduce(ctx, x, variant=v, out=y), y))
+        out.append(("nccl", lambda: dist.all_reduce(xn), xn))  # in place: results drift, correctness checked first
+        if ctx.backend != "cuda":
+            return x, out
+        import torch.distributed._symmetric_memory as symm_mem
+
+        from fused_ops.peers import symm_mem_group
+
+        group = symm_mem_group()
+        buf = symm_mem.empty(n, dtype=dtype, device=dev)
+        symm_mem.rendezvous(buf, group)
+        buf.copy_(x)
+        res = {}
+        out.append(("symm_mem_one_shot",
+                    lambda: res.__setitem__("y", torch.ops.symm_mem.one_shot_all_reduce(buf, "sum", group)), res))
+        buf2 = symm_mem.empty(n, dtype=dtype, device=dev)
+        symm_mem.rendezvous(buf2, group)
+        buf2.copy_(x)
+        out.append(("symm_mem_two_shot", lambda: torch.ops.symm_mem.two_shot_all_reduce_(buf2, "sum", group), buf2))
+        return x, out
+    if name == "all_gather":
+        x, y = ctx.randn(n // w, dtype=dtype), ctx.zeros(n, dtype=dtype)
+        yn = torch.empty(n, dtype=dtype, device=dev)
+        out.append(("iris", lambda: coll.all_gather(ctx, y, x), y))
+        out.append(("nccl", lambda: all_gather_single(yn, x), yn))
+        return x, out
+    x, y = ctx.randn(n, dtype=dtype), ctx.zeros(n // w, dtype=dtype)  # reduce_scatter
+    yn = torch.empty(n // w, dtype=dtype, device=dev)
+    out.append(("iris", lambda: coll.reduce_scatter(ctx, y, x), y))
+    out.append(("nccl", lambda: dist.reduce_scatter_tensor(yn, x), yn))
+    return x, out
+
+
+def _result(r):
+    return r["y"] if isinstance(r, dict) else r
+
+
+def bench(ctx, names, sizes, stamp):
+    w, dtype, rows = ctx.get_num_ranks(), torch.bfloat16, []
+    for name in names:
+        for nbytes in sizes:
+            with ctx.scratch():
+                x, variants = cases(ctx, name, nbytes, dtype)
+                for v, fn, _ in variants:  # correctness on the fresh input, before any timing
+                    fn()
+                ctx.barrier()
+                ref = next(_result(r) for v, _, r in variants if v == "nccl")
+                errs = {}
+                for v, _, r in variants:
+                    got = _result(r).double()
+                    errs[v] = ((got - ref.double()).norm() / ref.double().norm().clamp_min(1e-30)).item()
+                modes = ("eager", "graph") if ctx.backend == "cuda" else ("eager",)
+                times = {(v, mode): measure(ctx, fn, mode) for v, fn, _ in variants for mode in modes}
+            for (v, mode), t in times.items():
+                peers = [times[(p, mode)] for p in PEER_VARIANTS if (p, mode) in times]
+                algbw = nbytes / t / 1e3
+                rows.append(dict(collective=name, variant=v, mode=mode, bytes=nbytes, time_us=t,
+                                 nccl_time_us=times[("nccl", mode)], best_peer_time_us=min(peers),
+                                 speedup_vs_nccl=times[("nccl", mode)] / t, speedup_vs_best_peer=min(peers) / t,
+                                 busbw_gbps=algbw * BUS_FACTOR[name](w), rel_error_vs_nccl=errs[v],
+                                 correct=errs[v] < 1e-2, world_size=w, dtype="bfloat16", **stamp))
+            if ctx.get_rank() == 0:
+                for mode in modes:
+                    line = "  ".join(f"{r['variant']}={r['time_us']:.1f}" for r in rows
+                                     if r["collective"] == name and r["bytes"] == nbytes and r["mode"] == mode)
+                    print(f"{name:14s} {nbytes:>11d} B {mode:5s}: {line}", flush=True)
+    return rows
+
+
+def run(ctx, args, stamp):
+    import pandas as pd
+
+    sizes = [1 << s for s in range(12, args.max_bytes.bit_length(), 2)]
+    rows = bench(ctx, args.collectives, sizes, stamp)
+    if ctx.get_rank() == 0 and args.out is None:
+        print(f"smoke run: {len(rows)} rows, all correct: {all(r['correct'] for r in rows)}")
+    elif ctx.get_rank() == 0:
+        os.makedirs(args.out, exist_ok=True)
+        df = pd.DataFrame(rows)
+        df.to_csv(os.path.join(args.out, "collectives.csv"), index=False)
+        plot(df, os.path.join(args.out, "collectives.png"))
+        print(f"wrote {args.out}/collectives.csv ({len(df)} rows, all correct: {bool(df.correct.all())})")
+
+
+def plot(df, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(dict.fromkeys(df.collective))
+    fig, axes = plt.subplots(2, len(names), figsize=(6 * len(names), 8), squeeze=False)
+    for j, name in enumerate(names):
+        d = df[df.collective == name]
+        for mode, style in (("eager", "--"), ("graph", "-")):
+            for v in dict.fromkeys(d.variant):
+                s = d[(d.variant == v) & (d["mode"] == mode)]
+                axes[0, j].plot(s.bytes, s.time_us, style, marker="o", ms=3, label=f"{v} ({mode})")
+                if v not in PEER_VARIANTS:
+                    axes[1, j].plot(s.bytes, s.speedup_vs_best_peer, style, marker="o", ms=3, label=f"{v} ({mode})")
+        axes[0, j].set(xscale="log", yscale="log", title=f"{name}: µs per call", xlabel="bytes")
+        axes[1, j].axhline(1.0, color="k", lw=0.8)
+        axes[1, j].set(xscale="log", title=f"{name}: speedup over the best peer (same mode)", xlabel="bytes")
+        for ax in axes[:, j]:
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7)
+    r = df.iloc[0]
+    fig.suptitle(f"{r.device}, bf16, {r.date} ({r.commit}); peers: NCCL and PyTorch SymmetricMemory")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", default="results")
+    p.add_argument("--max-bytes", type=int, default=1 << 30)
+    p.add_argument("--collectives", nargs="+", default=["all_reduce", "all_gather", "reduce_scatter"])
+    p.add_argument("-n", "--num_ranks", type=int, default=2)
+    args = p.parse_args()
+    if iris.BACKEND != "cuda":
+        print("CPU backend: a smoke run of the harness (gloo, no graphs, no SymmetricMemory); results are not written")
+        args.out = None
+    name = torch.cuda.get_device_name() if torch.cuda.is_available() else "CPU ranks"
+    stamp = dict(device=f"{args.num_ranks}x {name}", date=datetime.date.today().isoformat(),
+                 commit=os.environ.get("IRIS_COMMIT", "?"), command="python benchmarks/collectives.py " +
+                 " ".join(sys.argv[1:]))
+    iris.spawn(run, args.num_ranks, args, stamp, heap_size=4 * args.max_bytes + (256 << 20))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,310 @@
+"""Host-callable collectives on the symmetric heap, each one Triton kernel with its own entry and exit barriers.
+
+    iris.collectives.all_reduce(ctx, x)                       # in place, sum, variant="auto"
+    iris.collectives.all_reduce(ctx, x, op="max", variant="two_shot", out=y)
+    iris.collectives.all_gather(ctx, out, x)                  # out: world * x.numel(), rank r's x at slice r
+    iris.collectives.reduce_scatter(ctx, out, x, op="sum")    # x: world * out.numel(), rank r gets slice r reduced
+    iris.collectives.all_to_all(ctx, out, x)                  # slice c of x goes to rank c, lands at slice `rank`
+    iris.collectives.broadcast(ctx, x, src=0)
+    work = iris.collectives.all_reduce(ctx, x, async_op=True); ...; work.wait()
+
+Protocol, the same for every collective: program p of every rank tells program p of every rank it has entered
+(ready flag = its call count), waits for all of them, moves its blocks, tells them it is done, waits until all are
+done, then advances its own call count. The counts live on the device, one per program, so a call needs no host
+synchronization and no other launch, and replays of a captured CUDA graph are fresh calls. Flags are only ever set to
+a larger count, so nothing is re-zeroed and a flag from an earlier call never satisfies a later wait.
+
+Variants of all_reduce: "one_shot" (every rank pulls the whole tensor from every rank and reduces it),
+"two_shot" (rank r reduces blocks b with b % world == r and pushes the result to every rank: 2(w-1)/w of the data
+crosses each link instead of w-1), "atomic" (sum only: every rank atomically adds its blocks into every rank's
+buffer), "nccl" (torch.distributed), "auto" (one_shot up to 256 KiB, two_shot above). The other collectives have
+one kernel each, or "nccl".
+
+Inputs that peers read (all_reduce's and reduce_scatter's x, broadcast's source) and outputs that peers write
+(all_gather's and all_to_all's out) must be on the heap. Other tensors may live anywhere. Every rank makes the same
+calls with the same sizes. Collectives run on the current stream; async_op=True runs them on a side stream and
+returns a handle whose wait() makes the current stream wait. At most one async collective per context may be in
+flight at a time. The first call for a size creates its workspace, which needs a host barrier; make that call
+before capturing a CUDA graph.
+"""
+
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+import triton
+import triton.language as tl
+
+from . import device as iris
+from .distributed import all_gather_single
+
+OPS = ("sum", "max", "min")
+VARIANTS = {"all_reduce": ("auto", "one_shot", "two_shot", "atomic", "nccl"), "all_gather": ("auto", "nccl"),
+            "reduce_scatter": ("auto", "nccl"), "all_to_all": ("auto", "nccl"), "broadcast": ("auto", "nccl")}
+ONE_SHOT_MAX_BYTES = 256 << 10
+
+
+@dataclass(frozen=True)
+class CollConfig:
+    """programs: the grid (one workspace per value); block: elements per program step."""
+    programs: int = None
+    block: int = None
+
+
+@triton.jit
+def _combine(a, b, OP: tl.constexpr):
+    if OP == "max":
+        r = tl.maximum(a, b)
+    elif OP == "min":
+        r = tl.minimum(a, b)
+    else:
+        r = a + b
+    return r
+
+
+@triton.jit
+def _reduce_all(X, offs, m, cur_rank, world_size, heap_bases, OP: tl.constexpr, ACC: tl.constexpr):
+    """The block at X + offs combined over every rank (own copy first), in ACC precision."""
+    acc = tl.load(X + offs, mask=m).to(ACC)
+    for i in range(1, world_size):
+        acc = _combine(acc, iris.load(X + offs, cur_rank, (cur_rank + i) % world_size, heap_bases, mask=m).to(ACC),
+                       OP)
+    return acc
+
+
+@triton.jit
+def _all_arrive(flags, e, cur_rank, world_size, heap_bases):
+    """Set my slot of `flags` to e on every rank, then wait until every rank's slot here is >= e."""
+    for i in range(world_size):
+        iris.signal(flags + cur_rank, e, cur_rank, (cur_rank + i) % world_size, heap_bases)
+    for src in range(world_size):
+        iris.wait(flags + src, e, cur_rank, heap_bases, cmp="ge")
+
+
+@triton.jit
+def collective_kernel(X, Y, S, n, root, FLAGS, EPOCHS, cur_rank, world_size, heap_bases, KIND: tl.constexpr,
+                      OP: tl.constexpr, STAGED: tl.constexpr, ACC: tl.constexpr, BLOCK: tl.constexpr):
+    """n: elements per rank-slice (the tensor for all_reduce/broadcast, one slice for the others)."""
+    pid, programs = tl.program_id(0), tl.num_programs(0)
+    e = tl.load(EPOCHS + pid) + 1
+    _all_arrive(FLAGS + pid * world_size, e, cur_rank, world_size, heap_bases)  # everyone's inputs are ready
+    for b in range(pid, tl.cdiv(n, BLOCK), programs):
+        offs = b * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        if KIND == "one_shot":
+            acc = _reduce_all(X, offs, m, cur_rank, world_size, heap_bases, OP, ACC)
+            tl.store((S if STAGED else Y) + offs, acc.to(Y.dtype.element_ty), mask=m)
+        elif KIND == "two_shot":
+            if b % world_size == cur_rank:
+                acc = _reduce_all(X, offs, m, cur_rank, world_size, heap_bases, OP, ACC).to(Y.dtype.element_ty)
+                for i in range(world_size):
+                    iris.store((S if STAGED else Y) + offs, acc, cur_rank, (cur_rank + i) % world_size, heap_bases,
+                               mask=m)
+        elif KIND == "atomic":
+            v = tl.load(X + offs, mask=m)
+            for i in range(world_size):
+                iris.atomic_add(S + offs, v, cur_rank, (cur_rank + i) % world_size, heap_bases, mask=m,
+                                sem="relaxed", scope="sys")
+        elif KIND == "all_gather":
+            v = tl.load(X + offs, mask=m)
+            for i in range(world_size):
+                iris.store(Y + cur_rank * n + offs, v, cur_rank, (cur_rank + i) % world_size, heap_bases, mask=m)
+        elif KIND == "reduce_scatter":
+            acc = _reduce_all(X + cur_rank * n, offs, m, cur_rank, world_size, heap_bases, OP, ACC)
+            tl.store(Y + offs, acc.to(Y.dtype.element_ty), mask=m)
+        elif KIND == "all_to_all":
+            for i in range(world_size):
+                dst = (cur_rank + i) % world_size
+                iris.store(Y + cur_rank * n + offs, tl.load(X + dst * n + offs, mask=m), cur_rank, dst, heap_bases,
+                           mask=m)
+        else:  # broadcast
+            if cur_rank != root:
+                tl.store(Y + offs, iris.load(X + offs, cur_rank, root, heap_bases, mask=m), mask=m)
+            elif STAGED:
+                tl.store(Y + offs, tl.load(X + offs, mask=m), mask=m)
+    _all_arrive(FLAGS + (programs + pid) * world_size, e, cur_rank, world_size, heap_bases)  # all reads/writes done
+    if STAGED:
+        if KIND == "one_shot" or KIND == "two_shot" or KIND == "atomic":
+            for b in range(pid, tl.cdiv(n, BLOCK), programs):
+                offs = b * BLOCK + tl.arange(0, BLOCK)
+                m = offs < n
+                tl.store(Y + offs, tl.load(S + offs, mask=m), mask=m)
+                if KIND == "atomic":
+                    tl.store(S + offs, tl.zeros((BLOCK,), S.dtype.element_ty), mask=m)  # ready for the next call
+    tl.store(EPOCHS + pid, e)
+
+
+# ---------------------------------------------------------------------------------------------- host side
+class Work:
+    """Handle of an async collective: wait() makes the current stream wait for it (CPU backend: already done)."""
+
+    def __init__(self, event=None):
+        self.event = event
+
+    def wait(self):
+        if self.event is not None:
+            torch.cuda.current_stream().wait_event(self.event)
+        return True
+
+    def is_completed(self):
+        return self.event is None or self.event.query()
+
+
+_side_streams = {}
+
+
+def _launch(ctx, kind, x, y, n, op="sum", staged=False, root=0, config=None, async_op=False, scratch=None):
+    cfg = config or CollConfig()
+    block = cfg.block or (1024 if ctx.backend == "cpu" else 4096)
+    if block < 16 or block & (block - 1):
+        raise ValueError(f"config.block={block}: expected a power of two >= 16")
+    blocks = triton.cdiv(max(n, 1), block)
+    limit = 2 if ctx.backend == "cpu" else ctx.get_cu_count() // ctx.ranks_per_device
+    programs = cfg.programs or max(1, min(blocks, limit))
+    if not 1 <= programs <= limit and ctx.backend == "cuda":
+        raise ValueError(f"config.programs={programs}: expected 1..{limit} (every program must be resident: the "
+                         f"kernel spins on flags)")
+    key = "async" if async_op else "sync"
+    ws = ctx.workspace(("collectives", key, programs), lambda c: dict(
+        flags=c.zeros(2 * programs * c.get_num_ranks(), dtype=torch.int32),
+        epochs=c.zeros(programs, dtype=torch.int32)))
+    acc = tl.float32 if x.dtype.is_floating_point else (tl.int64 if x.dtype == torch.int64 else tl.int32)
+    s = scratch if scratch is not None else y
+    args = (x, y, s, n, root, ws["flags"], ws["epochs"], ctx.get_rank(), ctx.get_num_ranks(), ctx.get_heap_bases())
+    meta = dict(KIND=kind, OP=op, STAGED=staged, ACC=acc, BLOCK=block, num_warps=4 if block <= 2048 else 8)
+    if not async_op or ctx.backend == "cpu":
+        collective_kernel[(programs,)](*args, **meta)
+        return Work() if async_op else None
+    main = torch.cuda.current_stream()
+    side = _side_streams.setdefault(ctx.get_device(), torch.cuda.Stream(ctx.get_device()))
+    side.wait_stream(main)
+    with torch.cuda.stream(side):
+        collective_kernel[(programs,)](*args, **meta)
+        event = torch.cuda.Event()
+        event.record(side)
+    for t in (x, y):
+        t.record_stream(side)
+    return Work(event)
+
+
+def _check(ctx, name, variant, op, tensors, heap):
+    if variant not in VARIANTS[name]:
+        raise ValueError(f"{name}: unknown variant {variant!r}; expected one of {', '.join(VARIANTS[name])}")
+    if op not in OPS:
+        raise ValueError(f"{name}: op={op!r}; expected one of {', '.join(OPS)}")
+    for label, t in tensors.items():
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name}: {label} must be a torch.Tensor, got {type(t).__name__}")
+        if not t.is_contiguous():
+            raise ValueError(f"{name}: {label} must be contiguous")
+        if t.device.type != ctx.get_device().type:
+            raise ValueError(f"{name}: {label} is on {t.device}, the heap is on {ctx.get_device()}")
+        if variant != "nccl" and label in heap and not ctx.is_symmetric(t):
+            raise ValueError(f"{name}: {label} must live on the symmetric heap (peers {heap[label]} it); allocate it "
+                             f"with ctx.empty/zeros, or use variant='nccl'")
+    dtypes = {t.dtype for t in tensors.values()}
+    if len(dtypes) > 1:
+        raise TypeError(f"{name}: tensors must share one dtype, got {sorted(map(str, dtypes))}")
+
+
+def _nccl_op(op):
+    return {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN}[op]
+
+
+def _scratch(ctx, numel, dtype):
+    return ctx.workspace(("collectives", "scratch", numel, dtype), lambda c: c.zeros(numel, dtype=dtype))
+
+
+def all_reduce(ctx, tensor, op="sum", variant="auto", out=None, config=None, async_op=False):
+    """Reduce `tensor` over ranks into `out` (default: in place). Returns `out` (or a Work with async_op)."""
+    out = tensor if out is None else out
+    _check(ctx, "all_reduce", variant, op, {"tensor": tensor, "out": out}, {"tensor": "read"})
+    if out.shape != tensor.shape:
+        raise ValueError(f"all_reduce: out has shape {tuple(out.shape)}, tensor {tuple(tensor.shape)}")
+    if variant == "auto":
+        variant = "one_shot" if tensor.numel() * tensor.element_size() <= ONE_SHOT_MAX_BYTES else "two_shot"
+    if variant == "atomic" and (op != "sum" or tensor.dtype not in (torch.float32, torch.float16, torch.bfloat16,
+                                                                    torch.int32)):
+        raise ValueError(f"all_reduce/atomic supports op='sum' on float32, float16, bfloat16 and int32 only (got "
+                         f"op={op!r}, {tensor.dtype}); use one_shot, two_shot or nccl")
+    if variant == "nccl":
+        if out is not tensor:
+            out.copy_(tensor)
+        work = dist.all_reduce(out, op=_nccl_op(op), async_op=async_op)
+        return work if async_op else out
+    n = tensor.numel()
+    if variant == "one_shot":
+        staged = out.data_ptr() == tensor.data_ptr()  # in place: peers still read what we would overwrite
+    else:
+        staged = variant == "atomic" or not ctx.is_symmetric(out) or out.data_ptr() != tensor.data_ptr() and \
+            _overlaps(out, tensor)
+    scratch = _scratch(ctx, n, tensor.dtype) if staged else None
+    work = _launch(ctx, variant, tensor, out, n, op, staged, config=config, async_op=async_op, scratch=scratch)
+    return work if async_op else out
+
+
+def _overlaps(a, b):
+    a0, b0 = a.data_ptr(), b.data_ptr()
+    return a0 < b0 + b.numel() * b.element_size() and b0 < a0 + a.numel() * a.element_size()
+
+
+def all_gather(ctx, output, input, variant="auto", config=None, async_op=False):
+    """output (world * input.numel() elements, on the heap) <- every rank's input, rank r's at slice r."""
+    _check(ctx, "all_gather", variant, "sum", {"output": output, "input": input}, {"output": "write into"})
+    w = ctx.get_num_ranks()
+    if output.numel() != w * input.numel():
+        raise ValueError(f"all_gather: output has {output.numel()} elements, expected world * input = {w} * "
+                         f"{input.numel()}")
+    if variant == "nccl":
+        work = all_gather_single(output.view(-1), input.reshape(-1), async_op=async_op)
+        return work if async_op else output
+    work = _launch(ctx, "all_gather", input, output, input.numel(), config=config, async_op=async_op)
+    return work if async_op else output
+
+
+def reduce_scatter(ctx, output, input, op="sum", variant="auto", config=None, async_op=False):
+    """output (this rank's slice) <- slice `rank` of input reduced over ranks; input (world * output.numel()) on
+    the heap."""
+    _check(ctx, "reduce_scatter", variant, op, {"output": output, "input": input}, {"input": "read"})
+    w = ctx.get_num_ranks()
+    if input.numel() != w * output.numel():
+        raise ValueError(f"reduce_scatter: input has {input.numel()} elements, expected world * output = {w} * "
+                         f"{output.numel()}")
+    if variant == "nccl":
+        work = dist.reduce_scatter_tensor(output.view(-1), input.reshape(-1), op=_nccl_op(op), async_op=async_op)
+        return work if async_op else output
+    work = _launch(ctx, "reduce_scatter", input, output, output.numel(), op, config=config, async_op=async_op)
+    return work if async_op else output
+
+
+def all_to_all(ctx, output, input, variant="auto", config=None, async_op=False):
+    """Slice c of input (world equal slices) goes to rank c, where it lands at slice `rank` of output (on the heap)."""
+    _check(ctx, "all_to_all", variant, "sum", {"output": output, "input": input}, {"output": "write into"})
+    w = ctx.get_num_ranks()
+    if input.numel() != output.numel() or input.numel() % w:
+        raise ValueError(f"all_to_all: input and output need the same number of elements, divisible by the world "
+                         f"size {w}; got {input.numel()} and {output.numel()}")
+    if variant == "nccl":
+        work = dist.all_to_all_single(output.view(-1), input.reshape(-1), async_op=async_op)
+        return work if async_op else output
+    work = _launch(ctx, "all_to_all", input, output, input.numel() // w, config=config, async_op=async_op)
+    return work if async_op else output
+
+
+def broadcast(ctx, tensor, src=0, variant="auto", out=None, config=None, async_op=False):
+    """out (default: tensor, in place) <- rank src's tensor (on the heap)."""
+    out = tensor if out is None else out
+    _check(ctx, "broadcast", variant, "sum", {"tensor": tensor, "out": out}, {"tensor": "read"})
+    if not 0 <= src < ctx.get_num_ranks():
+        raise ValueError(f"broadcast: src={src} is not a rank (world size {ctx.get_num_ranks()})")
+    if out.shape != tensor.shape:
+        raise ValueError(f"broadcast: out has shape {tuple(out.shape)}, tensor {tuple(tensor.shape)}")
+    if variant == "nccl":
+        if out is not tensor:
+            out.copy_(tensor)
+        work = dist.broadcast(out, src, async_op=async_op)
+        return work if async_op else out
+    staged = out.data_ptr() != tensor.data_ptr()
+    work = _launch(ctx, "broadcast", tensor, out, tensor.numel(), staged=staged, root=src, config=config,
+                   async_op=async_op)
+    return work if async_op else out

@@ -1,0 +1,165 @@
+"""Host-callable collectives on 2 and 4 ranks: every collective and variant against torch on all ranks' inputs,
+fp16/fp32/int32, odd sizes, sum/max/min, in place and out of place, 4 calls in a row with fresh inputs and poisoned
+outputs, async handles, and bad input refused before any launch."""
+
+import pytest
+import torch
+
+import iris
+from conftest import ON_GPU
+from iris import collectives as coll
+
+DTYPES = ["float16", "float32", "int32"]
+
+
+def _inputs(ctx, seed, numel, dtype):
+    """Every rank's input (the same list on every rank: each rank can check the result alone)."""
+    out = []
+    for r in range(ctx.get_num_ranks()):
+        g = torch.Generator().manual_seed(seed * 97 + r)
+        t = torch.randn(numel, generator=g) * 4 if dtype.is_floating_point else torch.randint(-50, 50, (numel,),
+                                                                                              generator=g)
+        out.append(t.to(dtype).to(ctx.get_device()))
+    return out
+
+
+def _reduce(ts, op):
+    stacked = torch.stack([t.double() for t in ts])
+    return {"sum": stacked.sum(0), "max": stacked.max(0).values, "min": stacked.min(0).values}[op]
+
+
+def _close(got, want, dtype):
+    tol = {torch.float16: 2e-3, torch.float32: 1e-5}.get(dtype, 0)
+    return bool(((got.double() - want).abs() <= tol * (1 + want.abs())).all())
+
+
+def r_collectives(ctx, name, variant, dtype_name, numel, op, in_place):
+    dtype, w, r = getattr(torch, dtype_name), ctx.get_num_ranks(), ctx.get_rank()
+    fails = []
+    x = ctx.zeros(numel * (w if name in ("reduce_scatter", "all_to_all") else 1), dtype=dtype)
+    out_numel = numel * w if name in ("all_gather", "all_to_all") else numel
+    out = x if in_place else ctx.zeros(out_numel, dtype=dtype)
+    for call in range(4):
+        ins = _inputs(ctx, call, x.numel(), dtype)
+        x.copy_(ins[r])
+        if not in_place:
+            out.fill_(-77)  # poisoned
+        # No host barrier between calls: the kernel's own entry/exit barriers must keep ranks from overwriting an
+        # input a peer still reads, or an output a peer has not finished writing.
+        if name == "all_reduce":
+            coll.all_reduce(ctx, x, op=op, variant=variant, out=None if in_place else out)
+            want = _reduce(ins, op)
+        elif name == "reduce_scatter":
+            coll.reduce_scatter(ctx, out, x, op=op, variant=variant)
+            want = _reduce([t[r * numel:(r + 1) * numel] for t in ins], op)
+        elif name == "all_gather":
+            coll.all_gather(ctx, out, x, variant=variant)
+            want = torch.cat([t.double() for t in ins])
+        elif name == "all_to_all":
+            coll.all_to_all(ctx, out, x, variant=variant)
+            want = torch.cat([t[r * numel:(r + 1) * numel].double() for t in ins])
+        else:
+            coll.broadcast(ctx, x, src=w - 1, variant=variant, out=None if in_place else out)
+            want = ins[w - 1].double()
+        if ON_GPU:
+            torch.cuda.synchronize()
+        if not _close(out, want, dtype):
+            bad = int((~((out.double() - want).abs() <= 1e-2 * (1 + want.abs()))).sum())
+            fails.append(f"call {call}: {bad} of {want.numel()} elements wrong")
+    return fails
+
+
+CASES = ([("all_reduce", v, op) for v in ("one_shot", "two_shot") for op in ("sum", "max", "min")] +
+         [("all_reduce", "atomic", "sum"), ("all_reduce", "auto", "sum"), ("reduce_scatter", "auto", "sum"),
+          ("reduce_scatter", "auto", "max"), ("all_gather", "auto", "sum"), ("all_to_all", "auto", "sum"),
+          ("broadcast", "auto", "sum")])
+
+
+# fp16 atomic sums depend on the order of arrival (ulps): atomic is checked in float32 and int32.
+FULL = [(n, v, o, d) for n, v, o in CASES for d in DTYPES if not (v == "atomic" and d == "float16")]
+
+
+@pytest.mark.parametrize("name,variant,op,dtype", FULL, ids=[f"{n}-{v}-{o}-{d}" for n, v, o, d in FULL])
+def test_collective_matches_torch(ranks, name, variant, op, dtype):
+    for in_place in ((True, False) if name in ("all_reduce", "broadcast") else (False,)):
+        for fails in ranks.run(r_collectives, name, variant, dtype, 1000 + 3, op, in_place):
+            assert fails == [], (in_place, fails)
+
+
+def test_many_programs_and_blocks(ranks2):
+    # 4 programs x blocks of 64 over 5000 odd-sized elements: every program handles several blocks per call.
+    def run(name, variant):
+        return ranks2.run(r_config, name, variant)
+    for name, variant in (("all_reduce", "one_shot"), ("all_reduce", "two_shot"), ("all_gather", "auto")):
+        assert run(name, variant) == [[], []], name
+
+
+def r_config(ctx, name, variant):
+    cfg = coll.CollConfig(programs=4, block=64)
+    w, r = ctx.get_num_ranks(), ctx.get_rank()
+    fails = []
+    x = ctx.zeros(5003)
+    out = ctx.zeros(5003 * (w if name == "all_gather" else 1))
+    for call in range(3):
+        ins = _inputs(ctx, 10 + call, 5003, torch.float32)
+        x.copy_(ins[r])
+        out.fill_(float("nan"))
+        ctx.barrier()
+        if name == "all_gather":
+            coll.all_gather(ctx, out, x, config=cfg)
+            want = torch.cat([t.double() for t in ins])
+        else:
+            coll.all_reduce(ctx, x, variant=variant, out=out, config=cfg)
+            want = _reduce(ins, "sum")
+        ctx.barrier()
+        if not _close(out, want, torch.float32):
+            fails.append(f"call {call} wrong")
+    return fails
+
+
+def r_async_and_nccl(ctx):
+    w, r = ctx.get_num_ranks(), ctx.get_rank()
+    x = ctx.zeros(777)
+    x.fill_(r + 1.0)
+    work = coll.all_reduce(ctx, x, async_op=True)
+    work.wait()
+    ok_async = bool((x == w * (w + 1) / 2).all())
+    y = torch.full((33,), float(r), device=ctx.get_device())
+    coll.all_reduce(ctx, y, op="max", variant="nccl")  # the library fallback, anywhere in memory
+    z = torch.full((9,), float(r), device=ctx.get_device())
+    coll.broadcast(ctx, z, src=1, variant="nccl")
+    return ok_async, bool((y == w - 1).all()), bool((z == 1).all())
+
+
+def test_async_handle_and_nccl_fallback(ranks2):  # 2 ranks: one GPU each on GPU machines, as NCCL requires
+    for res in ranks2.run(r_async_and_nccl):
+        assert res == (True, True, True), res
+
+
+def r_bad(ctx):
+    w = ctx.get_num_ranks()
+    heap, local = ctx.zeros(8 * w), torch.zeros(8 * w, device=ctx.get_device())
+    calls = [lambda: coll.all_reduce(ctx, local),
+             lambda: coll.all_reduce(ctx, heap, variant="ring3"),
+             lambda: coll.all_reduce(ctx, heap, op="prod"),
+             lambda: coll.all_reduce(ctx, heap, op="max", variant="atomic"),
+             lambda: coll.all_gather(ctx, ctx.zeros(5), heap),
+             lambda: coll.reduce_scatter(ctx, ctx.zeros(3), heap),
+             lambda: coll.broadcast(ctx, heap, src=w),
+             lambda: coll.all_reduce(ctx, heap, config=coll.CollConfig(block=100))]
+    msgs = []
+    for call in calls:
+        try:
+            call()
+            msgs.append("no error")
+        except (ValueError, TypeError) as err:
+            msgs.append(str(err))
+    return msgs
+
+
+def test_bad_input_is_refused(ranks2):
+    for msgs in ranks2.run(r_bad):
+        expect = ["must live on the symmetric heap", "unknown variant 'ring3'", "op='prod'", "supports op='sum'",
+                  "expected world * input", "expected world * output", "is not a rank", "power of two"]
+        for m, e in zip(msgs, expect):
+            assert e in m, (e, m)
