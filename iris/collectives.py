@@ -14,14 +14,19 @@ done, then advances its own call count. The counts live on the device, one per p
 synchronization and no other launch, and replays of a captured CUDA graph are fresh calls. Flags are only ever set to
 a larger count, so nothing is re-zeroed and a flag from an earlier call never satisfies a later wait.
 
-Variants of all_reduce: "one_shot" (every rank pulls the whole tensor from every rank and reduces it),
-"two_shot" (rank r reduces blocks b with b % world == r and pushes the result to every rank: 2(w-1)/w of the data
-crosses each link instead of w-1), "atomic" (sum only: every rank atomically adds its blocks into every rank's
-buffer), "nccl" (torch.distributed), "auto" (one_shot up to 256 KiB, two_shot above). The other collectives have
-one kernel each, or "nccl".
+Variants of all_reduce:
+- "push": iris.tile's one-shot. Every rank pushes its blocks into every rank's inbox and sums what arrived. There is
+  no entry or exit barrier (the inbox is double-buffered by epoch), so this is the latency variant.
+- "ring": iris.tile's ring, 2(w-1) steps of one chunk per block.
+- "one_shot": after the entry barrier, every rank pulls the whole tensor from every rank and reduces it.
+- "two_shot": rank r reduces blocks b with b % world == r and pushes the result to every rank.
+- "atomic": sum only; every rank atomically adds its blocks into every rank's buffer.
+- "nccl": torch.distributed.
+- "auto": push up to 1 MiB; above that one_shot, or nccl for a tensor that is not on the heap.
+The other collectives have one kernel each, or "nccl".
 
-Inputs that peers read (all_reduce's and reduce_scatter's x, broadcast's source) and outputs that peers write
-(all_gather's and all_to_all's out) must be on the heap. Other tensors may live anywhere. Every rank makes the same
+Inputs that peers read (all_reduce's x for one_shot/two_shot/atomic, reduce_scatter's x, broadcast's source) and
+outputs that peers write (all_gather's and all_to_all's out) must be on the heap. Other tensors may live anywhere. Every rank makes the same
 calls with the same sizes. Collectives run on the current stream; async_op=True runs them on a side stream and
 returns a handle whose wait() makes the current stream wait. At most one async collective per context may be in
 flight at a time. The first call for a size creates its workspace, which needs a host barrier; make that call
@@ -36,12 +41,13 @@ import triton
 import triton.language as tl
 
 from . import device as iris
+from . import tile
 from .distributed import all_gather_single
 
 OPS = ("sum", "max", "min")
-VARIANTS = {"all_reduce": ("auto", "one_shot", "two_shot", "atomic", "nccl"), "all_gather": ("auto", "nccl"),
+VARIANTS = {"all_reduce": ("auto", "push", "ring", "one_shot", "two_shot", "atomic", "nccl"), "all_gather": ("auto", "nccl"),
             "reduce_scatter": ("auto", "nccl"), "all_to_all": ("auto", "nccl"), "broadcast": ("auto", "nccl")}
-ONE_SHOT_MAX_BYTES = 256 << 10
+PUSH_MAX_BYTES = 1 << 20  # "auto": push (latency) up to here, one_shot (pull, no staging) above
 
 
 @dataclass(frozen=True)
@@ -134,6 +140,20 @@ def collective_kernel(X, Y, S, n, root, FLAGS, EPOCHS, cur_rank, world_size, hea
     tl.store(EPOCHS + pid, e)
 
 
+@triton.jit
+def tile_all_reduce_kernel(X, Y, n, WS, FLAGS, EPOCHS, cur_rank, world_size, heap_bases, OP: tl.constexpr,
+                           VARIANT: tl.constexpr, BLOCK: tl.constexpr):
+    """One tile per program through iris.tile: values travel through the receivers' inboxes, so there is no entry
+    or exit barrier and no input or output needs to be on the heap."""
+    t = tl.program_id(0)
+    ws, flags, e = tile.begin(WS, FLAGS, EPOCHS, t, world_size, BLOCK)
+    offs = t * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(X + offs, mask=m, other=0)
+    tl.store(Y + offs, tile.all_reduce(x, ws, flags, e, cur_rank, world_size, heap_bases, OP, VARIANT), mask=m)
+    tile.end(EPOCHS, t, e)
+
+
 # ---------------------------------------------------------------------------------------------- host side
 class Work:
     """Handle of an async collective: wait() makes the current stream wait for it (CPU backend: already done)."""
@@ -172,19 +192,7 @@ def _launch(ctx, kind, x, y, n, op="sum", staged=False, root=0, config=None, asy
     s = scratch if scratch is not None else y
     args = (x, y, s, n, root, ws["flags"], ws["epochs"], ctx.get_rank(), ctx.get_num_ranks(), ctx.get_heap_bases())
     meta = dict(KIND=kind, OP=op, STAGED=staged, ACC=acc, BLOCK=block, num_warps=4 if block <= 2048 else 8)
-    if not async_op or ctx.backend == "cpu":
-        collective_kernel[(programs,)](*args, **meta)
-        return Work() if async_op else None
-    main = torch.cuda.current_stream()
-    side = _side_streams.setdefault(ctx.get_device(), torch.cuda.Stream(ctx.get_device()))
-    side.wait_stream(main)
-    with torch.cuda.stream(side):
-        collective_kernel[(programs,)](*args, **meta)
-        event = torch.cuda.Event()
-        event.record(side)
-    for t in (x, y):
-        t.record_stream(side)
-    return Work(event)
+    return _on_stream(ctx, lambda: collective_kernel[(programs,)](*args, **meta), (x, y), async_op)
 
 
 def _check(ctx, name, variant, op, tensors, heap):
@@ -218,11 +226,13 @@ def _scratch(ctx, numel, dtype):
 def all_reduce(ctx, tensor, op="sum", variant="auto", out=None, config=None, async_op=False):
     """Reduce `tensor` over ranks into `out` (default: in place). Returns `out` (or a Work with async_op)."""
     out = tensor if out is None else out
-    _check(ctx, "all_reduce", variant, op, {"tensor": tensor, "out": out}, {"tensor": "read"})
+    if variant == "auto" and isinstance(tensor, torch.Tensor):
+        small = tensor.numel() * tensor.element_size() <= PUSH_MAX_BYTES
+        variant = "push" if small else ("one_shot" if ctx.is_symmetric(tensor) else "nccl")
+    heap = {} if variant in ("push", "ring") else {"tensor": "read"}
+    _check(ctx, "all_reduce", variant, op, {"tensor": tensor, "out": out}, heap)
     if out.shape != tensor.shape:
         raise ValueError(f"all_reduce: out has shape {tuple(out.shape)}, tensor {tuple(tensor.shape)}")
-    if variant == "auto":
-        variant = "one_shot" if tensor.numel() * tensor.element_size() <= ONE_SHOT_MAX_BYTES else "two_shot"
     if variant == "atomic" and (op != "sum" or tensor.dtype not in (torch.float32, torch.float16, torch.bfloat16,
                                                                     torch.int32)):
         raise ValueError(f"all_reduce/atomic supports op='sum' on float32, float16, bfloat16 and int32 only (got "
@@ -233,6 +243,8 @@ def all_reduce(ctx, tensor, op="sum", variant="auto", out=None, config=None, asy
         work = dist.all_reduce(out, op=_nccl_op(op), async_op=async_op)
         return work if async_op else out
     n = tensor.numel()
+    if variant in ("push", "ring"):
+        return _tile_all_reduce(ctx, tensor, out, op, "one_shot" if variant == "push" else "ring", config, async_op)
     if variant == "one_shot":
         staged = out.data_ptr() == tensor.data_ptr()  # in place: peers still read what we would overwrite
     else:
@@ -241,6 +253,35 @@ def all_reduce(ctx, tensor, op="sum", variant="auto", out=None, config=None, asy
     scratch = _scratch(ctx, n, tensor.dtype) if staged else None
     work = _launch(ctx, variant, tensor, out, n, op, staged, config=config, async_op=async_op, scratch=scratch)
     return work if async_op else out
+
+
+def _tile_all_reduce(ctx, tensor, out, op, variant, config, async_op):
+    cfg = config or CollConfig()
+    block = cfg.block or (256 if ctx.backend == "cpu" else 2048)
+    tiles = triton.cdiv(max(tensor.numel(), 1), block)
+    ws = ctx.workspace(("collectives", "tiles", "async" if async_op else "sync", tiles, block, tensor.dtype),
+                       lambda c: tile.Workspace(c, tiles, block, tensor.dtype))
+    args = (tensor, out, tensor.numel(), *ws.args(), ctx.get_rank(), ctx.get_num_ranks(), ctx.get_heap_bases())
+    meta = dict(OP=op, VARIANT=variant, BLOCK=block, num_warps=4)
+    return _on_stream(ctx, lambda: tile_all_reduce_kernel[(tiles,)](*args, **meta), (tensor, out), async_op) or \
+        (None if async_op else out)
+
+
+def _on_stream(ctx, launch, tensors, async_op):
+    """launch() on the current stream, or on a side stream with a Work handle (async_op)."""
+    if not async_op or ctx.backend == "cpu":
+        launch()
+        return Work() if async_op else None
+    main = torch.cuda.current_stream()
+    side = _side_streams.setdefault(ctx.get_device(), torch.cuda.Stream(ctx.get_device()))
+    side.wait_stream(main)
+    with torch.cuda.stream(side):
+        launch()
+        event = torch.cuda.Event()
+        event.record(side)
+    for t in tensors:
+        t.record_stream(side)
+    return Work(event)
 
 
 def _overlaps(a, b):

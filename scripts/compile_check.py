@@ -66,7 +66,7 @@ def auto_signature(module, name, dtype="bf16"):
     fn.constexprs_names = [fn.arg_names[i] for i in fn.constexprs]
     sig = {}
     for arg in fn.arg_names:
-        if arg in ("A", "B", "C", "P", "G", "INBOX", "X", "Y", "S"):
+        if arg in ("A", "B", "C", "P", "G", "INBOX", "X", "Y", "S", "WS"):
             sig[arg] = p(dtype)
         elif arg in ("flags", "EPOCH", "FLAGS", "EPOCHS"):
             sig[arg] = p("i32")
@@ -138,7 +138,9 @@ def _collectives():
     base = {"OP": "sum", "STAGED": False, "ACC": tl.float32, "BLOCK": 4096}
     kinds = ["one_shot", "two_shot", "atomic", "all_gather", "reduce_scatter", "all_to_all", "broadcast"]
     return [("iris.collectives", "collective_kernel", auto_signature("iris.collectives", "collective_kernel"),
-             [dict(base, KIND=k) for k in kinds] + [dict(base, KIND="one_shot", STAGED=True, OP="max")])]
+             [dict(base, KIND=k) for k in kinds] + [dict(base, KIND="one_shot", STAGED=True, OP="max")]),
+            ("iris.collectives", "tile_all_reduce_kernel", auto_signature("iris.collectives", "tile_all_reduce_kernel"),
+             [{"OP": "sum", "VARIANT": v, "BLOCK": 2048} for v in ("one_shot", "two_shot", "ring", "atomic")])]
 
 
 EXTRA += _collectives()

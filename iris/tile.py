@@ -1,0 +1,339 @@
+"""Collectives inside any @triton.jit kernel, on a 1-D block of values held by one program (a "tile").
+
+    ws = iris.tile.Workspace(ctx, tiles=programs, block=BLOCK, dtype=torch.float32)      # host, collective
+    kernel[(programs,)](x, ..., *ws.args(), cur_rank, world, heap_bases, BLOCK=BLOCK)
+
+    @triton.jit
+    def kernel(X, ..., WS, FLAGS, EPOCHS, cur_rank, world_size, heap_bases, BLOCK: tl.constexpr):
+        t = tl.program_id(0)
+        ws, flags, e = iris.tile.begin(WS, FLAGS, EPOCHS, t, world_size, BLOCK)
+        x = tl.load(X + t * BLOCK + tl.arange(0, BLOCK))
+        y = iris.tile.all_reduce(x, ws, flags, e, cur_rank, world_size, heap_bases)            # sum, one_shot
+        z = iris.tile.broadcast(y * 2, 0, ws, flags, e + 1, cur_rank, world_size, heap_bases)
+        iris.tile.end(EPOCHS, t, e + 1)         # the last epoch used
+
+Every rank's program working on tile t makes the same calls in the same order; each call on a tile uses the next
+epoch (e, e + 1, ...), and `end` stores the last one, so the next launch continues from it (device-side: CUDA graph
+replays are fresh calls). send/recv advance the epoch on their two ranks only: give point-to-point traffic tiles of
+its own.
+
+Workspace and ordering, for every collective: values travel through the receiver's inbox on the heap. The inbox is
+double-buffered by epoch parity. A sender first waits, locally, until the receiver has reported finishing call
+e - 2, the last user of that half (almost always already true, so it costs nothing). It stores the data, then sets
+an arrival flag to e with release semantics, and the receiver waits for it with acquire semantics. At the end each
+rank reports "finished e" to every rank. Flags only grow, so nothing is re-zeroed and a stale flag never satisfies
+a wait. All waits are bounded (IRIS_WAIT_TIMEOUT_S) and report rank, program and flag.
+
+all_reduce variants: "one_shot" (every rank pushes its block to every rank; each sums locally), "two_shot" (chunk c
+of the block is reduced at rank c, then pushed to everyone), "ring" (reduce-scatter then all-gather around the ring,
+2(w-1) steps of one chunk each), "atomic" (sum: atomic adds into every rank's inbox). Chunked variants split the
+block into world_size chunks of ceil(BLOCK / world_size) elements.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+from . import device as iris
+
+SLOTS = 4  # inbox slots per parity, in units of world_size * BLOCK (two_shot: 2 * world; ring: 2 * (world - 1))
+FLAG_REGIONS = 5  # world_size int32 each: arrivals, second-phase arrivals, finished calls, ring steps (2 regions)
+
+
+class Workspace:
+    """Heap buffers for `tiles` independent tiles of `block` elements: inboxes, flags and per-tile epochs."""
+
+    def __init__(self, ctx, tiles, block, dtype=torch.float32):
+        if block < 16 or block & (block - 1):
+            raise ValueError(f"block={block}: expected a power of two >= 16")
+        w = ctx.get_num_ranks()
+        self.tiles, self.block = tiles, block
+        self.data = ctx.zeros(tiles * 2 * SLOTS * w * block, dtype=dtype)
+        self.flags = ctx.zeros(tiles * FLAG_REGIONS * w, dtype=torch.int32)
+        self.epochs = ctx.zeros(tiles, dtype=torch.int32)
+        ctx.barrier()  # zeroed everywhere before any peer signals
+
+    def args(self):
+        return self.data, self.flags, self.epochs
+
+
+# ---------------------------------------------------------------------------------------------- plumbing
+@triton.jit
+def begin(WS, FLAGS, EPOCHS, tile, world_size, BLOCK: tl.constexpr):
+    """This tile's inbox base, flag base and first epoch."""
+    ws = WS + tile * 2 * 4 * world_size * BLOCK
+    flags = FLAGS + tile * 5 * world_size
+    return ws, flags, tl.load(EPOCHS + tile) + 1
+
+
+@triton.jit
+def end(EPOCHS, tile, last_epoch):
+    tl.store(EPOCHS + tile, last_epoch)
+
+
+@triton.jit
+def _slot(ws, e, k, world_size, BLOCK: tl.constexpr):
+    """Slot k (of 4 * world_size) of the inbox half used by epoch e."""
+    return ws + ((e % 2) * 4 * world_size + k) * BLOCK
+
+
+@triton.jit
+def _push(val, ws, flags, e, k, dst, cur_rank, world_size, heap_bases, mask):
+    """val into slot k of dst's inbox, once dst has finished call e - 2 (the last user of that half)."""
+    BLOCK: tl.constexpr = val.shape[0]
+    iris.wait(flags + 2 * world_size + dst, e - 2, cur_rank, heap_bases, cmp="ge")
+    iris.store(_slot(ws, e, k, world_size, BLOCK) + tl.arange(0, BLOCK), val, cur_rank, dst, heap_bases, mask=mask)
+
+
+@triton.jit
+def _arrive(flags, region, e, dst, cur_rank, world_size, heap_bases):
+    """Release everything stored so far, then tell dst that this rank has arrived at `region` in call e."""
+    iris.signal(flags + region * world_size + cur_rank, e, cur_rank, dst, heap_bases)
+
+
+@triton.jit
+def _wait_from(flags, region, e, src, cur_rank, world_size, heap_bases):
+    iris.wait(flags + region * world_size + src, e, cur_rank, heap_bases, cmp="ge")
+
+
+@triton.jit
+def _finish(flags, e, cur_rank, world_size, heap_bases):
+    """Tell every rank this rank is done reading its inbox for call e."""
+    for i in range(world_size):
+        _arrive(flags, 2, e, (cur_rank + i) % world_size, cur_rank, world_size, heap_bases)
+
+
+@triton.jit
+def _read(ws, e, k, world_size, BLOCK: tl.constexpr):
+    return tl.load(_slot(ws, e, k, world_size, BLOCK) + tl.arange(0, BLOCK))
+
+
+@triton.jit
+def _combine(a, b, OP: tl.constexpr):
+    if OP == "max":
+        r = tl.maximum(a, b)
+    elif OP == "min":
+        r = tl.minimum(a, b)
+    else:
+        r = a + b
+    return r
+
+
+@triton.jit
+def _wide(x):
+    """Floats combine in fp32 (a sum over ranks rounds once, as the host collectives do); integers as they are."""
+    if x.dtype.is_floating():
+        r = x.to(tl.float32)
+    else:
+        r = x
+    return r
+
+
+@triton.jit
+def _chunk_of(world_size, BLOCK: tl.constexpr):
+    """Chunk index of every element of the block (chunked variants)."""
+    return tl.arange(0, BLOCK) // tl.cdiv(BLOCK, world_size)
+
+
+# ---------------------------------------------------------------------------------------------- collectives
+@triton.jit
+def all_reduce(x, ws, flags, e, cur_rank, world_size, heap_bases, OP: tl.constexpr = tl.constexpr("sum"),
+               VARIANT: tl.constexpr = tl.constexpr("one_shot")):
+    """x combined over ranks (every rank gets the result)."""
+    BLOCK: tl.constexpr = x.shape[0]
+    if VARIANT == "two_shot":
+        chunk = _chunk_of(world_size, BLOCK)
+        for i in range(world_size):  # chunk c of my block to rank c (phase 1, slot = my rank)
+            dst = (cur_rank + i) % world_size
+            _push(x, ws, flags, e, cur_rank, dst, cur_rank, world_size, heap_bases, chunk == dst)
+            _arrive(flags, 0, e, dst, cur_rank, world_size, heap_bases)
+        acc = _wide(x)
+        for i in range(1, world_size):
+            src = (cur_rank + i) % world_size
+            _wait_from(flags, 0, e, src, cur_rank, world_size, heap_bases)
+            acc = _combine(acc, _wide(_read(ws, e, src, world_size, BLOCK)), OP)
+        acc = acc.to(x.dtype)
+        for i in range(world_size):  # my reduced chunk to everyone (phase 2, slot = world + my rank)
+            dst = (cur_rank + i) % world_size
+            iris.store(_slot(ws, e, world_size + cur_rank, world_size, BLOCK) + tl.arange(0, BLOCK), acc, cur_rank,
+                       dst, heap_bases, mask=chunk == cur_rank)
+            _arrive(flags, 1, e, dst, cur_rank, world_size, heap_bases)
+        out = acc
+        for i in range(1, world_size):
+            src = (cur_rank + i) % world_size
+            _wait_from(flags, 1, e, src, cur_rank, world_size, heap_bases)
+            out = tl.where(chunk == src, _read(ws, e, world_size + src, world_size, BLOCK), out)
+    elif VARIANT == "ring":
+        chunk = _chunk_of(world_size, BLOCK)
+        nxt, prv = (cur_rank + 1) % world_size, (cur_rank + world_size - 1) % world_size
+        out = x
+        for s in range(2 * (world_size - 1)):
+            # steps < w-1: reduce-scatter (send the running chunk); then all-gather (forward finished chunks)
+            send = (cur_rank - s + 2 * world_size) % world_size if s < world_size - 1 else \
+                (cur_rank + 1 - (s - world_size + 1) + 2 * world_size) % world_size
+            _push(out, ws, flags, e, s, nxt, cur_rank, world_size, heap_bases, chunk == send)
+            iris.signal(flags + 3 * world_size + s, e, cur_rank, nxt, heap_bases)
+            iris.wait(flags + 3 * world_size + s, e, cur_rank, heap_bases, cmp="ge")
+            recv = (send + world_size - 1) % world_size
+            got = _read(ws, e, s, world_size, BLOCK)
+            if s < world_size - 1:
+                out = tl.where(chunk == recv, _combine(_wide(out), _wide(got), OP).to(x.dtype), out)
+            else:
+                out = tl.where(chunk == recv, got, out)
+    elif VARIANT == "atomic":
+        for i in range(world_size):
+            dst = (cur_rank + i) % world_size
+            iris.wait(flags + 2 * world_size + dst, e - 2, cur_rank, heap_bases, cmp="ge")
+            iris.atomic_add(_slot(ws, e, 0, world_size, BLOCK) + tl.arange(0, BLOCK), x, cur_rank, dst, heap_bases,
+                            sem="relaxed", scope="sys")
+            _arrive(flags, 0, e, dst, cur_rank, world_size, heap_bases)
+        for src in range(world_size):
+            _wait_from(flags, 0, e, src, cur_rank, world_size, heap_bases)
+        out = _read(ws, e, 0, world_size, BLOCK)
+        tl.store(_slot(ws, e, 0, world_size, BLOCK) + tl.arange(0, BLOCK), tl.zeros((BLOCK,), x.dtype))  # reuse
+    else:  # one_shot
+        for i in range(world_size):
+            dst = (cur_rank + i) % world_size
+            _push(x, ws, flags, e, cur_rank, dst, cur_rank, world_size, heap_bases, None)
+            _arrive(flags, 0, e, dst, cur_rank, world_size, heap_bases)
+        acc = _wide(x)
+        for i in range(1, world_size):
+            src = (cur_rank + i) % world_size
+            _wait_from(flags, 0, e, src, cur_rank, world_size, heap_bases)
+            acc = _combine(acc, _wide(_read(ws, e, src, world_size, BLOCK)), OP)
+        out = acc.to(x.dtype)
+    _finish(flags, e, cur_rank, world_size, heap_bases)
+    return out
+
+
+@triton.jit
+def all_gather(x, OUT, ws, flags, e, cur_rank, world_size, heap_bases):
+    """OUT[r * BLOCK:(r + 1) * BLOCK] (local memory) <- rank r's x, for every r."""
+    BLOCK: tl.constexpr = x.shape[0]
+    for i in range(world_size):
+        dst = (cur_rank + i) % world_size
+        _push(x, ws, flags, e, cur_rank, dst, cur_rank, world_size, heap_bases, None)
+        _arrive(flags, 0, e, dst, cur_rank, world_size, heap_bases)
+    for src in range(world_size):
+        _wait_from(flags, 0, e, src, cur_rank, world_size, heap_bases)
+        tl.store(OUT + src * BLOCK + tl.arange(0, BLOCK), _read(ws, e, src, world_size, BLOCK))
+    _finish(flags, e, cur_rank, world_size, heap_bases)
+
+
+@triton.jit
+def reduce_scatter(x, OUT, ws, flags, e, cur_rank, world_size, heap_bases, OP: tl.constexpr = tl.constexpr("sum")):
+    """OUT (local) <- chunk `cur_rank` of x combined over ranks: ceil(BLOCK / world) elements (fewer for the last
+    chunk when world does not divide BLOCK)."""
+    BLOCK: tl.constexpr = x.shape[0]
+    chunk = _chunk_of(world_size, BLOCK)
+    for i in range(world_size):
+        dst = (cur_rank + i) % world_size
+        _push(x, ws, flags, e, cur_rank, dst, cur_rank, world_size, heap_bases, chunk == dst)
+        _arrive(flags, 0, e, dst, cur_rank, world_size, heap_bases)
+    acc = _wide(x)
+    for i in range(1, world_size):
+        src = (cur_rank + i) % world_size
+        _wait_from(flags, 0, e, src, cur_rank, world_size, heap_bases)
+        acc = _combine(acc, _wide(_read(ws, e, src, world_size, BLOCK)), OP)
+    size = tl.cdiv(BLOCK, world_size)
+    offs = tl.arange(0, BLOCK)
+    tl.store(OUT + offs - cur_rank * size, acc.to(x.dtype), mask=chunk == cur_rank)
+    _finish(flags, e, cur_rank, world_size, heap_bases)
+
+
+@triton.jit
+def broadcast(x, root, ws, flags, e, cur_rank, world_size, heap_bases):
+    """Rank root's x, on every rank."""
+    BLOCK: tl.constexpr = x.shape[0]
+    out = x
+    if cur_rank == root:
+        for i in range(1, world_size):
+            dst = (cur_rank + i) % world_size
+            _push(x, ws, flags, e, 0, dst, cur_rank, world_size, heap_bases, None)
+            _arrive(flags, 0, e, dst, cur_rank, world_size, heap_bases)
+    else:
+        _wait_from(flags, 0, e, root, cur_rank, world_size, heap_bases)
+        out = _read(ws, e, 0, world_size, BLOCK)
+    _finish(flags, e, cur_rank, world_size, heap_bases)
+    return out
+
+
+@triton.jit
+def scatter(X, root, ws, flags, e, cur_rank, world_size, heap_bases, BLOCK: tl.constexpr):
+    """Block r of root's X (world * BLOCK elements, local to root) to rank r; returns this rank's block."""
+    if cur_rank == root:
+        for i in range(1, world_size):
+            dst = (cur_rank + i) % world_size
+            _push(tl.load(X + dst * BLOCK + tl.arange(0, BLOCK)), ws, flags, e, 0, dst, cur_rank, world_size,
+                  heap_bases, None)
+            _arrive(flags, 0, e, dst, cur_rank, world_size, heap_bases)
+        out = tl.load(X + cur_rank * BLOCK + tl.arange(0, BLOCK))
+    else:
+        _wait_from(flags, 0, e, root, cur_rank, world_size, heap_bases)
+        out = _read(ws, e, 0, world_size, BLOCK)
+    _finish(flags, e, cur_rank, world_size, heap_bases)
+    return out
+
+
+@triton.jit
+def gather(x, OUT, root, ws, flags, e, cur_rank, world_size, heap_bases):
+    """Root's OUT[r * BLOCK:(r + 1) * BLOCK] (local to root) <- rank r's x."""
+    BLOCK: tl.constexpr = x.shape[0]
+    if cur_rank != root:
+        _push(x, ws, flags, e, cur_rank, root, cur_rank, world_size, heap_bases, None)
+        _arrive(flags, 0, e, root, cur_rank, world_size, heap_bases)
+    else:
+        tl.store(OUT + cur_rank * BLOCK + tl.arange(0, BLOCK), x)
+        for i in range(1, world_size):
+            src = (cur_rank + i) % world_size
+            _wait_from(flags, 0, e, src, cur_rank, world_size, heap_bases)
+            tl.store(OUT + src * BLOCK + tl.arange(0, BLOCK), _read(ws, e, src, world_size, BLOCK))
+    _finish(flags, e, cur_rank, world_size, heap_bases)
+
+
+@triton.jit
+def reduce(x, root, ws, flags, e, cur_rank, world_size, heap_bases, OP: tl.constexpr = tl.constexpr("sum")):
+    """x combined over ranks, on root (other ranks get their own x back)."""
+    BLOCK: tl.constexpr = x.shape[0]
+    acc = _wide(x)
+    if cur_rank != root:
+        _push(x, ws, flags, e, cur_rank, root, cur_rank, world_size, heap_bases, None)
+        _arrive(flags, 0, e, root, cur_rank, world_size, heap_bases)
+    else:
+        for i in range(1, world_size):
+            src = (cur_rank + i) % world_size
+            _wait_from(flags, 0, e, src, cur_rank, world_size, heap_bases)
+            acc = _combine(acc, _wide(_read(ws, e, src, world_size, BLOCK)), OP)
+    out = acc.to(x.dtype)
+    _finish(flags, e, cur_rank, world_size, heap_bases)
+    return out
+
+
+@triton.jit
+def all_to_all(X, OUT, ws, flags, e, cur_rank, world_size, heap_bases, BLOCK: tl.constexpr):
+    """Block c of X (world * BLOCK, local) goes to rank c; OUT block r (local) <- rank r's block for this rank."""
+    for i in range(world_size):
+        dst = (cur_rank + i) % world_size
+        _push(tl.load(X + dst * BLOCK + tl.arange(0, BLOCK)), ws, flags, e, cur_rank, dst, cur_rank, world_size,
+              heap_bases, None)
+        _arrive(flags, 0, e, dst, cur_rank, world_size, heap_bases)
+    for src in range(world_size):
+        _wait_from(flags, 0, e, src, cur_rank, world_size, heap_bases)
+        tl.store(OUT + src * BLOCK + tl.arange(0, BLOCK), _read(ws, e, src, world_size, BLOCK))
+    _finish(flags, e, cur_rank, world_size, heap_bases)
+
+
+@triton.jit
+def send(x, dst, ws, flags, e, cur_rank, world_size, heap_bases):
+    """Point to point: x to rank dst, whose matching recv (same tile, same epoch) returns it."""
+    _push(x, ws, flags, e, cur_rank, dst, cur_rank, world_size, heap_bases, None)
+    _arrive(flags, 0, e, dst, cur_rank, world_size, heap_bases)
+
+
+@triton.jit
+def recv(src, ws, flags, e, cur_rank, world_size, heap_bases, BLOCK: tl.constexpr):
+    """The block rank src sent with the same tile and epoch; then frees the slot (tells src it was consumed)."""
+    _wait_from(flags, 0, e, src, cur_rank, world_size, heap_bases)
+    out = _read(ws, e, src, world_size, BLOCK)
+    _arrive(flags, 2, e, src, cur_rank, world_size, heap_bases)
+    return out
