@@ -35,7 +35,7 @@ for stage in "$@"; do
     rma4)    run rma_matrix.log timeout 150 python3 benchmarks/rma_matrix.py -n 4 --out "$OUT" ;;
     sweep4)  run sweep4.log timeout ${SWEEP_TIMEOUT:-200} python3 -m taxonomy sweep -r 4 --out "$OUT/w4" --iters 8 \
                --warmup 2 ;;
-    colltests) run pytest_collectives_cuda.log timeout 240 python3 -m pytest -q tests/test_collectives.py ;;
+    colltests) run pytest_collectives_cuda.log timeout 240 python3 -m pytest -q tests/test_collectives.py tests/test_tile.py ;;
     coll)    run collectives.log timeout 400 python3 benchmarks/collectives.py --out "$OUT" ;;
     *) echo "unknown stage $stage"; status=1 ;;
   esac
