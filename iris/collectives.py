@@ -58,22 +58,11 @@ class CollConfig:
 
 
 @triton.jit
-def _combine(a, b, OP: tl.constexpr):
-    if OP == "max":
-        r = tl.maximum(a, b)
-    elif OP == "min":
-        r = tl.minimum(a, b)
-    else:
-        r = a + b
-    return r
-
-
-@triton.jit
 def _reduce_all(X, offs, m, cur_rank, world_size, heap_bases, OP: tl.constexpr, ACC: tl.constexpr):
     """The block at X + offs combined over every rank (own copy first), in ACC precision."""
     acc = tl.load(X + offs, mask=m).to(ACC)
     for i in range(1, world_size):
-        acc = _combine(acc, iris.load(X + offs, cur_rank, (cur_rank + i) % world_size, heap_bases, mask=m).to(ACC),
+        acc = tile._combine(acc, iris.load(X + offs, cur_rank, (cur_rank + i) % world_size, heap_bases, mask=m).to(ACC),
                        OP)
     return acc
 

@@ -135,6 +135,31 @@ def _chunk_of(world_size, BLOCK: tl.constexpr):
     return tl.arange(0, BLOCK) // tl.cdiv(BLOCK, world_size)
 
 
+@triton.jit
+def _push_to_all(x, ws, flags, e, cur_rank, world_size, heap_bases, CHUNKED: tl.constexpr):
+    """x (or, CHUNKED, only chunk c of x for rank c) into slot `cur_rank` of every rank's inbox, with arrivals."""
+    BLOCK: tl.constexpr = x.shape[0]
+    for i in range(world_size):
+        dst = (cur_rank + i) % world_size
+        if CHUNKED:
+            _push(x, ws, flags, e, cur_rank, dst, cur_rank, world_size, heap_bases, _chunk_of(world_size, BLOCK) == dst)
+        else:
+            _push(x, ws, flags, e, cur_rank, dst, cur_rank, world_size, heap_bases, None)
+        _arrive(flags, 0, e, dst, cur_rank, world_size, heap_bases)
+
+
+@triton.jit
+def _combine_arrived(x, ws, flags, e, cur_rank, world_size, heap_bases, OP: tl.constexpr):
+    """x combined with every peer's block as it arrives (slot = the peer's rank); floats in fp32."""
+    BLOCK: tl.constexpr = x.shape[0]
+    acc = _wide(x)
+    for i in range(1, world_size):
+        src = (cur_rank + i) % world_size
+        _wait_from(flags, 0, e, src, cur_rank, world_size, heap_bases)
+        acc = _combine(acc, _wide(_read(ws, e, src, world_size, BLOCK)), OP)
+    return acc.to(x.dtype)
+
+
 # ---------------------------------------------------------------------------------------------- collectives
 @triton.jit
 def all_reduce(x, ws, flags, e, cur_rank, world_size, heap_bases, OP: tl.constexpr = tl.constexpr("sum"),
@@ -143,16 +168,8 @@ def all_reduce(x, ws, flags, e, cur_rank, world_size, heap_bases, OP: tl.constex
     BLOCK: tl.constexpr = x.shape[0]
     if VARIANT == "two_shot":
         chunk = _chunk_of(world_size, BLOCK)
-        for i in range(world_size):  # chunk c of my block to rank c (phase 1, slot = my rank)
-            dst = (cur_rank + i) % world_size
-            _push(x, ws, flags, e, cur_rank, dst, cur_rank, world_size, heap_bases, chunk == dst)
-            _arrive(flags, 0, e, dst, cur_rank, world_size, heap_bases)
-        acc = _wide(x)
-        for i in range(1, world_size):
-            src = (cur_rank + i) % world_size
-            _wait_from(flags, 0, e, src, cur_rank, world_size, heap_bases)
-            acc = _combine(acc, _wide(_read(ws, e, src, world_size, BLOCK)), OP)
-        acc = acc.to(x.dtype)
+        _push_to_all(x, ws, flags, e, cur_rank, world_size, heap_bases, True)  # chunk c to rank c
+        acc = _combine_arrived(x, ws, flags, e, cur_rank, world_size, heap_bases, OP)
         for i in range(world_size):  # my reduced chunk to everyone (phase 2, slot = world + my rank)
             dst = (cur_rank + i) % world_size
             iris.store(_slot(ws, e, world_size + cur_rank, world_size, BLOCK) + tl.arange(0, BLOCK), acc, cur_rank,
@@ -192,16 +209,8 @@ def all_reduce(x, ws, flags, e, cur_rank, world_size, heap_bases, OP: tl.constex
         out = _read(ws, e, 0, world_size, BLOCK)
         tl.store(_slot(ws, e, 0, world_size, BLOCK) + tl.arange(0, BLOCK), tl.zeros((BLOCK,), x.dtype))  # reuse
     else:  # one_shot
-        for i in range(world_size):
-            dst = (cur_rank + i) % world_size
-            _push(x, ws, flags, e, cur_rank, dst, cur_rank, world_size, heap_bases, None)
-            _arrive(flags, 0, e, dst, cur_rank, world_size, heap_bases)
-        acc = _wide(x)
-        for i in range(1, world_size):
-            src = (cur_rank + i) % world_size
-            _wait_from(flags, 0, e, src, cur_rank, world_size, heap_bases)
-            acc = _combine(acc, _wide(_read(ws, e, src, world_size, BLOCK)), OP)
-        out = acc.to(x.dtype)
+        _push_to_all(x, ws, flags, e, cur_rank, world_size, heap_bases, False)
+        out = _combine_arrived(x, ws, flags, e, cur_rank, world_size, heap_bases, OP)
     _finish(flags, e, cur_rank, world_size, heap_bases)
     return out
 
@@ -210,10 +219,7 @@ def all_reduce(x, ws, flags, e, cur_rank, world_size, heap_bases, OP: tl.constex
 def all_gather(x, OUT, ws, flags, e, cur_rank, world_size, heap_bases):
     """OUT[r * BLOCK:(r + 1) * BLOCK] (local memory) <- rank r's x, for every r."""
     BLOCK: tl.constexpr = x.shape[0]
-    for i in range(world_size):
-        dst = (cur_rank + i) % world_size
-        _push(x, ws, flags, e, cur_rank, dst, cur_rank, world_size, heap_bases, None)
-        _arrive(flags, 0, e, dst, cur_rank, world_size, heap_bases)
+    _push_to_all(x, ws, flags, e, cur_rank, world_size, heap_bases, False)
     for src in range(world_size):
         _wait_from(flags, 0, e, src, cur_rank, world_size, heap_bases)
         tl.store(OUT + src * BLOCK + tl.arange(0, BLOCK), _read(ws, e, src, world_size, BLOCK))
@@ -225,19 +231,10 @@ def reduce_scatter(x, OUT, ws, flags, e, cur_rank, world_size, heap_bases, OP: t
     """OUT (local) <- chunk `cur_rank` of x combined over ranks: ceil(BLOCK / world) elements (fewer for the last
     chunk when world does not divide BLOCK)."""
     BLOCK: tl.constexpr = x.shape[0]
-    chunk = _chunk_of(world_size, BLOCK)
-    for i in range(world_size):
-        dst = (cur_rank + i) % world_size
-        _push(x, ws, flags, e, cur_rank, dst, cur_rank, world_size, heap_bases, chunk == dst)
-        _arrive(flags, 0, e, dst, cur_rank, world_size, heap_bases)
-    acc = _wide(x)
-    for i in range(1, world_size):
-        src = (cur_rank + i) % world_size
-        _wait_from(flags, 0, e, src, cur_rank, world_size, heap_bases)
-        acc = _combine(acc, _wide(_read(ws, e, src, world_size, BLOCK)), OP)
+    _push_to_all(x, ws, flags, e, cur_rank, world_size, heap_bases, True)
+    acc = _combine_arrived(x, ws, flags, e, cur_rank, world_size, heap_bases, OP)
     size = tl.cdiv(BLOCK, world_size)
-    offs = tl.arange(0, BLOCK)
-    tl.store(OUT + offs - cur_rank * size, acc.to(x.dtype), mask=chunk == cur_rank)
+    tl.store(OUT + tl.arange(0, BLOCK) - cur_rank * size, acc, mask=_chunk_of(world_size, BLOCK) == cur_rank)
     _finish(flags, e, cur_rank, world_size, heap_bases)
 
 
@@ -294,17 +291,12 @@ def gather(x, OUT, root, ws, flags, e, cur_rank, world_size, heap_bases):
 @triton.jit
 def reduce(x, root, ws, flags, e, cur_rank, world_size, heap_bases, OP: tl.constexpr = tl.constexpr("sum")):
     """x combined over ranks, on root (other ranks get their own x back)."""
-    BLOCK: tl.constexpr = x.shape[0]
-    acc = _wide(x)
+    out = x
     if cur_rank != root:
         _push(x, ws, flags, e, cur_rank, root, cur_rank, world_size, heap_bases, None)
         _arrive(flags, 0, e, root, cur_rank, world_size, heap_bases)
     else:
-        for i in range(1, world_size):
-            src = (cur_rank + i) % world_size
-            _wait_from(flags, 0, e, src, cur_rank, world_size, heap_bases)
-            acc = _combine(acc, _wide(_read(ws, e, src, world_size, BLOCK)), OP)
-    out = acc.to(x.dtype)
+        out = _combine_arrived(x, ws, flags, e, cur_rank, world_size, heap_bases, OP)
     _finish(flags, e, cur_rank, world_size, heap_bases)
     return out
 
