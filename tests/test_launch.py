@@ -103,7 +103,7 @@ def _run(cmd, timeout=240):
 
 def test_bootstrap_under_torchrun():
     out = _run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "examples/demo.py"])
-    assert out.count("(OK)") == 2
+    assert out.count("(OK)") == 2 * 2  # two lines per rank: the exchange, then the operator and the all-reduce
 
 
 def test_bootstrap_under_mpirun():
@@ -113,11 +113,11 @@ def test_bootstrap_under_mpirun():
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")  # Open MPI (the GPU machine's) refuses root otherwise
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     out = _run([mpiexec, "-n", "2", sys.executable, "examples/demo.py"])
-    assert out.count("(OK)") == 2
+    assert out.count("(OK)") == 2 * 2
 
 
 def test_demo_and_seed_quickstart():
     before = shm_segments()
-    assert _run([sys.executable, "examples/demo.py", "--ranks", "4"]).count("(OK)") == 4
+    assert _run([sys.executable, "examples/demo.py", "--ranks", "4"]).count("(OK)") == 4 * 2
     assert "4096 ones from rank 0: OK" in _run([sys.executable, "examples/quickstart.py"])
     assert shm_segments() == before
