@@ -36,8 +36,8 @@ import triton.language as tl
 
 from . import device as iris
 
-SLOTS = 4  # inbox slots per parity, in units of world_size * BLOCK (two_shot: 2 * world; ring: 2 * (world - 1))
-FLAG_REGIONS = 5  # world_size int32 each: arrivals, second-phase arrivals, finished calls, ring steps (2 regions)
+SLOTS = tl.constexpr(4)  # inbox slots per parity, in units of world_size * BLOCK (two_shot 2, ring 2(w-1)/w)
+FLAG_REGIONS = tl.constexpr(5)  # world_size int32 each: arrivals, phase-2 arrivals, finished calls, ring steps (2)
 
 
 class Workspace:
@@ -48,8 +48,8 @@ class Workspace:
             raise ValueError(f"block={block}: expected a power of two >= 16")
         w = ctx.get_num_ranks()
         self.tiles, self.block = tiles, block
-        self.data = ctx.zeros(tiles * 2 * SLOTS * w * block, dtype=dtype)
-        self.flags = ctx.zeros(tiles * FLAG_REGIONS * w, dtype=torch.int32)
+        self.data = ctx.zeros(tiles * 2 * SLOTS.value * w * block, dtype=dtype)
+        self.flags = ctx.zeros(tiles * FLAG_REGIONS.value * w, dtype=torch.int32)
         self.epochs = ctx.zeros(tiles, dtype=torch.int32)
         ctx.barrier()  # zeroed everywhere before any peer signals
 
@@ -61,8 +61,8 @@ class Workspace:
 @triton.jit
 def begin(WS, FLAGS, EPOCHS, tile, world_size, BLOCK: tl.constexpr):
     """This tile's inbox base, flag base and first epoch."""
-    ws = WS + tile * 2 * 4 * world_size * BLOCK
-    flags = FLAGS + tile * 5 * world_size
+    ws = WS + tile * 2 * SLOTS * world_size * BLOCK
+    flags = FLAGS + tile * FLAG_REGIONS * world_size
     return ws, flags, tl.load(EPOCHS + tile) + 1
 
 
@@ -74,7 +74,7 @@ def end(EPOCHS, tile, last_epoch):
 @triton.jit
 def _slot(ws, e, k, world_size, BLOCK: tl.constexpr):
     """Slot k (of 4 * world_size) of the inbox half used by epoch e."""
-    return ws + ((e % 2) * 4 * world_size + k) * BLOCK
+    return ws + ((e % 2) * SLOTS * world_size + k) * BLOCK
 
 
 @triton.jit
