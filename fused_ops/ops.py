@@ -68,8 +68,11 @@ def _variant(ctx, op, variant, a, b, c, heap_output=True, exclude=()):
     if variant == "auto":
         variant = auto.choose(ctx, op, *auto.global_shape(ctx, op, a, b), a.dtype, exclude)
     v = registry.get(op, variant, ctx.backend)
-    if str(a.dtype).replace("torch.", "") not in v.dtypes:
-        raise TypeError(f"{op}/{variant} supports {', '.join(v.dtypes)}, not {a.dtype}")
+    allowed = v.dtypes_on(ctx.backend)
+    if str(a.dtype).replace("torch.", "") not in allowed:
+        note = f" ({v.cpu_note})" if ctx.backend == "cpu" and v.cpu_note else ""
+        raise TypeError(f"{op}/{variant} supports {', '.join(allowed)} on the {ctx.backend} backend, not "
+                        f"{a.dtype}{note}")
     if v.pattern == "baseline" and ctx.backend == "cuda" and ctx.ranks_per_device > 1:
         raise ValueError(f"{op}/{variant} needs one GPU per rank: NCCL and SymmetricMemory refuse two ranks on one "
                          f"device ({ctx.ranks_per_device} ranks share each GPU here)")

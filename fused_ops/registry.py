@@ -21,6 +21,11 @@ class Variant:
     run: callable
     backends: tuple = ("cpu", "cuda")
     dtypes: tuple = ("float16", "bfloat16", "float32")
+    cpu_dtypes: tuple = None  # narrower on the CPU backend (the interpreter's limits), with the reason below
+    cpu_note: str = ""
+
+    def dtypes_on(self, backend):
+        return self.cpu_dtypes if backend == "cpu" and self.cpu_dtypes is not None else self.dtypes
 
 
 @dataclass
@@ -37,12 +42,14 @@ def define_op(name, layout):
     OPS[name] = Op(name, layout)
 
 
-def register(op, name, pattern, summary, backends=("cpu", "cuda"), dtypes=("float16", "bfloat16", "float32")):
+def register(op, name, pattern, summary, backends=("cpu", "cuda"), dtypes=("float16", "bfloat16", "float32"),
+             cpu_dtypes=None, cpu_note=""):
     if pattern not in PATTERNS:
         raise ValueError(f"unknown pattern class {pattern!r}; known: {sorted(PATTERNS)}")
 
     def wrap(fn):
-        OPS[op].variants[name] = Variant(op, name, pattern, summary, fn, tuple(backends), tuple(dtypes))
+        OPS[op].variants[name] = Variant(op, name, pattern, summary, fn, tuple(backends), tuple(dtypes),
+                                         None if cpu_dtypes is None else tuple(cpu_dtypes), cpu_note)
         return fn
 
     return wrap
@@ -56,7 +63,7 @@ def list_variants(op, backend=None, dtype=None):
     """Variant names of `op`, optionally only those that run on `backend` and support `dtype` (e.g. "float16")."""
     variants = _op(op).variants.values()
     return [v.name for v in variants if (backend is None or backend in v.backends) and
-            (dtype is None or str(dtype).replace("torch.", "") in v.dtypes)]
+            (dtype is None or str(dtype).replace("torch.", "") in v.dtypes_on(backend))]
 
 
 def _op(op):

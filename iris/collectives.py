@@ -222,6 +222,9 @@ def all_reduce(ctx, tensor, op="sum", variant="auto", out=None, config=None, asy
     _check(ctx, "all_reduce", variant, op, {"tensor": tensor, "out": out}, heap)
     if out.shape != tensor.shape:
         raise ValueError(f"all_reduce: out has shape {tuple(out.shape)}, tensor {tuple(tensor.shape)}")
+    if variant == "atomic" and ctx.backend == "cpu" and tensor.dtype == torch.float16:
+        raise TypeError("all_reduce/atomic: float16 on the CPU backend is refused: the Triton interpreter's float16 "
+                        "atomic add is not atomic across rank processes (use float32, or another variant)")
     if variant == "atomic" and (op != "sum" or tensor.dtype not in (torch.float32, torch.float16, torch.bfloat16,
                                                                     torch.int32)):
         raise ValueError(f"all_reduce/atomic supports op='sum' on float32, float16, bfloat16 and int32 only (got "

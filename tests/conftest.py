@@ -33,8 +33,14 @@ class Ranks:
         return pool
 
     def run(self, fn, *args, timeout=600):
-        """fn(ctx, *args) on every rank; results by rank."""
-        return self.pool.run(_scoped, fn, args, timeout=timeout)
+        """fn(ctx, *args) on every rank; results by rank. After a failure the pool is dropped: its ranks may be out
+        of step (heap offsets, epochs), and one failing test must not fail the next ones."""
+        pool = self.pool
+        try:
+            return pool.run(_scoped, fn, args, timeout=timeout)
+        except iris.RankError:
+            pool.close()
+            raise
 
 
 @pytest.fixture(params=[2, 4], ids=lambda w: f"{w}ranks", scope="session")

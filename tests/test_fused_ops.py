@@ -106,6 +106,8 @@ def r_errors(ctx, case):
         "unsupported dtype": lambda: fused_ops.gemm_all_reduce(ctx, a.half(), b.half(),
                                                                ctx.zeros(8, 8, dtype=torch.float16),
                                                                variant="torch_symm_mem"),
+        "fp16 atomic on cpu": lambda: fused_ops.gemm_all_reduce(ctx, a.half(), b.half(),
+                                                                ctx.zeros(8, 8, dtype=torch.float16), variant="atomic"),
     }
     try:
         calls[case]()
@@ -128,11 +130,13 @@ ERRORS = {
     "bad block": ("ValueError", "power of two"),
     "bad sms": ("ValueError", "positive integer"),
     "cuda-only variant": ("ValueError", "runs on cuda only"),
-    "unsupported dtype": ("TypeError", "supports bfloat16, float32, not torch.float16"),
+    "unsupported dtype": ("TypeError", "supports bfloat16, float32 on the cuda backend, not torch.float16"),
+    "fp16 atomic on cpu": ("TypeError", "float16 atomic add is not atomic across rank processes"),
 }
 if iris.BACKEND == "cuda":
     ERRORS.pop("bf16 on cpu")
     ERRORS.pop("cuda-only variant")
+    ERRORS.pop("fp16 atomic on cpu")
 else:
     ERRORS.pop("unsupported dtype")  # the variant is refused as CUDA-only before its dtypes are looked at
 

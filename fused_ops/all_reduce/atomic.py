@@ -27,7 +27,9 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_
 
 
 @register("gemm_all_reduce", "atomic", "fused sequential", "zero C, barrier, persistent GEMM atomically adds each "
-                                                           "tile into every rank's C, barrier")
+                                                           "tile into every rank's C, barrier",
+          cpu_dtypes=("float32",), cpu_note="the Triton interpreter's float16 atomic add is not atomic across rank "
+                                            "processes")
 def run(p):
     c = p.c
     c.zero_()
