@@ -26,7 +26,8 @@ a wait. All waits are bounded (IRIS_WAIT_TIMEOUT_S) and report rank, program and
 
 all_reduce variants: "one_shot" (every rank pushes its block to every rank; each sums locally), "two_shot" (chunk c
 of the block is reduced at rank c, then pushed to everyone), "ring" (reduce-scatter then all-gather around the ring,
-2(w-1) steps of one chunk each), "atomic" (sum: atomic adds into every rank's inbox). Chunked variants split the
+2(w-1) steps of one chunk each), "atomic" (sum: atomic adds into every rank's inbox; not float16 on the CPU
+backend, whose interpreter does not make float16 atomic adds atomic across processes). Chunked variants split the
 block into world_size chunks of ceil(BLOCK / world_size) elements.
 """
 
