@@ -28,28 +28,25 @@ class Problem:
             defaults = dataclasses.replace(defaults, gemm_sms=defaults.gemm_sms - defaults.comm_sms)
         self.cfg = (config or _config.Config()).merged(defaults)
         _config.check(self.cfg, ctx, variant)
-        self.tma = self._tma_ok() if self.cfg.tma is None else (self._tma_layout() if self.cfg.tma else 0)
+        self.tma = self._tma_mode()
         if self.tma and ctx.backend == "cuda":
             # Scratch for device-side tensor descriptors. Set on every call: it is a context variable, and callers
             # such as torch's op checks run ops in contexts of their own.
             triton.set_allocator(_tma_allocator)
         self.num_tiles = triton.cdiv(m, self.cfg.block_m) * triton.cdiv(n, self.cfg.block_n)
 
-    def _tma_ok(self):
-        """0: pointer path; 1: TMA, B row-major; 2: TMA, B stored transposed (column-major, a weight's .t())."""
-        if self.ctx.backend != "cuda":
-            return 0
-        return self._tma_layout(strict=True)
-
-    def _tma_layout(self, strict=False):
+    def _tma_mode(self):
+        """0: pointer path; 1: TMA, B row-major; 2: TMA, B stored transposed (column-major, a weight's .t()).
+        config.tma forces TMA on or off; by default TMA where it is CUDA and the strides and alignment allow it."""
         a, b = self.a, self.b
         row = lambda t: t.stride(-1) == 1 and (t.stride(0) * t.element_size()) % 16 == 0  # noqa: E731
         col = lambda t: t.stride(0) == 1 and (t.stride(1) * t.element_size()) % 16 == 0  # noqa: E731
-        if strict and not (row(a) and a.data_ptr() % 16 == 0 and b.data_ptr() % 16 == 0):
+        b_mode = 1 if row(b) else 2 if col(b) else 0
+        if self.cfg.tma is not None:
+            return (b_mode or 1) if self.cfg.tma else 0
+        if self.ctx.backend != "cuda" or not (row(a) and a.data_ptr() % 16 == 0 and b.data_ptr() % 16 == 0):
             return 0
-        if row(b) or not strict and not col(b):
-            return 1
-        return 2 if col(b) else 0
+        return b_mode
 
     # --------------------------------------------------------------------------------------- launch arguments
     def gemm_args(self):

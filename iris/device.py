@@ -37,6 +37,18 @@ class DeviceWaitTimeout(RuntimeError):
     """A device-side wait gave up: names the rank, the program and the flag it was waiting on."""
 
 
+def raise_recorded_timeout(errors):
+    """Raise DeviceWaitTimeout from a heap error record (see `wait`) if it holds one, and clear it."""
+    rec = errors.tolist()
+    if rec[ERR_CODE] == 0:
+        return
+    errors.zero_()
+    raise DeviceWaitTimeout(
+        f"rank {rec[ERR_RANK]}, program {rec[ERR_PID]}: wait on the flag at heap offset {rec[ERR_OFFSET]} for a value "
+        f"{CMP_NAMES.get(rec[ERR_CMP], '?')} {rec[ERR_EXPECTED]} timed out after {WAIT_TIMEOUT_S:g} s (last seen "
+        f"{rec[ERR_OBSERVED]}); later waits of that kernel gave up at once, so its outputs are invalid")
+
+
 # ----------------------------------------------------------------------------------------------- translation
 
 

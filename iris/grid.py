@@ -27,7 +27,7 @@ import triton
 
 from . import _backend
 from . import device as _dev
-from .heap import ALIGNMENT, HeapExhausted
+from .heap import ALIGNMENT, _SymmetricHeap
 from .partition import Partitioned, Symmetric
 
 
@@ -60,7 +60,7 @@ class DeviceGroup:
                 raise ValueError(f"devices={devices}: expected at least one simulated device")
             self.devices = [torch.device("cpu")] * count
         self.num_devices = len(self.devices)
-        self.size, self.offset = heap_size, 0
+        self._bump = _SymmetricHeap(heap_size)  # one offset for all devices: the same bump allocation everywhere
         self.buffers = [self._aligned(heap_size, d) for d in self.devices]
         bases = [b.data_ptr() for b in self.buffers]
         self.heap_bases = [torch.tensor(bases, dtype=torch.int64, device=d) for d in self.devices]
@@ -89,13 +89,9 @@ class DeviceGroup:
     # ------------------------------------------------------------------------------------------ allocation
     def _allocate(self, shape, dtype):
         dtype = dtype or torch.float32
-        nbytes = max(1, int(torch.Size(shape).numel())) * torch.empty((), dtype=dtype).element_size()
-        start = -(-self.offset // ALIGNMENT) * ALIGNMENT
-        if start + nbytes > self.size:
-            raise HeapExhausted(f"device-group heap exhausted: requested {nbytes} bytes, {self.size - start} free "
-                                f"of {self.size} (pass a larger heap_size to iris.DeviceGroup)")
-        self.offset = start + nbytes
         n = int(torch.Size(shape).numel())
+        nbytes = max(1, n) * torch.empty((), dtype=dtype).element_size()
+        start = self._bump.allocate(nbytes)
         return [b[start:start + nbytes].view(dtype)[:n].view(shape) for b in self.buffers]
 
     def zeros(self, *shape, dtype=None):
@@ -139,13 +135,8 @@ class DeviceGroup:
         if self.backend == "cuda":
             for d in self.devices:
                 torch.cuda.synchronize(d)
-        for rank, err in enumerate(self._errors.shards):
-            rec = err.tolist()
-            if rec[_dev.ERR_CODE]:
-                err.zero_()
-                raise _dev.DeviceWaitTimeout(f"device {rank}: program {rec[_dev.ERR_PID]} timed out waiting on the "
-                                             f"flag at heap offset {rec[_dev.ERR_OFFSET]} (expected "
-                                             f"{rec[_dev.ERR_EXPECTED]}, last seen {rec[_dev.ERR_OBSERVED]})")
+        for err in self._errors.shards:  # the record's rank is the device's index (kernels get it as cur_rank)
+            _dev.raise_recorded_timeout(err)
 
 
 class Grid:

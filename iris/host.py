@@ -262,15 +262,7 @@ class Iris:
 
     def check_device_errors(self):
         """Raise DeviceWaitTimeout if a kernel of this rank gave up waiting on a flag (and clear the record)."""
-        rec = self._errors.tolist()
-        if rec[_dev.ERR_CODE] == 0:
-            return
-        self._errors.zero_()
-        raise _dev.DeviceWaitTimeout(
-            f"rank {rec[_dev.ERR_RANK]}, program {rec[_dev.ERR_PID]}: wait on the flag at heap offset "
-            f"{rec[_dev.ERR_OFFSET]} for a value {_dev.CMP_NAMES.get(rec[_dev.ERR_CMP], '?')} {rec[_dev.ERR_EXPECTED]} "
-            f"timed out after {_dev.WAIT_TIMEOUT_S:g} s (last seen {rec[_dev.ERR_OBSERVED]}); later waits of that "
-            f"kernel gave up at once, so its outputs are invalid")
+        _dev.raise_recorded_timeout(self._errors)
 
     def broadcast(self, value, source_rank=0):
         """`value` as held by `source_rank`, on every rank: tensors keep dtype and device, anything else is pickled."""

@@ -143,11 +143,6 @@ def _gather_kernel(SHARD, OUT, numel, size, shard_size, inner, cur_rank, heap_ba
     idx = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = idx < numel
     o = idx // (size * inner)
-    i = (idx // inner) % size
-    c = idx % inner
-    owner, local = owner_of(i, shard_size)
-    owner = tl.where(mask, owner, cur_rank)
-    elem: tl.constexpr = (SHARD.dtype.element_ty.primitive_bitwidth + 7) // 8
-    delta = (tl.load(heap_bases + owner) - tl.load(heap_bases + cur_rank)) // elem
-    src = SHARD + delta + (o * shard_size + local) * inner + c
+    i = (idx // inner) % size  # always a valid index, so masked lanes still name a real owner
+    src = global_ptr(SHARD + o * shard_size * inner + idx % inner, i, shard_size, inner, cur_rank, heap_bases)
     tl.store(OUT + idx, tl.load(src, mask=mask), mask=mask)

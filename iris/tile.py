@@ -98,6 +98,13 @@ def _wait_from(flags, region, e, src, cur_rank, world_size, heap_bases):
 
 
 @triton.jit
+def _receive(ws, flags, e, src, k, cur_rank, world_size, heap_bases, BLOCK: tl.constexpr):
+    """Slot k of this rank's inbox, once rank src has arrived in call e."""
+    _wait_from(flags, 0, e, src, cur_rank, world_size, heap_bases)
+    return _read(ws, e, k, world_size, BLOCK)
+
+
+@triton.jit
 def _finish(flags, e, cur_rank, world_size, heap_bases):
     """Tell every rank this rank is done reading its inbox for call e."""
     for i in range(world_size):
@@ -156,8 +163,7 @@ def _combine_arrived(x, ws, flags, e, cur_rank, world_size, heap_bases, OP: tl.c
     acc = _wide(x)
     for i in range(1, world_size):
         src = (cur_rank + i) % world_size
-        _wait_from(flags, 0, e, src, cur_rank, world_size, heap_bases)
-        acc = _combine(acc, _wide(_read(ws, e, src, world_size, BLOCK)), OP)
+        acc = _combine(acc, _wide(_receive(ws, flags, e, src, src, cur_rank, world_size, heap_bases, BLOCK)), OP)
     return acc.to(x.dtype)
 
 
@@ -205,7 +211,7 @@ def all_reduce(x, ws, flags, e, cur_rank, world_size, heap_bases, OP: tl.constex
             iris.atomic_add(_slot(ws, e, 0, world_size, BLOCK) + tl.arange(0, BLOCK), x, cur_rank, dst, heap_bases,
                             sem="relaxed", scope="sys")
             _arrive(flags, 0, e, dst, cur_rank, world_size, heap_bases)
-        for src in range(world_size):
+        for src in range(world_size):  # every rank's adds have landed
             _wait_from(flags, 0, e, src, cur_rank, world_size, heap_bases)
         out = _read(ws, e, 0, world_size, BLOCK)
         tl.store(_slot(ws, e, 0, world_size, BLOCK) + tl.arange(0, BLOCK), tl.zeros((BLOCK,), x.dtype))  # reuse
@@ -222,8 +228,8 @@ def all_gather(x, OUT, ws, flags, e, cur_rank, world_size, heap_bases):
     BLOCK: tl.constexpr = x.shape[0]
     _push_to_all(x, ws, flags, e, cur_rank, world_size, heap_bases, False)
     for src in range(world_size):
-        _wait_from(flags, 0, e, src, cur_rank, world_size, heap_bases)
-        tl.store(OUT + src * BLOCK + tl.arange(0, BLOCK), _read(ws, e, src, world_size, BLOCK))
+        got = _receive(ws, flags, e, src, src, cur_rank, world_size, heap_bases, BLOCK)
+        tl.store(OUT + src * BLOCK + tl.arange(0, BLOCK), got)
     _finish(flags, e, cur_rank, world_size, heap_bases)
 
 
@@ -250,8 +256,7 @@ def broadcast(x, root, ws, flags, e, cur_rank, world_size, heap_bases):
             _push(x, ws, flags, e, 0, dst, cur_rank, world_size, heap_bases, None)
             _arrive(flags, 0, e, dst, cur_rank, world_size, heap_bases)
     else:
-        _wait_from(flags, 0, e, root, cur_rank, world_size, heap_bases)
-        out = _read(ws, e, 0, world_size, BLOCK)
+        out = _receive(ws, flags, e, root, 0, cur_rank, world_size, heap_bases, BLOCK)
     _finish(flags, e, cur_rank, world_size, heap_bases)
     return out
 
@@ -267,8 +272,7 @@ def scatter(X, root, ws, flags, e, cur_rank, world_size, heap_bases, BLOCK: tl.c
             _arrive(flags, 0, e, dst, cur_rank, world_size, heap_bases)
         out = tl.load(X + cur_rank * BLOCK + tl.arange(0, BLOCK))
     else:
-        _wait_from(flags, 0, e, root, cur_rank, world_size, heap_bases)
-        out = _read(ws, e, 0, world_size, BLOCK)
+        out = _receive(ws, flags, e, root, 0, cur_rank, world_size, heap_bases, BLOCK)
     _finish(flags, e, cur_rank, world_size, heap_bases)
     return out
 
@@ -284,8 +288,8 @@ def gather(x, OUT, root, ws, flags, e, cur_rank, world_size, heap_bases):
         tl.store(OUT + cur_rank * BLOCK + tl.arange(0, BLOCK), x)
         for i in range(1, world_size):
             src = (cur_rank + i) % world_size
-            _wait_from(flags, 0, e, src, cur_rank, world_size, heap_bases)
-            tl.store(OUT + src * BLOCK + tl.arange(0, BLOCK), _read(ws, e, src, world_size, BLOCK))
+            got = _receive(ws, flags, e, src, src, cur_rank, world_size, heap_bases, BLOCK)
+            tl.store(OUT + src * BLOCK + tl.arange(0, BLOCK), got)
     _finish(flags, e, cur_rank, world_size, heap_bases)
 
 
@@ -311,8 +315,8 @@ def all_to_all(X, OUT, ws, flags, e, cur_rank, world_size, heap_bases, BLOCK: tl
               heap_bases, None)
         _arrive(flags, 0, e, dst, cur_rank, world_size, heap_bases)
     for src in range(world_size):
-        _wait_from(flags, 0, e, src, cur_rank, world_size, heap_bases)
-        tl.store(OUT + src * BLOCK + tl.arange(0, BLOCK), _read(ws, e, src, world_size, BLOCK))
+        got = _receive(ws, flags, e, src, src, cur_rank, world_size, heap_bases, BLOCK)
+        tl.store(OUT + src * BLOCK + tl.arange(0, BLOCK), got)
     _finish(flags, e, cur_rank, world_size, heap_bases)
 
 
@@ -326,7 +330,6 @@ def send(x, dst, ws, flags, e, cur_rank, world_size, heap_bases):
 @triton.jit
 def recv(src, ws, flags, e, cur_rank, world_size, heap_bases, BLOCK: tl.constexpr):
     """The block rank src sent with the same tile and epoch; then frees the slot (tells src it was consumed)."""
-    _wait_from(flags, 0, e, src, cur_rank, world_size, heap_bases)
-    out = _read(ws, e, src, world_size, BLOCK)
+    out = _receive(ws, flags, e, src, src, cur_rank, world_size, heap_bases, BLOCK)
     _arrive(flags, 2, e, src, cur_rank, world_size, heap_bases)
     return out
