@@ -1,7 +1,9 @@
 """Collectives from 4 KiB to 1 GiB: iris.collectives against NCCL and against PyTorch SymmetricMemory's one-shot and
 two-shot all-reduce, each timed eager and CUDA-graph-captured in the same harness (../shared/notes/peer-baselines.md:
 back-to-back calls between CUDA events; "graph" = the call captured 10x in one graph and replayed), bf16. Every
-variant's result is checked against NCCL's at every size. Writes <out>/collectives.csv and collectives.png.
+variant's result is checked against NCCL's at every size. Up to 1 MiB, our variants are also timed eager with launch
+replay off ("eager-noreplay": Triton's launch path on every call; ratios against the peers' eager times). Writes
+<out>/collectives.csv and collectives.png.
 
     python benchmarks/collectives.py --out results [--max-bytes 1073741824]
 """
@@ -100,7 +102,10 @@ def cases(ctx, name, nbytes, dtype):
     if name == "all_gather":
         x, y = ctx.randn(n // w, dtype=dtype), ctx.zeros(n, dtype=dtype)
         yn = torch.empty(n, dtype=dtype, device=dev)
-        out.append(("iris", lambda: coll.all_gather(ctx, y, x), y))
+        if nbytes <= 16 << 20:  # push: inboxes of 8 * world * slice elements, a latency variant
+            yp = ctx.zeros(n, dtype=dtype)
+            out.append(("push", lambda: coll.all_gather(ctx, yp, x, variant="push"), yp))
+        out.append(("direct", lambda: coll.all_gather(ctx, y, x, variant="direct"), y))
         out.append(("nccl", lambda: all_gather_single(yn, x), yn))
         return x, out
     x, y = ctx.randn(n, dtype=dtype), ctx.zeros(n // w, dtype=dtype)  # reduce_scatter
@@ -130,16 +135,22 @@ def bench(ctx, names, sizes, stamp):
                     errs[v] = ((got - ref.double()).norm() / ref.double().norm().clamp_min(1e-30)).item()
                 modes = ("eager", "graph") if ctx.backend == "cuda" else ("eager",)
                 times = {(v, mode): measure(ctx, fn, mode) for v, fn, _ in variants for mode in modes}
+                if ctx.backend == "cuda" and nbytes <= 1 << 20:  # what launch replay buys: the same calls without it
+                    ctx.replay.enabled = False
+                    times.update({(v, "eager-noreplay"): measure(ctx, fn, "eager") for v, fn, _ in variants
+                                  if v not in PEER_VARIANTS})
+                    ctx.replay.enabled = True
             for (v, mode), t in times.items():
-                peers = [times[(p, mode)] for p in PEER_VARIANTS if (p, mode) in times]
+                peer_mode = "eager" if mode == "eager-noreplay" else mode
+                peers = [times[(p, peer_mode)] for p in PEER_VARIANTS if (p, peer_mode) in times]
                 algbw = nbytes / t / 1e3
                 rows.append(dict(collective=name, variant=v, mode=mode, bytes=nbytes, time_us=t,
-                                 nccl_time_us=times[("nccl", mode)], best_peer_time_us=min(peers),
-                                 speedup_vs_nccl=times[("nccl", mode)] / t, speedup_vs_best_peer=min(peers) / t,
+                                 nccl_time_us=times[("nccl", peer_mode)], best_peer_time_us=min(peers),
+                                 speedup_vs_nccl=times[("nccl", peer_mode)] / t, speedup_vs_best_peer=min(peers) / t,
                                  busbw_gbps=algbw * BUS_FACTOR[name](w), rel_error_vs_nccl=errs[v],
                                  correct=errs[v] < 1e-2, world_size=w, dtype="bfloat16", **stamp))
             if ctx.get_rank() == 0:
-                for mode in modes:
+                for mode in dict.fromkeys(m for _, m in times):
                     line = "  ".join(f"{r['variant']}={r['time_us']:.1f}" for r in rows
                                      if r["collective"] == name and r["bytes"] == nbytes and r["mode"] == mode)
                     print(f"{name:14s} {nbytes:>11d} B {mode:5s}: {line}", flush=True)
@@ -171,9 +182,11 @@ def plot(df, path):
     fig, axes = plt.subplots(2, len(names), figsize=(6 * len(names), 8), squeeze=False)
     for j, name in enumerate(names):
         d = df[df.collective == name]
-        for mode, style in (("eager", "--"), ("graph", "-")):
+        for mode, style in (("eager", "--"), ("graph", "-"), ("eager-noreplay", ":")):
             for v in dict.fromkeys(d.variant):
                 s = d[(d.variant == v) & (d["mode"] == mode)]
+                if s.empty:
+                    continue
                 axes[0, j].plot(s.bytes, s.time_us, style, marker="o", ms=3, label=f"{v} ({mode})")
                 if v not in PEER_VARIANTS:
                     axes[1, j].plot(s.bytes, s.speedup_vs_best_peer, style, marker="o", ms=3, label=f"{v} ({mode})")

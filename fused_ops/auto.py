@@ -23,6 +23,7 @@ DEFAULT = {"gemm_all_scatter": "fused_sequential", "gemm_all_reduce": "one_shot"
 TABLE = os.path.join(os.path.dirname(__file__), "tuned.csv")
 _table = None
 _tuned = {}  # (op, m, n, k, dtype, world, backend) -> variant name, from tune()
+_picked = {}  # the table's pick per call signature (a lookup per call costs more than the small calls it picks for)
 
 
 def _load():
@@ -65,10 +66,15 @@ def choose(ctx, op, m, n, k, dtype, exclude=()):
     key = (op, m, n, k, dtype, ctx.get_num_ranks(), ctx.backend)
     if _tuned.get(key) not in (None, *exclude):
         return _tuned[key]
-    for name in ranking(ctx, op, m, n, k, dtype):
-        if name in registry.OPS[op].variants and name not in exclude and _runnable(ctx, op, name, dtype):
-            return name
-    return DEFAULT[op]
+    if _picked.get("table") is not _load():  # a new table (tests swap it) invalidates the picks
+        _picked.clear()
+        _picked["table"] = _load()
+    picked = _picked.get((key, exclude, ctx.ranks_per_device))
+    if picked is None:
+        picked = next((name for name in ranking(ctx, op, m, n, k, dtype) if name in registry.OPS[op].variants and
+                       name not in exclude and _runnable(ctx, op, name, dtype)), DEFAULT[op])
+        _picked[(key, exclude, ctx.ranks_per_device)] = picked
+    return picked
 
 
 def tune(ctx, op, a, b, c, variants=None, iters=10, **kwargs):

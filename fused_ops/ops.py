@@ -20,10 +20,13 @@ variant measured for the nearest shape on this GPU model, or one measured by `fu
 tile sizes, the GEMM/communication SM split, stages and warps. Every rank must make the same calls with the same
 shapes: workspaces are allocated collectively on first use and reused afterwards. Variants that write into peers'
 outputs start with a device barrier (every rank has finished with the previous call's output) and end with one
-(this rank's output is complete when the call's stream work is).
+(this rank's output is complete when the call's stream work is). On GPUs, a call repeated on the same operands
+(addresses, shapes, strides) replays a CUDA graph of its launches (iris/replay.py; IRIS_REPLAY=0 turns that off).
 """
 
 import torch
+
+from iris.replay import tensor_key
 
 from . import auto, registry
 from .problem import DTYPES, Problem
@@ -79,13 +82,22 @@ def _variant(ctx, op, variant, a, b, c, heap_output=True, exclude=()):
     return v
 
 
+def _run(ctx, v, config, make, *tensors):
+    """v.run(make()), replayed from a captured graph when these operands were seen before (iris/replay.py): one
+    graph launch instead of the host work and the 2-5 Triton launches of a call. Baselines run as users run them."""
+    if v.pattern == "baseline" or ctx.tracer is not None:
+        return v.run(make())
+    key = (v.op, v.name, config, *map(tensor_key, tensors))
+    ctx.replay(key, lambda: v.run(make()))
+
+
 def gemm_all_scatter(ctx, a, b, c, variant="auto", config=None):
     v = _variant(ctx, "gemm_all_scatter", variant, a, b, c)
     m, n_local, world = a.shape[0], b.shape[1], ctx.get_num_ranks()
     if tuple(c.shape) != (m, n_local * world):
         raise ValueError(f"gemm_all_scatter: c must be M x N = {m} x {n_local * world} (b holds N/world = {n_local} "
                          f"columns on each of {world} ranks), got {tuple(c.shape)}")
-    v.run(Problem(ctx, "gemm_all_scatter", v, a, b, c, m, n_local, a.shape[1], config))
+    _run(ctx, v, config, lambda: Problem(ctx, "gemm_all_scatter", v, a, b, c, m, n_local, a.shape[1], config), a, b, c)
     return c
 
 
@@ -94,7 +106,7 @@ def gemm_all_reduce(ctx, a, b, c, variant="auto", config=None):
     m, n = a.shape[0], b.shape[1]
     if tuple(c.shape) != (m, n):
         raise ValueError(f"gemm_all_reduce: c must be M x N = {m} x {n}, got {tuple(c.shape)}")
-    v.run(Problem(ctx, "gemm_all_reduce", v, a, b, c, m, n, a.shape[1], config))
+    _run(ctx, v, config, lambda: Problem(ctx, "gemm_all_reduce", v, a, b, c, m, n, a.shape[1], config), a, b, c)
     return c
 
 
@@ -115,10 +127,11 @@ def all_gather_gemm(ctx, a, b, c, variant="auto", config=None, a_gathered=None):
                              f"{tuple(a_gathered.shape)} {a_gathered.dtype}")
     if not a.is_contiguous():
         raise ValueError("all_gather_gemm: a must be contiguous (its rows are copied and read by peers)")
-    p = Problem(ctx, "all_gather_gemm", v, a, b, c, m, n_local, k, config, m_local=m_local, a_gathered=a_gathered)
-    v.run(p)
+    make = lambda: Problem(ctx, "all_gather_gemm", v, a, b, c, m, n_local, k, config, m_local=m_local,  # noqa: E731
+                           a_gathered=a_gathered)
+    _run(ctx, v, config, make, a, b, c, a_gathered)
     if a_gathered is not None and v.pattern != "baseline" and not ctx.is_symmetric(a_gathered):
-        a_gathered.copy_(p.gathered_buffer())
+        a_gathered.copy_(make().gathered_buffer())
     return c
 
 
@@ -130,5 +143,6 @@ def gemm_reduce_scatter(ctx, a, b, c, variant="auto", config=None):
         raise ValueError(f"gemm_reduce_scatter: M={m} must be divisible by the world size {world}")
     if tuple(c.shape) != (m // world, n):
         raise ValueError(f"gemm_reduce_scatter: c must be M/world x N = {m // world} x {n}, got {tuple(c.shape)}")
-    v.run(Problem(ctx, "gemm_reduce_scatter", v, a, b, c, m, n, a.shape[1], config, m_local=m // world))
+    _run(ctx, v, config, lambda: Problem(ctx, "gemm_reduce_scatter", v, a, b, c, m, n, a.shape[1], config,
+                                         m_local=m // world), a, b, c)
     return c

@@ -23,14 +23,17 @@ Variants of all_reduce:
 - "atomic": sum only; every rank atomically adds its blocks into every rank's buffer.
 - "nccl": torch.distributed.
 - "auto": push up to 1 MiB; above that one_shot, or nccl for a tensor that is not on the heap.
+all_gather: "push" (through inboxes like all_reduce's push; the output may live anywhere) or "direct" (after the
+entry barrier every rank stores its slice into every rank's output); "auto" pushes up to 1 MiB of output.
 The other collectives have one kernel each, or "nccl".
 
 Inputs that peers read (all_reduce's x for one_shot/two_shot/atomic, reduce_scatter's x, broadcast's source) and
-outputs that peers write (all_gather's and all_to_all's out) must be on the heap. Other tensors may live anywhere. Every rank makes the same
+outputs that peers write (all_gather's "direct" and all_to_all's out) must be on the heap. Other tensors may live anywhere. Every rank makes the same
 calls with the same sizes. Collectives run on the current stream; async_op=True runs them on a side stream and
 returns a handle whose wait() makes the current stream wait. At most one async collective per context may be in
 flight at a time. The first call for a size creates its workspace, which needs a host barrier; make that call
-before capturing a CUDA graph.
+before capturing a CUDA graph. Repeated eager calls on the same tensors replay a captured launch (iris/replay.py):
+a few µs of host time instead of Triton's launch path.
 """
 
 from dataclasses import dataclass
@@ -43,9 +46,11 @@ import triton.language as tl
 from . import device as iris
 from . import tile
 from .distributed import all_gather_single
+from .replay import tensor_key
 
 OPS = ("sum", "max", "min")
-VARIANTS = {"all_reduce": ("auto", "push", "ring", "one_shot", "two_shot", "atomic", "nccl"), "all_gather": ("auto", "nccl"),
+VARIANTS = {"all_reduce": ("auto", "push", "ring", "one_shot", "two_shot", "atomic", "nccl"),
+            "all_gather": ("auto", "push", "direct", "nccl"),
             "reduce_scatter": ("auto", "nccl"), "all_to_all": ("auto", "nccl"), "broadcast": ("auto", "nccl")}
 PUSH_MAX_BYTES = 1 << 20  # "auto": push (latency) up to here, one_shot (pull, no staging) above
 
@@ -130,16 +135,19 @@ def collective_kernel(X, Y, S, n, root, FLAGS, EPOCHS, cur_rank, world_size, hea
 
 
 @triton.jit
-def tile_all_reduce_kernel(X, Y, n, WS, FLAGS, EPOCHS, cur_rank, world_size, heap_bases, OP: tl.constexpr,
-                           VARIANT: tl.constexpr, BLOCK: tl.constexpr):
-    """One tile per program through iris.tile: values travel through the receivers' inboxes, so there is no entry
-    or exit barrier and no input or output needs to be on the heap."""
+def tile_collective_kernel(X, Y, n, WS, FLAGS, EPOCHS, cur_rank, world_size, heap_bases, KIND: tl.constexpr,
+                           OP: tl.constexpr, VARIANT: tl.constexpr, BLOCK: tl.constexpr):
+    """One tile of X (n elements) per program through iris.tile: values travel through the receivers' inboxes, so
+    there is no entry or exit barrier and no input or output needs to be on the heap."""
     t = tl.program_id(0)
     ws, flags, e = tile.begin(WS, FLAGS, EPOCHS, t, world_size, BLOCK)
     offs = t * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
     x = tl.load(X + offs, mask=m, other=0)
-    tl.store(Y + offs, tile.all_reduce(x, ws, flags, e, cur_rank, world_size, heap_bases, OP, VARIANT), mask=m)
+    if KIND == "all_gather":  # Y: world slices of n elements
+        tile.all_gather_strided(x, Y + t * BLOCK, n, m, ws, flags, e, cur_rank, world_size, heap_bases)
+    else:
+        tl.store(Y + offs, tile.all_reduce(x, ws, flags, e, cur_rank, world_size, heap_bases, OP, VARIANT), mask=m)
     tile.end(EPOCHS, t, e)
 
 
@@ -181,7 +189,10 @@ def _launch(ctx, kind, x, y, n, op="sum", staged=False, root=0, config=None, asy
     s = scratch if scratch is not None else y
     args = (x, y, s, n, root, ws["flags"], ws["epochs"], ctx.get_rank(), ctx.get_num_ranks(), ctx.get_heap_bases())
     meta = dict(KIND=kind, OP=op, STAGED=staged, ACC=acc, BLOCK=block, num_warps=4 if block <= 2048 else 8)
-    return _on_stream(ctx, lambda: collective_kernel[(programs,)](*args, **meta), (x, y), async_op)
+    key = ("collective", kind, tensor_key(x), tensor_key(y), tensor_key(s), n, root, op, staged, block, programs,
+           async_op)
+    return _on_stream(ctx, lambda: ctx.replay(key, lambda: collective_kernel[(programs,)](*args, **meta)), (x, y),
+                      async_op)
 
 
 def _check(ctx, name, variant, op, tensors, heap):
@@ -236,7 +247,9 @@ def all_reduce(ctx, tensor, op="sum", variant="auto", out=None, config=None, asy
         return work if async_op else out
     n = tensor.numel()
     if variant in ("push", "ring"):
-        return _tile_all_reduce(ctx, tensor, out, op, "one_shot" if variant == "push" else "ring", config, async_op)
+        work = _tile_launch(ctx, "all_reduce", tensor, out, op, "one_shot" if variant == "push" else "ring", config,
+                            async_op)
+        return work if async_op else out
     if variant == "one_shot":
         staged = out.data_ptr() == tensor.data_ptr()  # in place: peers still read what we would overwrite
     else:
@@ -247,16 +260,20 @@ def all_reduce(ctx, tensor, op="sum", variant="auto", out=None, config=None, asy
     return work if async_op else out
 
 
-def _tile_all_reduce(ctx, tensor, out, op, variant, config, async_op):
+def _tile_launch(ctx, kind, tensor, out, op, variant, config, async_op):
+    """tile_collective_kernel over `tensor`, one program per block; returns a Work with async_op, else None."""
     cfg = config or CollConfig()
     block = cfg.block or (256 if ctx.backend == "cpu" else 2048)
+    if block < 16 or block & (block - 1):
+        raise ValueError(f"config.block={block}: expected a power of two >= 16")
     tiles = triton.cdiv(max(tensor.numel(), 1), block)
     ws = ctx.workspace(("collectives", "tiles", "async" if async_op else "sync", tiles, block, tensor.dtype),
                        lambda c: tile.Workspace(c, tiles, block, tensor.dtype))
     args = (tensor, out, tensor.numel(), *ws.args(), ctx.get_rank(), ctx.get_num_ranks(), ctx.get_heap_bases())
-    meta = dict(OP=op, VARIANT=variant, BLOCK=block, num_warps=4)
-    return _on_stream(ctx, lambda: tile_all_reduce_kernel[(tiles,)](*args, **meta), (tensor, out), async_op) or \
-        (None if async_op else out)
+    meta = dict(KIND=kind, OP=op, VARIANT=variant, BLOCK=block, num_warps=4)
+    key = ("tile", kind, tensor_key(tensor), tensor_key(out), op, variant, block, async_op)
+    launch = lambda: ctx.replay(key, lambda: tile_collective_kernel[(tiles,)](*args, **meta))  # noqa: E731
+    return _on_stream(ctx, launch, (tensor, out), async_op)
 
 
 def _on_stream(ctx, launch, tensors, async_op):
@@ -282,16 +299,23 @@ def _overlaps(a, b):
 
 
 def all_gather(ctx, output, input, variant="auto", config=None, async_op=False):
-    """output (world * input.numel() elements, on the heap) <- every rank's input, rank r's at slice r."""
-    _check(ctx, "all_gather", variant, "sum", {"output": output, "input": input}, {"output": "write into"})
+    """output (world * input.numel() elements) <- every rank's input, rank r's at slice r. "direct": peers store
+    into `output`, which must be on the heap; "push": through inboxes (output anywhere; the latency variant)."""
     w = ctx.get_num_ranks()
+    if variant == "auto" and isinstance(input, torch.Tensor):
+        variant = "push" if input.numel() * input.element_size() * w <= PUSH_MAX_BYTES else "direct"
+    _check(ctx, "all_gather", variant, "sum", {"output": output, "input": input},
+           {"output": "write into"} if variant == "direct" else {})
     if output.numel() != w * input.numel():
         raise ValueError(f"all_gather: output has {output.numel()} elements, expected world * input = {w} * "
                          f"{input.numel()}")
     if variant == "nccl":
         work = all_gather_single(output.view(-1), input.reshape(-1), async_op=async_op)
         return work if async_op else output
-    work = _launch(ctx, "all_gather", input, output, input.numel(), config=config, async_op=async_op)
+    if variant == "push":
+        work = _tile_launch(ctx, "all_gather", input, output, "sum", "one_shot", config, async_op)
+    else:
+        work = _launch(ctx, "all_gather", input, output, input.numel(), config=config, async_op=async_op)
     return work if async_op else output
 
 

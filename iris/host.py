@@ -13,7 +13,7 @@ import torch.distributed as dist
 import triton
 import triton.language as tl
 
-from . import _backend, device as _dev, distributed
+from . import _backend, device as _dev, distributed, replay as _replay
 from .heap import CudaHeap, ShmHeap
 from .logging import logger, set_rank
 
@@ -85,6 +85,7 @@ class Iris:
         self._closed = False
         self._workspaces = {}
         self.tracer = None  # an active iris.Tracer: catalog kernels record events into it
+        self.replay = _replay.ReplayCache(_replay.ENABLED and use_cuda)  # eager calls replay captured launches
         _live.add(self)
         self.handle = next(_handles)
         _by_handle[self.handle] = self
@@ -230,6 +231,7 @@ class Iris:
         mark = self.heap.offset
         yield self
         self.barrier()
+        self.replay.clear()  # captured launches may point into what is released here
         self.heap.offset = mark
         self._workspaces = {k: v for k, v in self._workspaces.items() if v[0] < mark}
 
@@ -284,6 +286,7 @@ class Iris:
         if self._closed:
             return
         self.barrier()
+        self.replay.clear()
         self.heap.close_peers()
         dist.barrier()
         self.heap.free()

@@ -21,7 +21,8 @@ Workspace and ordering, for every collective: values travel through the receiver
 double-buffered by epoch parity. A sender first waits, locally, until the receiver has reported finishing call
 e - 2, the last user of that half (almost always already true, so it costs nothing). It stores the data, then sets
 an arrival flag to e with release semantics, and the receiver waits for it with acquire semantics. At the end each
-rank reports "finished e" to every rank. Flags only grow, so nothing is re-zeroed and a stale flag never satisfies
+rank reports "finished e" to every peer. A rank's own part never goes through its inbox (it is used in place), so
+the one-shot all-reduce of 2 ranks costs one remote store, two flag writes and one wait per call. Flags only grow, so nothing is re-zeroed and a stale flag never satisfies
 a wait. All waits are bounded (IRIS_WAIT_TIMEOUT_S) and report rank, program and flag.
 
 all_reduce variants: "one_shot" (every rank pushes its block to every rank; each sums locally), "two_shot" (chunk c
@@ -80,9 +81,11 @@ def _slot(ws, e, k, world_size, BLOCK: tl.constexpr):
 
 @triton.jit
 def _push(val, ws, flags, e, k, dst, cur_rank, world_size, heap_bases, mask):
-    """val into slot k of dst's inbox, once dst has finished call e - 2 (the last user of that half)."""
+    """val into slot k of dst's inbox, once dst has finished call e - 2 (the last user of that half). A rank's own
+    inbox needs no such wait: its reads of call e - 2 came earlier in program (or stream) order."""
     BLOCK: tl.constexpr = val.shape[0]
-    iris.wait(flags + 2 * world_size + dst, e - 2, cur_rank, heap_bases, cmp="ge")
+    if dst != cur_rank:
+        iris.wait(flags + 2 * world_size + dst, e - 2, cur_rank, heap_bases, cmp="ge")
     iris.store(_slot(ws, e, k, world_size, BLOCK) + tl.arange(0, BLOCK), val, cur_rank, dst, heap_bases, mask=mask)
 
 
@@ -106,8 +109,8 @@ def _receive(ws, flags, e, src, k, cur_rank, world_size, heap_bases, BLOCK: tl.c
 
 @triton.jit
 def _finish(flags, e, cur_rank, world_size, heap_bases):
-    """Tell every rank this rank is done reading its inbox for call e."""
-    for i in range(world_size):
+    """Tell every peer this rank is done reading its inbox for call e (only peers wait for that)."""
+    for i in range(1, world_size):
         _arrive(flags, 2, e, (cur_rank + i) % world_size, cur_rank, world_size, heap_bases)
 
 
@@ -145,9 +148,10 @@ def _chunk_of(world_size, BLOCK: tl.constexpr):
 
 @triton.jit
 def _push_to_all(x, ws, flags, e, cur_rank, world_size, heap_bases, CHUNKED: tl.constexpr):
-    """x (or, CHUNKED, only chunk c of x for rank c) into slot `cur_rank` of every rank's inbox, with arrivals."""
+    """x (or, CHUNKED, only chunk c of x for rank c) into slot `cur_rank` of every peer's inbox, with arrivals (a
+    rank's own part never travels: callers use x)."""
     BLOCK: tl.constexpr = x.shape[0]
-    for i in range(world_size):
+    for i in range(1, world_size):
         dst = (cur_rank + i) % world_size
         if CHUNKED:
             _push(x, ws, flags, e, cur_rank, dst, cur_rank, world_size, heap_bases, _chunk_of(world_size, BLOCK) == dst)
@@ -177,7 +181,7 @@ def all_reduce(x, ws, flags, e, cur_rank, world_size, heap_bases, OP: tl.constex
         chunk = _chunk_of(world_size, BLOCK)
         _push_to_all(x, ws, flags, e, cur_rank, world_size, heap_bases, True)  # chunk c to rank c
         acc = _combine_arrived(x, ws, flags, e, cur_rank, world_size, heap_bases, OP)
-        for i in range(world_size):  # my reduced chunk to everyone (phase 2, slot = world + my rank)
+        for i in range(1, world_size):  # my reduced chunk to every peer (phase 2, slot = world + my rank)
             dst = (cur_rank + i) % world_size
             iris.store(_slot(ws, e, world_size + cur_rank, world_size, BLOCK) + tl.arange(0, BLOCK), acc, cur_rank,
                        dst, heap_bases, mask=chunk == cur_rank)
@@ -207,7 +211,8 @@ def all_reduce(x, ws, flags, e, cur_rank, world_size, heap_bases, OP: tl.constex
     elif VARIANT == "atomic":
         for i in range(world_size):
             dst = (cur_rank + i) % world_size
-            iris.wait(flags + 2 * world_size + dst, e - 2, cur_rank, heap_bases, cmp="ge")
+            if dst != cur_rank:
+                iris.wait(flags + 2 * world_size + dst, e - 2, cur_rank, heap_bases, cmp="ge")
             iris.atomic_add(_slot(ws, e, 0, world_size, BLOCK) + tl.arange(0, BLOCK), x, cur_rank, dst, heap_bases,
                             sem="relaxed", scope="sys")
             _arrive(flags, 0, e, dst, cur_rank, world_size, heap_bases)
@@ -225,11 +230,20 @@ def all_reduce(x, ws, flags, e, cur_rank, world_size, heap_bases, OP: tl.constex
 @triton.jit
 def all_gather(x, OUT, ws, flags, e, cur_rank, world_size, heap_bases):
     """OUT[r * BLOCK:(r + 1) * BLOCK] (local memory) <- rank r's x, for every r."""
+    all_gather_strided(x, OUT, x.shape[0], None, ws, flags, e, cur_rank, world_size, heap_bases)
+
+
+@triton.jit
+def all_gather_strided(x, OUT, stride, mask, ws, flags, e, cur_rank, world_size, heap_bases):
+    """OUT + r * stride + [0, BLOCK) (local memory; where `mask`) <- rank r's x, for every r: a tile of a larger
+    all-gather whose rank slices are `stride` elements apart."""
     BLOCK: tl.constexpr = x.shape[0]
+    tl.store(OUT + cur_rank * stride + tl.arange(0, BLOCK), x, mask=mask)
     _push_to_all(x, ws, flags, e, cur_rank, world_size, heap_bases, False)
-    for src in range(world_size):
+    for i in range(1, world_size):
+        src = (cur_rank + i) % world_size
         got = _receive(ws, flags, e, src, src, cur_rank, world_size, heap_bases, BLOCK)
-        tl.store(OUT + src * BLOCK + tl.arange(0, BLOCK), got)
+        tl.store(OUT + src * stride + tl.arange(0, BLOCK), got, mask=mask)
     _finish(flags, e, cur_rank, world_size, heap_bases)
 
 
@@ -309,12 +323,14 @@ def reduce(x, root, ws, flags, e, cur_rank, world_size, heap_bases, OP: tl.const
 @triton.jit
 def all_to_all(X, OUT, ws, flags, e, cur_rank, world_size, heap_bases, BLOCK: tl.constexpr):
     """Block c of X (world * BLOCK, local) goes to rank c; OUT block r (local) <- rank r's block for this rank."""
-    for i in range(world_size):
+    tl.store(OUT + cur_rank * BLOCK + tl.arange(0, BLOCK), tl.load(X + cur_rank * BLOCK + tl.arange(0, BLOCK)))
+    for i in range(1, world_size):
         dst = (cur_rank + i) % world_size
         _push(tl.load(X + dst * BLOCK + tl.arange(0, BLOCK)), ws, flags, e, cur_rank, dst, cur_rank, world_size,
               heap_bases, None)
         _arrive(flags, 0, e, dst, cur_rank, world_size, heap_bases)
-    for src in range(world_size):
+    for i in range(1, world_size):
+        src = (cur_rank + i) % world_size
         got = _receive(ws, flags, e, src, src, cur_rank, world_size, heap_bases, BLOCK)
         tl.store(OUT + src * BLOCK + tl.arange(0, BLOCK), got)
     _finish(flags, e, cur_rank, world_size, heap_bases)

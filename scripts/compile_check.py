@@ -139,8 +139,10 @@ def _collectives():
     kinds = ["one_shot", "two_shot", "atomic", "all_gather", "reduce_scatter", "all_to_all", "broadcast"]
     return [("iris.collectives", "collective_kernel", auto_signature("iris.collectives", "collective_kernel"),
              [dict(base, KIND=k) for k in kinds] + [dict(base, KIND="one_shot", STAGED=True, OP="max")]),
-            ("iris.collectives", "tile_all_reduce_kernel", auto_signature("iris.collectives", "tile_all_reduce_kernel"),
-             [{"OP": "sum", "VARIANT": v, "BLOCK": 2048} for v in ("one_shot", "two_shot", "ring", "atomic")])]
+            ("iris.collectives", "tile_collective_kernel", auto_signature("iris.collectives", "tile_collective_kernel"),
+             [{"KIND": "all_reduce", "OP": "sum", "VARIANT": v, "BLOCK": 2048}
+              for v in ("one_shot", "two_shot", "ring", "atomic")] +
+             [{"KIND": "all_gather", "OP": "sum", "VARIANT": "one_shot", "BLOCK": 2048}])]
 
 
 EXTRA += _collectives()

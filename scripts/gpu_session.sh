@@ -36,7 +36,14 @@ for stage in "$@"; do
     sweep4)  run sweep4.log timeout ${SWEEP_TIMEOUT:-200} python3 -m taxonomy sweep -r 4 --out "$OUT/w4" --iters 8 \
                --warmup 2 ;;
     colltests) run pytest_collectives_cuda.log timeout 240 python3 -m pytest -q tests/test_collectives.py tests/test_tile.py ;;
-    coll)    run collectives.log timeout 400 python3 benchmarks/collectives.py --out "$OUT" ;;
+    replay)  run pytest_cuda_session3.log timeout ${TEST_TIMEOUT:-240} python3 -m pytest -q tests/test_replay.py \
+               tests/test_collectives.py tests/test_tile.py tests/test_torch_ops.py tests/test_auto.py ;;
+    sweepE)  run sweep_eager.log timeout ${SWEEP_TIMEOUT:-580} python3 -m taxonomy sweep --out "$OUT/eager" \
+               --iters ${ITERS:-8} --warmup 2 --timing eager ${SWEEP_ARGS:-} ;;
+    sweepG)  run sweep_graph.log timeout ${SWEEP_TIMEOUT:-580} python3 -m taxonomy sweep --out "$OUT/graph" \
+               --iters ${ITERS:-8} --warmup 2 --timing graph ${SWEEP_ARGS:-} ;;
+    coll)    run collectives.log timeout ${COLL_TIMEOUT:-400} python3 benchmarks/collectives.py --out "$OUT" \
+               ${COLL_ARGS:-} ;;
     *) echo "unknown stage $stage"; status=1 ;;
   esac
 done

@@ -1,8 +1,12 @@
-"""Timing harness, run on every rank. One timed call = host barrier, start event, the op, end event; each rank
-takes the median over iterations and the row reports the max over ranks (the op is done when the slowest rank is).
-Inputs rotate among three sets and, on GPUs, a 256 MiB buffer is rewritten before each call, so L2 never holds
-the operands at the start of a timed call. torch.matmul alone and the library collective alone are timed in the
-same run, giving every row its overlap limit max(t_gemm, t_comm) and its no-overlap sum."""
+"""Timing harness, run on every rank; each rank takes the median over iterations and the row reports the max over
+ranks (the op is done when the slowest rank is). Two timings, the same for every variant and baseline of a run:
+- "eager": one timed call = host barrier, L2 flush (a 256 MiB buffer rewritten), start event, the op, end event.
+  Host launch cost and the ranks' launch skew are part of the time, as in a training step run eagerly.
+- "graph": ROTATE calls captured in one CUDA graph, replayed back to back; a sample is one replay's events divided
+  by ROTATE. GPU time only: what a captured step (or a host that runs far enough ahead) sees.
+Inputs rotate among three sets, so no call starts with its operands in L2 from the previous one. torch.matmul alone
+and the library collective alone are timed the same way in the same run, giving every row its overlap limit
+max(t_gemm, t_comm) and its no-overlap sum."""
 
 import statistics
 import time
@@ -18,15 +22,43 @@ PEERS = ("torch_nccl", "torch_symm_mem", "torch_async_tp")
 ROTATE = 3
 
 
+TIMINGS = ("eager", "graph")
+
+
 class Timer:
-    def __init__(self, ctx):
-        self.ctx, self.cuda = ctx, ctx.backend == "cuda"
+    def __init__(self, ctx, timing="eager"):
+        if timing not in TIMINGS:
+            raise ValueError(f"timing={timing!r}: expected one of {', '.join(TIMINGS)}")
+        self.ctx, self.cuda, self.timing = ctx, ctx.backend == "cuda", timing
         self.flush = torch.empty(64 << 20, dtype=torch.int32, device=ctx.get_device()) if self.cuda else None
 
     def __call__(self, fn, iters, warmup):
         """Max over ranks of each rank's median time of fn(i) in microseconds."""
         for i in range(warmup):
             fn(i)
+        samples = self._graph(fn, iters) if self.timing == "graph" and self.cuda else self._eager(fn, iters)
+        self.ctx.barrier()
+        medians = [None] * self.ctx.get_num_ranks()
+        dist.all_gather_object(medians, statistics.median(samples))
+        return max(medians)
+
+    def _graph(self, fn, iters):
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for i in range(ROTATE):
+                fn(i)
+        graph.replay()
+        self.ctx.barrier()
+        events = [torch.cuda.Event(enable_timing=True) for _ in range(max(2, -(-iters // ROTATE)) + 1)]
+        events[0].record()
+        for e in events[1:]:
+            graph.replay()
+            e.record()
+        events[-1].synchronize()
+        del graph
+        return [a.elapsed_time(b) * 1e3 / ROTATE for a, b in zip(events, events[1:])]
+
+    def _eager(self, fn, iters):
         samples = []
         for i in range(iters):
             if self.cuda:
@@ -43,10 +75,7 @@ class Timer:
                 t0 = time.perf_counter()
                 fn(i)
                 samples.append((time.perf_counter() - t0) * 1e6)
-        self.ctx.barrier()
-        medians = [None] * self.ctx.get_num_ranks()
-        dist.all_gather_object(medians, statistics.median(samples))
-        return max(medians)
+        return samples
 
 
 def _inputs(ctx, op, m, n, k, dtype, seed):
@@ -65,9 +94,9 @@ def _library_parts(op, m, n, k, world):
     }[op]
 
 
-def library_times(ctx, op, m, n, k, dtype, iters, warmup):
+def library_times(ctx, op, m, n, k, dtype, iters, warmup, timing="eager"):
     """torch.matmul of this rank's GEMM alone, and the library collective alone, on the op's shapes."""
-    timer, world, dev = Timer(ctx), ctx.get_num_ranks(), ctx.get_device()
+    timer, world, dev = Timer(ctx, timing), ctx.get_num_ranks(), ctx.get_device()
     (a_shape, b_shape), collective, c_shape = _library_parts(op, m, n, k, world)
     sets = [(torch.randn(a_shape, device=dev).to(dtype), torch.randn(b_shape, device=dev).to(dtype))
             for _ in range(ROTATE)]
@@ -85,7 +114,7 @@ def library_times(ctx, op, m, n, k, dtype, iters, warmup):
     return gemm, comm
 
 
-def measure(ctx, op, variant, m, n, k, dtype, config, iters, warmup, validate=True):
+def measure(ctx, op, variant, m, n, k, dtype, config, iters, warmup, validate=True, timing="eager"):
     """Time one variant on one shape; with validate, first check it against the float64 reference."""
     world, rank, dev = ctx.get_num_ranks(), ctx.get_rank(), ctx.get_device()
     run = getattr(fused_ops, op)
@@ -104,6 +133,7 @@ def measure(ctx, op, variant, m, n, k, dtype, config, iters, warmup, validate=Tr
             dist.all_gather_object(errs, err)
             err = max(errs) if all(e == e for e in errs) else float("nan")
         sets = _inputs(ctx, op, m, n, k, dtype, seed=20_000)
-        t = Timer(ctx)(lambda i: run(ctx, *sets[i % ROTATE], c, variant=variant, config=config), iters, warmup)
+        t = Timer(ctx, timing)(lambda i: run(ctx, *sets[i % ROTATE], c, variant=variant, config=config), iters,
+                               warmup)
     correct = bool(err <= reference.TOLERANCE[dtype]) if validate else None
     return dict(time_us=t, max_rel_error=err, correct=correct)

@@ -20,7 +20,7 @@ import fused_ops
 from fused_ops import reference, registry
 
 DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
-COLUMNS = ["op", "variant", "pattern", "m", "n", "k", "dtype", "world_size", "time_us", "tflops", "speedup",
+COLUMNS = ["op", "variant", "pattern", "m", "n", "k", "dtype", "world_size", "timing", "time_us", "tflops", "speedup",
            "speedup_vs_best_peer", "gemm_only_us", "comm_only_us", "overlap_limit_us", "no_overlap_us",
            "correct", "max_rel_error", "config", "device", "date", "commit", "command"]
 
@@ -74,7 +74,7 @@ def _config_text(config):
     return " ".join(f"{k}={v}" for k, v in chosen.items()) or "per-device defaults"
 
 
-def bench_shape(ctx, op, variants, m, n, k, dtype_name, config, iters, warmup, validate, benchmark):
+def bench_shape(ctx, op, variants, m, n, k, dtype_name, config, iters, warmup, validate, benchmark, timing="eager"):
     """Rows for one shape (rank 0's list is the answer): every variant plus the library-alone times."""
     import torch
 
@@ -83,16 +83,18 @@ def bench_shape(ctx, op, variants, m, n, k, dtype_name, config, iters, warmup, v
     dtype = getattr(torch, dtype_name)
     world = ctx.get_num_ranks()
     reference.check_divisible(op, m, n, k, world)
-    gemm_us, comm_us = bench.library_times(ctx, op, m, n, k, dtype, iters, warmup) if benchmark else (None, None)
+    gemm_us, comm_us = bench.library_times(ctx, op, m, n, k, dtype, iters, warmup, timing) if benchmark else \
+        (None, None)
     rows = []
     for variant in variants:
         pattern = (f"auto: {fused_ops.auto.choose(ctx, op, m, n, k, dtype)}" if variant == "auto" else
                    fused_ops.get(op, variant).pattern)
         res = bench.measure(ctx, op, variant, m, n, k, dtype, config, iters if benchmark else 0,
-                            warmup if benchmark else 0, validate)
+                            warmup if benchmark else 0, validate, timing)
         t = res["time_us"] if benchmark else None
         rows.append(dict(op=op, variant=variant, pattern=pattern, m=m, n=n, k=k, dtype=dtype_name,
-                         world_size=world, time_us=t, tflops=(2 * m * n * k / world / t / 1e6) if t else None,
+                         world_size=world, timing=timing if benchmark else None, time_us=t,
+                         tflops=(2 * m * n * k / world / t / 1e6) if t else None,
                          gemm_only_us=gemm_us, comm_only_us=comm_us,
                          overlap_limit_us=max(gemm_us, comm_us) if benchmark else None,
                          no_overlap_us=gemm_us + comm_us if benchmark else None, correct=res["correct"],
@@ -108,7 +110,7 @@ def bench_shape(ctx, op, variants, m, n, k, dtype_name, config, iters, warmup, v
     return [{**r, **stamp} for r in rows]
 
 
-def sweep_ranks(ctx, jobs, config, iters, warmup, validate, out):
+def sweep_ranks(ctx, jobs, config, iters, warmup, validate, out, timing="eager"):
     """Every (op, shape, dtype) job on these ranks; rank 0 shows progress and appends each shape's rows to
     <out>/<op>.csv as soon as they exist (a long sweep that dies keeps what it measured)."""
     from tqdm import tqdm
@@ -117,7 +119,7 @@ def sweep_ranks(ctx, jobs, config, iters, warmup, validate, out):
     bar = tqdm(jobs, desc="sweep", unit="shape", disable=ctx.get_rank() != 0, file=sys.stderr)
     for op, variants, (m, n, k), dtype in bar:
         bar.set_postfix_str(f"{op} {m}x{n}x{k} {dtype}")
-        shape_rows = bench_shape(ctx, op, variants, m, n, k, dtype, config, iters, warmup, validate, True)
+        shape_rows = bench_shape(ctx, op, variants, m, n, k, dtype, config, iters, warmup, validate, True, timing)
         if ctx.get_rank() == 0:
             _append(shape_rows, os.path.join(out, f"{op}.csv"))
         rows += shape_rows
@@ -168,7 +170,14 @@ def _print_table(rows):
               f"{r.overlap_limit_us:.1f} us, no overlap {r.no_overlap_us:.1f} us")
 
 
+def _check_timing(args):
+    if args.timing == "graph" and iris.BACKEND != "cuda":
+        raise SystemExit("--timing graph captures CUDA graphs and needs the CUDA backend (IRIS_BACKEND=cuda on a GPU "
+                         "machine); the CPU backend times eagerly (--timing eager)")
+
+
 def cmd_run(args):
+    _check_timing(args)
     dtype = DTYPES[args.datatype]
     variants = _variants(args.op, args.variants, iris.BACKEND, dtype) if args.benchmark else (
         args.variants or registry.list_variants(args.op, iris.BACKEND, dtype))
@@ -178,7 +187,7 @@ def cmd_run(args):
     if not (args.validate or args.benchmark):
         args.validate = True
     rows = on_ranks(bench_shape, args, args.op, variants, args.m, args.n, args.k, dtype, _config(args), args.iters,
-                    args.warmup, args.validate, args.benchmark)
+                    args.warmup, args.validate, args.benchmark, args.timing)
     if rows is None:
         return 0
     _print_table(rows)
@@ -198,12 +207,13 @@ def _append(rows, path):
 
 
 def cmd_sweep(args):
+    _check_timing(args)
     shapes = [tuple(int(x) for x in s.lower().split("x")) for s in args.shapes] if args.shapes else default_shapes()
     dtype = DTYPES[args.datatype]
     jobs = [(op, _variants(op, args.variants, iris.BACKEND, dtype), shape, dtype) for op in args.ops
             for shape in shapes]
     rows = on_ranks(sweep_ranks, args, jobs, _config(args), args.iters, args.warmup, not args.no_validate,
-                    os.path.abspath(args.out))
+                    os.path.abspath(args.out), args.timing)
     if rows is None:
         return 0
     for op in args.ops:
@@ -240,6 +250,9 @@ def parser():
         for name in ("BLK_M", "BLK_N", "BLK_K", "gsize_m", "gemm_sms", "comm_sms", "num_stages", "num_warps"):
             sp.add_argument(f"--{name}", f"--{name.lower().replace('_', '-')}", dest=name, type=int, default=None)
         sp.add_argument("--variants", nargs="+", default=None)
+        sp.add_argument("--timing", choices=("eager", "graph"), default="eager",
+                        help="eager: one call after a barrier, host launch included; graph: calls captured in a CUDA "
+                             "graph and replayed back to back, GPU time only (taxonomy/bench.py)")
 
     run = sub.add_parser("run", help="one op, one shape, some variants")
     run.add_argument("op", choices=registry.list_ops())

@@ -10,7 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-KEY = ["op", "variant", "m", "n", "k", "dtype", "world_size"]
+KEY = ["op", "variant", "m", "n", "k", "dtype", "world_size", "timing"]
 SHORT = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
 
 
@@ -53,7 +53,7 @@ def speedup_plot(df, path):
     ax.set_ylabel("speedup over torch.matmul + NCCL (same run)")
     r = df.iloc[0]
     dt = SHORT.get(r["dtype"], r["dtype"])
-    ax.set_title(f"{r.op}: {dt}, {r.world_size} ranks — {r.device}, {r.date} ({r.commit})",
+    ax.set_title(f"{r.op}: {dt}, {r.world_size} ranks, {r.timing} timing — {r.device}, {r.date} ({r.commit})",
                  fontsize=10)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.005, 1.0))
     ax.grid(axis="y", alpha=0.3)
@@ -88,7 +88,7 @@ def breakdown_plot(df, path):
     ax.set_ylabel("time / (GEMM alone + collective alone)")
     r = df.iloc[0]
     dt = SHORT.get(r["dtype"], r["dtype"])
-    ax.set_title(f"{r.op}: where the time goes ({dt}, {r.world_size} ranks, {r.device})",
+    ax.set_title(f"{r.op}: where the time goes ({dt}, {r.world_size} ranks, {r.timing} timing, {r.device})",
                  fontsize=10)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.005, 1.0))
     ax.grid(axis="y", alpha=0.3)
@@ -103,10 +103,13 @@ def plot_all(out, ops):
         path = os.path.join(out, f"{op}.csv")
         if not os.path.exists(path):
             continue
-        df = latest(pd.read_csv(path))
+        df = pd.read_csv(path)
+        df["timing"] = df["timing"].fillna("eager") if "timing" in df else "eager"  # CSVs from before the column
+        df = latest(df)
         df = df[df.time_us.notna()]
-        for (dtype, world), part in df.groupby(["dtype", "world_size"]):
-            stem = os.path.join(out, f"{op}_{SHORT.get(dtype, dtype)}_w{world}")
+        for (dtype, world, timing), part in df.groupby(["dtype", "world_size", "timing"]):
+            suffix = "" if timing == "eager" else f"_{timing}"
+            stem = os.path.join(out, f"{op}_{SHORT.get(dtype, dtype)}_w{world}{suffix}")
             speedup_plot(part, stem + "_speedup.png")
             breakdown_plot(part, stem + "_breakdown.png")
             written += [stem + "_speedup.png", stem + "_breakdown.png"]

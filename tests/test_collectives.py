@@ -73,7 +73,8 @@ def r_collectives(ctx, name, variant, dtype_name, numel, op, in_place):
 CASES = ([("all_reduce", v, op) for v in ("push", "one_shot", "two_shot") for op in ("sum", "max", "min")] +
          [("all_reduce", "ring", "sum")] +
          [("all_reduce", "atomic", "sum"), ("all_reduce", "auto", "sum"), ("reduce_scatter", "auto", "sum"),
-          ("reduce_scatter", "auto", "max"), ("all_gather", "auto", "sum"), ("all_to_all", "auto", "sum"),
+          ("reduce_scatter", "auto", "max"), ("all_gather", "auto", "sum"), ("all_gather", "direct", "sum"),
+          ("all_to_all", "auto", "sum"),
           ("broadcast", "auto", "sum")])
 
 
@@ -93,7 +94,7 @@ def test_many_programs_and_blocks(ranks2):
     def run(name, variant):
         return ranks2.run(r_config, name, variant)
     for name, variant in (("all_reduce", "one_shot"), ("all_reduce", "two_shot"), ("all_reduce", "push"),
-                          ("all_gather", "auto")):
+                          ("all_gather", "push"), ("all_gather", "direct")):
         assert run(name, variant) == [[], []], name
 
 
@@ -109,7 +110,7 @@ def r_config(ctx, name, variant):
         out.fill_(float("nan"))
         ctx.barrier()
         if name == "all_gather":
-            coll.all_gather(ctx, out, x, config=cfg)
+            coll.all_gather(ctx, out, x, variant=variant, config=cfg)
             want = torch.cat([t.double() for t in ins])
         else:
             coll.all_reduce(ctx, x, variant=variant, out=out, config=cfg)
@@ -147,6 +148,7 @@ def r_bad(ctx):
              lambda: coll.all_reduce(ctx, heap, op="prod"),
              lambda: coll.all_reduce(ctx, heap, op="max", variant="atomic"),
              lambda: coll.all_gather(ctx, ctx.zeros(5), heap),
+             lambda: coll.all_gather(ctx, torch.zeros(8 * w * w, device=ctx.get_device()), heap, variant="direct"),
              lambda: coll.reduce_scatter(ctx, ctx.zeros(3), heap),
              lambda: coll.broadcast(ctx, heap, src=w),
              lambda: coll.all_reduce(ctx, heap, config=coll.CollConfig(block=100))]
@@ -157,12 +159,16 @@ def r_bad(ctx):
             msgs.append("no error")
         except (ValueError, TypeError) as err:
             msgs.append(str(err))
-    return msgs
+    pushed = torch.full((8 * w * w,), -1.0, device=ctx.get_device())  # push: the output may live anywhere
+    coll.all_gather(ctx, pushed, heap.fill_(float(ctx.get_rank())), variant="push")
+    want = torch.arange(w, dtype=torch.float32, device=ctx.get_device()).repeat_interleave(8 * w)
+    return msgs + [bool(torch.equal(pushed, want))]
 
 
 def test_bad_input_is_refused(ranks2):
     for msgs in ranks2.run(r_bad):
         expect = ["must live on the symmetric heap", "unknown variant 'ring3'", "op='prod'", "supports op='sum'",
-                  "expected world * input", "expected world * output", "is not a rank", "power of two"]
+                  "expected world * input", "output must live on the symmetric heap", "expected world * output", "is not a rank", "power of two"]
+        assert len(msgs) == len(expect) + 1 and msgs[-1] is True, msgs
         for m, e in zip(msgs, expect):
             assert e in m, (e, m)

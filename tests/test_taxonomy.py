@@ -68,7 +68,7 @@ def test_sweep_appends_csv_and_plot_writes_pngs(tmp_path):
         assert (df[df.variant == "torch_nccl"].speedup == 1.0).all()
         assert (df.world_size == 2).all() and (df.dtype == "float16").all()
         assert df.device.str.contains("CPU" if iris.BACKEND == "cpu" else "2x").all() and df.command.str.startswith("python -m taxonomy sweep").all()
-        assert df.date.notna().all() and df.commit.notna().all()
+        assert df.date.notna().all() and df.commit.notna().all() and (df.timing == "eager").all()
     assert set(scatter.variant) == {"torch_nccl", "bulk_sync", "fused_sequential", "producer_consumer",
                                     "wg_specialized"} | ({"auto"} if extra else set())
     one = reduce[(reduce.variant == "one_shot") & (reduce.m == 32)]
@@ -78,3 +78,17 @@ def test_sweep_appends_csv_and_plot_writes_pngs(tmp_path):
         for kind in ("speedup", "breakdown"):
             path = os.path.join(out, f"{op}_fp16_w2_{kind}.png")
             assert path in out_text and matplotlib.image.imread(path).shape[0] > 100
+
+
+def test_graph_timing_times_captured_calls_on_gpus_and_is_refused_on_the_cpu(tmp_path):
+    path = str(tmp_path / "graph.csv")
+    args = ("run", "gemm_all_reduce", "-m", "64", "-n", "64", "-k", "128", "--validate", "--benchmark", "--iters", "3",
+            "--warmup", "1", "--timing", "graph", "--variants", "one_shot", "--output-file", path)
+    if iris.BACKEND == "cpu":
+        assert "needs the CUDA backend" in taxonomy(*args, ok=False)
+        assert not os.path.exists(path)
+    else:
+        taxonomy(*args)
+        df = pd.read_csv(path)
+        assert set(df.variant) == {"torch_nccl", "one_shot"} and df.correct.all()
+        assert (df.timing == "graph").all() and (df.time_us > 0).all()

@@ -1,0 +1,92 @@
+"""Eager calls at CUDA-graph speed: a call whose launch sequence was seen before replays a captured graph of it.
+
+Triton's Python launch path costs 20-40 µs of host time per kernel, and a catalog call launches up to five (epoch
+counter, barriers, GEMM, communication), so small eager calls are bound by the host. A call is identified by a key
+that names everything its launches depend on (op, variant, pointers, shapes, strides, dtype, config); kernels read
+their call counters from the device, so a replay is a fresh call. The first sighting of a key runs eagerly (it may
+compile kernels and create workspaces, which capture forbids); the second captures the launches into a graph and
+replays it; later ones only replay (one graph launch, a few µs). Keys seen once cost nothing but a dict entry, so
+code that never repeats its pointers pays no capture.
+
+Off on the CPU backend, under an outer capture (the launches join that capture), while an iris.Tracer is active, and
+with IRIS_REPLAY=0. The cache is cleared when heap memory it may point into is released (ctx.scratch(), close()).
+"""
+
+import os
+from collections import OrderedDict
+
+import torch
+
+from .logging import logger
+
+ENABLED = os.environ.get("IRIS_REPLAY", "1") != "0"
+CAPACITY = int(os.environ.get("IRIS_REPLAY_CAPACITY", "64"))
+_UNSEEN = object()
+
+
+def _capture(launch, stream):
+    """Record (not run) launch() into a graph on a side stream; a replay then runs on the caller's stream."""
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(stream):
+        graph.capture_begin(capture_error_mode="thread_local")
+        try:
+            launch()
+        finally:
+            graph.capture_end()
+    return graph
+
+
+class ReplayCache:
+    """Per context: key -> captured graph (LRU, `capacity` graphs), plus the keys seen once."""
+
+    def __init__(self, enabled, capacity=CAPACITY, capture=None):
+        self.enabled, self.capacity = enabled and capacity > 0, capacity
+        self.graphs, self.seen = OrderedDict(), OrderedDict()
+        self._capture = capture or self._capture_cuda
+        self._streams = {}
+        self.captures = 0
+
+    def _capture_cuda(self, launch):
+        device = torch.cuda.current_device()
+        stream = self._streams.setdefault(device, torch.cuda.Stream(device))
+        return _capture(launch, stream)
+
+    def __call__(self, key, launch):
+        """Run `launch()` (kernel launches only: no host synchronization, no allocation that outlives the call), as
+        a replay when `key` was seen before."""
+        if not self.enabled or key is None or self._outer_capture():
+            return launch()
+        graph = self.graphs.get(key, _UNSEEN)
+        if graph is _UNSEEN:
+            if key not in self.seen:
+                self.seen[key] = None
+                if len(self.seen) > 4 * self.capacity:
+                    self.seen.popitem(last=False)
+                return launch()
+            del self.seen[key]
+            try:
+                graph = self._capture(launch)
+                self.captures += 1
+            except Exception as e:  # something in the sequence cannot be captured: this key stays eager
+                logger.warning(f"launch replay: capture failed for {key!r}, running it eagerly from now on ({e})")
+                graph = None
+            self.graphs[key] = graph
+            if len(self.graphs) > self.capacity:
+                self.graphs.popitem(last=False)
+        else:
+            self.graphs.move_to_end(key)
+        if graph is None:
+            return launch()
+        graph.replay()
+
+    def _outer_capture(self):
+        return self._capture is self._capture_cuda and torch.cuda.is_current_stream_capturing()
+
+    def clear(self):
+        self.graphs.clear()
+        self.seen.clear()
+
+
+def tensor_key(t):
+    """What a launch reads of a tensor argument: address, shape, strides, dtype."""
+    return None if t is None else (t.data_ptr(), tuple(t.shape), t.stride(), t.dtype)

@@ -1,0 +1,115 @@
+"""Eager calls replayed from captured graphs (iris/replay.py): the cache's rules with a stand-in for CUDA capture,
+and, through real ranks, repeated collective and catalog calls on the same buffers with fresh values every call
+(on GPUs these are replays: a replay that read stale arguments or skipped a launch would fail the check)."""
+
+import torch
+from conftest import ON_GPU
+
+import fused_ops
+from fused_ops import reference
+from iris import collectives as coll
+from iris.replay import ReplayCache, tensor_key
+
+
+class FakeGraph:
+    """Capture records the launch without running it; replay runs it, as a CUDA graph does."""
+
+    def __init__(self, launch):
+        self.launch, self.replays = launch, 0
+
+    def replay(self):
+        self.replays += 1
+        self.launch()
+
+
+def test_cache_runs_every_call_exactly_once_and_captures_on_the_second_sighting():
+    ran = []
+    cache = ReplayCache(True, capacity=2, capture=FakeGraph)
+    for i in range(4):
+        cache("a", lambda: ran.append("a"))
+    assert ran == ["a"] * 4 and cache.captures == 1 and cache.graphs["a"].replays == 3
+    cache(None, lambda: ran.append("none"))  # no key: never cached
+    cache(None, lambda: ran.append("none"))
+    assert ran[-2:] == ["none", "none"] and cache.captures == 1
+
+
+def test_cache_evicts_the_least_recent_graph_and_forgets_on_clear():
+    cache = ReplayCache(True, capacity=2, capture=FakeGraph)
+    for key in ("a", "a", "b", "b", "a", "c", "c"):  # capture a, b; touch a; capture c evicts b
+        cache(key, lambda: None)
+    assert list(cache.graphs) == ["a", "c"] and cache.captures == 3
+    cache.clear()
+    assert not cache.graphs and not cache.seen
+    cache("a", lambda: None)
+    assert cache.captures == 3  # seen once again, not captured
+
+
+def test_a_key_whose_capture_fails_stays_eager():
+    ran = []
+
+    def bad_capture(launch):
+        raise RuntimeError("operation not permitted when stream is capturing")
+
+    cache = ReplayCache(True, capacity=4, capture=bad_capture)
+    for _ in range(3):
+        cache("k", lambda: ran.append(1))
+    assert ran == [1, 1, 1] and cache.graphs == {"k": None} and cache.captures == 0
+
+
+def test_disabled_cache_only_launches():
+    ran = []
+    cache = ReplayCache(False, capture=FakeGraph)
+    for _ in range(3):
+        cache("k", lambda: ran.append(1))
+    assert ran == [1, 1, 1] and not cache.graphs and not cache.seen
+
+
+def test_tensor_key_names_address_shape_strides_dtype():
+    x = torch.zeros(4, 6)
+    assert tensor_key(x) == (x.data_ptr(), (4, 6), (6, 1), torch.float32)
+    assert tensor_key(x.t()) != tensor_key(x) and tensor_key(None) is None
+
+
+# ---------------------------------------------------------------------------------------------- through ranks
+def r_repeated_calls(ctx, calls):
+    """The same buffers, new values each call; every result checked. Returns (worst errors, captures)."""
+    w, rank, dev = ctx.get_num_ranks(), ctx.get_rank(), ctx.get_device()
+    dtype = torch.float32
+    x, y = ctx.zeros(3000, dtype=dtype), ctx.zeros(3000, dtype=dtype)
+    g_in, g_out = ctx.zeros(700, dtype=dtype), ctx.zeros(700 * w, dtype=dtype)
+    op = "gemm_all_reduce"
+    m, n, k = 48, 40, 32 * w
+    a_full = torch.empty(m, k // w, dtype=dtype, device=dev)
+    b_full = torch.empty(k // w, n, dtype=dtype, device=dev)
+    c = ctx.zeros(m, n, dtype=dtype)
+    captures0 = ctx.replay.captures
+    worst = dict(push=0.0, one_shot=0.0, all_gather=0.0, gemm=0.0)
+    for call in range(calls):
+        g = torch.Generator().manual_seed(1000 + call)
+        every = torch.randn(w, 3000, generator=g, dtype=torch.float64)
+        for variant in ("push", "one_shot"):
+            x.copy_(every[rank].to(dtype))
+            y.fill_(float("nan"))
+            coll.all_reduce(ctx, x, variant=variant, out=y)
+            worst[variant] = max(worst[variant], float((y.double().cpu() - every.sum(0)).abs().max()))
+        shards = torch.randn(w, 700, generator=g, dtype=torch.float64)
+        g_in.copy_(shards[rank].to(dtype))
+        g_out.fill_(float("nan"))
+        coll.all_gather(ctx, g_out, g_in)
+        worst["all_gather"] = max(worst["all_gather"], float((g_out.cpu() - shards.reshape(-1).to(dtype)).abs().max()))
+        a, b, ref = reference.make_inputs(op, 50 + call, w, rank, m, n, k, dtype, dev)
+        a_full.copy_(a)
+        b_full.copy_(b)
+        c.fill_(float("nan"))
+        fused_ops.gemm_all_reduce(ctx, a_full, b_full, c, variant="one_shot")
+        worst["gemm"] = max(worst["gemm"], reference.rel_error(c, ref))
+        ctx.barrier()
+    return worst, ctx.replay.captures - captures0, ctx.replay.enabled
+
+
+def test_repeated_calls_on_the_same_buffers_see_fresh_values(ranks):
+    for worst, captures, enabled in ranks.run(r_repeated_calls, 5):
+        assert worst["push"] < 1e-4 and worst["one_shot"] < 1e-4 and worst["all_gather"] == 0, worst
+        assert worst["gemm"] < 1e-5, worst
+        # GPUs: each of the four call sites is captured once (second call) and replayed after; CPU: never
+        assert enabled == ON_GPU and captures == (4 if ON_GPU else 0), (enabled, captures)
