@@ -115,25 +115,34 @@ def library_times(ctx, op, m, n, k, dtype, iters, warmup, timing="eager"):
 
 
 def measure(ctx, op, variant, m, n, k, dtype, config, iters, warmup, validate=True, timing="eager"):
-    """Time one variant on one shape; with validate, first check it against the float64 reference."""
+    """Time one variant on one shape; with validate, check it against the float64 reference before the timing and
+    again after it (on GPUs the second check is a launch replay: the operands' second sighting)."""
     world, rank, dev = ctx.get_num_ranks(), ctx.get_rank(), ctx.get_device()
     run = getattr(fused_ops, op)
     with ctx.scratch():
         c = ctx.zeros(*reference.local_shapes(op, m, n, k, world)[2], dtype=dtype)
-        err = float("nan")
         if validate:
             a, b, ref = reference.make_inputs(op, 1, world, rank, m, n, k, dtype, dev)
-            c.fill_(float("nan"))
-            ctx.barrier()
-            run(ctx, a, b, c, variant=variant, config=config)
-            ctx.barrier()
-            err = reference.rel_error(c, ref)
+
+            def check():
+                c.fill_(float("nan"))
+                ctx.barrier()
+                run(ctx, a, b, c, variant=variant, config=config)
+                ctx.barrier()
+                errs = [None] * world
+                dist.all_gather_object(errs, reference.rel_error(c, ref))
+                return max(errs) if all(e == e for e in errs) else float("nan")
+
+            err = check()
+        t = None
+        if iters:
+            sets = _inputs(ctx, op, m, n, k, dtype, seed=20_000)
+            t = Timer(ctx, timing)(lambda i: run(ctx, *sets[i % ROTATE], c, variant=variant, config=config), iters,
+                                   warmup)
+            del sets
+        if validate:
+            again = check()
+            err = float("nan") if err != err or again != again else max(err, again)
             del ref
-            errs = [None] * world
-            dist.all_gather_object(errs, err)
-            err = max(errs) if all(e == e for e in errs) else float("nan")
-        sets = _inputs(ctx, op, m, n, k, dtype, seed=20_000)
-        t = Timer(ctx, timing)(lambda i: run(ctx, *sets[i % ROTATE], c, variant=variant, config=config), iters,
-                               warmup)
     correct = bool(err <= reference.TOLERANCE[dtype]) if validate else None
-    return dict(time_us=t, max_rel_error=err, correct=correct)
+    return dict(time_us=t, max_rel_error=err if validate else float("nan"), correct=correct)
