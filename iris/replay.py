@@ -4,8 +4,9 @@ Triton's Python launch path costs 20-40 µs of host time per kernel, and a catal
 counter, barriers, GEMM, communication), so small eager calls are bound by the host. A call is identified by a key
 that names everything its launches depend on (op, variant, pointers, shapes, strides, dtype, config); kernels read
 their call counters from the device, so a replay is a fresh call. The first sighting of a key runs eagerly (it may
-compile kernels and create workspaces, which capture forbids); the second captures the launches into a graph and
-replays it; later ones only replay (one graph launch, a few µs). Keys seen once cost nothing but a dict entry, so
+compile kernels and create workspaces, which capture forbids); the second captures the launches into a graph (after
+a device synchronize and an allocator cache release, as torch.cuda.graph does) and replays it; later ones only
+replay (one graph launch, a few µs). Keys seen once cost nothing but a dict entry, so
 code that never repeats its pointers pays no capture.
 
 Off on the CPU backend, under an outer capture (the launches join that capture), while an iris.Tracer is active, and
@@ -25,7 +26,11 @@ _UNSEEN = object()
 
 
 def _capture(launch, stream):
-    """Record (not run) launch() into a graph on a side stream; a replay then runs on the caller's stream."""
+    """Record (not run) launch() into a graph on a side stream; a replay then runs on the caller's stream. As in
+    torch.cuda.graph, pending work finishes and cached blocks are released first: the allocator must not free memory
+    of a dead graph's pool while this capture is underway (CUDA forbids that during capture)."""
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.stream(stream):
         graph.capture_begin(capture_error_mode="thread_local")
@@ -66,17 +71,17 @@ class ReplayCache:
             del self.seen[key]
             try:
                 graph = self._capture(launch)
-                self.captures += 1
-            except Exception as e:  # something in the sequence cannot be captured: this key stays eager
-                logger.warning(f"launch replay: capture failed for {key!r}, running it eagerly from now on ({e})")
-                graph = None
+            except Exception as e:  # a failed capture can leave CUDA and the allocator unusable: stop, loudly
+                self.enabled = False
+                self.clear()
+                raise RuntimeError(f"launch replay: capturing the launches of {key[:2]!r} failed ({e}); replay is now "
+                                   f"off in this process. Please report it; IRIS_REPLAY=0 runs without it") from e
+            self.captures += 1
             self.graphs[key] = graph
             if len(self.graphs) > self.capacity:
                 self.graphs.popitem(last=False)
         else:
             self.graphs.move_to_end(key)
-        if graph is None:
-            return launch()
         graph.replay()
 
     def _outer_capture(self):

@@ -1,7 +1,8 @@
 """Timing harness, run on every rank; each rank takes the median over iterations and the row reports the max over
 ranks (the op is done when the slowest rank is). Two timings, the same for every variant and baseline of a run:
-- "eager": one timed call = host barrier, L2 flush (a 256 MiB buffer rewritten), start event, the op, end event.
-  Host launch cost and the ranks' launch skew are part of the time, as in a training step run eagerly.
+- "eager": one timed call = L2 flush (a 256 MiB buffer rewritten), host barrier, device barrier, start event, the
+  op, end event. The device barrier lines the ranks' GPUs up, so how far apart the hosts leave the host barrier
+  (up to ~0.5 ms, measured in traces) is not timed; the host's launch cost of the call is, as in an eager step.
 - "graph": ROTATE calls captured in one CUDA graph, replayed back to back; a sample is one replay's events divided
   by ROTATE. GPU time only: what a captured step (or a host that runs far enough ahead) sees.
 Inputs rotate among three sets, so no call starts with its operands in L2 from the previous one. torch.matmul alone
@@ -66,6 +67,7 @@ class Timer:
             self.ctx.barrier()
             if self.cuda:
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                self.ctx.device_barrier()  # the ranks' GPUs start together: host release skew is not timed
                 start.record()
                 fn(i)
                 end.record()

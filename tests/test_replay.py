@@ -2,6 +2,7 @@
 and, through real ranks, repeated collective and catalog calls on the same buffers with fresh values every call
 (on GPUs these are replays: a replay that read stale arguments or skipped a launch would fail the check)."""
 
+import pytest
 import torch
 from conftest import ON_GPU
 
@@ -44,16 +45,18 @@ def test_cache_evicts_the_least_recent_graph_and_forgets_on_clear():
     assert cache.captures == 3  # seen once again, not captured
 
 
-def test_a_key_whose_capture_fails_stays_eager():
+def test_a_failed_capture_raises_clearly_and_turns_replay_off():
     ran = []
 
     def bad_capture(launch):
         raise RuntimeError("operation not permitted when stream is capturing")
 
     cache = ReplayCache(True, capacity=4, capture=bad_capture)
-    for _ in range(3):
+    cache("k", lambda: ran.append(1))
+    with pytest.raises(RuntimeError, match="replay is now off in this process.*IRIS_REPLAY=0"):
         cache("k", lambda: ran.append(1))
-    assert ran == [1, 1, 1] and cache.graphs == {"k": None} and cache.captures == 0
+    cache("k", lambda: ran.append(1))  # off: plain launches from now on
+    assert ran == [1, 1] and not cache.enabled and not cache.graphs
 
 
 def test_disabled_cache_only_launches():
@@ -110,6 +113,6 @@ def r_repeated_calls(ctx, calls):
 def test_repeated_calls_on_the_same_buffers_see_fresh_values(ranks):
     for worst, captures, enabled in ranks.run(r_repeated_calls, 5):
         assert worst["push"] < 1e-4 and worst["one_shot"] < 1e-4 and worst["all_gather"] == 0, worst
-        assert worst["gemm"] < 1e-5, worst
+        assert worst["gemm"] < reference.TOLERANCE[torch.float32], worst  # TF32 on GPUs
         # GPUs: each of the four call sites is captured once (second call) and replayed after; CPU: never
         assert enabled == ON_GPU and captures == (4 if ON_GPU else 0), (enabled, captures)
