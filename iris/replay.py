@@ -44,10 +44,12 @@ def _capture(launch, stream):
 class ReplayCache:
     """Per context: key -> captured graph (LRU, `capacity` graphs), plus the keys seen once."""
 
-    def __init__(self, enabled, capacity=CAPACITY, capture=None):
+    def __init__(self, enabled, capacity=CAPACITY, capture=None, capturing=None):
+        """capture(launch) -> graph and capturing() -> bool stand in for CUDA's in tests."""
         self.enabled, self.capacity = enabled and capacity > 0, capacity
         self.graphs, self.seen = OrderedDict(), OrderedDict()
         self._capture = capture or self._capture_cuda
+        self._capturing = capturing or torch.cuda.is_current_stream_capturing
         self._streams = {}
         self.captures = 0
 
@@ -59,7 +61,7 @@ class ReplayCache:
     def __call__(self, key, launch):
         """Run `launch()` (kernel launches only: no host synchronization, no allocation that outlives the call), as
         a replay when `key` was seen before."""
-        if not self.enabled or key is None or self._outer_capture():
+        if not self.enabled or key is None or self._capturing():  # under a capture: launches join that graph
             return launch()
         graph = self.graphs.get(key, _UNSEEN)
         if graph is _UNSEEN:
@@ -83,9 +85,6 @@ class ReplayCache:
         else:
             self.graphs.move_to_end(key)
         graph.replay()
-
-    def _outer_capture(self):
-        return self._capture is self._capture_cuda and torch.cuda.is_current_stream_capturing()
 
     def clear(self):
         self.graphs.clear()

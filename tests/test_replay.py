@@ -25,7 +25,7 @@ class FakeGraph:
 
 def test_cache_runs_every_call_exactly_once_and_captures_on_the_second_sighting():
     ran = []
-    cache = ReplayCache(True, capacity=2, capture=FakeGraph)
+    cache = ReplayCache(True, capacity=2, capture=FakeGraph, capturing=lambda: False)
     for i in range(4):
         cache("a", lambda: ran.append("a"))
     assert ran == ["a"] * 4 and cache.captures == 1 and cache.graphs["a"].replays == 3
@@ -35,7 +35,7 @@ def test_cache_runs_every_call_exactly_once_and_captures_on_the_second_sighting(
 
 
 def test_cache_evicts_the_least_recent_graph_and_forgets_on_clear():
-    cache = ReplayCache(True, capacity=2, capture=FakeGraph)
+    cache = ReplayCache(True, capacity=2, capture=FakeGraph, capturing=lambda: False)
     for key in ("a", "a", "b", "b", "a", "c", "c"):  # capture a, b; touch a; capture c evicts b
         cache(key, lambda: None)
     assert list(cache.graphs) == ["a", "c"] and cache.captures == 3
@@ -51,7 +51,7 @@ def test_a_failed_capture_raises_clearly_and_turns_replay_off():
     def bad_capture(launch):
         raise RuntimeError("operation not permitted when stream is capturing")
 
-    cache = ReplayCache(True, capacity=4, capture=bad_capture)
+    cache = ReplayCache(True, capacity=4, capture=bad_capture, capturing=lambda: False)
     cache("k", lambda: ran.append(1))
     with pytest.raises(RuntimeError, match="replay is now off in this process.*IRIS_REPLAY=0"):
         cache("k", lambda: ran.append(1))
@@ -61,10 +61,27 @@ def test_a_failed_capture_raises_clearly_and_turns_replay_off():
 
 def test_disabled_cache_only_launches():
     ran = []
-    cache = ReplayCache(False, capture=FakeGraph)
+    cache = ReplayCache(False, capture=FakeGraph, capturing=lambda: False)
     for _ in range(3):
         cache("k", lambda: ran.append(1))
     assert ran == [1, 1, 1] and not cache.graphs and not cache.seen
+
+
+def test_under_an_outer_capture_calls_launch_and_remember_nothing():
+    ran, outer = [], [False]
+    cache = ReplayCache(True, capacity=4, capture=FakeGraph, capturing=lambda: outer[0])
+    cache("k", lambda: ran.append("eager"))  # seen once
+    outer[0] = True
+    for _ in range(3):  # a user's capture records the launches themselves; a replay here would be illegal
+        cache("k", lambda: ran.append("captured"))
+    assert ran == ["eager"] + ["captured"] * 3 and cache.captures == 0 and not cache.graphs
+    outer[0] = False
+    cache("k", lambda: ran.append("second sighting"))
+    assert cache.captures == 1 and ran[-1] == "second sighting"
+
+
+def test_real_cache_defers_to_torch_for_the_capture_state():
+    assert ReplayCache(True)._capturing is torch.cuda.is_current_stream_capturing
 
 
 def test_tensor_key_names_address_shape_strides_dtype():
