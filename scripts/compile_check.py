@@ -96,8 +96,8 @@ def catalog_kernels():
         ]
     tiles = {"BLOCK_M": 128, "BLOCK_N": 256, "GROUP_M": 8}
     out += [("fused_ops.all_gather.pull", "kernel", [gemm]),
-            ("fused_ops.all_gather.push", "kernel", [dict(gemm, COMM_SMS=16)]),
-            ("fused_ops.all_gather.bulk_sync", "gather_kernel", [{"BLOCK_M": 128, "BLOCK_K": 64}])]
+            ("fused_ops.all_gather.push", "kernel", [dict(gemm, COMM_SMS=16, COPY_K=256)]),
+            ("fused_ops.all_gather.bulk_sync", "gather_kernel", [{"BLOCK_M": 128, "COPY_K": 256}])]
     out += [("fused_ops.comm", "scatter_kernel", [dict(tiles, WAIT=w) for w in (True, False)]),
             ("fused_ops.comm", "reduce_kernel", [dict(tiles, WAIT=w) for w in (True, False)])]
     return [(m, n, auto_signature(m, n), v) for m, n, v in out]

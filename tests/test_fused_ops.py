@@ -188,3 +188,12 @@ def test_all_gather_gemm_returns_gathered_a(ranks2, on_heap):
             assert all("never materializes the gathered A" in g for g in got), got
         else:
             assert got == [True, True], (variant, got)
+
+
+@pytest.mark.parametrize("variant", ["bulk_sync", "push"])
+def test_all_gather_splits_k_when_rows_are_few(ranks2, variant):
+    # 32 rows (one row chunk per rank) and K = 600: the copy of A is split into K parts (two non-empty parts of
+    # 384 and 216 columns in float32) so that every copying program has work; the parts must all land, call after call.
+    errs = ranks2.run(r_check, "all_gather_gemm", variant, "float32", 32, 64, 600, 4, {"block_m": 32})
+    assert all(isinstance(e, float) for e in errs), errs
+    assert fused_ops.all_gather.bulk_sync.k_parts(2, 4, 600, 128) == 2  # the split this test relies on

@@ -10,18 +10,32 @@ from ..registry import register
 
 
 @triton.jit
-def gather_kernel(A, G, M_LOCAL, K, stride_am, stride_gm, cur_rank, world_size, heap_bases, BLOCK_M: tl.constexpr,
-                  BLOCK_K: tl.constexpr):
-    """G[r * M_LOCAL + i, :] = rank r's A[i, :] for every rank r (A and G row-major, unit column stride)."""
+def gather_kernel(A, G, M_LOCAL, K, stride_am, stride_gm, KPARTS, cur_rank, world_size, heap_bases,
+                  BLOCK_M: tl.constexpr, COPY_K: tl.constexpr):
+    """G[r * M_LOCAL + i, :] = rank r's A[i, :] for every rank r (A and G row-major, unit column stride). A job is a
+    BLOCK_M-row chunk of one rank's A over 1/KPARTS of K: a remote load costs a round trip, so a few rows (small M)
+    are split along K to keep every program busy instead of one program walking all of K."""
     chunks = tl.cdiv(M_LOCAL, BLOCK_M)
-    for job in range(tl.program_id(0), world_size * chunks, tl.num_programs(0)):
-        src = (cur_rank + job // chunks) % world_size
-        rm = (job % chunks) * BLOCK_M + tl.arange(0, BLOCK_M)
-        for k0 in range(0, K, BLOCK_K):
-            rk = k0 + tl.arange(0, BLOCK_K)
+    span = tl.cdiv(tl.cdiv(K, KPARTS), COPY_K) * COPY_K
+    for job in range(tl.program_id(0), world_size * chunks * KPARTS, tl.num_programs(0)):
+        src = (cur_rank + job // (chunks * KPARTS)) % world_size
+        rm = (job // KPARTS % chunks) * BLOCK_M + tl.arange(0, BLOCK_M)
+        k_lo = (job % KPARTS) * span
+        for k0 in range(k_lo, tl.minimum(k_lo + span, K), COPY_K):
+            rk = k0 + tl.arange(0, COPY_K)
             mask = (rm[:, None] < M_LOCAL) & (rk[None, :] < K)
             v = iris.load(A + rm[:, None] * stride_am + rk[None, :], cur_rank, src, heap_bases, mask=mask)
             tl.store(G + (src * M_LOCAL + rm)[:, None] * stride_gm + rk[None, :], v, mask=mask)
+
+
+def copy_k(dtype_size):
+    """Columns per copy step: 16 KiB rows of registers per BLOCK_M rows at most."""
+    return 256 if dtype_size <= 2 else 128
+
+
+def k_parts(jobs, programs, k, step):
+    """How many parts to split K into so that `jobs` chunks keep `programs` programs busy (1 when they already do)."""
+    return max(1, min(triton.cdiv(programs, jobs), triton.cdiv(k, step)))
 
 
 @register("all_gather_gemm", "bulk_sync", "bulk-synchronous", "barrier, gather kernel (all SMs), GEMM kernel on the "
@@ -29,8 +43,10 @@ def gather_kernel(A, G, M_LOCAL, K, stride_am, stride_gm, cur_rank, world_size, 
 def run(p):
     a, g = p.staged_a(), p.gathered_buffer()
     p.ctx.device_barrier()
-    gather_kernel[p.grid(p.cfg.gemm_sms)](a, g, p.m_local, p.k, a.stride(0), g.stride(0), *p.rank_args(),
-                                          BLOCK_M=p.cfg.block_m, BLOCK_K=p.cfg.block_k, num_warps=4)
+    programs, step = p.cfg.gemm_sms, copy_k(a.element_size())
+    kparts = k_parts(p.world * triton.cdiv(p.m_local, p.cfg.block_m), programs, p.k, step)
+    gather_kernel[(programs,)](a, g, p.m_local, p.k, a.stride(0), g.stride(0), kparts, *p.rank_args(),
+                               BLOCK_M=p.cfg.block_m, COPY_K=step, num_warps=8)
     c = p.c
     gemm_kernel[p.grid(p.cfg.gemm_sms)](g, p.b, p.m, p.n, p.k, g.stride(0), g.stride(1), p.b.stride(0),
                                         p.b.stride(1), c, c.stride(0), c.stride(1), 0, *p.no_sync(), 0,

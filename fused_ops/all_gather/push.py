@@ -1,6 +1,7 @@
-"""Push: one kernel. Producer programs [0, comm_sms) copy this rank's A shard, BLOCK_M rows at a time, into every
-rank's inbox (the gathered A) and release a per-chunk flag (the call's epoch) on every rank; GEMM programs
-[comm_sms, +gemm_sms) wait for the chunks their tile's rows need and multiply from the local inbox. Producers are
+"""Push: one kernel. Producer programs [0, comm_sms) copy this rank's A shard, BLOCK_M rows at a time (split along K
+into parts when there are fewer row chunks than producers), into every rank's inbox (the gathered A) and count each
+part on a per-chunk flag on every rank; GEMM programs [comm_sms, +gemm_sms) wait for the chunks their tile's rows
+need and multiply from the local inbox. Producers are
 the lower-numbered programs, so the interpreter's serial order is safe too. A barrier first: nobody is still
 reading the inbox from the previous call."""
 
@@ -11,27 +12,32 @@ import triton.language as tl
 import iris
 from ..gemm import c_tile, gemm_tile, tile_coords
 from ..registry import register
+from .bulk_sync import copy_k, k_parts
 
 
 @triton.jit
 def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, G, stride_gm, flags,
-           EPOCH, M_LOCAL, cur_rank, world_size, heap_bases, COMM_SMS: tl.constexpr, BLOCK_M: tl.constexpr,
-           BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+           EPOCH, M_LOCAL, KPARTS, cur_rank, world_size, heap_bases, COMM_SMS: tl.constexpr, BLOCK_M: tl.constexpr,
+           BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, COPY_K: tl.constexpr):
     pid = tl.program_id(0)
     chunks = tl.cdiv(M_LOCAL, BLOCK_M)
     epoch = tl.load(EPOCH)
     if pid < COMM_SMS:
-        for c in range(pid, chunks, COMM_SMS):
+        span = tl.cdiv(tl.cdiv(K, KPARTS), COPY_K) * COPY_K
+        for job in range(pid, chunks * KPARTS, COMM_SMS):
+            c = job // KPARTS
             rm = c * BLOCK_M + tl.arange(0, BLOCK_M)
-            for k0 in range(0, K, BLOCK_K):
-                rk = k0 + tl.arange(0, BLOCK_K)
+            k_lo = (job % KPARTS) * span
+            for k0 in range(k_lo, tl.minimum(k_lo + span, K), COPY_K):
+                rk = k0 + tl.arange(0, COPY_K)
                 mask = (rm[:, None] < M_LOCAL) & (rk[None, :] < K)
                 v = tl.load(A + rm[:, None] * stride_am + rk[None, :] * stride_ak, mask=mask)
                 dst = G + (cur_rank * M_LOCAL + rm)[:, None] * stride_gm + rk[None, :]
                 for i in range(world_size):
                     iris.store(dst, v, cur_rank, (cur_rank + i) % world_size, heap_bases, mask=mask)
-            for i in range(world_size):
-                iris.signal(flags + cur_rank * chunks + c, epoch, cur_rank, (cur_rank + i) % world_size, heap_bases)
+            for i in range(world_size):  # one of the chunk's KPARTS parts has landed
+                iris.signal(flags + cur_rank * chunks + c, 1, cur_rank, (cur_rank + i) % world_size, heap_bases,
+                            op="add")
     else:
         num_pid_m, num_pid_n = tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N)
         first = (cur_rank * M_LOCAL) // BLOCK_M
@@ -42,7 +48,7 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_
             hi = tl.minimum(lo + BLOCK_M, M) - 1
             for f in range((lo // M_LOCAL) * chunks + (lo % M_LOCAL) // BLOCK_M,
                            (hi // M_LOCAL) * chunks + (hi % M_LOCAL) // BLOCK_M + 1):
-                iris.wait(flags + f, epoch, cur_rank, heap_bases, cmp="eq")
+                iris.wait(flags + f, epoch * KPARTS, cur_rank, heap_bases, cmp="ge")
             acc = gemm_tile(G, B, pid_m, pid_n, M, N, K, stride_gm, 1, stride_bk, stride_bn, BLOCK_M, BLOCK_N,
                             BLOCK_K, False)
             ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N)
@@ -53,12 +59,17 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_
                                                               "inbox and release flags; GEMM programs wait on them")
 def run(p):
     g, c = p.gathered_buffer(), p.c
-    ws = p.workspace(chunk_flags=((p.world * -(-p.m_local // p.cfg.block_m),), torch.int32))
+    chunks, step = -(-p.m_local // p.cfg.block_m), copy_k(p.a.element_size())
+    kparts = k_parts(chunks, p.cfg.comm_sms, p.k, step)
+    # Flags count parts: after call e each reads e * kparts. The buffer's name carries kparts, so a call with another
+    # split (another comm_sms) counts in a workspace, and an epoch, of its own.
+    ws = p.workspace(**{f"chunk_flags_x{kparts}": ((p.world * chunks,), torch.int32)})
+    flags = ws[f"chunk_flags_x{kparts}"]
     p.ctx.device_barrier()
     gemm_sms = min(p.cfg.gemm_sms, p.num_tiles)
     kernel[(p.cfg.comm_sms + gemm_sms,)](p.a, p.b, p.m, p.n, p.k, p.a.stride(0), p.a.stride(1), p.b.stride(0),
                                          p.b.stride(1), c, c.stride(0), c.stride(1), g, g.stride(0),
-                                         ws["chunk_flags"], ws["epoch"], p.m_local, *p.rank_args(),
+                                         flags, ws["epoch"], p.m_local, kparts, *p.rank_args(),
                                          COMM_SMS=p.cfg.comm_sms, BLOCK_M=p.cfg.block_m, BLOCK_N=p.cfg.block_n,
-                                         BLOCK_K=p.cfg.block_k, GROUP_M=p.cfg.group_m, num_warps=p.cfg.num_warps,
-                                         num_stages=p.cfg.num_stages)
+                                         BLOCK_K=p.cfg.block_k, GROUP_M=p.cfg.group_m, COPY_K=step,
+                                         num_warps=p.cfg.num_warps, num_stages=p.cfg.num_stages)
