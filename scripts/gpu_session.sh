@@ -17,6 +17,7 @@ run() {  # run LOG CMD...: full output to $OUT/LOG, its tail here
 }
 for stage in "$@"; do
   case $stage in
+    agtests) run pytest_ag.log timeout 200 python3 -m pytest -q tests/test_fused_ops.py -k all_gather ;;
     tests)   run pytest_cuda_session2.log timeout 300 python3 -m pytest -q tests/test_torch_ops.py \
                tests/test_tracing.py tests/test_grid_partition.py \
                "tests/test_fused_ops.py::test_transposed_weight_through_both_paths" ;;
