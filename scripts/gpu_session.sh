@@ -34,7 +34,7 @@ for stage in "$@"; do
     tests4)  run pytest_cuda_4ranks.log timeout 260 python3 -m pytest -q -k 4ranks tests/test_fused_ops.py \
                tests/test_device_rma.py tests/test_device_atomics.py tests/test_device_flags.py ;;
     rma4)    run rma_matrix.log timeout 150 python3 benchmarks/rma_matrix.py -n 4 --out "$OUT" ;;
-    sweep4)  run sweep4.log timeout ${SWEEP_TIMEOUT:-200} python3 -m taxonomy sweep -r 4 --out "$OUT/w4" --iters 8 \
+    sweep4)  run sweep4.log timeout ${SWEEP_TIMEOUT:-200} python3 -m taxonomy sweep -r 4 --out "$OUT/w4" --iters 8 ${SWEEP_ARGS:-} \
                --warmup 2 ;;
     colltests) run pytest_collectives_cuda.log timeout 240 python3 -m pytest -q tests/test_collectives.py tests/test_tile.py ;;
     replay)  run pytest_cuda_session3.log timeout ${TEST_TIMEOUT:-240} python3 -m pytest -q tests/test_replay.py \

@@ -25,7 +25,7 @@ def rank(group):
 
 
 def main(paths):
-    df = pd.concat([pd.read_csv(p) for p in paths])
+    df = pd.concat([pd.read_csv(p, dtype={"commit": str}) for p in paths])
     df = df[df["correct"].astype(bool) & df["time_us"].notna() & (df["variant"] != "auto")]
     df["gpu"] = df["device"].map(lambda d: re.sub(r"^\d+x ", "", d))
     keys = ["gpu", "world_size", "op", "dtype", "m", "n", "k"]

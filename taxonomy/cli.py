@@ -196,13 +196,20 @@ def cmd_run(args):
     return 0 if all(r["correct"] is not False for r in rows) else 1
 
 
+def read_csv(path):
+    """A results CSV with its text columns kept as text: a short commit hash such as 8e02100 is a float to pandas."""
+    import pandas as pd
+
+    return pd.read_csv(path, dtype={"commit": str, "config": str, "command": str})
+
+
 def _append(rows, path):
     import pandas as pd
 
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     new = pd.DataFrame(rows).reindex(columns=COLUMNS)
     if os.path.exists(path):
-        new = pd.concat([pd.read_csv(path), new], ignore_index=True)
+        new = pd.concat([read_csv(path), new], ignore_index=True)
     new.to_csv(path, index=False)
 
 

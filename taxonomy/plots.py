@@ -103,7 +103,7 @@ def plot_all(out, ops):
         path = os.path.join(out, f"{op}.csv")
         if not os.path.exists(path):
             continue
-        df = pd.read_csv(path)
+        df = pd.read_csv(path, dtype={"commit": str})  # a hash like 8e02100 must stay text
         df["timing"] = df["timing"].fillna("eager") if "timing" in df else "eager"  # CSVs from before the column
         df = latest(df)
         df = df[df.time_us.notna()]

@@ -177,7 +177,8 @@ def r_gathered(ctx, variant, on_heap):
     except ValueError as err:
         return str(err)
     ctx.barrier()
-    return bool(torch.equal(gathered.cpu(), full.cpu())) and reference.rel_error(c.cpu(), full.double() @ b.double()) < 1e-3
+    want = full.double().cpu() @ b.double().cpu()
+    return bool(torch.equal(gathered.cpu(), full.cpu())) and reference.rel_error(c.cpu(), want) < 1e-3
 
 
 @pytest.mark.parametrize("on_heap", [True, False], ids=["heap", "device"])

@@ -92,3 +92,12 @@ def test_graph_timing_times_captured_calls_on_gpus_and_is_refused_on_the_cpu(tmp
         df = pd.read_csv(path)
         assert set(df.variant) == {"torch_nccl", "one_shot"} and df.correct.all()
         assert (df.timing == "graph").all() and (df.time_us > 0).all()
+
+
+def test_append_keeps_commit_hashes_that_look_like_numbers(tmp_path):
+    from taxonomy import cli
+
+    path = str(tmp_path / "rows.csv")
+    for commit in ("8e02100", "1234567"):
+        cli._append([dict(op="gemm_all_reduce", variant="one_shot", commit=commit, command="x")], path)
+    assert list(cli.read_csv(path).commit) == ["8e02100", "1234567"]
