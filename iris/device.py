@@ -217,6 +217,18 @@ if INTERPRET:
             i += 1
         return v
 
+    @triton.jit
+    def wait_either(flag_a, value_a, flag_b, value_b, cur_rank, heap_bases):
+        """Block until local int32 flag_a >= value_a or flag_b >= value_b; acquire. Bounded (reports flag_a)."""
+        a = _ld_acquire(flag_a)
+        b = _ld_acquire(flag_b)
+        i = 0
+        while (a < value_a) & (b < value_b):
+            _interp_tick(i, flag_a, value_a, a, cur_rank, heap_bases, "ge")
+            a = _ld_acquire(flag_a)
+            b = _ld_acquire(flag_b)
+            i += 1
+
     def _host_ns():
         return time.perf_counter_ns()
 
@@ -274,3 +286,20 @@ else:
                 if _unmet(v, value, cmp):
                     _record_timeout(flag_ptr, value, v, cur_rank, heap_bases, cmp)
         return v
+
+    @triton.jit
+    def wait_either(flag_a, value_a, flag_b, value_b, cur_rank, heap_bases):
+        """Block until local int32 flag_a >= value_a or flag_b >= value_b; acquire. Bounded (reports flag_a)."""
+        a = _ld_acquire(flag_a)
+        b = _ld_acquire(flag_b)
+        if (a < value_a) & (b < value_b):
+            err = tl.cast(tl.load(heap_bases + cur_rank), tl.pointer_type(tl.int64))
+            if tl.load(err, volatile=True) == 0:
+                start = now_ns()
+                elapsed = start - start
+                while (a < value_a) & (b < value_b) & (elapsed < _WAIT_TIMEOUT_NS):
+                    a = _ld_acquire(flag_a)
+                    b = _ld_acquire(flag_b)
+                    elapsed = now_ns() - start
+                if (a < value_a) & (b < value_b):
+                    _record_timeout(flag_a, value_a, a, cur_rank, heap_bases, "ge")

@@ -51,6 +51,8 @@ class ReplayCache:
         self._capture = capture or self._capture_cuda
         self._capturing = capturing or torch.cuda.is_current_stream_capturing
         self._streams = {}
+        self._prepared = OrderedDict()  # front-door signature -> its checked, set-up call (iris.collectives)
+        self._offered = OrderedDict()
         self.captures = 0
 
     def _capture_cuda(self, launch):
@@ -86,9 +88,29 @@ class ReplayCache:
             self.graphs.move_to_end(key)
         graph.replay()
 
+    def prepared(self, sig):
+        """The call a front door prepared for this signature (None while replay is off or for a new signature)."""
+        return self._prepared.get(sig) if self.enabled else None
+
+    def prepare(self, sig, call):
+        """Remember `call` for `sig` from its second offer on: a prepared call holds its tensors, so only
+        signatures in repeated use (at most `capacity`) keep memory alive."""
+        if not self.enabled:
+            return
+        if sig not in self._offered:
+            self._offered[sig] = None
+            if len(self._offered) > 4 * self.capacity:
+                self._offered.popitem(last=False)
+            return
+        self._prepared[sig] = call
+        if len(self._prepared) > self.capacity:
+            self._prepared.popitem(last=False)
+
     def clear(self):
         self.graphs.clear()
         self.seen.clear()
+        self._prepared.clear()
+        self._offered.clear()
 
 
 def tensor_key(t):

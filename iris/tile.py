@@ -20,9 +20,12 @@ its own.
 Workspace and ordering, for every collective: values travel through the receiver's inbox on the heap. The inbox is
 double-buffered by epoch parity. A sender first waits, locally, until the receiver has reported finishing call
 e - 2, the last user of that half (almost always already true, so it costs nothing). It stores the data, then sets
-an arrival flag to e with release semantics, and the receiver waits for it with acquire semantics. At the end each
-rank reports "finished e" to every peer. A rank's own part never goes through its inbox (it is used in place), so
-the one-shot all-reduce of 2 ranks costs one remote store, two flag writes and one wait per call. Flags only grow, so nothing is re-zeroed and a stale flag never satisfies
+an arrival flag to e with release semantics, and the receiver waits for it with acquire semantics. The credit for
+call e is "dst finished call e - 2" or "dst sent this rank an arrival of call e - 1" (released after all of its
+reads of call e - 2). Collectives in which every rank sends every peer an arrival (all_reduce except ring,
+all_gather, reduce_scatter, all_to_all) need nothing more; the others end by reporting "finished e" to every peer.
+A rank's own part never goes through its inbox (it is used in place), so the one-shot all-reduce of 2 ranks costs
+one remote store, one flag write and one wait per call. Flags only grow, so nothing is re-zeroed and a stale flag never satisfies
 a wait. All waits are bounded (IRIS_WAIT_TIMEOUT_S) and report rank, program and flag.
 
 all_reduce variants: "one_shot" (every rank pushes its block to every rank; each sums locally), "two_shot" (chunk c
@@ -85,8 +88,15 @@ def _push(val, ws, flags, e, k, dst, cur_rank, world_size, heap_bases, mask):
     inbox needs no such wait: its reads of call e - 2 came earlier in program (or stream) order."""
     BLOCK: tl.constexpr = val.shape[0]
     if dst != cur_rank:
-        iris.wait(flags + 2 * world_size + dst, e - 2, cur_rank, heap_bases, cmp="ge")
+        _credit(flags, e, dst, cur_rank, world_size, heap_bases)
     iris.store(_slot(ws, e, k, world_size, BLOCK) + tl.arange(0, BLOCK), val, cur_rank, dst, heap_bases, mask=mask)
+
+
+@triton.jit
+def _credit(flags, e, dst, cur_rank, world_size, heap_bases):
+    """dst has finished reading its inbox half of call e - 2: it said so (finished >= e - 2), or it has since sent
+    this rank an arrival of call e - 1, which it released after all its reads of call e - 2."""
+    iris.wait_either(flags + 2 * world_size + dst, e - 2, flags + dst, e - 1, cur_rank, heap_bases)
 
 
 @triton.jit
@@ -212,7 +222,7 @@ def all_reduce(x, ws, flags, e, cur_rank, world_size, heap_bases, OP: tl.constex
         for i in range(world_size):
             dst = (cur_rank + i) % world_size
             if dst != cur_rank:
-                iris.wait(flags + 2 * world_size + dst, e - 2, cur_rank, heap_bases, cmp="ge")
+                _credit(flags, e, dst, cur_rank, world_size, heap_bases)
             iris.atomic_add(_slot(ws, e, 0, world_size, BLOCK) + tl.arange(0, BLOCK), x, cur_rank, dst, heap_bases,
                             sem="relaxed", scope="sys")
             _arrive(flags, 0, e, dst, cur_rank, world_size, heap_bases)
@@ -223,7 +233,8 @@ def all_reduce(x, ws, flags, e, cur_rank, world_size, heap_bases, OP: tl.constex
     else:  # one_shot
         _push_to_all(x, ws, flags, e, cur_rank, world_size, heap_bases, False)
         out = _combine_arrived(x, ws, flags, e, cur_rank, world_size, heap_bases, OP)
-    _finish(flags, e, cur_rank, world_size, heap_bases)
+    if VARIANT == "ring":  # the others sent every peer an arrival of call e: that is their credit for e + 2
+        _finish(flags, e, cur_rank, world_size, heap_bases)
     return out
 
 
@@ -244,7 +255,6 @@ def all_gather_strided(x, OUT, stride, mask, ws, flags, e, cur_rank, world_size,
         src = (cur_rank + i) % world_size
         got = _receive(ws, flags, e, src, src, cur_rank, world_size, heap_bases, BLOCK)
         tl.store(OUT + src * stride + tl.arange(0, BLOCK), got, mask=mask)
-    _finish(flags, e, cur_rank, world_size, heap_bases)
 
 
 @triton.jit
@@ -256,7 +266,6 @@ def reduce_scatter(x, OUT, ws, flags, e, cur_rank, world_size, heap_bases, OP: t
     acc = _combine_arrived(x, ws, flags, e, cur_rank, world_size, heap_bases, OP)
     size = tl.cdiv(BLOCK, world_size)
     tl.store(OUT + tl.arange(0, BLOCK) - cur_rank * size, acc, mask=_chunk_of(world_size, BLOCK) == cur_rank)
-    _finish(flags, e, cur_rank, world_size, heap_bases)
 
 
 @triton.jit
@@ -333,7 +342,6 @@ def all_to_all(X, OUT, ws, flags, e, cur_rank, world_size, heap_bases, BLOCK: tl
         src = (cur_rank + i) % world_size
         got = _receive(ws, flags, e, src, src, cur_rank, world_size, heap_bases, BLOCK)
         tl.store(OUT + src * BLOCK + tl.arange(0, BLOCK), got)
-    _finish(flags, e, cur_rank, world_size, heap_bases)
 
 
 @triton.jit

@@ -1,6 +1,7 @@
 """Eager calls replayed from captured graphs (iris/replay.py): the cache's rules with a stand-in for CUDA capture,
 and, through real ranks, repeated collective and catalog calls on the same buffers with fresh values every call
-(on GPUs these are replays: a replay that read stale arguments or skipped a launch would fail the check)."""
+(replays and prepared calls: one that read stale arguments or skipped a launch would fail the check). On the CPU
+backend the stand-in capture records the launch and a replay runs it, so the same front-door paths run."""
 
 import pytest
 import torch
@@ -102,6 +103,9 @@ def r_repeated_calls(ctx, calls):
     a_full = torch.empty(m, k // w, dtype=dtype, device=dev)
     b_full = torch.empty(k // w, n, dtype=dtype, device=dev)
     c = ctx.zeros(m, n, dtype=dtype)
+    saved = ctx.replay
+    if not ON_GPU:  # the CPU backend has no CUDA graphs: a stand-in capture runs the same front-door paths
+        ctx.replay = ReplayCache(True, capture=FakeGraph, capturing=lambda: False)
     captures0 = ctx.replay.captures
     worst = dict(push=0.0, one_shot=0.0, all_gather=0.0, gemm=0.0)
     for call in range(calls):
@@ -124,12 +128,32 @@ def r_repeated_calls(ctx, calls):
         fused_ops.gemm_all_reduce(ctx, a_full, b_full, c, variant="one_shot")
         worst["gemm"] = max(worst["gemm"], reference.rel_error(c, ref))
         ctx.barrier()
-    return worst, ctx.replay.captures - captures0, ctx.replay.enabled
+    out = worst, ctx.replay.captures - captures0, len(ctx.replay._prepared)
+    ctx.replay = saved
+    return out
 
 
 def test_repeated_calls_on_the_same_buffers_see_fresh_values(ranks):
-    for worst, captures, enabled in ranks.run(r_repeated_calls, 5):
+    for worst, captures, prepared in ranks.run(r_repeated_calls, 5):
         assert worst["push"] < 1e-4 and worst["one_shot"] < 1e-4 and worst["all_gather"] == 0, worst
         assert worst["gemm"] < reference.TOLERANCE[torch.float32], worst  # TF32 on GPUs
-        # GPUs: each of the four call sites is captured once (second call) and replayed after; CPU: never
-        assert enabled == ON_GPU and captures == (4 if ON_GPU else 0), (enabled, captures)
+        # each of the four call sites is captured once (second call) and replayed after; the three collective
+        # calls skip their checks from the third call on (prepared calls)
+        assert captures == 4 and prepared == 3, (captures, prepared)
+
+
+def test_prepared_calls_are_kept_from_the_second_offer_and_dropped_on_clear():
+    cache = ReplayCache(True, capacity=2, capture=FakeGraph, capturing=lambda: False)
+    cache.prepare("s", lambda: "first")
+    assert cache.prepared("s") is None  # offered once: nothing held
+    cache.prepare("s", lambda: "second")
+    assert cache.prepared("s")() == "second"
+    for sig in ("t", "t", "u", "u"):  # capacity 2: the oldest prepared call goes
+        cache.prepare(sig, lambda sig=sig: sig)
+    assert cache.prepared("s") is None and cache.prepared("u")() == "u"
+    cache.clear()
+    assert cache.prepared("u") is None
+    off = ReplayCache(False)
+    off.prepare("s", lambda: 1)
+    off.prepare("s", lambda: 1)
+    assert off.prepared("s") is None
