@@ -15,6 +15,7 @@ from .device import (  # noqa: F401
     atomic_xchg,
     atomic_xor,
     copy,
+    fence,
     get,
     load,
     now_ns,
@@ -24,6 +25,7 @@ from .device import (  # noqa: F401
     store,
     translate,
     wait,
+    wait_either,
 )
 from .heap import HeapExhausted  # noqa: F401
 from .host import Iris, context, iris  # noqa: F401

@@ -229,6 +229,11 @@ if INTERPRET:
             b = _ld_acquire(flag_b)
             i += 1
 
+    @triton.jit
+    def fence():
+        """The interpreter's memory is coherent and its atomics are sequentially consistent: nothing to order."""
+        pass
+
     def _host_ns():
         return time.perf_counter_ns()
 
@@ -246,6 +251,14 @@ else:
     def _ld_acquire(ptr):
         return tl.inline_asm_elementwise("ld.global.acquire.sys.b32 $0, [$1];", "=r,l", [ptr], dtype=tl.int32,
                                          is_pure=False, pack=1)
+
+    @triton.jit
+    def fence():
+        """fence.acq_rel.sys in every thread: with a tl.debug_barrier() before it, everything the program stored so
+        far is ordered before any later write, relaxed flag writes included (a release pattern in the PTX memory
+        model). One fence then serves many flags (iris.tile signals all peers after one)."""
+        tl.inline_asm_elementwise("fence.acq_rel.sys;\n\tmov.u32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False,
+                                  pack=1)
 
     @triton.jit
     def now_ns():

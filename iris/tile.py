@@ -106,6 +106,16 @@ def _arrive(flags, region, e, dst, cur_rank, world_size, heap_bases):
 
 
 @triton.jit
+def _arrive_peers(flags, region, e, cur_rank, world_size, heap_bases):
+    """_arrive at every peer for the price of one release fence: a barrier and a fence, then relaxed flag writes."""
+    tl.debug_barrier()
+    iris.fence()
+    for i in range(1, world_size):
+        iris.atomic_xchg(flags + region * world_size + cur_rank, e, cur_rank, (cur_rank + i) % world_size, heap_bases,
+                         sem="relaxed", scope="sys")
+
+
+@triton.jit
 def _wait_from(flags, region, e, src, cur_rank, world_size, heap_bases):
     iris.wait(flags + region * world_size + src, e, cur_rank, heap_bases, cmp="ge")
 
@@ -120,8 +130,7 @@ def _receive(ws, flags, e, src, k, cur_rank, world_size, heap_bases, BLOCK: tl.c
 @triton.jit
 def _finish(flags, e, cur_rank, world_size, heap_bases):
     """Tell every peer this rank is done reading its inbox for call e (only peers wait for that)."""
-    for i in range(1, world_size):
-        _arrive(flags, 2, e, (cur_rank + i) % world_size, cur_rank, world_size, heap_bases)
+    _arrive_peers(flags, 2, e, cur_rank, world_size, heap_bases)
 
 
 @triton.jit
@@ -167,7 +176,7 @@ def _push_to_all(x, ws, flags, e, cur_rank, world_size, heap_bases, CHUNKED: tl.
             _push(x, ws, flags, e, cur_rank, dst, cur_rank, world_size, heap_bases, _chunk_of(world_size, BLOCK) == dst)
         else:
             _push(x, ws, flags, e, cur_rank, dst, cur_rank, world_size, heap_bases, None)
-        _arrive(flags, 0, e, dst, cur_rank, world_size, heap_bases)
+    _arrive_peers(flags, 0, e, cur_rank, world_size, heap_bases)
 
 
 @triton.jit
@@ -195,7 +204,7 @@ def all_reduce(x, ws, flags, e, cur_rank, world_size, heap_bases, OP: tl.constex
             dst = (cur_rank + i) % world_size
             iris.store(_slot(ws, e, world_size + cur_rank, world_size, BLOCK) + tl.arange(0, BLOCK), acc, cur_rank,
                        dst, heap_bases, mask=chunk == cur_rank)
-            _arrive(flags, 1, e, dst, cur_rank, world_size, heap_bases)
+        _arrive_peers(flags, 1, e, cur_rank, world_size, heap_bases)
         out = acc
         for i in range(1, world_size):
             src = (cur_rank + i) % world_size
