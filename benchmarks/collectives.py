@@ -217,7 +217,9 @@ def main():
     stamp = dict(device=f"{args.num_ranks}x {name}", date=datetime.date.today().isoformat(),
                  commit=os.environ.get("IRIS_COMMIT", "?"), command="python benchmarks/collectives.py " +
                  " ".join(sys.argv[1:]))
-    iris.spawn(run, args.num_ranks, args, stamp, heap_size=4 * args.max_bytes + (256 << 20))
+    # the tensors (4x the largest size) plus push's inboxes (2 halves x 4 slots x world x size, up to 16 MiB)
+    inboxes = 8 * args.num_ranks * min(args.max_bytes, 16 << 20)
+    iris.spawn(run, args.num_ranks, args, stamp, heap_size=4 * args.max_bytes + inboxes + (256 << 20))
 
 
 if __name__ == "__main__":
