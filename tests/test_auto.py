@@ -39,8 +39,10 @@ def r_choose(ctx):
 
 def test_auto_choice_rules(ranks2):
     for out in ranks2.run(r_choose):
-        assert out == {"default": "one_shot", "near_small": "torch_symm_mem" if ON_GPU else "two_shot",
-                       "near_big": "atomic", "excluded": "torch_symm_mem" if ON_GPU else "torch_nccl", "fp16_borrows_bf16": "one_shot", "tuned_all": True,
+        gpu = ON_GPU  # GPUs: symm_mem is runnable, and with nothing measured auto falls back to torch_nccl
+        assert out == {"default": "torch_nccl" if gpu else "one_shot", "near_small": "torch_symm_mem" if gpu else
+                       "two_shot", "near_big": "atomic", "excluded": "torch_symm_mem" if gpu else "torch_nccl",
+                       "fp16_borrows_bf16": "torch_nccl" if gpu else "one_shot", "tuned_all": True,
                        "tuned_pick": True, "auto_correct": True}, out
 
 
