@@ -25,6 +25,7 @@ TABLE = os.path.join(os.path.dirname(__file__), "tuned.csv")
 _table = None
 _tuned = {}  # (op, m, n, k, dtype, world, backend) -> variant name, from tune()
 _picked = {}  # the table's pick per call signature (a lookup per call costs more than the small calls it picks for)
+_picked_from = [None]  # the table those picks came from (tests swap tables)
 
 
 def _load():
@@ -67,16 +68,15 @@ def choose(ctx, op, m, n, k, dtype, exclude=()):
     key = (op, m, n, k, dtype, ctx.get_num_ranks(), ctx.backend)
     if _tuned.get(key) not in (None, *exclude):
         return _tuned[key]
-    if _picked.get("table") is not _load():  # a new table (tests swap it) invalidates the picks
+    if _picked_from[0] is not _load():
         _picked.clear()
-        _picked["table"] = _load()
-    picked = _picked.get((key, exclude, ctx.ranks_per_device))
-    if picked is None:
-        picked = next((name for name in ranking(ctx, op, m, n, k, dtype) if name in registry.OPS[op].variants and
-                       name not in exclude and _runnable(ctx, op, name, dtype)), None) or _fallback(ctx, op, dtype,
-                                                                                                   exclude)
-        _picked[(key, exclude, ctx.ranks_per_device)] = picked
-    return picked
+        _picked_from[0] = _load()
+    sig = (key, exclude, ctx.ranks_per_device)
+    if sig not in _picked:
+        ranked = [name for name in ranking(ctx, op, m, n, k, dtype) if name in registry.OPS[op].variants and
+                  name not in exclude and _runnable(ctx, op, name, dtype)]
+        _picked[sig] = ranked[0] if ranked else _fallback(ctx, op, dtype, exclude)
+    return _picked[sig]
 
 
 def _fallback(ctx, op, dtype, exclude):

@@ -28,8 +28,8 @@ entry barrier every rank stores its slice into every rank's output); "auto" push
 The other collectives have one kernel each, or "nccl".
 
 Inputs that peers read (all_reduce's x for one_shot/two_shot/atomic, reduce_scatter's x, broadcast's source) and
-outputs that peers write (all_gather's "direct" and all_to_all's out) must be on the heap. Other tensors may live anywhere. Every rank makes the same
-calls with the same sizes. Collectives run on the current stream; async_op=True runs them on a side stream and
+outputs that peers write (all_gather's "direct" and all_to_all's out) must be on the heap. Other tensors may live
+anywhere. Every rank makes the same calls with the same sizes. Collectives run on the current stream; async_op=True runs them on a side stream and
 returns a handle whose wait() makes the current stream wait. At most one async collective per context may be in
 flight at a time. The first call for a size creates its workspace, which needs a host barrier; make that call
 before capturing a CUDA graph. Repeated eager calls on the same tensors replay a captured launch (iris/replay.py):
@@ -173,9 +173,7 @@ _side_streams = {}
 def _launch(ctx, kind, x, y, n, op="sum", staged=False, root=0, config=None, async_op=False, scratch=None,
             prepare=None):
     cfg = config or CollConfig()
-    block = cfg.block or (1024 if ctx.backend == "cpu" else 4096)
-    if block < 16 or block & (block - 1):
-        raise ValueError(f"config.block={block}: expected a power of two >= 16")
+    block = _block(cfg, 1024 if ctx.backend == "cpu" else 4096)
     blocks = -(-max(n, 1) // block)  # (triton.cdiv is a constexpr function: microseconds per host call)
     limit = 2 if ctx.backend == "cpu" else ctx.get_cu_count() // ctx.ranks_per_device
     programs = cfg.programs or max(1, min(blocks, limit))
@@ -194,6 +192,13 @@ def _launch(ctx, kind, x, y, n, op="sum", staged=False, root=0, config=None, asy
            async_op)
     return _run(ctx, lambda: ctx.replay(key, lambda: collective_kernel[(programs,)](*args, **meta)), (x, y), async_op,
                 prepare)
+
+
+def _block(cfg, default):
+    block = cfg.block or default
+    if block < 16 or block & (block - 1):
+        raise ValueError(f"config.block={block}: expected a power of two >= 16")
+    return block
 
 
 def _check(ctx, name, variant, op, tensors, heap):
@@ -267,10 +272,7 @@ def all_reduce(ctx, tensor, op="sum", variant="auto", out=None, config=None, asy
 
 def _tile_launch(ctx, kind, tensor, out, op, variant, config, async_op, prepare=None):
     """tile_collective_kernel over `tensor`, one program per block; returns a Work with async_op, else None."""
-    cfg = config or CollConfig()
-    block = cfg.block or (256 if ctx.backend == "cpu" else 2048)
-    if block < 16 or block & (block - 1):
-        raise ValueError(f"config.block={block}: expected a power of two >= 16")
+    block = _block(config or CollConfig(), 256 if ctx.backend == "cpu" else 2048)
     tiles = -(-max(tensor.numel(), 1) // block)
     ws = ctx.workspace(("collectives", "tiles", "async" if async_op else "sync", tiles, block, tensor.dtype),
                        lambda c: tile.Workspace(c, tiles, block, tensor.dtype))

@@ -18,11 +18,8 @@ from collections import OrderedDict
 
 import torch
 
-from .logging import logger
-
 ENABLED = os.environ.get("IRIS_REPLAY", "1") != "0"
 CAPACITY = int(os.environ.get("IRIS_REPLAY_CAPACITY", "64"))
-_UNSEEN = object()
 
 
 def _capture(launch, stream):
@@ -65,14 +62,10 @@ class ReplayCache:
         a replay when `key` was seen before."""
         if not self.enabled or key is None or self._capturing():  # under a capture: launches join that graph
             return launch()
-        graph = self.graphs.get(key, _UNSEEN)
-        if graph is _UNSEEN:
-            if key not in self.seen:
-                self.seen[key] = None
-                if len(self.seen) > 4 * self.capacity:
-                    self.seen.popitem(last=False)
+        graph = self.graphs.get(key)
+        if graph is None:
+            if self._first_sighting(self.seen, key):
                 return launch()
-            del self.seen[key]
             try:
                 graph = self._capture(launch)
             except Exception as e:  # a failed capture can leave CUDA and the allocator unusable: stop, loudly
@@ -81,9 +74,7 @@ class ReplayCache:
                 raise RuntimeError(f"launch replay: capturing the launches of {key[:2]!r} failed ({e}); replay is now "
                                    f"off in this process. Please report it; IRIS_REPLAY=0 runs without it") from e
             self.captures += 1
-            self.graphs[key] = graph
-            if len(self.graphs) > self.capacity:
-                self.graphs.popitem(last=False)
+            _bounded_put(self.graphs, key, graph, self.capacity)
         else:
             self.graphs.move_to_end(key)
         graph.replay()
@@ -95,22 +86,29 @@ class ReplayCache:
     def prepare(self, sig, call):
         """Remember `call` for `sig` from its second offer on: a prepared call holds its tensors, so only
         signatures in repeated use (at most `capacity`) keep memory alive."""
-        if not self.enabled:
-            return
-        if sig not in self._offered:
-            self._offered[sig] = None
-            if len(self._offered) > 4 * self.capacity:
-                self._offered.popitem(last=False)
-            return
-        self._prepared[sig] = call
-        if len(self._prepared) > self.capacity:
-            self._prepared.popitem(last=False)
+        if self.enabled and not self._first_sighting(self._offered, sig):
+            _bounded_put(self._prepared, sig, call, self.capacity)
+
+    def _first_sighting(self, seen, key):
+        """True (and remembered, a bounded number of keys) the first time; False, and forgotten, the second."""
+        if key in seen:
+            del seen[key]
+            return False
+        _bounded_put(seen, key, None, 4 * self.capacity)
+        return True
 
     def clear(self):
         self.graphs.clear()
         self.seen.clear()
         self._prepared.clear()
         self._offered.clear()
+
+
+def _bounded_put(table, key, value, limit):
+    """table[key] = value, dropping the least recently added entry beyond `limit`."""
+    table[key] = value
+    if len(table) > limit:
+        table.popitem(last=False)
 
 
 def tensor_key(t):

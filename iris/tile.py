@@ -25,8 +25,8 @@ call e is "dst finished call e - 2" or "dst sent this rank an arrival of call e 
 reads of call e - 2). Collectives in which every rank sends every peer an arrival (all_reduce except ring,
 all_gather, reduce_scatter, all_to_all) need nothing more; the others end by reporting "finished e" to every peer.
 A rank's own part never goes through its inbox (it is used in place), so the one-shot all-reduce of 2 ranks costs
-one remote store, one flag write and one wait per call. Flags only grow, so nothing is re-zeroed and a stale flag never satisfies
-a wait. All waits are bounded (IRIS_WAIT_TIMEOUT_S) and report rank, program and flag.
+one remote store, one flag write and one wait per call. Flags only grow, so nothing is re-zeroed and a stale flag
+never satisfies a wait. All waits are bounded (IRIS_WAIT_TIMEOUT_S) and report rank, program and flag.
 
 all_reduce variants: "one_shot" (every rank pushes its block to every rank; each sums locally), "two_shot" (chunk c
 of the block is reduced at rank c, then pushed to everyone), "ring" (reduce-scatter then all-gather around the ring,
@@ -346,7 +346,7 @@ def all_to_all(X, OUT, ws, flags, e, cur_rank, world_size, heap_bases, BLOCK: tl
         dst = (cur_rank + i) % world_size
         _push(tl.load(X + dst * BLOCK + tl.arange(0, BLOCK)), ws, flags, e, cur_rank, dst, cur_rank, world_size,
               heap_bases, None)
-        _arrive(flags, 0, e, dst, cur_rank, world_size, heap_bases)
+    _arrive_peers(flags, 0, e, cur_rank, world_size, heap_bases)
     for i in range(1, world_size):
         src = (cur_rank + i) % world_size
         got = _receive(ws, flags, e, src, src, cur_rank, world_size, heap_bases, BLOCK)

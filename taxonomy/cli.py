@@ -20,8 +20,8 @@ import fused_ops
 from fused_ops import reference, registry
 
 DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
-COLUMNS = ["op", "variant", "pattern", "m", "n", "k", "dtype", "world_size", "timing", "time_us", "tflops", "speedup",
-           "speedup_vs_best_peer", "gemm_only_us", "comm_only_us", "overlap_limit_us", "no_overlap_us",
+COLUMNS = ["op", "variant", "pattern", "m", "n", "k", "dtype", "world_size", "timing", "time_us", "tflops",
+           "speedup", "speedup_vs_best_peer", "gemm_only_us", "comm_only_us", "overlap_limit_us", "no_overlap_us",
            "correct", "max_rel_error", "config", "device", "date", "commit", "command"]
 
 

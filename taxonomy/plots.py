@@ -8,7 +8,6 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
 
 KEY = ["op", "variant", "m", "n", "k", "dtype", "world_size", "timing"]
 SHORT = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
@@ -98,12 +97,14 @@ def breakdown_plot(df, path):
 
 
 def plot_all(out, ops):
+    from .cli import read_csv
+
     written = []
     for op in ops:
         path = os.path.join(out, f"{op}.csv")
         if not os.path.exists(path):
             continue
-        df = pd.read_csv(path, dtype={"commit": str})  # a hash like 8e02100 must stay text
+        df = read_csv(path)
         df["timing"] = df["timing"].fillna("eager") if "timing" in df else "eager"  # CSVs from before the column
         df = latest(df)
         df = df[df.time_us.notna()]

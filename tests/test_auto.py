@@ -16,8 +16,8 @@ def r_choose(ctx):
     out = {"default": auto.choose(ctx, op, 64, 64, 64, torch.float32)}
     saved = auto._table
     try:
-        auto._table = {(auto._gpu(ctx), w, op, "float32"): [((64, 64, 64), ["torch_symm_mem", "two_shot", "torch_nccl"]),
-                                                   ((4096, 4096, 4096), ["atomic", "one_shot"])]}
+        auto._table = {(auto._gpu(ctx), w, op, "float32"): [
+            ((64, 64, 64), ["torch_symm_mem", "two_shot", "torch_nccl"]), ((4096, 4096, 4096), ["atomic", "one_shot"])]}
         out["near_small"] = auto.choose(ctx, op, 80, 48, 64, torch.float32)   # symm_mem is GPU-only
         out["near_big"] = auto.choose(ctx, op, 2048, 8192, 4096, torch.float32)
         out["excluded"] = auto.choose(ctx, op, 64, 64, 64, torch.float32, exclude=("two_shot",))

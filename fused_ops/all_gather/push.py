@@ -1,9 +1,8 @@
 """Push: one kernel. Producer programs [0, comm_sms) copy this rank's A shard, BLOCK_M rows at a time (split along K
 into parts when there are fewer row chunks than producers), into every rank's inbox (the gathered A) and count each
 part on a per-chunk flag on every rank; GEMM programs [comm_sms, +gemm_sms) wait for the chunks their tile's rows
-need and multiply from the local inbox. Producers are
-the lower-numbered programs, so the interpreter's serial order is safe too. A barrier first: nobody is still
-reading the inbox from the previous call."""
+need and multiply from the local inbox. Producers are the lower-numbered programs, so the interpreter's serial order
+is safe too. A barrier first: nobody is still reading the inbox from the previous call."""
 
 import torch
 import triton
