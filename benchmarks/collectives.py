@@ -110,7 +110,10 @@ def cases(ctx, name, nbytes, dtype):
         return x, out
     x, y = ctx.randn(n, dtype=dtype), ctx.zeros(n // w, dtype=dtype)  # reduce_scatter
     yn = torch.empty(n // w, dtype=dtype, device=dev)
-    out.append(("iris", lambda: coll.reduce_scatter(ctx, y, x), y))
+    if nbytes <= 16 << 20:  # push: inboxes of 8 * input elements, a latency variant
+        yp = ctx.zeros(n // w, dtype=dtype)
+        out.append(("push", lambda: coll.reduce_scatter(ctx, yp, x, variant="push"), yp))
+    out.append(("pull", lambda: coll.reduce_scatter(ctx, y, x, variant="pull"), y))
     out.append(("nccl", lambda: dist.reduce_scatter_tensor(yn, x), yn))
     return x, out
 

@@ -19,21 +19,24 @@ Variants of all_reduce:
   no entry or exit barrier (the inbox is double-buffered by epoch), so this is the latency variant.
 - "ring": iris.tile's ring, 2(w-1) steps of one chunk per block.
 - "one_shot": after the entry barrier, every rank pulls the whole tensor from every rank and reduces it.
-- "two_shot": rank r reduces blocks b with b % world == r and pushes the result to every rank.
+- "two_shot": rank r reduces blocks b with b % world == r and pushes the result to every rank (each program walks
+  owned blocks only, so all programs of every rank work).
 - "atomic": sum only; every rank atomically adds its blocks into every rank's buffer.
 - "nccl": torch.distributed.
 - "auto": push up to 1 MiB; above that one_shot, or nccl for a tensor that is not on the heap.
 all_gather: "push" (through inboxes like all_reduce's push; the output may live anywhere) or "direct" (after the
 entry barrier every rank stores its slice into every rank's output); "auto" pushes up to 1 MiB of output.
+reduce_scatter: "push" (slice r into rank r's inbox; the input may live anywhere) or "pull" (after the entry barrier
+every rank reads its slice from every rank's input); "auto" pushes up to 1 MiB of input.
 The other collectives have one kernel each, or "nccl".
 
-Inputs that peers read (all_reduce's x for one_shot/two_shot/atomic, reduce_scatter's x, broadcast's source) and
-outputs that peers write (all_gather's "direct" and all_to_all's out) must be on the heap. Other tensors may live
-anywhere. Every rank makes the same calls with the same sizes. Collectives run on the current stream; async_op=True runs them on a side stream and
-returns a handle whose wait() makes the current stream wait. At most one async collective per context may be in
-flight at a time. The first call for a size creates its workspace, which needs a host barrier; make that call
-before capturing a CUDA graph. Repeated eager calls on the same tensors replay a captured launch (iris/replay.py):
-a few µs of host time instead of Triton's launch path.
+Inputs that peers read (all_reduce's x for one_shot/two_shot/atomic, reduce_scatter's x for pull, broadcast's
+source) and outputs that peers write (all_gather's "direct" and all_to_all's out) must be on the heap. Other tensors
+may live anywhere. Every rank makes the same calls with the same sizes. Collectives run on the current stream;
+async_op=True runs them on a side stream and returns a handle whose wait() makes the current stream wait. At most
+one async collective per context may be in flight at a time. The first call for a size creates its workspace,
+which needs a host barrier; make that call before capturing a CUDA graph. Repeated eager calls on the same tensors
+replay a captured launch (iris/replay.py): a few µs of host time instead of Triton's launch path.
 """
 
 from dataclasses import dataclass
@@ -51,7 +54,8 @@ from .replay import tensor_key
 OPS = ("sum", "max", "min")
 VARIANTS = {"all_reduce": ("auto", "push", "ring", "one_shot", "two_shot", "atomic", "nccl"),
             "all_gather": ("auto", "push", "direct", "nccl"),
-            "reduce_scatter": ("auto", "nccl"), "all_to_all": ("auto", "nccl"), "broadcast": ("auto", "nccl")}
+            "reduce_scatter": ("auto", "push", "pull", "nccl"), "all_to_all": ("auto", "nccl"),
+            "broadcast": ("auto", "nccl")}
 PUSH_MAX_BYTES = 1 << 20  # "auto": push (latency) up to here, one_shot (pull, no staging) above
 
 
@@ -88,18 +92,23 @@ def collective_kernel(X, Y, S, n, root, FLAGS, EPOCHS, cur_rank, world_size, hea
     pid, programs = tl.program_id(0), tl.num_programs(0)
     e = tl.load(EPOCHS + pid) + 1
     _all_arrive(FLAGS + pid * world_size, e, cur_rank, world_size, heap_bases)  # everyone's inputs are ready
-    for b in range(pid, tl.cdiv(n, BLOCK), programs):
+    blocks = tl.cdiv(n, BLOCK)
+    if KIND == "two_shot":  # rank r owns blocks r, r + w, ...: every program walks owned blocks only
+        steps, stride, first = tl.cdiv(blocks - cur_rank, world_size), world_size, cur_rank
+    else:
+        steps, stride, first = blocks, 1, 0
+    for j in range(pid, steps, programs):
+        b = first + j * stride
         offs = b * BLOCK + tl.arange(0, BLOCK)
         m = offs < n
         if KIND == "one_shot":
             acc = _reduce_all(X, offs, m, cur_rank, world_size, heap_bases, OP, ACC)
             tl.store((S if STAGED else Y) + offs, acc.to(Y.dtype.element_ty), mask=m)
         elif KIND == "two_shot":
-            if b % world_size == cur_rank:
-                acc = _reduce_all(X, offs, m, cur_rank, world_size, heap_bases, OP, ACC).to(Y.dtype.element_ty)
-                for i in range(world_size):
-                    iris.store((S if STAGED else Y) + offs, acc, cur_rank, (cur_rank + i) % world_size, heap_bases,
-                               mask=m)
+            acc = _reduce_all(X, offs, m, cur_rank, world_size, heap_bases, OP, ACC).to(Y.dtype.element_ty)
+            for i in range(world_size):
+                iris.store((S if STAGED else Y) + offs, acc, cur_rank, (cur_rank + i) % world_size, heap_bases,
+                           mask=m)
         elif KIND == "atomic":
             v = tl.load(X + offs, mask=m)
             for i in range(world_size):
@@ -124,8 +133,14 @@ def collective_kernel(X, Y, S, n, root, FLAGS, EPOCHS, cur_rank, world_size, hea
                 tl.store(Y + offs, tl.load(X + offs, mask=m), mask=m)
     _all_arrive(FLAGS + (programs + pid) * world_size, e, cur_rank, world_size, heap_bases)  # all reads/writes done
     if STAGED:
-        if KIND == "one_shot" or KIND == "two_shot" or KIND == "atomic":
-            for b in range(pid, tl.cdiv(n, BLOCK), programs):
+        if KIND == "two_shot":  # the blocks that programs `pid` of all ranks wrote (their exit barrier covers those)
+            for j in range(pid, tl.cdiv(blocks, world_size), programs):
+                for r in range(world_size):
+                    offs = (r + j * world_size) * BLOCK + tl.arange(0, BLOCK)
+                    m = offs < n
+                    tl.store(Y + offs, tl.load(S + offs, mask=m), mask=m)
+        elif KIND == "one_shot" or KIND == "atomic":
+            for b in range(pid, blocks, programs):
                 offs = b * BLOCK + tl.arange(0, BLOCK)
                 m = offs < n
                 tl.store(Y + offs, tl.load(S + offs, mask=m), mask=m)
@@ -137,16 +152,21 @@ def collective_kernel(X, Y, S, n, root, FLAGS, EPOCHS, cur_rank, world_size, hea
 @triton.jit
 def tile_collective_kernel(X, Y, n, WS, FLAGS, EPOCHS, cur_rank, world_size, heap_bases, KIND: tl.constexpr,
                            OP: tl.constexpr, VARIANT: tl.constexpr, BLOCK: tl.constexpr):
-    """One tile of X (n elements) per program through iris.tile: values travel through the receivers' inboxes, so
-    there is no entry or exit barrier and no input or output needs to be on the heap."""
+    """One tile of n elements per program through iris.tile (n: all_reduce's tensor, all_gather's input,
+    reduce_scatter's output): values travel through the receivers' inboxes, so there is no entry or exit barrier and
+    no input or output needs to be on the heap."""
     t = tl.program_id(0)
     ws, flags, e = tile.begin(WS, FLAGS, EPOCHS, t, world_size, BLOCK)
     offs = t * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
-    x = tl.load(X + offs, mask=m, other=0)
-    if KIND == "all_gather":  # Y: world slices of n elements
+    if KIND == "reduce_scatter":  # X: world slices of n elements
+        tile.reduce_scatter_strided(X + t * BLOCK, Y + t * BLOCK, n, m, ws, flags, e, cur_rank, world_size,
+                                    heap_bases, OP, BLOCK)
+    elif KIND == "all_gather":  # Y: world slices of n elements
+        x = tl.load(X + offs, mask=m, other=0)
         tile.all_gather_strided(x, Y + t * BLOCK, n, m, ws, flags, e, cur_rank, world_size, heap_bases)
     else:
+        x = tl.load(X + offs, mask=m, other=0)
         tl.store(Y + offs, tile.all_reduce(x, ws, flags, e, cur_rank, world_size, heap_bases, OP, VARIANT), mask=m)
     tile.end(EPOCHS, t, e)
 
@@ -256,8 +276,8 @@ def all_reduce(ctx, tensor, op="sum", variant="auto", out=None, config=None, asy
         return work if async_op else out
     n = tensor.numel()
     if variant in ("push", "ring"):
-        work = _tile_launch(ctx, "all_reduce", tensor, out, op, "one_shot" if variant == "push" else "ring", config,
-                            async_op, prepare=(sig, out))
+        work = _tile_launch(ctx, "all_reduce", tensor, out, n, op, "one_shot" if variant == "push" else "ring",
+                            config, async_op, prepare=(sig, out))
         return work if async_op else out
     if variant == "one_shot":
         staged = out.data_ptr() == tensor.data_ptr()  # in place: peers still read what we would overwrite
@@ -270,14 +290,14 @@ def all_reduce(ctx, tensor, op="sum", variant="auto", out=None, config=None, asy
     return work if async_op else out
 
 
-def _tile_launch(ctx, kind, tensor, out, op, variant, config, async_op, prepare=None):
-    """tile_collective_kernel over `tensor`, one program per block; returns a Work with async_op, else None."""
+def _tile_launch(ctx, kind, tensor, out, n, op, variant, config, async_op, prepare=None):
+    """tile_collective_kernel over n elements, one program per block; returns a Work with async_op, else None."""
     block = _block(config or CollConfig(), 256 if ctx.backend == "cpu" else 2048)
-    tiles = -(-max(tensor.numel(), 1) // block)
+    tiles = -(-max(n, 1) // block)
     ws = ctx.workspace(("collectives", "tiles", "async" if async_op else "sync", tiles, block, tensor.dtype),
                        lambda c: tile.Workspace(c, tiles, block, tensor.dtype))
-    args = (tensor, out, tensor.numel(), *ws.args(), ctx.get_rank(), ctx.get_num_ranks(), ctx.get_heap_bases())
-    meta = dict(KIND=kind, OP=op, VARIANT=variant, BLOCK=block, num_warps=4)
+    args = (tensor, out, n, *ws.args(), ctx.get_rank(), ctx.get_num_ranks(), ctx.get_heap_bases())
+    meta = dict(KIND=kind, OP=op, VARIANT=variant, BLOCK=block, num_warps=4 if block <= 2048 else 8)
     key = ("tile", kind, tensor_key(tensor), tensor_key(out), op, variant, block, async_op)
     launch = lambda: ctx.replay(key, lambda: tile_collective_kernel[(tiles,)](*args, **meta))  # noqa: E731
     return _run(ctx, launch, (tensor, out), async_op, prepare)
@@ -344,7 +364,7 @@ def all_gather(ctx, output, input, variant="auto", config=None, async_op=False):
         work = all_gather_single(output.view(-1), input.reshape(-1), async_op=async_op)
         return work if async_op else output
     if variant == "push":
-        work = _tile_launch(ctx, "all_gather", input, output, "sum", "one_shot", config, async_op,
+        work = _tile_launch(ctx, "all_gather", input, output, input.numel(), "sum", "one_shot", config, async_op,
                             prepare=(sig, output))
     else:
         work = _launch(ctx, "all_gather", input, output, input.numel(), config=config, async_op=async_op,
@@ -353,12 +373,16 @@ def all_gather(ctx, output, input, variant="auto", config=None, async_op=False):
 
 
 def reduce_scatter(ctx, output, input, op="sum", variant="auto", config=None, async_op=False):
-    """output (this rank's slice) <- slice `rank` of input reduced over ranks; input (world * output.numel()) on
-    the heap."""
+    """output (this rank's slice) <- slice `rank` of input (world * output.numel()) reduced over ranks. "pull":
+    every rank reads its slice from every rank's input, which must be on the heap; "push": every rank sends slice r
+    to rank r's inbox (input anywhere; the latency variant); "auto" pushes up to 1 MiB of input."""
     sig, call = _prepared(ctx, "reduce_scatter", output, input, op, variant, config, async_op)
     if call is not None:
         return call()
-    _check(ctx, "reduce_scatter", variant, op, {"output": output, "input": input}, {"input": "read"})
+    if variant == "auto" and isinstance(input, torch.Tensor):
+        variant = "push" if input.numel() * input.element_size() <= PUSH_MAX_BYTES else "pull"
+    _check(ctx, "reduce_scatter", variant, op, {"output": output, "input": input},
+           {"input": "read"} if variant == "pull" else {})
     w = ctx.get_num_ranks()
     if input.numel() != w * output.numel():
         raise ValueError(f"reduce_scatter: input has {input.numel()} elements, expected world * output = {w} * "
@@ -366,8 +390,12 @@ def reduce_scatter(ctx, output, input, op="sum", variant="auto", config=None, as
     if variant == "nccl":
         work = dist.reduce_scatter_tensor(output.view(-1), input.reshape(-1), op=_nccl_op(op), async_op=async_op)
         return work if async_op else output
-    work = _launch(ctx, "reduce_scatter", input, output, output.numel(), op, config=config, async_op=async_op,
-                   prepare=(sig, output))
+    if variant == "push":
+        work = _tile_launch(ctx, "reduce_scatter", input, output, output.numel(), op, "one_shot", config, async_op,
+                            prepare=(sig, output))
+    else:
+        work = _launch(ctx, "reduce_scatter", input, output, output.numel(), op, config=config, async_op=async_op,
+                       prepare=(sig, output))
     return work if async_op else output
 
 

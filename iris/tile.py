@@ -278,6 +278,22 @@ def reduce_scatter(x, OUT, ws, flags, e, cur_rank, world_size, heap_bases, OP: t
 
 
 @triton.jit
+def reduce_scatter_strided(X, OUT, stride, mask, ws, flags, e, cur_rank, world_size, heap_bases,
+                           OP: tl.constexpr, BLOCK: tl.constexpr):
+    """OUT + [0, BLOCK) (local; where `mask`) <- X + cur_rank * stride + [0, BLOCK) combined over ranks: a tile of a
+    larger reduce-scatter whose rank slices of X (local) are `stride` elements apart. Each peer's slice goes to that
+    peer whole (no chunking: the tile is one slice wide)."""
+    offs = tl.arange(0, BLOCK)
+    for i in range(1, world_size):
+        dst = (cur_rank + i) % world_size
+        _push(tl.load(X + dst * stride + offs, mask=mask, other=0), ws, flags, e, cur_rank, dst, cur_rank, world_size,
+              heap_bases, None)
+    _arrive_peers(flags, 0, e, cur_rank, world_size, heap_bases)
+    own = tl.load(X + cur_rank * stride + offs, mask=mask, other=0)
+    tl.store(OUT + offs, _combine_arrived(own, ws, flags, e, cur_rank, world_size, heap_bases, OP), mask=mask)
+
+
+@triton.jit
 def broadcast(x, root, ws, flags, e, cur_rank, world_size, heap_bases):
     """Rank root's x, on every rank."""
     BLOCK: tl.constexpr = x.shape[0]

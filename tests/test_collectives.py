@@ -73,7 +73,7 @@ def r_collectives(ctx, name, variant, dtype_name, numel, op, in_place):
 CASES = ([("all_reduce", v, op) for v in ("push", "one_shot", "two_shot") for op in ("sum", "max", "min")] +
          [("all_reduce", "ring", "sum")] +
          [("all_reduce", "atomic", "sum"), ("all_reduce", "auto", "sum"), ("reduce_scatter", "auto", "sum"),
-          ("reduce_scatter", "auto", "max"), ("all_gather", "auto", "sum"), ("all_gather", "direct", "sum"),
+          ("reduce_scatter", "push", "max"), ("reduce_scatter", "pull", "sum"), ("reduce_scatter", "pull", "min"), ("all_gather", "auto", "sum"), ("all_gather", "direct", "sum"),
           ("all_to_all", "auto", "sum"),
           ("broadcast", "auto", "sum")])
 
@@ -91,27 +91,36 @@ def test_collective_matches_torch(ranks, name, variant, op, dtype):
 
 def test_many_programs_and_blocks(ranks2):
     # 4 programs x blocks of 64 over 5000 odd-sized elements: every program handles several blocks per call.
-    def run(name, variant):
-        return ranks2.run(r_config, name, variant)
-    for name, variant in (("all_reduce", "one_shot"), ("all_reduce", "two_shot"), ("all_reduce", "push"),
-                          ("all_gather", "push"), ("all_gather", "direct")):
-        assert run(name, variant) == [[], []], name
+    # An output off the heap makes one_shot/two_shot stage through heap scratch and copy out after the exit barrier.
+    def run(name, variant, local_out=False):
+        return ranks2.run(r_config, name, variant, local_out)
+    for name, variant, local_out in (("all_reduce", "one_shot", False), ("all_reduce", "two_shot", False),
+                                     ("all_reduce", "push", False), ("all_gather", "push", False),
+                                     ("all_gather", "direct", False), ("reduce_scatter", "push", False),
+                                     ("reduce_scatter", "pull", False), ("all_reduce", "one_shot", True),
+                                     ("all_reduce", "two_shot", True)):
+        assert run(name, variant, local_out) == [[], []], (name, variant, local_out)
 
 
-def r_config(ctx, name, variant):
+def r_config(ctx, name, variant, local_out):
     cfg = coll.CollConfig(programs=4, block=64)
     w, r = ctx.get_num_ranks(), ctx.get_rank()
     fails = []
-    x = ctx.zeros(5003)
+    x = ctx.zeros(5003 * (w if name == "reduce_scatter" else 1))
     out = ctx.zeros(5003 * (w if name == "all_gather" else 1))
+    if local_out:
+        out = torch.zeros_like(out)
     for call in range(3):
-        ins = _inputs(ctx, 10 + call, 5003, torch.float32)
+        ins = _inputs(ctx, 10 + call, x.numel(), torch.float32)
         x.copy_(ins[r])
         out.fill_(float("nan"))
         ctx.barrier()
         if name == "all_gather":
             coll.all_gather(ctx, out, x, variant=variant, config=cfg)
             want = torch.cat([t.double() for t in ins])
+        elif name == "reduce_scatter":
+            coll.reduce_scatter(ctx, out, x, variant=variant, config=cfg)
+            want = _reduce([t[r * 5003:(r + 1) * 5003] for t in ins], "sum")
         else:
             coll.all_reduce(ctx, x, variant=variant, out=out, config=cfg)
             want = _reduce(ins, "sum")
@@ -150,6 +159,7 @@ def r_bad(ctx):
              lambda: coll.all_gather(ctx, ctx.zeros(5), heap),
              lambda: coll.all_gather(ctx, torch.zeros(8 * w * w, device=ctx.get_device()), heap, variant="direct"),
              lambda: coll.reduce_scatter(ctx, ctx.zeros(3), heap),
+             lambda: coll.reduce_scatter(ctx, ctx.zeros(8), local, variant="pull"),
              lambda: coll.broadcast(ctx, heap, src=w),
              lambda: coll.all_reduce(ctx, heap, config=coll.CollConfig(block=100))]
     msgs = []
@@ -162,13 +172,18 @@ def r_bad(ctx):
     pushed = torch.full((8 * w * w,), -1.0, device=ctx.get_device())  # push: the output may live anywhere
     coll.all_gather(ctx, pushed, heap.fill_(float(ctx.get_rank())), variant="push")
     want = torch.arange(w, dtype=torch.float32, device=ctx.get_device()).repeat_interleave(8 * w)
-    return msgs + [bool(torch.equal(pushed, want))]
+    scattered = torch.full((8,), -1.0, device=ctx.get_device())  # push: input and output anywhere
+    coll.reduce_scatter(ctx, scattered, local.copy_(torch.arange(8 * w, dtype=torch.float32)), variant="push")
+    r = ctx.get_rank()
+    want_rs = w * torch.arange(8 * r, 8 * r + 8, dtype=torch.float32, device=ctx.get_device())
+    return msgs + [bool(torch.equal(pushed, want)), bool(torch.equal(scattered, want_rs))]
 
 
 def test_bad_input_is_refused(ranks2):
     for msgs in ranks2.run(r_bad):
         expect = ["must live on the symmetric heap", "unknown variant 'ring3'", "op='prod'", "supports op='sum'",
-                  "expected world * input", "output must live on the symmetric heap", "expected world * output", "is not a rank", "power of two"]
-        assert len(msgs) == len(expect) + 1 and msgs[-1] is True, msgs
+                  "expected world * input", "output must live on the symmetric heap", "expected world * output",
+                  "input must live on the symmetric heap", "is not a rank", "power of two"]
+        assert len(msgs) == len(expect) + 2 and msgs[-2:] == [True, True], msgs
         for m, e in zip(msgs, expect):
             assert e in m, (e, m)

@@ -1,7 +1,8 @@
-"""Two-shot: tiles are owned round-robin by rank (tile % world). Each program computes its partial tiles and counts
-its arrival at the owner; then, for the tiles it owns, it waits for every rank, sums the partials (reduce-scatter)
-and stores the sum into every rank's C (all-gather). A final barrier: C is written by its tiles' owners. The same
-program index handles a tile on every rank, so a program only ever waits on other ranks."""
+"""Two-shot: tiles are owned round-robin by rank (see _owner). Each program computes its partial tiles and counts its
+arrival at the owner; then, for the tiles it owns, it waits for every rank, sums the partials (reduce-scatter) and
+stores the sum into every rank's C (all-gather). A final barrier: C is written by its tiles' owners. The same program
+index handles a tile on every rank, so a program only ever waits on other ranks (the interpreter runs programs one
+after another)."""
 
 import triton
 import triton.language as tl
@@ -20,15 +21,16 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, P, stri
     a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
     num_pid_m, num_pid_n = tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N)
     num_tiles = num_pid_m * num_pid_n
-    for tile in range(tl.program_id(0), num_tiles, tl.num_programs(0)):
+    programs = tl.num_programs(0)
+    for tile in range(tl.program_id(0), num_tiles, programs):
         pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
         acc = gemm_tile(a_op, b_op, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M,
                         BLOCK_N, BLOCK_K, TMA)
         ptrs, mask = c_tile(P, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N)
         tl.store(ptrs, acc.to(P.dtype.element_ty), mask=mask)
-        iris.signal(flags + tile, 1, cur_rank, tile % world_size, heap_bases, op="add")
-    for tile in range(tl.program_id(0), num_tiles, tl.num_programs(0)):
-        if tile % world_size == cur_rank:
+        iris.signal(flags + tile, 1, cur_rank, _owner(tile, programs, world_size), heap_bases, op="add")
+    for tile in range(tl.program_id(0), num_tiles, programs):
+        if _owner(tile, programs, world_size) == cur_rank:
             pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
             iris.wait(flags + tile, world_size * epoch, cur_rank, heap_bases, cmp="ge")
             total = reduce_tile(P, pid_m, pid_n, M, N, stride_cm, stride_cn, cur_rank, world_size, heap_bases,
@@ -36,6 +38,14 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, P, stri
             out, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N)
             for i in range(world_size):
                 iris.store(out, total, cur_rank, (cur_rank + i) % world_size, heap_bases, mask=mask)
+
+
+@triton.jit
+def _owner(tile, programs, world_size):
+    """Round j of program p is owned by rank (p + j) % world: every program owns a share of its own tiles on every
+    rank. (`tile % world` would leave idle every program whose index is not the rank's mod world when world divides
+    the grid: 3/4 of them on 4 ranks.)"""
+    return (tile % programs + tile // programs) % world_size
 
 
 @register("gemm_all_reduce", "two_shot", "fused sequential", "partial tiles counted at their owner rank, owners "

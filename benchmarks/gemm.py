@@ -1,0 +1,106 @@
+"""The catalog's GEMM alone (fused_ops/gemm.py's persistent tile loop, as the fused ops run it) against torch.matmul,
+on one GPU, graph-timed (10 calls captured, replayed), bf16. Each shape runs the per-device default configuration and
+a few alternatives, so the defaults can follow the measurement. Every result is checked against torch.matmul first.
+Writes <out>/gemm.csv.
+
+    python benchmarks/gemm.py --out results
+"""
+
+import argparse
+import datetime
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import iris  # noqa: E402
+import torch  # noqa: E402
+
+from benchmarks.collectives import _timed  # noqa: E402
+from fused_ops.config import Config  # noqa: E402
+from fused_ops.gemm import gemm_kernel  # noqa: E402
+from fused_ops.problem import Problem  # noqa: E402
+from fused_ops.registry import OPS  # noqa: E402
+
+# (block_m, block_n, block_k, group_m, gemm_sms, comm_sms, num_stages, num_warps); None: the device default
+CANDIDATES = {"default": None,
+              "128x256x64 s3 w8": Config(128, 256, 64, 8, None, None, 3, 8),
+              "128x256x64 s4 w8": Config(128, 256, 64, 8, None, None, 4, 8),
+              "128x128x64 s4 w8": Config(128, 128, 64, 8, None, None, 4, 8),
+              "128x128x64 s4 w4": Config(128, 128, 64, 8, None, None, 4, 4),
+              "64x128x64 s4 w4": Config(64, 128, 64, 8, None, None, 4, 4),
+              "64x64x128 s4 w4": Config(64, 64, 128, 8, None, None, 4, 4),
+              "64x128x128 s3 w4": Config(64, 128, 128, 8, None, None, 3, 4),
+              "64x256x64 s4 w4": Config(64, 256, 64, 8, None, None, 4, 4)}
+
+
+def shapes():
+    """The default sweep's hidden sizes with M from 128 up, plus the paper's 8192 x 4608 x 36864."""
+    return [(m, h, h) for h in (4096, 8192, 16384) for m in (128, 256, 512, 1024, 4096, 16384)] + [(8192, 4608, 36864)]
+
+
+def graph_us(fn):
+    fn()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(10):
+            fn()
+    graph.replay()
+    torch.cuda.synchronize()
+    return _timed(graph.replay, calls=3) / 10
+
+
+def run(ctx, args, stamp):
+    variant = OPS["gemm_all_scatter"].variants["bulk_sync"]
+    rows = []
+    for m, n, k in shapes():
+        g = torch.Generator(device=ctx.get_device()).manual_seed(m + n + k)
+        a = torch.randn(m, k, device=ctx.get_device(), dtype=torch.bfloat16, generator=g)
+        b = torch.randn(k, n, device=ctx.get_device(), dtype=torch.bfloat16, generator=g)
+        c = torch.empty(m, n, device=ctx.get_device(), dtype=torch.bfloat16)
+        ref = a.double() @ b.double()
+        t_torch = graph_us(lambda: torch.matmul(a, b, out=c))
+        for name, cfg in CANDIDATES.items():
+            if cfg is not None and cfg.block_m == 64 and m > 4096:
+                continue  # 64-row tiles are for small M
+            p = Problem(ctx, "gemm_all_scatter", variant, a, b, c, m, n, k, cfg)
+            flags, epoch = p.no_sync()
+
+            def call():
+                gemm_kernel[p.grid(p.cfg.gemm_sms)](*p.gemm_args(), c, c.stride(0), c.stride(1), 0, flags, epoch, 0,
+                                                    *p.rank_args(), SIGNAL="none", **p.meta())
+            c.fill_(float("nan"))
+            call()
+            err = ((c.double() - ref).norm() / ref.norm()).item()
+            t = graph_us(call)
+            rows.append(dict(m=m, n=n, k=k, config=name, block_m=p.cfg.block_m, block_n=p.cfg.block_n,
+                             block_k=p.cfg.block_k, num_stages=p.cfg.num_stages, num_warps=p.cfg.num_warps,
+                             tma=p.tma, time_us=t, torch_us=t_torch, vs_torch=t_torch / t,
+                             tflops=2 * m * n * k / t / 1e6, rel_error=err, correct=err < 1e-2, dtype="bfloat16",
+                             **stamp))
+            print(f"{m:>6d}x{n}x{k} {name:18s} {t:9.1f} µs  torch {t_torch:9.1f}  {t_torch / t:5.2f}x  err {err:.1e}",
+                  flush=True)
+    import pandas as pd
+
+    df = pd.DataFrame(rows)
+    os.makedirs(args.out, exist_ok=True)
+    df.to_csv(os.path.join(args.out, "gemm.csv"), index=False)
+    d = df[df.config == "default"].set_index(["m", "n", "k"])
+    best = df.loc[df.groupby(["m", "n", "k"]).vs_torch.idxmax()].set_index(["m", "n", "k"])
+    print(d[["vs_torch"]].join(best[["config", "vs_torch"]], rsuffix="_best").to_string())
+    print(f"wrote {args.out}/gemm.csv ({len(df)} rows, all correct: {bool(df.correct.all())})")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", default="results")
+    args = p.parse_args()
+    if iris.BACKEND != "cuda":
+        raise SystemExit("gemm.py times CUDA graphs on one GPU: run it with IRIS_BACKEND=cuda")
+    stamp = dict(device=f"1x {torch.cuda.get_device_name()}", date=datetime.date.today().isoformat(),
+                 commit=os.environ.get("IRIS_COMMIT", "?"), command="python benchmarks/gemm.py " +
+                 " ".join(sys.argv[1:]))
+    iris.spawn(run, 1, args, stamp, heap_size=256 << 20)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,88 @@
+"""Block size of the push collectives (one program per block of elements): graph-timed µs per call for each block
+size and message size, bf16, so that the host default can follow the measurement. Every run is checked against
+NCCL first. Writes <out>/push_blocks.csv.
+
+    python benchmarks/push_blocks.py --out results [-n 2]
+"""
+
+import argparse
+import datetime
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import iris  # noqa: E402
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+from benchmarks.collectives import measure  # noqa: E402
+from iris import collectives as coll  # noqa: E402
+
+BLOCKS = (1024, 2048, 4096, 8192, 16384)
+
+
+def _case(ctx, name, n, block):
+    """(call, our result, NCCL's result) for one collective of n bf16 elements (the largest tensor's size)."""
+    w, cfg = ctx.get_num_ranks(), coll.CollConfig(block=block)
+    g = torch.Generator(device=ctx.get_device()).manual_seed(1 + ctx.get_rank())
+    if name == "all_reduce":
+        x = ctx.zeros(n, dtype=torch.bfloat16).normal_(generator=g)
+        y, ref = ctx.zeros(n, dtype=torch.bfloat16), x.clone()
+        dist.all_reduce(ref)
+        return lambda: coll.all_reduce(ctx, x, variant="push", out=y, config=cfg), y, ref
+    if name == "all_gather":
+        x = ctx.zeros(n // w, dtype=torch.bfloat16).normal_(generator=g)
+        y, ref = ctx.zeros(n, dtype=torch.bfloat16), torch.empty(n, dtype=torch.bfloat16, device=ctx.get_device())
+        dist.all_gather_into_tensor(ref, x)
+        return lambda: coll.all_gather(ctx, y, x, variant="push", config=cfg), y, ref
+    x = ctx.zeros(n, dtype=torch.bfloat16).normal_(generator=g)
+    y, ref = ctx.zeros(n // w, dtype=torch.bfloat16), torch.empty(n // w, dtype=torch.bfloat16,
+                                                                  device=ctx.get_device())
+    dist.reduce_scatter_tensor(ref, x)
+    return lambda: coll.reduce_scatter(ctx, y, x, variant="push", config=cfg), y, ref
+
+
+def run(ctx, args, stamp):
+    rows = []
+    for name in args.collectives:
+        for nbytes in args.sizes:
+            for block in BLOCKS:
+                with ctx.scratch():
+                    fn, y, ref = _case(ctx, name, nbytes // 2, block)
+                    y.fill_(float("nan"))
+                    fn()
+                    torch.cuda.synchronize()
+                    err = ((y.double() - ref.double()).norm() / ref.double().norm()).item()
+                    t = measure(ctx, fn, "graph")
+                rows.append(dict(collective=name, variant="push", bytes=nbytes, block=block, time_us=t,
+                                 rel_error_vs_nccl=err, correct=err < 1e-2, world_size=ctx.get_num_ranks(),
+                                 dtype="bfloat16", **stamp))
+                if ctx.get_rank() == 0:
+                    print(f"{name:14s} {nbytes:>9d} B block {block:>5d}: {t:6.1f} µs  err {err:.1e}", flush=True)
+    if ctx.get_rank() == 0:
+        import pandas as pd
+
+        os.makedirs(args.out, exist_ok=True)
+        df = pd.DataFrame(rows)
+        df.to_csv(os.path.join(args.out, "push_blocks.csv"), index=False)
+        best = df.loc[df.groupby(["collective", "bytes"]).time_us.idxmin()]
+        print(best[["collective", "bytes", "block", "time_us"]].to_string(index=False))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", default="results")
+    p.add_argument("--sizes", type=int, nargs="+", default=[1 << s for s in range(14, 25, 2)])
+    p.add_argument("--collectives", nargs="+", default=["all_reduce", "all_gather", "reduce_scatter"])
+    p.add_argument("-n", "--num_ranks", type=int, default=2)
+    args = p.parse_args()
+    if iris.BACKEND != "cuda":
+        raise SystemExit("push_blocks.py times CUDA graphs: run it on GPUs (IRIS_BACKEND=cuda)")
+    stamp = dict(device=f"{args.num_ranks}x {torch.cuda.get_device_name()}", date=datetime.date.today().isoformat(),
+                 commit=os.environ.get("IRIS_COMMIT", "?"), command="python benchmarks/push_blocks.py " +
+                 " ".join(sys.argv[1:]))
+    iris.spawn(run, args.num_ranks, args, stamp, heap_size=16 * args.num_ranks * max(args.sizes) + (256 << 20))
+
+
+if __name__ == "__main__":
+    main()
