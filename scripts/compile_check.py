@@ -138,11 +138,13 @@ def _collectives():
     base = {"OP": "sum", "STAGED": False, "ACC": tl.float32, "BLOCK": 4096}
     kinds = ["one_shot", "two_shot", "atomic", "all_gather", "reduce_scatter", "all_to_all", "broadcast"]
     return [("iris.collectives", "collective_kernel", auto_signature("iris.collectives", "collective_kernel"),
-             [dict(base, KIND=k) for k in kinds] + [dict(base, KIND="one_shot", STAGED=True, OP="max")]),
+             [dict(base, KIND=k) for k in kinds] + [dict(base, KIND="one_shot", STAGED=True, OP="max"),
+                                                    dict(base, KIND="two_shot", STAGED=True)]),
             ("iris.collectives", "tile_collective_kernel", auto_signature("iris.collectives", "tile_collective_kernel"),
              [{"KIND": "all_reduce", "OP": "sum", "VARIANT": v, "BLOCK": 2048}
               for v in ("one_shot", "two_shot", "ring", "atomic")] +
-             [{"KIND": "all_gather", "OP": "sum", "VARIANT": "one_shot", "BLOCK": 2048}])]
+             [{"KIND": k, "OP": "sum", "VARIANT": "one_shot", "BLOCK": 2048} for k in ("all_gather", "reduce_scatter")]
+             + [{"KIND": "all_reduce", "OP": "sum", "VARIANT": "one_shot", "BLOCK": 8192}])]
 
 
 EXTRA += _collectives()
