@@ -23,17 +23,27 @@ class Config:
                                     if getattr(self, f.name) is not None})
 
 
+# Hopper tiles for 16-bit inputs, largest first: (block_m, block_n, block_k, num_stages, num_warps). benchmarks/gemm.py
+# (results/gemm.csv) measured each against torch.matmul; a tile pays off only when there are enough of them to give
+# most SMs one, so the default is the largest whose tile count reaches 3/4 of the SMs.
+HOPPER_TILES = ((128, 256, 64, 3, 8), (128, 128, 64, 4, 4), (64, 128, 128, 3, 4), (64, 64, 128, 4, 4))
+
+
 def default_config(ctx, m, n_local, k, dtype):
     """Per-device defaults. CPU: small tiles keep the interpreter quick. Hopper: the 128x256x64, 3-stage, 8-warp
-    persistent configuration measured at 0.94-1.0x torch.matmul on large shapes; 64-row tiles when M is small."""
+    persistent configuration (0.93-1.07x torch.matmul at M >= 1024); smaller tiles where that leaves SMs idle (M <=
+    512: 0.83-1.09x, against 0.51-0.80x for the one 64x128 tile used before)."""
     sms = ctx.get_cu_count() // ctx.ranks_per_device  # ranks sharing a GPU share its SMs: spinning grids must fit
     if ctx.backend == "cpu":
         return Config(32, 32, 32, 4, sms, 2, 1, 4, False)
-    small = m <= 512
-    block_k = 32 if dtype == torch.float32 else 64
-    block_n = 256 if n_local >= 256 and not small and dtype != torch.float32 else 128
     comm = min(16, max(1, sms // 4))
-    return Config(64 if small else 128, block_n, block_k, 8, sms, comm, 4 if small else 3, 4 if small else 8, None)
+    if dtype == torch.float32:
+        small = m <= 512
+        return Config(64 if small else 128, 128, 32, 8, sms, comm, 4 if small else 3, 4 if small else 8, None)
+    for bm, bn, bk, stages, warps in HOPPER_TILES:
+        if -(-m // bm) * -(-n_local // bn) >= 0.75 * sms:
+            break
+    return Config(bm, bn, bk, 8, sms, comm, stages, warps, None)
 
 
 def check(cfg, ctx, variant):

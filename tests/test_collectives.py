@@ -73,7 +73,8 @@ def r_collectives(ctx, name, variant, dtype_name, numel, op, in_place):
 CASES = ([("all_reduce", v, op) for v in ("push", "one_shot", "two_shot") for op in ("sum", "max", "min")] +
          [("all_reduce", "ring", "sum")] +
          [("all_reduce", "atomic", "sum"), ("all_reduce", "auto", "sum"), ("reduce_scatter", "auto", "sum"),
-          ("reduce_scatter", "push", "max"), ("reduce_scatter", "pull", "sum"), ("reduce_scatter", "pull", "min"), ("all_gather", "auto", "sum"), ("all_gather", "direct", "sum"),
+          ("reduce_scatter", "push", "max"), ("reduce_scatter", "pull", "sum"), ("reduce_scatter", "pull", "min"),
+          ("all_gather", "auto", "sum"), ("all_gather", "direct", "sum"),
           ("all_to_all", "auto", "sum"),
           ("broadcast", "auto", "sum")])
 

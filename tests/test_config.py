@@ -1,0 +1,43 @@
+"""The per-device GEMM defaults: on Hopper, the largest tile whose count still gives most SMs one (the rule that
+benchmarks/gemm.py's measurements support); ranks sharing a GPU share its SMs."""
+
+import torch
+
+from fused_ops.config import HOPPER_TILES, default_config
+
+
+class _GPU:
+    backend = "cuda"
+
+    def __init__(self, sms=132, ranks_per_device=1):
+        self.sms, self.ranks_per_device = sms, ranks_per_device
+
+    def get_cu_count(self):
+        return self.sms
+
+
+def _tile(cfg):
+    return cfg.block_m, cfg.block_n, cfg.block_k
+
+
+def test_hopper_tiles_follow_the_tile_count():
+    big, mid, narrow, small = (t[:3] for t in HOPPER_TILES)
+    cases = {(16384, 8192): big, (1024, 4096): big, (512, 8192): big, (256, 16384): big,
+             (512, 4096): mid, (256, 8192): mid, (128, 16384): mid,
+             (256, 4096): narrow, (128, 8192): narrow,
+             (128, 4096): small, (16, 512): small}  # too small for any: the smallest tile
+    for (m, n), want in cases.items():
+        cfg = default_config(_GPU(), m, n, 4096, torch.bfloat16)
+        assert _tile(cfg) == want, (m, n, _tile(cfg))
+        assert cfg.gemm_sms == 132 and cfg.num_warps in (4, 8)
+
+
+def test_shared_gpu_counts_its_share_of_sms():
+    # 2 ranks per GPU: 66 SMs each, so 512 x 4096 (64 tiles of 128 x 256 >= 0.75 * 66) keeps the largest tile
+    cfg = default_config(_GPU(ranks_per_device=2), 512, 4096, 4096, torch.bfloat16)
+    assert _tile(cfg) == HOPPER_TILES[0][:3] and cfg.gemm_sms == 66
+
+
+def test_float32_keeps_its_own_tiles():
+    assert _tile(default_config(_GPU(), 128, 4096, 4096, torch.float32)) == (64, 128, 32)
+    assert _tile(default_config(_GPU(), 4096, 4096, 4096, torch.float32)) == (128, 128, 32)
