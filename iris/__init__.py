@@ -16,6 +16,7 @@ from .device import (  # noqa: F401
     atomic_xor,
     copy,
     fence,
+    fence_proxy_async,
     get,
     load,
     now_ns,

@@ -234,6 +234,11 @@ if INTERPRET:
         """The interpreter's memory is coherent and its atomics are sequentially consistent: nothing to order."""
         pass
 
+    @triton.jit
+    def fence_proxy_async():
+        """The interpreter has no TMA unit: nothing to order."""
+        pass
+
     def _host_ns():
         return time.perf_counter_ns()
 
@@ -259,6 +264,14 @@ else:
         model). One fence then serves many flags (iris.tile signals all peers after one)."""
         tl.inline_asm_elementwise("fence.acq_rel.sys;\n\tmov.u32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False,
                                   pack=1)
+
+    @triton.jit
+    def fence_proxy_async():
+        """fence.proxy.async.global in every thread: data this program acquired (a flag wait after peers' plain
+        stores) becomes visible to its later TMA loads, which go through the async proxy. Without it a TMA load may
+        read stale memory even after the acquire."""
+        tl.inline_asm_elementwise("fence.proxy.async.global;\n\tmov.u32 $0, 0;", "=r", [], dtype=tl.int32,
+                                  is_pure=False, pack=1)
 
     @triton.jit
     def now_ns():

@@ -96,7 +96,7 @@ def catalog_kernels():
         ]
     tiles = {"BLOCK_M": 128, "BLOCK_N": 256, "GROUP_M": 8}
     out += [("fused_ops.all_gather.pull", "kernel", [gemm]),
-            ("fused_ops.all_gather.push", "kernel", [dict(gemm, COMM_SMS=16, COPY_K=256)]),
+            ("fused_ops.all_gather.push", "kernel", [dict(gemm, COMM_SMS=16, COPY_K=256, TMA=t) for t in (0, 1, 2)]),
             ("fused_ops.all_gather.bulk_sync", "gather_kernel", [{"BLOCK_M": 128, "COPY_K": 256}])]
     out += [("fused_ops.comm", "scatter_kernel", [dict(tiles, WAIT=w) for w in (True, False)]),
             ("fused_ops.comm", "reduce_kernel", [dict(tiles, WAIT=w) for w in (True, False)])]

@@ -1,15 +1,16 @@
 """Push: one kernel. Producer programs [0, comm_sms) copy this rank's A shard, BLOCK_M rows at a time (split along K
 into parts when there are fewer row chunks than producers), into every rank's inbox (the gathered A) and count each
 part on a per-chunk flag on every rank; GEMM programs [comm_sms, +gemm_sms) wait for the chunks their tile's rows
-need and multiply from the local inbox. Producers are the lower-numbered programs, so the interpreter's serial order
-is safe too. A barrier first: nobody is still reading the inbox from the previous call."""
+need and multiply from the local inbox (through TMA where the layout allows: a proxy fence after each wait).
+Producers are the lower-numbered programs, so the interpreter's serial order is safe too. A barrier first: nobody is
+still reading the inbox from the previous call."""
 
 import torch
 import triton
 import triton.language as tl
 
 import iris
-from ..gemm import c_tile, gemm_tile, tile_coords
+from ..gemm import c_tile, gemm_tile, operands, tile_coords
 from ..registry import register
 from .bulk_sync import copy_k, k_parts
 
@@ -17,7 +18,8 @@ from .bulk_sync import copy_k, k_parts
 @triton.jit
 def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, G, stride_gm, flags,
            EPOCH, M_LOCAL, KPARTS, cur_rank, world_size, heap_bases, COMM_SMS: tl.constexpr, BLOCK_M: tl.constexpr,
-           BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, COPY_K: tl.constexpr):
+           BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, COPY_K: tl.constexpr,
+           TMA: tl.constexpr):
     pid = tl.program_id(0)
     chunks = tl.cdiv(M_LOCAL, BLOCK_M)
     epoch = tl.load(EPOCH)
@@ -38,6 +40,7 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_
                 iris.signal(flags + cur_rank * chunks + c, 1, cur_rank, (cur_rank + i) % world_size, heap_bases,
                             op="add")
     else:
+        g_op, b_op = operands(G, B, M, N, K, stride_gm, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
         num_pid_m, num_pid_n = tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N)
         first = (cur_rank * M_LOCAL) // BLOCK_M
         for tile in range(pid - COMM_SMS, num_pid_m * num_pid_n, tl.num_programs(0) - COMM_SMS):
@@ -48,8 +51,10 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_
             for f in range((lo // M_LOCAL) * chunks + (lo % M_LOCAL) // BLOCK_M,
                            (hi // M_LOCAL) * chunks + (hi % M_LOCAL) // BLOCK_M + 1):
                 iris.wait(flags + f, epoch * KPARTS, cur_rank, heap_bases, cmp="ge")
-            acc = gemm_tile(G, B, pid_m, pid_n, M, N, K, stride_gm, 1, stride_bk, stride_bn, BLOCK_M, BLOCK_N,
-                            BLOCK_K, False)
+            if TMA:  # the rows arrived as plain stores; TMA reads through the async proxy
+                iris.fence_proxy_async()
+            acc = gemm_tile(g_op, b_op, pid_m, pid_n, M, N, K, stride_gm, 1, stride_bk, stride_bn, BLOCK_M,
+                            BLOCK_N, BLOCK_K, TMA)
             ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N)
             tl.store(ptrs, acc.to(C.dtype.element_ty), mask=mask)
 
@@ -71,4 +76,5 @@ def run(p):
                                          flags, ws["epoch"], p.m_local, kparts, *p.rank_args(),
                                          COMM_SMS=p.cfg.comm_sms, BLOCK_M=p.cfg.block_m, BLOCK_N=p.cfg.block_n,
                                          BLOCK_K=p.cfg.block_k, GROUP_M=p.cfg.group_m, COPY_K=step,
+                                         TMA=p.tma if (g.stride(0) * g.element_size()) % 16 == 0 else 0,
                                          num_warps=p.cfg.num_warps, num_stages=p.cfg.num_stages)
