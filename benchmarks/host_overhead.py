@@ -1,6 +1,7 @@
 """Host (Python) time per eager collective call, with the kernel launch itself stubbed out: what a call costs
 before it reaches the GPU, with and without prepared front-door calls (iris/collectives.py, iris/replay.py).
-Runs one rank on the CPU backend; prints microseconds per call.
+Runs one rank; prints microseconds per call. With IRIS_BACKEND=cuda it also times, on the GPU, a real eager call
+and its parts (a bare CUDAGraph.replay(), the capture check).
 
     python benchmarks/host_overhead.py [--calls 2000]
 """
@@ -55,6 +56,27 @@ def run(ctx, calls):
     return out
 
 
+def run_cuda(ctx, calls):
+    """On a GPU: host time of a real eager call (prepared, replayed) against its parts: a bare CUDAGraph.replay() of
+    a one-kernel graph, and the capture check every replay makes. (With one rank the all-reduce has no peer to wait
+    for; the host path is the same.)"""
+    x = ctx.zeros(2048, dtype=torch.float16)
+    y = torch.zeros(2048, dtype=torch.float16, device=ctx.get_device())
+    graph = torch.cuda.CUDAGraph()
+    y.add_(1)
+    torch.cuda.synchronize()
+    with torch.cuda.graph(graph):
+        y.add_(1)
+    cases = {"all_reduce push (eager, replayed)": lambda: coll.all_reduce(ctx, x, variant="push"),
+             "CUDAGraph.replay() alone": graph.replay,
+             "is_current_stream_capturing()": torch.cuda.is_current_stream_capturing}
+    out = {}
+    for name, fn in cases.items():
+        out[name] = _per_call(fn, calls)
+        torch.cuda.synchronize()
+    return out
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--calls", type=int, default=2000)
@@ -62,6 +84,9 @@ def main():
     res = iris.spawn(run, 1, args.calls, heap_size=1 << 26)[0]
     for (name, prepared), us in res.items():
         print(f"{name:16s} prepared calls {'on ' if prepared else 'off'}: {us:5.1f} us of host time per call")
+    if iris.BACKEND == "cuda":
+        for name, us in iris.spawn(run_cuda, 1, args.calls, heap_size=1 << 26)[0].items():
+            print(f"{name:34s}: {us:5.1f} us of host time per call")
 
 
 if __name__ == "__main__":

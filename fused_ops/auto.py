@@ -3,7 +3,10 @@
 Lookup order:
 1. `tune(ctx, op, ...)` results for this exact shape (collective; measured here, so they win);
 2. the table in `tuned.csv` (built by scripts/tune_table.py from the sweep CSVs in results/) for this GPU model,
-   world size and dtype, at the nearest swept shape (distance in log2 of M, N and K);
+   world size, dtype and timing mode, at the nearest swept shape (distance in log2 of M, N and K). The mode is
+   "graph" while the stream is being captured into a CUDA graph and "eager" otherwise: eager calls pay each
+   library op's launch path, which graphs do not, so the two rank variants differently (PyTorch's fused
+   AllGather+GEMM wins in graphs at large M and loses eagerly). A mode with no rows borrows the other's;
 3. otherwise torch_nccl on GPUs (nothing measured: the baseline is the safe choice), and the op's default fused
    variant where torch_nccl cannot run (the CPU backend, ranks sharing a GPU).
 Rows in the table rank every variant of a swept shape, fastest first; a fused variant only ranks above
@@ -35,7 +38,7 @@ def _load():
         if os.path.exists(TABLE):
             with open(TABLE, newline="") as f:
                 for row in csv.DictReader(f):
-                    key = (row["gpu"], int(row["world_size"]), row["op"], row["dtype"])
+                    key = (row["gpu"], int(row["world_size"]), row["op"], row["dtype"], row["timing"])
                     shape = (int(row["m"]), int(row["n"]), int(row["k"]))
                     _table.setdefault(key, []).append((shape, row["ranking"].split()))
     return _table
@@ -51,11 +54,19 @@ def _gpu(ctx):
     return torch.cuda.get_device_name(ctx.get_device()) if ctx.backend == "cuda" else "cpu"
 
 
-def ranking(ctx, op, m, n, k, dtype):
-    """The table's ranking for the nearest swept shape (global M, N, K), or [] when this GPU/world/dtype has none.
-    fp16 borrows bfloat16's rows (same tile shapes and bytes)."""
+def mode(ctx):
+    """The timing mode a call runs in: "graph" under CUDA-graph capture, else "eager"."""
+    return "graph" if ctx.backend == "cuda" and torch.cuda.is_current_stream_capturing() else "eager"
+
+
+def ranking(ctx, op, m, n, k, dtype, timing="eager"):
+    """The table's ranking for the nearest swept shape (global M, N, K) in this timing mode (or the other mode's
+    when this one has no rows), or [] when this GPU/world/dtype has none. fp16 borrows bfloat16's rows (same tile
+    shapes and bytes)."""
     name = str(dtype).replace("torch.", "")
-    rows = _load().get((_gpu(ctx), ctx.get_num_ranks(), op, "bfloat16" if name == "float16" else name), [])
+    key = (_gpu(ctx), ctx.get_num_ranks(), op, "bfloat16" if name == "float16" else name)
+    other = "eager" if timing == "graph" else "graph"
+    rows = _load().get(key + (timing,)) or _load().get(key + (other,), [])
     if not rows:
         return []
     here = [math.log2(max(1, x)) for x in (m, n, k)]
@@ -71,9 +82,10 @@ def choose(ctx, op, m, n, k, dtype, exclude=()):
     if _picked_from[0] is not _load():
         _picked.clear()
         _picked_from[0] = _load()
-    sig = (key, exclude, ctx.ranks_per_device)
+    timing = mode(ctx)
+    sig = (key, exclude, ctx.ranks_per_device, timing)
     if sig not in _picked:
-        ranked = [name for name in ranking(ctx, op, m, n, k, dtype) if name in registry.OPS[op].variants and
+        ranked = [name for name in ranking(ctx, op, m, n, k, dtype, timing) if name in registry.OPS[op].variants and
                   name not in exclude and _runnable(ctx, op, name, dtype)]
         _picked[sig] = ranked[0] if ranked else _fallback(ctx, op, dtype, exclude)
     return _picked[sig]

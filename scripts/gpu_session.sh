@@ -45,6 +45,7 @@ for stage in "$@"; do
                --iters ${ITERS:-8} --warmup 2 --timing graph ${SWEEP_ARGS:-} ;;
     coll)    run collectives.log timeout ${COLL_TIMEOUT:-400} python3 benchmarks/collectives.py --out "$OUT" \
                ${COLL_ARGS:-} ;;
+    host)    run host_overhead_cuda.log timeout 120 python3 benchmarks/host_overhead.py ;;
     twoshot) run pytest_two_shot.log timeout 200 python3 -m pytest -q tests/test_fused_ops.py -k two_shot ;;
     gemm)    run gemm.log timeout 300 python3 benchmarks/gemm.py --out "$OUT" ;;
     pushblocks) run push_blocks.log timeout 240 python3 benchmarks/push_blocks.py --out "$OUT" ;;

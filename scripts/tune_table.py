@@ -1,8 +1,9 @@
-"""Build fused_ops/tuned.csv (the `auto` variant's table) from sweep CSVs: for every swept shape, all variants
-ranked fastest first, except that a non-baseline variant only ranks above torch_nccl where it was at least
-MARGIN faster (run-to-run noise on the shared GPUs is a few percent; `auto` must never lose to the baseline).
+"""Build fused_ops/tuned.csv (the `auto` variant's table) from sweep CSVs: for every swept shape and timing mode
+(graph / eager, the sweeps' `timing` column), all variants ranked fastest first, except that a non-baseline variant
+only ranks above torch_nccl where it was at least MARGIN faster (run-to-run noise on the shared GPUs is a few
+percent; `auto` must never lose to the baseline).
 
-    python scripts/tune_table.py results/gemm_*.csv results/all_gather_gemm.csv
+    python scripts/tune_table.py results/graph/*.csv results/*.csv
 """
 
 import re
@@ -26,14 +27,18 @@ def rank(group):
 
 def main(paths):
     df = pd.concat([pd.read_csv(p, dtype={"commit": str}) for p in paths])
+    if "timing" not in df:
+        df["timing"] = None
+    df["timing"] = df["timing"].fillna("eager")  # sweeps from before the timing column were eager
     df = df[df["correct"].astype(bool) & df["time_us"].notna() & (df["variant"] != "auto")]
     df["gpu"] = df["device"].map(lambda d: re.sub(r"^\d+x ", "", d))
-    keys = ["gpu", "world_size", "op", "dtype", "m", "n", "k"]
+    keys = ["gpu", "world_size", "op", "dtype", "timing", "m", "n", "k"]
     table = df.groupby(keys).apply(rank, include_groups=False).rename("ranking").reset_index()
     table["source"] = df.groupby(keys)["commit"].first().values
     table.to_csv(OUT, index=False)
     print(f"{OUT}: {len(table)} shapes")
-    print(table.assign(first=table["ranking"].str.split().str[0]).groupby(["op", "first"]).size().to_string())
+    print(table.assign(first=table["ranking"].str.split().str[0]).groupby(["timing", "op", "first"]).size()
+          .to_string())
 
 
 if __name__ == "__main__":

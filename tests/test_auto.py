@@ -14,16 +14,21 @@ from test_taxonomy import taxonomy
 def r_choose(ctx):
     op, w = "gemm_all_reduce", ctx.get_num_ranks()
     out = {"default": auto.choose(ctx, op, 64, 64, 64, torch.float32)}
-    saved = auto._table
+    saved, saved_mode = auto._table, auto.mode
     try:
-        auto._table = {(auto._gpu(ctx), w, op, "float32"): [
-            ((64, 64, 64), ["torch_symm_mem", "two_shot", "torch_nccl"]), ((4096, 4096, 4096), ["atomic", "one_shot"])]}
+        auto._table = {(auto._gpu(ctx), w, op, "float32", "eager"): [
+            ((64, 64, 64), ["torch_symm_mem", "two_shot", "torch_nccl"]), ((4096, 4096, 4096), ["atomic", "one_shot"])],
+            (auto._gpu(ctx), w, op, "bfloat16", "graph"): [((64, 64, 64), ["two_shot", "torch_nccl"])]}
         out["near_small"] = auto.choose(ctx, op, 80, 48, 64, torch.float32)   # symm_mem is GPU-only
         out["near_big"] = auto.choose(ctx, op, 2048, 8192, 4096, torch.float32)
         out["excluded"] = auto.choose(ctx, op, 64, 64, 64, torch.float32, exclude=("two_shot",))
-        out["fp16_borrows_bf16"] = auto.choose(ctx, op, 64, 64, 64, torch.float16)  # no bf16 rows: default
+        out["fp16_borrows_bf16"] = auto.choose(ctx, op, 64, 64, 64, torch.float16)  # bf16 graph rows, borrowed
+        auto._table[(auto._gpu(ctx), w, op, "bfloat16", "eager")] = [((64, 64, 64), ["atomic", "torch_nccl"])]
+        out["eager_rows"] = auto.choose(ctx, op, 64, 64, 64, torch.bfloat16)
+        auto.mode = lambda ctx: "graph"  # as under CUDA-graph capture
+        out["graph_rows"] = auto.choose(ctx, op, 64, 64, 64, torch.bfloat16)
     finally:
-        auto._table = saved
+        auto._table, auto.mode = saved, saved_mode
     a, b, ref = reference.make_inputs(op, 4, w, ctx.get_rank(), 32, 32, 32 * w, torch.float32, ctx.get_device())
     c = ctx.zeros(32, 32)
     times = auto.tune(ctx, op, a, b, c, iters=1)
@@ -42,8 +47,8 @@ def test_auto_choice_rules(ranks2):
         gpu = ON_GPU  # GPUs: symm_mem is runnable, and with nothing measured auto falls back to torch_nccl
         assert out == {"default": "torch_nccl" if gpu else "one_shot", "near_small": "torch_symm_mem" if gpu else
                        "two_shot", "near_big": "atomic", "excluded": "torch_symm_mem" if gpu else "torch_nccl",
-                       "fp16_borrows_bf16": "torch_nccl" if gpu else "one_shot", "tuned_all": True,
-                       "tuned_pick": True, "auto_correct": True}, out
+                       "fp16_borrows_bf16": "two_shot", "eager_rows": "atomic", "graph_rows": "two_shot",
+                       "tuned_all": True, "tuned_pick": True, "auto_correct": True}, out
 
 
 def test_taxonomy_runs_auto_and_names_its_choice():
