@@ -77,7 +77,7 @@ def cases(ctx, name, nbytes, dtype):
         x = ctx.randn(n, dtype=dtype)
         xn = x.clone()
         # push keeps a double-buffered inbox of 8 * world * n elements: a latency variant, measured up to 16 MiB
-        for v in (("push",) if nbytes <= 16 << 20 else ()) + ("one_shot", "two_shot"):
+        for v in (("push", "push_two_shot") if nbytes <= 16 << 20 else ()) + ("one_shot", "two_shot"):
             y = ctx.zeros(n, dtype=dtype)
             out.append((v, lambda v=v, y=y: coll.all_reduce(ctx, x, variant=v, out=y), y))
         out.append(("nccl", lambda: dist.all_reduce(xn), xn))  # in place: results drift, correctness checked first

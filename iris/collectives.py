@@ -17,6 +17,9 @@ a larger count, so nothing is re-zeroed and a flag from an earlier call never sa
 Variants of all_reduce:
 - "push": iris.tile's one-shot. Every rank pushes its blocks into every rank's inbox and sums what arrived. There is
   no entry or exit barrier (the inbox is double-buffered by epoch), so this is the latency variant.
+- "push_two_shot": iris.tile's two-shot through the same inboxes: chunk c of every block goes to rank c, which
+  reduces it and pushes the result to every rank. Each rank sends 2(w-1)/w of the tensor instead of push's w-1
+  times it, for a second flag round: meant for 4+ ranks and larger messages.
 - "ring": iris.tile's ring, 2(w-1) steps of one chunk per block.
 - "one_shot": after the entry barrier, every rank pulls the whole tensor from every rank and reduces it.
 - "two_shot": rank r reduces blocks b with b % world == r and pushes the result to every rank (each program walks
@@ -52,7 +55,7 @@ from .distributed import all_gather_single
 from .replay import tensor_key
 
 OPS = ("sum", "max", "min")
-VARIANTS = {"all_reduce": ("auto", "push", "ring", "one_shot", "two_shot", "atomic", "nccl"),
+VARIANTS = {"all_reduce": ("auto", "push", "push_two_shot", "ring", "one_shot", "two_shot", "atomic", "nccl"),
             "all_gather": ("auto", "push", "direct", "nccl"),
             "reduce_scatter": ("auto", "push", "pull", "nccl"), "all_to_all": ("auto", "nccl"),
             "broadcast": ("auto", "nccl")}
@@ -258,7 +261,7 @@ def all_reduce(ctx, tensor, op="sum", variant="auto", out=None, config=None, asy
     if variant == "auto" and isinstance(tensor, torch.Tensor):
         small = tensor.numel() * tensor.element_size() <= PUSH_MAX_BYTES
         variant = "push" if small else ("two_shot" if ctx.is_symmetric(tensor) else "nccl")
-    heap = {} if variant in ("push", "ring") else {"tensor": "read"}
+    heap = {} if variant in ("push", "push_two_shot", "ring") else {"tensor": "read"}
     _check(ctx, "all_reduce", variant, op, {"tensor": tensor, "out": out}, heap)
     if out.shape != tensor.shape:
         raise ValueError(f"all_reduce: out has shape {tuple(out.shape)}, tensor {tuple(tensor.shape)}")
@@ -275,9 +278,10 @@ def all_reduce(ctx, tensor, op="sum", variant="auto", out=None, config=None, asy
         work = dist.all_reduce(out, op=_nccl_op(op), async_op=async_op)
         return work if async_op else out
     n = tensor.numel()
-    if variant in ("push", "ring"):
-        work = _tile_launch(ctx, "all_reduce", tensor, out, n, op, "one_shot" if variant == "push" else "ring",
-                            config, async_op, prepare=(sig, out))
+    if variant in ("push", "push_two_shot", "ring"):
+        tile_variant = {"push": "one_shot", "push_two_shot": "two_shot", "ring": "ring"}[variant]
+        work = _tile_launch(ctx, "all_reduce", tensor, out, n, op, tile_variant, config, async_op,
+                            prepare=(sig, out))
         return work if async_op else out
     if variant == "one_shot":
         staged = out.data_ptr() == tensor.data_ptr()  # in place: peers still read what we would overwrite

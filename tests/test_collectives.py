@@ -71,6 +71,7 @@ def r_collectives(ctx, name, variant, dtype_name, numel, op, in_place):
 
 
 CASES = ([("all_reduce", v, op) for v in ("push", "one_shot", "two_shot") for op in ("sum", "max", "min")] +
+         [("all_reduce", "push_two_shot", op) for op in ("sum", "max")] +
          [("all_reduce", "ring", "sum")] +
          [("all_reduce", "atomic", "sum"), ("all_reduce", "auto", "sum"), ("reduce_scatter", "auto", "sum"),
           ("reduce_scatter", "push", "max"), ("reduce_scatter", "pull", "sum"), ("reduce_scatter", "pull", "min"),
@@ -96,7 +97,8 @@ def test_many_programs_and_blocks(ranks2):
     def run(name, variant, local_out=False):
         return ranks2.run(r_config, name, variant, local_out)
     for name, variant, local_out in (("all_reduce", "one_shot", False), ("all_reduce", "two_shot", False),
-                                     ("all_reduce", "push", False), ("all_gather", "push", False),
+                                     ("all_reduce", "push", False), ("all_reduce", "push_two_shot", False),
+                                     ("all_gather", "push", False),
                                      ("all_gather", "direct", False), ("reduce_scatter", "push", False),
                                      ("reduce_scatter", "pull", False), ("all_reduce", "one_shot", True),
                                      ("all_reduce", "two_shot", True)):
