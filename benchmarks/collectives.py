@@ -9,9 +9,7 @@ replay off ("eager-noreplay": Triton's launch path on every call; ratios against
 """
 
 import argparse
-import datetime
 import os
-import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -20,30 +18,12 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 from iris import collectives as coll  # noqa: E402
+from benchmarks.harness import graph_us, stamp, timed  # noqa: E402
 from iris.distributed import all_gather_single  # noqa: E402
 
 PEER_VARIANTS = ("nccl", "symm_mem_one_shot", "symm_mem_two_shot")
 BUS_FACTOR = {"all_reduce": lambda w: 2 * (w - 1) / w, "all_gather": lambda w: (w - 1) / w,
               "reduce_scatter": lambda w: (w - 1) / w}
-
-
-def _timed(fn, calls=30, repeats=3):
-    if not torch.cuda.is_available():  # CPU smoke run of the harness: wall clock
-        import time
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        return (time.perf_counter() - t0) * 1e6 / calls
-    samples = []
-    for _ in range(repeats):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(calls):
-            fn()
-        b.record()
-        b.synchronize()
-        samples.append(a.elapsed_time(b) * 1e3 / calls)
-    return statistics.median(samples)
 
 
 def measure(ctx, fn, mode):
@@ -52,16 +32,9 @@ def measure(ctx, fn, mode):
         fn()
     ctx.barrier()
     if mode == "graph":
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for _ in range(10):
-                fn()
-        graph.replay()
-        torch.cuda.synchronize()
-        ctx.barrier()
-        t = _timed(graph.replay, calls=3) / 10
+        t = graph_us(fn, ctx.barrier)
     else:
-        t = _timed(fn)
+        t = timed(fn)
     t = torch.tensor([t], device=ctx.get_device(), dtype=torch.float64)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     ctx.barrier()
@@ -216,13 +189,10 @@ def main():
     if iris.BACKEND != "cuda":
         print("CPU backend: a smoke run of the harness (gloo, no graphs, no SymmetricMemory); results are not written")
         args.out = None
-    name = torch.cuda.get_device_name() if torch.cuda.is_available() else "CPU ranks"
-    stamp = dict(device=f"{args.num_ranks}x {name}", date=datetime.date.today().isoformat(),
-                 commit=os.environ.get("IRIS_COMMIT", "?"), command="python benchmarks/collectives.py " +
-                 " ".join(sys.argv[1:]))
+    run_stamp = stamp(args.num_ranks, "benchmarks/collectives.py")
     # the tensors (4x the largest size) plus push's inboxes (2 halves x 4 slots x world x size, up to 16 MiB)
     inboxes = 8 * args.num_ranks * min(args.max_bytes, 16 << 20)
-    iris.spawn(run, args.num_ranks, args, stamp, heap_size=4 * args.max_bytes + inboxes + (256 << 20))
+    iris.spawn(run, args.num_ranks, args, run_stamp, heap_size=4 * args.max_bytes + inboxes + (256 << 20))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,6 @@ Writes <out>/gemm.csv.
 """
 
 import argparse
-import datetime
 import os
 import sys
 
@@ -15,7 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import iris  # noqa: E402
 import torch  # noqa: E402
 
-from benchmarks.collectives import _timed  # noqa: E402
+from benchmarks.harness import graph_us, stamp  # noqa: E402
 from fused_ops.config import Config  # noqa: E402
 from fused_ops.gemm import gemm_kernel  # noqa: E402
 from fused_ops.problem import Problem  # noqa: E402
@@ -38,18 +37,7 @@ def shapes():
     return [(m, h, h) for h in (4096, 8192, 16384) for m in (128, 256, 512, 1024, 4096, 16384)] + [(8192, 4608, 36864)]
 
 
-def graph_us(fn):
-    fn()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(10):
-            fn()
-    graph.replay()
-    torch.cuda.synchronize()
-    return _timed(graph.replay, calls=3) / 10
-
-
-def run(ctx, args, stamp):
+def run(ctx, args, run_stamp):
     variant = OPS["gemm_all_scatter"].variants["bulk_sync"]
     rows = []
     for m, n, k in shapes():
@@ -58,6 +46,7 @@ def run(ctx, args, stamp):
         b = torch.randn(k, n, device=ctx.get_device(), dtype=torch.bfloat16, generator=g)
         c = torch.empty(m, n, device=ctx.get_device(), dtype=torch.bfloat16)
         ref = a.double() @ b.double()
+        torch.matmul(a, b, out=c)
         t_torch = graph_us(lambda: torch.matmul(a, b, out=c))
         for name, cfg in CANDIDATES.items():
             if cfg is not None and cfg.block_m == 64 and m > 4096:
@@ -76,7 +65,7 @@ def run(ctx, args, stamp):
                              block_k=p.cfg.block_k, num_stages=p.cfg.num_stages, num_warps=p.cfg.num_warps,
                              tma=p.tma, time_us=t, torch_us=t_torch, vs_torch=t_torch / t,
                              tflops=2 * m * n * k / t / 1e6, rel_error=err, correct=err < 1e-2, dtype="bfloat16",
-                             **stamp))
+                             **run_stamp))
             print(f"{m:>6d}x{n}x{k} {name:18s} {t:9.1f} µs  torch {t_torch:9.1f}  {t_torch / t:5.2f}x  err {err:.1e}",
                   flush=True)
     import pandas as pd
@@ -96,10 +85,7 @@ def main():
     args = p.parse_args()
     if iris.BACKEND != "cuda":
         raise SystemExit("gemm.py times CUDA graphs on one GPU: run it with IRIS_BACKEND=cuda")
-    stamp = dict(device=f"1x {torch.cuda.get_device_name()}", date=datetime.date.today().isoformat(),
-                 commit=os.environ.get("IRIS_COMMIT", "?"), command="python benchmarks/gemm.py " +
-                 " ".join(sys.argv[1:]))
-    iris.spawn(run, 1, args, stamp, heap_size=256 << 20)
+    iris.spawn(run, 1, args, stamp(1, "benchmarks/gemm.py"), heap_size=256 << 20)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,6 @@ NCCL first. Writes <out>/push_blocks.csv.
 """
 
 import argparse
-import datetime
 import os
 import sys
 
@@ -16,6 +15,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 from benchmarks.collectives import measure  # noqa: E402
+from benchmarks.harness import stamp  # noqa: E402
 from iris import collectives as coll  # noqa: E402
 
 BLOCKS = (1024, 2048, 4096, 8192, 16384)
@@ -42,7 +42,7 @@ def _case(ctx, name, n, block):
     return lambda: coll.reduce_scatter(ctx, y, x, variant="push", config=cfg), y, ref
 
 
-def run(ctx, args, stamp):
+def run(ctx, args, run_stamp):
     rows = []
     for name in args.collectives:
         for nbytes in args.sizes:
@@ -56,7 +56,7 @@ def run(ctx, args, stamp):
                     t = measure(ctx, fn, "graph")
                 rows.append(dict(collective=name, variant="push", bytes=nbytes, block=block, time_us=t,
                                  rel_error_vs_nccl=err, correct=err < 1e-2, world_size=ctx.get_num_ranks(),
-                                 dtype="bfloat16", **stamp))
+                                 dtype="bfloat16", **run_stamp))
                 if ctx.get_rank() == 0:
                     print(f"{name:14s} {nbytes:>9d} B block {block:>5d}: {t:6.1f} µs  err {err:.1e}", flush=True)
     if ctx.get_rank() == 0:
@@ -78,10 +78,8 @@ def main():
     args = p.parse_args()
     if iris.BACKEND != "cuda":
         raise SystemExit("push_blocks.py times CUDA graphs: run it on GPUs (IRIS_BACKEND=cuda)")
-    stamp = dict(device=f"{args.num_ranks}x {torch.cuda.get_device_name()}", date=datetime.date.today().isoformat(),
-                 commit=os.environ.get("IRIS_COMMIT", "?"), command="python benchmarks/push_blocks.py " +
-                 " ".join(sys.argv[1:]))
-    iris.spawn(run, args.num_ranks, args, stamp, heap_size=16 * args.num_ranks * max(args.sizes) + (256 << 20))
+    iris.spawn(run, args.num_ranks, args, stamp(args.num_ranks, "benchmarks/push_blocks.py"),
+               heap_size=16 * args.num_ranks * max(args.sizes) + (256 << 20))
 
 
 if __name__ == "__main__":

@@ -13,11 +13,13 @@ import sys
 
 import torch
 
-import iris
-import triton
-import triton.language as tl
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import iris  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
 
-from iris.heap import _DevicePointer
+from benchmarks.harness import timed  # noqa: E402
+from iris.heap import _DevicePointer  # noqa: E402
 
 
 @triton.jit
@@ -58,19 +60,10 @@ def pingpong_kernel(flags, iters, cur, heap_bases):
 
 
 def time_us(fn, reps):
-    """Median over 5 batches of (CUDA-event time of `reps` back-to-back calls) / reps."""
+    """Median over 5 batches of (CUDA-event time of `reps` back-to-back calls) / reps, after one warm-up call."""
     fn()
     torch.cuda.synchronize()
-    samples = []
-    for _ in range(5):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(reps):
-            fn()
-        b.record()
-        b.synchronize()
-        samples.append(a.elapsed_time(b) * 1e3 / reps)
-    return sorted(samples)[2]
+    return timed(fn, calls=reps, repeats=5)
 
 
 def reps_for(nbytes):

@@ -1,0 +1,51 @@
+"""What the GPU benchmarks share: back-to-back timing between CUDA events, graph timing, and the stamp every CSV row
+carries (device, date, commit, command)."""
+
+import datetime
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+
+def timed(fn, calls=30, repeats=3):
+    """µs per call of `calls` back-to-back calls between two CUDA events, the median of `repeats` (the CPU backend:
+    wall clock, one repeat)."""
+    if not torch.cuda.is_available():
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        return (time.perf_counter() - t0) * 1e6 / calls
+    samples = []
+    for _ in range(repeats):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(calls):
+            fn()
+        b.record()
+        b.synchronize()
+        samples.append(a.elapsed_time(b) * 1e3 / calls)
+    return statistics.median(samples)
+
+
+def graph_us(fn, after_warmup=None):
+    """µs per call of fn with 10 calls captured in one CUDA graph and replayed (fn has run eagerly before: capture
+    forbids compiling and allocating). after_warmup(), e.g. a barrier, runs between the first replay and the timing."""
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(10):
+            fn()
+    graph.replay()
+    torch.cuda.synchronize()
+    if after_warmup is not None:
+        after_warmup()
+    return timed(graph.replay, calls=3) / 10
+
+
+def stamp(devices, script):
+    """device, date, commit (IRIS_COMMIT) and command columns for a run of `script` on `devices` GPUs."""
+    name = torch.cuda.get_device_name() if torch.cuda.is_available() else "CPU ranks"
+    return dict(device=f"{devices}x {name}", date=datetime.date.today().isoformat(),
+                commit=os.environ.get("IRIS_COMMIT", "?"), command=f"python {script} " + " ".join(sys.argv[1:]))
