@@ -18,7 +18,7 @@ from benchmarks.collectives import measure  # noqa: E402
 from benchmarks.harness import stamp  # noqa: E402
 from iris import collectives as coll  # noqa: E402
 
-BLOCKS = (1024, 2048, 4096, 8192, 16384)
+BLOCKS = (1024, 2048, 4096, 8192, 16384, 32768)
 
 
 def _case(ctx, name, n, block):

@@ -17,9 +17,9 @@ a larger count, so nothing is re-zeroed and a flag from an earlier call never sa
 Variants of all_reduce:
 - "push": iris.tile's one-shot. Every rank pushes its blocks into every rank's inbox and sums what arrived. There is
   no entry or exit barrier (the inbox is double-buffered by epoch), so this is the latency variant.
-- "push_two_shot": iris.tile's two-shot through the same inboxes: chunk c of every block goes to rank c, which
-  reduces it and pushes the result to every rank. Each rank sends 2(w-1)/w of the tensor instead of push's w-1
-  times it, for a second flag round: meant for 4+ ranks and larger messages.
+- "push_two_shot": two-shot through the same inboxes, a reduce-scatter then an all-gather of contiguous slices
+  (iris.tile's strided pieces): rank r reduces slice r and pushes it to every rank. Each rank sends 2(w-1)/w of the
+  tensor instead of push's w-1 times it, for a second flag round: meant for 4+ ranks and larger messages.
 - "ring": iris.tile's ring, 2(w-1) steps of one chunk per block.
 - "one_shot": after the entry barrier, every rank pulls the whole tensor from every rank and reduces it.
 - "two_shot": rank r reduces blocks b with b % world == r and pushes the result to every rank (each program walks
@@ -153,21 +153,28 @@ def collective_kernel(X, Y, S, n, root, FLAGS, EPOCHS, cur_rank, world_size, hea
 
 
 @triton.jit
-def tile_collective_kernel(X, Y, n, WS, FLAGS, EPOCHS, cur_rank, world_size, heap_bases, KIND: tl.constexpr,
+def tile_collective_kernel(X, Y, n, TOTAL, WS, FLAGS, EPOCHS, cur_rank, world_size, heap_bases, KIND: tl.constexpr,
                            OP: tl.constexpr, VARIANT: tl.constexpr, BLOCK: tl.constexpr):
-    """One tile of n elements per program through iris.tile (n: all_reduce's tensor, all_gather's input,
-    reduce_scatter's output): values travel through the receivers' inboxes, so there is no entry or exit barrier and
-    no input or output needs to be on the heap."""
+    """One tile of n elements per program through iris.tile (n: all_reduce's tensor, or one rank's slice of it for
+    the two-shot; all_gather's input; reduce_scatter's output; TOTAL: X's elements): values travel through the
+    receivers' inboxes, so there is no entry or exit barrier and no input or output needs to be on the heap."""
     t = tl.program_id(0)
     ws, flags, e = tile.begin(WS, FLAGS, EPOCHS, t, world_size, BLOCK)
-    offs = t * BLOCK + tl.arange(0, BLOCK)
+    first = t * BLOCK
+    offs = first + tl.arange(0, BLOCK)
     m = offs < n
     if KIND == "reduce_scatter":  # X: world slices of n elements
-        tile.reduce_scatter_strided(X + t * BLOCK, Y + t * BLOCK, n, m, ws, flags, e, cur_rank, world_size,
-                                    heap_bases, OP, BLOCK)
+        acc = tile.reduce_scatter_strided(X, first, n, world_size * n, ws, flags, e, cur_rank, world_size,
+                                          heap_bases, OP, BLOCK)
+        tl.store(Y + offs, acc, mask=m)
     elif KIND == "all_gather":  # Y: world slices of n elements
         x = tl.load(X + offs, mask=m, other=0)
-        tile.all_gather_strided(x, Y + t * BLOCK, n, m, ws, flags, e, cur_rank, world_size, heap_bases)
+        tile.all_gather_strided(x, Y, first, n, world_size * n, ws, flags, e, cur_rank, world_size, heap_bases)
+    elif VARIANT == "two_shot":  # n: one slice; X and Y: TOTAL elements in world slices (the last ones short)
+        acc = tile.reduce_scatter_strided(X, first, n, TOTAL, ws, flags, e, cur_rank, world_size, heap_bases, OP,
+                                          BLOCK)
+        e += 1
+        tile.all_gather_strided(acc, Y, first, n, TOTAL, ws, flags, e, cur_rank, world_size, heap_bases)
     else:
         x = tl.load(X + offs, mask=m, other=0)
         tl.store(Y + offs, tile.all_reduce(x, ws, flags, e, cur_rank, world_size, heap_bases, OP, VARIANT), mask=m)
@@ -280,7 +287,9 @@ def all_reduce(ctx, tensor, op="sum", variant="auto", out=None, config=None, asy
     n = tensor.numel()
     if variant in ("push", "push_two_shot", "ring"):
         tile_variant = {"push": "one_shot", "push_two_shot": "two_shot", "ring": "ring"}[variant]
-        work = _tile_launch(ctx, "all_reduce", tensor, out, n, op, tile_variant, config, async_op,
+        w = ctx.get_num_ranks()
+        per_tile = -(-(-(-n // w)) // 16) * 16 if variant == "push_two_shot" else n  # 16-element (aligned) slices
+        work = _tile_launch(ctx, "all_reduce", tensor, out, per_tile, op, tile_variant, config, async_op,
                             prepare=(sig, out))
         return work if async_op else out
     if variant == "one_shot":
@@ -300,7 +309,7 @@ def _tile_launch(ctx, kind, tensor, out, n, op, variant, config, async_op, prepa
     tiles = -(-max(n, 1) // block)
     ws = ctx.workspace(("collectives", "tiles", "async" if async_op else "sync", tiles, block, tensor.dtype),
                        lambda c: tile.Workspace(c, tiles, block, tensor.dtype))
-    args = (tensor, out, n, *ws.args(), ctx.get_rank(), ctx.get_num_ranks(), ctx.get_heap_bases())
+    args = (tensor, out, n, tensor.numel(), *ws.args(), ctx.get_rank(), ctx.get_num_ranks(), ctx.get_heap_bases())
     meta = dict(KIND=kind, OP=op, VARIANT=variant, BLOCK=block, num_warps=4 if block <= 2048 else 8)
     key = ("tile", kind, tensor_key(tensor), tensor_key(out), op, variant, block, async_op)
     launch = lambda: ctx.replay(key, lambda: tile_collective_kernel[(tiles,)](*args, **meta))  # noqa: E731

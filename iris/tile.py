@@ -258,20 +258,47 @@ def all_reduce(x, ws, flags, e, cur_rank, world_size, heap_bases, OP: tl.constex
 @triton.jit
 def all_gather(x, OUT, ws, flags, e, cur_rank, world_size, heap_bases):
     """OUT[r * BLOCK:(r + 1) * BLOCK] (local memory) <- rank r's x, for every r."""
-    all_gather_strided(x, OUT, x.shape[0], None, ws, flags, e, cur_rank, world_size, heap_bases)
+    BLOCK: tl.constexpr = x.shape[0]
+    all_gather_strided(x, OUT, 0, BLOCK, world_size * BLOCK, ws, flags, e, cur_rank, world_size, heap_bases)
 
 
 @triton.jit
-def all_gather_strided(x, OUT, stride, mask, ws, flags, e, cur_rank, world_size, heap_bases):
-    """OUT + r * stride + [0, BLOCK) (local memory; where `mask`) <- rank r's x, for every r: a tile of a larger
-    all-gather whose rank slices are `stride` elements apart."""
+def _slice_mask(first, stride, total, r, BLOCK: tl.constexpr):
+    """Elements first + [0, BLOCK) of rank r's slice (slices `stride` apart) that exist: inside the slice and below
+    `total` (the last slices of a tensor that world does not divide are short or empty)."""
+    offs = first + tl.arange(0, BLOCK)
+    return (offs < stride) & (r * stride + offs < total)
+
+
+@triton.jit
+def all_gather_strided(x, OUT, first, stride, total, ws, flags, e, cur_rank, world_size, heap_bases):
+    """OUT[r * stride + first + [0, BLOCK)] (local memory) <- rank r's x, for every r: a tile of a larger all-gather
+    of `total` elements whose rank slices are `stride` elements apart (elements past a slice or past `total` are
+    not stored)."""
     BLOCK: tl.constexpr = x.shape[0]
-    tl.store(OUT + cur_rank * stride + tl.arange(0, BLOCK), x, mask=mask)
+    offs = first + tl.arange(0, BLOCK)
+    tl.store(OUT + cur_rank * stride + offs, x, mask=_slice_mask(first, stride, total, cur_rank, BLOCK))
     _push_to_all(x, ws, flags, e, cur_rank, world_size, heap_bases, False)
     for i in range(1, world_size):
         src = (cur_rank + i) % world_size
         got = _receive(ws, flags, e, src, src, cur_rank, world_size, heap_bases, BLOCK)
-        tl.store(OUT + src * stride + tl.arange(0, BLOCK), got, mask=mask)
+        tl.store(OUT + src * stride + offs, got, mask=_slice_mask(first, stride, total, src, BLOCK))
+
+
+@triton.jit
+def reduce_scatter_strided(X, first, stride, total, ws, flags, e, cur_rank, world_size, heap_bases,
+                           OP: tl.constexpr, BLOCK: tl.constexpr):
+    """Elements first + [0, BLOCK) of this rank's slice of X (local; rank slices `stride` elements apart, `total`
+    elements in all) combined over ranks, returned: a tile of a larger reduce-scatter. Each peer's part goes to that
+    peer whole and contiguous (no chunk masks: stores stay 16 bytes wide). Missing elements read as 0."""
+    offs = first + tl.arange(0, BLOCK)
+    for i in range(1, world_size):
+        dst = (cur_rank + i) % world_size
+        v = tl.load(X + dst * stride + offs, mask=_slice_mask(first, stride, total, dst, BLOCK), other=0)
+        _push(v, ws, flags, e, cur_rank, dst, cur_rank, world_size, heap_bases, None)
+    _arrive_peers(flags, 0, e, cur_rank, world_size, heap_bases)
+    own = tl.load(X + cur_rank * stride + offs, mask=_slice_mask(first, stride, total, cur_rank, BLOCK), other=0)
+    return _combine_arrived(own, ws, flags, e, cur_rank, world_size, heap_bases, OP)
 
 
 @triton.jit
@@ -283,22 +310,6 @@ def reduce_scatter(x, OUT, ws, flags, e, cur_rank, world_size, heap_bases, OP: t
     acc = _combine_arrived(x, ws, flags, e, cur_rank, world_size, heap_bases, OP)
     size = _chunk_size(world_size, BLOCK)
     tl.store(OUT + tl.arange(0, BLOCK) - cur_rank * size, acc, mask=_chunk_of(world_size, BLOCK) == cur_rank)
-
-
-@triton.jit
-def reduce_scatter_strided(X, OUT, stride, mask, ws, flags, e, cur_rank, world_size, heap_bases,
-                           OP: tl.constexpr, BLOCK: tl.constexpr):
-    """OUT + [0, BLOCK) (local; where `mask`) <- X + cur_rank * stride + [0, BLOCK) combined over ranks: a tile of a
-    larger reduce-scatter whose rank slices of X (local) are `stride` elements apart. Each peer's slice goes to that
-    peer whole (no chunking: the tile is one slice wide)."""
-    offs = tl.arange(0, BLOCK)
-    for i in range(1, world_size):
-        dst = (cur_rank + i) % world_size
-        _push(tl.load(X + dst * stride + offs, mask=mask, other=0), ws, flags, e, cur_rank, dst, cur_rank, world_size,
-              heap_bases, None)
-    _arrive_peers(flags, 0, e, cur_rank, world_size, heap_bases)
-    own = tl.load(X + cur_rank * stride + offs, mask=mask, other=0)
-    tl.store(OUT + offs, _combine_arrived(own, ws, flags, e, cur_rank, world_size, heap_bases, OP), mask=mask)
 
 
 @triton.jit

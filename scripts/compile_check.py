@@ -28,7 +28,7 @@ def compile_one(module, name, signature, constexprs):
     for a in unit & set(sig):
         sig[a], constexprs = "constexpr", {**constexprs, a: 1}
     attrs = {(i,): [["tt.divisibility", 16]] for i, a in enumerate(fn.arg_names)
-             if str(sig.get(a, "")).startswith("*") or a in ("n", "M", "N", "K", "col0", "slot_size") or
+             if str(sig.get(a, "")).startswith("*") or a in ("n", "TOTAL", "M", "N", "K", "col0", "slot_size") or
              (a.startswith("stride") and a not in unit)}
     src = ASTSource(fn=fn, signature=sig, constexprs={(fn.arg_names.index(k),): v for k, v in constexprs.items()},
                     attrs=attrs)

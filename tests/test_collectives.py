@@ -190,3 +190,11 @@ def test_bad_input_is_refused(ranks2):
         assert len(msgs) == len(expect) + 2 and msgs[-2:] == [True, True], msgs
         for m, e in zip(msgs, expect):
             assert e in m, (e, m)
+
+
+def test_two_shot_slices_short_and_empty(ranks):
+    # push_two_shot cuts the tensor into 16-element-aligned rank slices: with 7 or 20 elements the last slices are
+    # short or empty (on 4 ranks, 20 elements are slices of 16, 4, 0, 0).
+    for numel in (7, 20):
+        for fails in ranks.run(r_collectives, "all_reduce", "push_two_shot", "float32", numel, "sum", False):
+            assert fails == [], (numel, fails)
