@@ -198,3 +198,23 @@ def test_two_shot_slices_short_and_empty(ranks):
     for numel in (7, 20):
         for fails in ranks.run(r_collectives, "all_reduce", "push_two_shot", "float32", numel, "sum", False):
             assert fails == [], (numel, fails)
+
+
+def test_auto_all_reduce_picks_by_size_and_world():
+    class Ctx:
+        def __init__(self, world, heap=True):
+            self.world, self.heap = world, heap
+
+        def get_num_ranks(self):
+            return self.world
+
+        def is_symmetric(self, t):
+            return self.heap
+
+    def pick(world, nbytes, heap=True):
+        return coll._auto_all_reduce(Ctx(world, heap), torch.empty(nbytes // 2, dtype=torch.bfloat16, device="meta"))
+
+    assert [pick(2, b) for b in (4 << 10, 1 << 20, 4 << 20)] == ["push", "push", "two_shot"]
+    assert [pick(4, b) for b in (256 << 10, 1 << 20, 4 << 20, 16 << 20)] == ["push", "push_two_shot",
+                                                                             "push_two_shot", "two_shot"]
+    assert pick(8, 64 << 20, heap=False) == "nccl"
