@@ -61,6 +61,12 @@ VARIANTS = {"all_reduce": ("auto", "push", "push_two_shot", "ring", "one_shot", 
             "reduce_scatter": ("auto", "push", "pull", "nccl"), "all_to_all": ("auto", "nccl"),
             "broadcast": ("auto", "nccl")}
 PUSH_MAX_BYTES = 1 << 20  # "auto": push (latency; inboxes of 8 x world x size) up to here, two_shot/pull above
+_TILE_VARIANTS = {"push": "one_shot", "push_two_shot": "two_shot", "ring": "ring"}  # all_reduce through iris.tile
+
+
+def _cdiv(a, b):
+    """Host ceil division (triton.cdiv is a constexpr function: microseconds per host call)."""
+    return -(-a // b)
 
 
 @dataclass(frozen=True)
@@ -205,7 +211,7 @@ def _launch(ctx, kind, x, y, n, op="sum", staged=False, root=0, config=None, asy
             prepare=None):
     cfg = config or CollConfig()
     block = _block(cfg, 1024 if ctx.backend == "cpu" else 4096)
-    blocks = -(-max(n, 1) // block)  # (triton.cdiv is a constexpr function: microseconds per host call)
+    blocks = _cdiv(max(n, 1), block)
     limit = 2 if ctx.backend == "cpu" else ctx.get_cu_count() // ctx.ranks_per_device
     programs = cfg.programs or max(1, min(blocks, limit))
     if not 1 <= programs <= limit and ctx.backend == "cuda":
@@ -268,7 +274,7 @@ def all_reduce(ctx, tensor, op="sum", variant="auto", out=None, config=None, asy
     out = tensor if out is None else out
     if variant == "auto" and isinstance(tensor, torch.Tensor):
         variant = _auto_all_reduce(ctx, tensor)
-    heap = {} if variant in ("push", "push_two_shot", "ring") else {"tensor": "read"}
+    heap = {} if variant in _TILE_VARIANTS else {"tensor": "read"}
     _check(ctx, "all_reduce", variant, op, {"tensor": tensor, "out": out}, heap)
     if out.shape != tensor.shape:
         raise ValueError(f"all_reduce: out has shape {tuple(out.shape)}, tensor {tuple(tensor.shape)}")
@@ -285,11 +291,10 @@ def all_reduce(ctx, tensor, op="sum", variant="auto", out=None, config=None, asy
         work = dist.all_reduce(out, op=_nccl_op(op), async_op=async_op)
         return work if async_op else out
     n = tensor.numel()
-    if variant in ("push", "push_two_shot", "ring"):
-        tile_variant = {"push": "one_shot", "push_two_shot": "two_shot", "ring": "ring"}[variant]
-        w = ctx.get_num_ranks()
-        per_tile = -(-(-(-n // w)) // 16) * 16 if variant == "push_two_shot" else n  # 16-element (aligned) slices
-        work = _tile_launch(ctx, "all_reduce", tensor, out, per_tile, op, tile_variant, config, async_op,
+    if variant in _TILE_VARIANTS:
+        # push_two_shot's programs cover one rank's slice, 16-element aligned; the others cover the whole tensor
+        span = _cdiv(_cdiv(n, ctx.get_num_ranks()), 16) * 16 if variant == "push_two_shot" else n
+        work = _tile_launch(ctx, "all_reduce", tensor, out, span, op, _TILE_VARIANTS[variant], config, async_op,
                             prepare=(sig, out))
         return work if async_op else out
     if variant == "one_shot":
@@ -320,7 +325,7 @@ def _auto_all_reduce(ctx, tensor):
 def _tile_launch(ctx, kind, tensor, out, n, op, variant, config, async_op, prepare=None):
     """tile_collective_kernel over n elements, one program per block; returns a Work with async_op, else None."""
     block = _block(config or CollConfig(), 256 if ctx.backend == "cpu" else _push_block(n * tensor.element_size()))
-    tiles = -(-max(n, 1) // block)
+    tiles = _cdiv(max(n, 1), block)
     ws = ctx.workspace(("collectives", "tiles", "async" if async_op else "sync", tiles, block, tensor.dtype),
                        lambda c: tile.Workspace(c, tiles, block, tensor.dtype))
     args = (tensor, out, n, tensor.numel(), *ws.args(), ctx.get_rank(), ctx.get_num_ranks(), ctx.get_heap_bases())
