@@ -157,3 +157,30 @@ def test_prepared_calls_are_kept_from_the_second_offer_and_dropped_on_clear():
     off.prepare("s", lambda: 1)
     off.prepare("s", lambda: 1)
     assert off.prepared("s") is None
+
+
+def test_a_prepared_call_becomes_a_bare_replay_of_its_graph():
+    ran, checked, outer = [], [], [False]
+    cache = ReplayCache(True, capacity=4, capture=FakeGraph, capturing=lambda: outer[0])
+
+    def front_door():  # as iris.collectives does: a prepared call, else the checks, then launches through the cache
+        call = cache.prepared("sig")
+        if call is not None:
+            return call()
+        checked.append(1)
+        launch = lambda: cache("key", lambda: ran.append(1))  # noqa: E731
+        cache.prepare("sig", lambda: launch() or "out", key="key", result="out")
+        return launch() or "out"
+
+    assert [front_door() for _ in range(5)] == ["out"] * 5
+    # checks on the first two calls only; one capture (second call); replays from then on, the last two bare
+    assert len(ran) == 5 and len(checked) == 2 and cache.captures == 1 and cache.graphs["key"].replays == 4
+    replayer = cache.prepared("sig")
+    assert replayer.graph is cache.graphs["key"]
+    cache.graphs.clear()  # dropped by the LRU: the prepared call keeps (and still replays) its graph
+    assert front_door() == "out" and len(ran) == 6 and replayer.graph.replays == 5
+    outer[0] = True  # under a user's capture the launch itself runs (it joins that capture); no replay
+    assert front_door() == "out" and len(ran) == 7 and replayer.graph.replays == 5
+    outer[0] = False
+    cache.clear()
+    assert cache.prepared("sig") is None
