@@ -359,9 +359,11 @@ def _push_block(nbytes):
 def _prepared(ctx, name, *parts):
     """(signature, prepared call) of a front-door call. The call is None until a first call with this signature
     has passed the checks, and always while launch replay is off. A tensor's signature is what the checks look at:
-    address (hence heap or not), shape, strides, dtype, device."""
+    address (hence heap or not, and the device: unified addressing gives each device's memory its own addresses),
+    shape, strides, dtype. Built inline: it is most of a prepared call's host time."""
     try:
-        sig = (name,) + tuple((tensor_key(p), p.device) if isinstance(p, torch.Tensor) else p for p in parts)
+        sig = (name, *[(p.data_ptr(), p.shape, p.stride(), p.dtype) if isinstance(p, torch.Tensor) else p
+                       for p in parts])
         return sig, ctx.replay.prepared(sig)
     except TypeError:  # an unhashable argument: the checks will say what is wrong with it
         return None, None
