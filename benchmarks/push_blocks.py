@@ -1,5 +1,5 @@
 """Block size of the push collectives (one program per block of elements): graph-timed µs per call for each block
-size and message size, bf16, so that the host default can follow the measurement. Every run is checked against
+size (and warp count) and message size, bf16, so that the host default can follow the measurement. Every run is checked against
 NCCL first. Writes <out>/push_blocks.csv.
 
     python benchmarks/push_blocks.py --out results [-n 2]
@@ -21,9 +21,9 @@ from iris import collectives as coll  # noqa: E402
 BLOCKS = (1024, 2048, 4096, 8192, 16384, 32768)
 
 
-def _case(ctx, name, n, block):
+def _case(ctx, name, n, block, warps):
     """(call, our result, NCCL's result) for one collective of n bf16 elements (the largest tensor's size)."""
-    w, cfg = ctx.get_num_ranks(), coll.CollConfig(block=block)
+    w, cfg = ctx.get_num_ranks(), coll.CollConfig(block=block, num_warps=warps)
     g = torch.Generator(device=ctx.get_device()).manual_seed(1 + ctx.get_rank())
     if name == "all_reduce":
         x = ctx.zeros(n, dtype=torch.bfloat16).normal_(generator=g)
@@ -46,19 +46,21 @@ def run(ctx, args, run_stamp):
     rows = []
     for name in args.collectives:
         for nbytes in args.sizes:
-            for block in BLOCKS:
+            for block, warps in ((b, w) for b in args.blocks for w in args.warps):
                 with ctx.scratch():
-                    fn, y, ref = _case(ctx, name, nbytes // 2, block)
+                    fn, y, ref = _case(ctx, name, nbytes // 2, block, warps or None)
                     y.fill_(float("nan"))
                     fn()
                     torch.cuda.synchronize()
                     err = ((y.double() - ref.double()).norm() / ref.double().norm()).item()
                     t = measure(ctx, fn, "graph")
-                rows.append(dict(collective=name, variant="push", bytes=nbytes, block=block, time_us=t,
+                rows.append(dict(collective=name, variant="push", bytes=nbytes, block=block,
+                                 num_warps=coll._warps(coll.CollConfig(num_warps=warps or None), block), time_us=t,
                                  rel_error_vs_nccl=err, correct=err < 1e-2, world_size=ctx.get_num_ranks(),
                                  dtype="bfloat16", **run_stamp))
                 if ctx.get_rank() == 0:
-                    print(f"{name:14s} {nbytes:>9d} B block {block:>5d}: {t:6.1f} µs  err {err:.1e}", flush=True)
+                    print(f"{name:14s} {nbytes:>9d} B block {block:>5d} warps {rows[-1]['num_warps']:>2d}: {t:6.1f} µs  "
+                          f"err {err:.1e}", flush=True)
     if ctx.get_rank() == 0:
         import pandas as pd
 
@@ -66,7 +68,7 @@ def run(ctx, args, run_stamp):
         df = pd.DataFrame(rows)
         df.to_csv(os.path.join(args.out, "push_blocks.csv"), index=False)
         best = df.loc[df.groupby(["collective", "bytes"]).time_us.idxmin()]
-        print(best[["collective", "bytes", "block", "time_us"]].to_string(index=False))
+        print(best[["collective", "bytes", "block", "num_warps", "time_us"]].to_string(index=False))
 
 
 def main():
@@ -74,6 +76,8 @@ def main():
     p.add_argument("--out", default="results")
     p.add_argument("--sizes", type=int, nargs="+", default=[1 << s for s in range(14, 25, 2)])
     p.add_argument("--collectives", nargs="+", default=["all_reduce", "all_gather", "reduce_scatter"])
+    p.add_argument("--blocks", type=int, nargs="+", default=list(BLOCKS))
+    p.add_argument("--warps", type=int, nargs="+", default=[0], help="warps per program (0: the default for the block)")
     p.add_argument("-n", "--num_ranks", type=int, default=2)
     args = p.parse_args()
     if iris.BACKEND != "cuda":

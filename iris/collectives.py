@@ -72,9 +72,11 @@ def _cdiv(a, b):
 
 @dataclass(frozen=True)
 class CollConfig:
-    """programs: the grid (one workspace per value); block: elements per program step."""
+    """programs: the grid (one workspace per value); block: elements per program step; num_warps: per program
+    (default 4 up to 2048-element blocks, else 8)."""
     programs: int = None
     block: int = None
+    num_warps: int = None
 
 
 @triton.jit
@@ -238,7 +240,7 @@ def _launch(ctx, kind, x, y, n, op="sum", staged=False, root=0, config=None, asy
     acc = tl.float32 if x.dtype.is_floating_point else (tl.int64 if x.dtype == torch.int64 else tl.int32)
     s = scratch if scratch is not None else y
     args = (x, y, s, n, root, ws["flags"], ws["epochs"], ctx.get_rank(), ctx.get_num_ranks(), ctx.get_heap_bases())
-    meta = dict(KIND=kind, OP=op, STAGED=staged, ACC=acc, BLOCK=block, num_warps=4 if block <= 2048 else 8)
+    meta = dict(KIND=kind, OP=op, STAGED=staged, ACC=acc, BLOCK=block, num_warps=_warps(cfg, block))
     key = ("collective", kind, tensor_key(x), tensor_key(y), tensor_key(s), n, root, op, staged, block, programs,
            async_op)
     return _run(ctx, key, lambda: collective_kernel[(programs,)](*args, **meta, **_pdl(ctx)), (x, y), async_op,
@@ -250,6 +252,13 @@ def _block(cfg, default):
     if block < 16 or block & (block - 1):
         raise ValueError(f"config.block={block}: expected a power of two >= 16")
     return block
+
+
+def _warps(cfg, block):
+    warps = cfg.num_warps or (4 if block <= 2048 else 8)
+    if warps not in (1, 2, 4, 8, 16, 32):
+        raise ValueError(f"config.num_warps={warps}: expected a power of two from 1 to 32")
+    return warps
 
 
 def _check(ctx, name, variant, op, tensors, heap):
@@ -338,12 +347,13 @@ def _auto_all_reduce(ctx, tensor):
 
 def _tile_launch(ctx, kind, tensor, out, n, op, variant, config, async_op, prepare=None):
     """tile_collective_kernel over n elements, one program per block; returns a Work with async_op, else None."""
-    block = _block(config or CollConfig(), 256 if ctx.backend == "cpu" else _push_block(n * tensor.element_size()))
+    cfg = config or CollConfig()
+    block = _block(cfg, 256 if ctx.backend == "cpu" else _push_block(n * tensor.element_size()))
     tiles = _cdiv(max(n, 1), block)
     ws = ctx.workspace(("collectives", "tiles", "async" if async_op else "sync", tiles, block, tensor.dtype),
                        lambda c: tile.Workspace(c, tiles, block, tensor.dtype))
     args = (tensor, out, n, tensor.numel(), *ws.args(), ctx.get_rank(), ctx.get_num_ranks(), ctx.get_heap_bases())
-    meta = dict(KIND=kind, OP=op, VARIANT=variant, BLOCK=block, num_warps=4 if block <= 2048 else 8)
+    meta = dict(KIND=kind, OP=op, VARIANT=variant, BLOCK=block, num_warps=_warps(cfg, block))
     key = ("tile", kind, tensor_key(tensor), tensor_key(out), op, variant, block, async_op)
     return _run(ctx, key, lambda: tile_collective_kernel[(tiles,)](*args, **meta, **_pdl(ctx)), (tensor, out),
                 async_op, prepare)

@@ -106,7 +106,7 @@ def test_many_programs_and_blocks(ranks2):
 
 
 def r_config(ctx, name, variant, local_out):
-    cfg = coll.CollConfig(programs=4, block=64)
+    cfg = coll.CollConfig(programs=4, block=64, num_warps=2)
     w, r = ctx.get_num_ranks(), ctx.get_rank()
     fails = []
     x = ctx.zeros(5003 * (w if name == "reduce_scatter" else 1))
@@ -164,7 +164,8 @@ def r_bad(ctx):
              lambda: coll.reduce_scatter(ctx, ctx.zeros(3), heap),
              lambda: coll.reduce_scatter(ctx, ctx.zeros(8), local, variant="pull"),
              lambda: coll.broadcast(ctx, heap, src=w),
-             lambda: coll.all_reduce(ctx, heap, config=coll.CollConfig(block=100))]
+             lambda: coll.all_reduce(ctx, heap, config=coll.CollConfig(block=100)),
+             lambda: coll.all_reduce(ctx, heap, variant="push", config=coll.CollConfig(num_warps=3))]
     msgs = []
     for call in calls:
         try:
@@ -186,7 +187,8 @@ def test_bad_input_is_refused(ranks2):
     for msgs in ranks2.run(r_bad):
         expect = ["must live on the symmetric heap", "unknown variant 'ring3'", "op='prod'", "supports op='sum'",
                   "expected world * input", "output must live on the symmetric heap", "expected world * output",
-                  "input must live on the symmetric heap", "is not a rank", "power of two"]
+                  "input must live on the symmetric heap", "is not a rank", "power of two",
+                  "num_warps=3: expected a power of two"]
         assert len(msgs) == len(expect) + 2 and msgs[-2:] == [True, True], msgs
         for m, e in zip(msgs, expect):
             assert e in m, (e, m)
