@@ -1,6 +1,6 @@
 """Block size of the push collectives (one program per block of elements): graph-timed µs per call for each block
-size (and warp count) and message size, bf16, so that the host default can follow the measurement. Every run is checked against
-NCCL first. Writes <out>/push_blocks.csv.
+size (and warp count) and message size, bf16, so that the host default can follow the measurement. Every run is
+checked against NCCL first. Writes <out>/push_blocks.csv.
 
     python benchmarks/push_blocks.py --out results [-n 2]
 """
@@ -59,8 +59,9 @@ def run(ctx, args, run_stamp):
                                  rel_error_vs_nccl=err, correct=err < 1e-2, world_size=ctx.get_num_ranks(),
                                  dtype="bfloat16", **run_stamp))
                 if ctx.get_rank() == 0:
-                    print(f"{name:14s} {nbytes:>9d} B block {block:>5d} warps {rows[-1]['num_warps']:>2d}: {t:6.1f} µs  "
-                          f"err {err:.1e}", flush=True)
+                    warps = rows[-1]["num_warps"]
+                    print(f"{name:14s} {nbytes:>9d} B block {block:>5d} warps {warps:>2d}: {t:6.1f} µs  err {err:.1e}",
+                          flush=True)
     if ctx.get_rank() == 0:
         import pandas as pd
 

@@ -53,7 +53,8 @@ def scatter_loop(C, M, N, stride_cm, stride_cn, col0, flags, EPOCH, cur_rank, wo
 @triton.jit
 def scatter_kernel(C, M, N, stride_cm, stride_cn, col0, flags, EPOCH, cur_rank, world_size, heap_bases,
                    WAIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr,
-                   TRACE=None, TRACING: tl.constexpr = tl.constexpr(False)):
+                   TRACE=None, TRACING: tl.constexpr = tl.constexpr(False), PDL: tl.constexpr = tl.constexpr(False)):
+    iris.launched_early(PDL)
     scatter_loop(C, M, N, stride_cm, stride_cn, col0, flags, EPOCH, cur_rank, world_size, heap_bases,
                  tl.program_id(0), tl.num_programs(0), WAIT, BLOCK_M, BLOCK_N, GROUP_M, TRACE, TRACING)
 
@@ -83,7 +84,8 @@ def reduce_loop(P, C, M, N, stride_m, stride_n, flags, EPOCH, cur_rank, world_si
 @triton.jit
 def reduce_kernel(P, C, M, N, stride_m, stride_n, flags, EPOCH, slot_size, cur_rank, world_size, heap_bases,
                   WAIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr,
-                  TRACE=None, TRACING: tl.constexpr = tl.constexpr(False)):
+                  TRACE=None, TRACING: tl.constexpr = tl.constexpr(False), PDL: tl.constexpr = tl.constexpr(False)):
+    iris.launched_early(PDL)
     P = call_slot(P, EPOCH, slot_size)
     reduce_loop(P, C, M, N, stride_m, stride_n, flags, EPOCH, cur_rank, world_size, heap_bases, tl.program_id(0),
                 tl.num_programs(0), WAIT, BLOCK_M, BLOCK_N, GROUP_M, TRACE, TRACING)

@@ -6,6 +6,8 @@ import dataclasses
 import torch
 import triton
 
+import iris
+
 from . import config as _config
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -62,7 +64,7 @@ class Problem:
     def meta(self):
         """Constexprs and launch options of a kernel that runs the GEMM."""
         return dict(self.tiles(), BLOCK_K=self.cfg.block_k, TMA=self.tma, num_warps=self.cfg.num_warps,
-                    num_stages=self.cfg.num_stages)
+                    num_stages=self.cfg.num_stages, **iris.pdl_launch())
 
     def trace_args(self):
         """TRACE/TRACING for kernels that record events, when an iris.Tracer is active (else their defaults: off)."""

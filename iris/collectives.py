@@ -49,7 +49,6 @@ import torch
 import torch.distributed as dist
 import triton
 import triton.language as tl
-from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from . import device as iris
 from . import tile
@@ -90,16 +89,6 @@ def _reduce_all(X, offs, m, cur_rank, world_size, heap_bases, OP: tl.constexpr, 
 
 
 @triton.jit
-def _launched_early(PDL: tl.constexpr):
-    """With programmatic dependent launch the kernel may start while the previous kernel on the stream still runs:
-    wait for it (and its memory) before reading anything, then let the next kernel launch early in turn (it waits
-    the same way). Without PDL both instructions are no-ops; the CPU interpreter never sees them."""
-    if PDL:
-        gdc_wait()
-        gdc_launch_dependents()
-
-
-@triton.jit
 def _all_arrive(flags, e, cur_rank, world_size, heap_bases):
     """Set my slot of `flags` to e on every rank, then wait until every rank's slot here is >= e."""
     for i in range(world_size):
@@ -113,7 +102,7 @@ def collective_kernel(X, Y, S, n, root, FLAGS, EPOCHS, cur_rank, world_size, hea
                       OP: tl.constexpr, STAGED: tl.constexpr, ACC: tl.constexpr, BLOCK: tl.constexpr,
                       PDL: tl.constexpr = False):
     """n: elements per rank-slice (the tensor for all_reduce/broadcast, one slice for the others)."""
-    _launched_early(PDL)
+    iris.launched_early(PDL)
     pid, programs = tl.program_id(0), tl.num_programs(0)
     e = tl.load(EPOCHS + pid) + 1
     _all_arrive(FLAGS + pid * world_size, e, cur_rank, world_size, heap_bases)  # everyone's inputs are ready
@@ -180,7 +169,7 @@ def tile_collective_kernel(X, Y, n, TOTAL, WS, FLAGS, EPOCHS, cur_rank, world_si
     """One tile of n elements per program through iris.tile (n: all_reduce's tensor, or one rank's slice of it for
     the two-shot; all_gather's input; reduce_scatter's output; TOTAL: X's elements): values travel through the
     receivers' inboxes, so there is no entry or exit barrier and no input or output needs to be on the heap."""
-    _launched_early(PDL)
+    iris.launched_early(PDL)
     t = tl.program_id(0)
     ws, flags, e = tile.begin(WS, FLAGS, EPOCHS, t, world_size, BLOCK)
     first = t * BLOCK
@@ -243,7 +232,7 @@ def _launch(ctx, kind, x, y, n, op="sum", staged=False, root=0, config=None, asy
     meta = dict(KIND=kind, OP=op, STAGED=staged, ACC=acc, BLOCK=block, num_warps=_warps(cfg, block))
     key = ("collective", kind, tensor_key(x), tensor_key(y), tensor_key(s), n, root, op, staged, block, programs,
            async_op)
-    return _run(ctx, key, lambda: collective_kernel[(programs,)](*args, **meta, **_pdl(ctx)), (x, y), async_op,
+    return _run(ctx, key, lambda: collective_kernel[(programs,)](*args, **meta, **iris.pdl_launch()), (x, y), async_op,
                 prepare)
 
 
@@ -355,7 +344,7 @@ def _tile_launch(ctx, kind, tensor, out, n, op, variant, config, async_op, prepa
     args = (tensor, out, n, tensor.numel(), *ws.args(), ctx.get_rank(), ctx.get_num_ranks(), ctx.get_heap_bases())
     meta = dict(KIND=kind, OP=op, VARIANT=variant, BLOCK=block, num_warps=_warps(cfg, block))
     key = ("tile", kind, tensor_key(tensor), tensor_key(out), op, variant, block, async_op)
-    return _run(ctx, key, lambda: tile_collective_kernel[(tiles,)](*args, **meta, **_pdl(ctx)), (tensor, out),
+    return _run(ctx, key, lambda: tile_collective_kernel[(tiles,)](*args, **meta, **iris.pdl_launch()), (tensor, out),
                 async_op, prepare)
 
 
@@ -391,15 +380,6 @@ def _run(ctx, key, launch, tensors, async_op, prepare):
         else:
             ctx.replay.prepare(sig, lambda: call() or result, key=key, result=result)
     return call()
-
-
-def _pdl(ctx):
-    """Programmatic dependent launch on GPUs: the kernel is launched while the previous one drains and waits for it
-    on the device (gdc_wait) before reading anything; 0.4-0.7 µs per call in a graph on H200s."""
-    return _PDL if ctx.backend == "cuda" else {}
-
-
-_PDL = dict(PDL=True, launch_pdl=True)
 
 
 def _on_stream(ctx, launch, tensors, async_op):

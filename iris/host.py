@@ -25,9 +25,10 @@ _handles = itertools.count(1)
 
 
 @triton.jit
-def _device_barrier_kernel(flags, epoch_ptr, cur_rank, world_size, heap_bases):
+def _device_barrier_kernel(flags, epoch_ptr, cur_rank, world_size, heap_bases, PDL: tl.constexpr = tl.constexpr(False)):
     """flags[p] on rank r counts the barriers rank p has entered; the epoch lives on the device, so the kernel can
     be captured in a CUDA graph and replayed any number of times."""
+    _dev.launched_early(PDL)
     epoch = tl.load(epoch_ptr) + 1
     tl.store(epoch_ptr, epoch)
     for peer in range(world_size):
@@ -260,7 +261,7 @@ class Iris:
     def device_barrier(self):
         """All ranks' preceding work on the current stream, on the device; no host sync, CUDA-graph capturable."""
         _device_barrier_kernel[(1,)](self._barrier_flags, self._barrier_epoch, self.cur_rank, self.num_ranks,
-                                     self.heap_bases, num_warps=1)
+                                     self.heap_bases, num_warps=1, **_dev.pdl_launch())
 
     def check_device_errors(self):
         """Raise DeviceWaitTimeout if a kernel of this rank gave up waiting on a flag (and clear the record)."""

@@ -21,6 +21,8 @@ TARGET = GPUTarget("cuda", 90, 32)
 
 def compile_one(module, name, signature, constexprs):
     fn = getattr(importlib.import_module(module), name)
+    if "PDL" in fn.arg_names:  # as launched on GPUs (iris.pdl_launch)
+        constexprs = {"PDL": True, **constexprs}
     sig = dict(signature)
     sig.update({k: "constexpr" for k in constexprs})
     # As a real launch specializes them: pointers, sizes and col0 (rank * N) divisible by 16.

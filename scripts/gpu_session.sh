@@ -51,6 +51,11 @@ for stage in "$@"; do
     pushblocks) run push_blocks.log timeout 240 python3 benchmarks/push_blocks.py --out "$OUT" ;;
     coll4)   run collectives4.log timeout ${COLL_TIMEOUT:-400} python3 benchmarks/collectives.py -n 4 --out "$OUT/w4" \
                ${COLL_ARGS:-} ;;
+    alltests) run pytest_cuda_all.log timeout ${TEST_TIMEOUT:-420} python3 -m pytest -q tests ;;
+    pdlab)   for pdl in 0 1; do  # programmatic dependent launch off/on, same shapes, same run
+               IRIS_PDL=$pdl run sweep_pdl$pdl.log timeout 200 python3 -m taxonomy sweep --out "$OUT/pdl$pdl" --iters 8 \
+                 --warmup 2 --timing graph --shapes ${PDL_SHAPES:-128x4096x4096 128x8192x8192 1024x8192x8192}
+             done ;;
     *) echo "unknown stage $stage"; status=1 ;;
   esac
 done

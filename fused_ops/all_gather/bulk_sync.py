@@ -11,10 +11,11 @@ from ..registry import register
 
 @triton.jit
 def gather_kernel(A, G, M_LOCAL, K, stride_am, stride_gm, KPARTS, cur_rank, world_size, heap_bases,
-                  BLOCK_M: tl.constexpr, COPY_K: tl.constexpr):
+                  BLOCK_M: tl.constexpr, COPY_K: tl.constexpr, PDL: tl.constexpr = tl.constexpr(False)):
     """G[r * M_LOCAL + i, :] = rank r's A[i, :] for every rank r (A and G row-major, unit column stride). A job is a
     BLOCK_M-row chunk of one rank's A over 1/KPARTS of K: a remote load costs a round trip, so a few rows (small M)
     are split along K to keep every program busy instead of one program walking all of K."""
+    iris.launched_early(PDL)
     chunks = tl.cdiv(M_LOCAL, BLOCK_M)
     span = tl.cdiv(tl.cdiv(K, KPARTS), COPY_K) * COPY_K
     for job in range(tl.program_id(0), world_size * chunks * KPARTS, tl.num_programs(0)):
@@ -46,7 +47,7 @@ def run(p):
     programs, step = p.cfg.gemm_sms, copy_k(a.element_size())
     kparts = k_parts(p.world * triton.cdiv(p.m_local, p.cfg.block_m), programs, p.k, step)
     gather_kernel[(programs,)](a, g, p.m_local, p.k, a.stride(0), g.stride(0), kparts, *p.rank_args(),
-                               BLOCK_M=p.cfg.block_m, COPY_K=step, num_warps=8)
+                               BLOCK_M=p.cfg.block_m, COPY_K=step, num_warps=8, **iris.pdl_launch())
     c = p.c
     gemm_kernel[p.grid(p.cfg.gemm_sms)](g, p.b, p.m, p.n, p.k, g.stride(0), g.stride(1), p.b.stride(0),
                                         p.b.stride(1), c, c.stride(0), c.stride(1), 0, *p.no_sync(), 0,

@@ -5,6 +5,7 @@ ready) and after (nobody still reads a shard that may change)."""
 import triton
 import triton.language as tl
 
+import iris
 from ..gemm import c_tile, gemm_tile, operands, tile_coords
 from ..registry import register
 
@@ -12,7 +13,8 @@ from ..registry import register
 @triton.jit
 def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, M_LOCAL, cur_rank,
            world_size, heap_bases, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-           GROUP_M: tl.constexpr):
+           GROUP_M: tl.constexpr, PDL: tl.constexpr = tl.constexpr(False)):
+    iris.launched_early(PDL)
     _, b_op = operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, False)
     num_pid_m, num_pid_n = tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N)
     first = (cur_rank * M_LOCAL) // BLOCK_M  # this rank's rows come first
@@ -42,5 +44,5 @@ def run(p):
     kernel[p.grid(p.cfg.gemm_sms)](a, p.b, p.m, p.n, p.k, a.stride(0), a.stride(1), p.b.stride(0), p.b.stride(1), c,
                                    c.stride(0), c.stride(1), p.m_local, *p.rank_args(), BLOCK_M=p.cfg.block_m,
                                    BLOCK_N=p.cfg.block_n, BLOCK_K=p.cfg.block_k, GROUP_M=p.cfg.group_m,
-                                   num_warps=p.cfg.num_warps, num_stages=p.cfg.num_stages)
+                                   num_warps=p.cfg.num_warps, num_stages=p.cfg.num_stages, **iris.pdl_launch())
     p.ctx.device_barrier()

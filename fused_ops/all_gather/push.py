@@ -19,7 +19,8 @@ from .bulk_sync import copy_k, k_parts
 def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, G, stride_gm, flags,
            EPOCH, M_LOCAL, KPARTS, cur_rank, world_size, heap_bases, COMM_SMS: tl.constexpr, BLOCK_M: tl.constexpr,
            BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, COPY_K: tl.constexpr,
-           TMA: tl.constexpr):
+           TMA: tl.constexpr, PDL: tl.constexpr = tl.constexpr(False)):
+    iris.launched_early(PDL)
     pid = tl.program_id(0)
     chunks = tl.cdiv(M_LOCAL, BLOCK_M)
     epoch = tl.load(EPOCH)
@@ -77,4 +78,5 @@ def run(p):
                                          COMM_SMS=p.cfg.comm_sms, BLOCK_M=p.cfg.block_m, BLOCK_N=p.cfg.block_n,
                                          BLOCK_K=p.cfg.block_k, GROUP_M=p.cfg.group_m, COPY_K=step,
                                          TMA=p.tma if (g.stride(0) * g.element_size()) % 16 == 0 else 0,
-                                         num_warps=p.cfg.num_warps, num_stages=p.cfg.num_stages)
+                                         num_warps=p.cfg.num_warps, num_stages=p.cfg.num_stages,
+                                         **iris.pdl_launch())

@@ -2,6 +2,8 @@
 sums every rank's partial into C. Partials alternate between two buffers by call parity: a rank can only start call
 e+1's GEMM after call e's barrier, by which time every peer has finished reading call e-1's buffer."""
 
+import iris
+
 from ..comm import reduce_kernel
 from ..gemm import gemm_kernel
 from ..registry import register
@@ -17,4 +19,5 @@ def run(p):
                                         slot, *p.rank_args(), SIGNAL="none", **p.meta(), **p.trace_args())
     p.ctx.device_barrier()
     reduce_kernel[p.grid(p.cfg.gemm_sms)](part, c, p.m, p.n, c.stride(0), c.stride(1), ws["flags"], ws["epoch"], slot,
-                                          *p.rank_args(), WAIT=False, **p.tiles(), num_warps=p.cfg.num_warps, **p.trace_args())
+                                          *p.rank_args(), WAIT=False, **p.tiles(), num_warps=p.cfg.num_warps,
+                                          **p.trace_args(), **iris.pdl_launch())

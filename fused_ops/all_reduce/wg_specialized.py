@@ -5,6 +5,7 @@ tile into C. No barrier; partials alternate between two buffers by call parity (
 import triton
 import triton.language as tl
 
+import iris
 from ..comm import reduce_loop
 from ..gemm import call_slot, gemm_loop
 from ..registry import register
@@ -13,7 +14,9 @@ from ..registry import register
 @triton.jit
 def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, P, stride_cm, stride_cn, flags, EPOCH,
            cur_rank, world_size, heap_bases, GEMM_SMS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-           BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr, TRACE=None, TRACING: tl.constexpr = tl.constexpr(False)):
+           BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr, TRACE=None,
+           TRACING: tl.constexpr = tl.constexpr(False), PDL: tl.constexpr = tl.constexpr(False)):
+    iris.launched_early(PDL)
     pid = tl.program_id(0)
     P = call_slot(P, EPOCH, M * N)
     if pid < GEMM_SMS:

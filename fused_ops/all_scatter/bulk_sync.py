@@ -1,6 +1,8 @@
 """Bulk-synchronous: the GEMM kernel writes this rank's block of C, a device barrier, then a kernel pushes the block
 to every peer, and a final barrier (every peer's block has landed)."""
 
+import iris
+
 from ..comm import scatter_kernel
 from ..gemm import gemm_kernel
 from ..registry import register
@@ -15,5 +17,6 @@ def run(p):
                                         *p.rank_args(), SIGNAL="none", **p.meta(), **p.trace_args())
     p.ctx.device_barrier()
     scatter_kernel[p.grid(p.cfg.gemm_sms)](c, p.m, p.n, c.stride(0), c.stride(1), col0, flags, epoch,
-                                           *p.rank_args(), WAIT=False, **p.tiles(), num_warps=p.cfg.num_warps, **p.trace_args())
+                                           *p.rank_args(), WAIT=False, **p.tiles(), num_warps=p.cfg.num_warps,
+                                           **p.trace_args(), **iris.pdl_launch())
     p.ctx.device_barrier()

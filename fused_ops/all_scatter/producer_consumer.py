@@ -4,6 +4,7 @@ On the CPU backend there are no streams: the kernels run one after the other, th
 
 import torch
 
+import iris
 from ..comm import scatter_kernel
 from ..gemm import gemm_kernel
 from ..registry import register
@@ -28,7 +29,7 @@ def run(p):
         SIGNAL="local", **p.meta(), **p.trace_args())
     scatter = lambda: scatter_kernel[p.grid(p.cfg.comm_sms)](  # noqa: E731
         c, p.m, p.n, c.stride(0), c.stride(1), col0, ws["flags"], ws["epoch"], *p.rank_args(), WAIT=True,
-        **p.tiles(), num_warps=4, **p.trace_args())
+        **p.tiles(), num_warps=4, **p.trace_args(), **iris.pdl_launch())
     if p.ctx.backend == "cpu":
         gemm()
         scatter()

@@ -1,6 +1,8 @@
 """Bulk-synchronous: the GEMM kernel writes this rank's partial (M x N) into a heap buffer, a barrier, then a kernel
 sums every rank's partial of this rank's rows into C. Partials alternate by call parity (see all-reduce bulk_sync)."""
 
+import iris
+
 from ..comm import reduce_kernel
 from ..gemm import gemm_kernel
 from ..registry import register
@@ -18,4 +20,4 @@ def run(p):
     mine = part[p.rank * p.m_local:(p.rank + 1) * p.m_local]
     reduce_kernel[p.grid(p.cfg.gemm_sms)](mine, c, p.m_local, p.n, c.stride(0), c.stride(1), ws["flags"],
                                           ws["epoch"], slot, *p.rank_args(), WAIT=False, **p.tiles(),
-                                          num_warps=p.cfg.num_warps, **p.trace_args())
+                                          num_warps=p.cfg.num_warps, **p.trace_args(), **iris.pdl_launch())

@@ -5,6 +5,7 @@ C. No barrier (inboxes alternate by call parity, as in fused)."""
 import triton
 import triton.language as tl
 
+import iris
 from ..gemm import call_slot, gemm_tile, operands, tile_coords
 from ..registry import register
 from .owner import inbox, owns, push_partial, reduce_owned
@@ -13,7 +14,8 @@ from .owner import inbox, owns, push_partial, reduce_owned
 @triton.jit
 def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, INBOX, flags, EPOCH, M_LOCAL,
            cur_rank, world_size, heap_bases, GEMM_SMS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-           BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr):
+           BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr, PDL: tl.constexpr = tl.constexpr(False)):
+    iris.launched_early(PDL)
     pid = tl.program_id(0)
     INBOX = call_slot(INBOX, EPOCH, world_size * M_LOCAL * N)
     epoch = tl.load(EPOCH)
