@@ -29,6 +29,7 @@ _table = None
 _tuned = {}  # (op, m, n, k, dtype, world, backend) -> variant name, from tune()
 _picked = {}  # the table's pick per call signature (a lookup per call costs more than the small calls it picks for)
 _picked_from = [None]  # the table those picks came from (tests swap tables)
+_set_up = set()  # shapes whose capture-mode pick has run eagerly (capture_pick_to_set_up)
 
 
 def _load():
@@ -74,21 +75,41 @@ def ranking(ctx, op, m, n, k, dtype, timing="eager"):
     return best
 
 
-def choose(ctx, op, m, n, k, dtype, exclude=()):
-    """The variant `auto` runs for this rank's call (global M, N, K: the same on every rank, so all agree)."""
+def choose(ctx, op, m, n, k, dtype, exclude=(), timing=None):
+    """The variant `auto` runs for this rank's call (global M, N, K: the same on every rank, so all agree), in this
+    timing mode (default: the call's, mode(ctx))."""
     key = (op, m, n, k, dtype, ctx.get_num_ranks(), ctx.backend)
     if _tuned.get(key) not in (None, *exclude):
         return _tuned[key]
     if _picked_from[0] is not _load():
         _picked.clear()
         _picked_from[0] = _load()
-    timing = mode(ctx)
+    timing = timing or mode(ctx)
     sig = (key, exclude, ctx.ranks_per_device, timing)
     if sig not in _picked:
         ranked = [name for name in ranking(ctx, op, m, n, k, dtype, timing) if name in registry.OPS[op].variants and
                   name not in exclude and _runnable(ctx, op, name, dtype)]
         _picked[sig] = ranked[0] if ranked else _fallback(ctx, op, dtype, exclude)
     return _picked[sig]
+
+
+def capture_pick_to_set_up(ctx, op, m, n, k, dtype, exclude=()):
+    """The variant `auto` would run for this call under CUDA-graph capture, when that is not the variant this eager
+    call runs and this shape has not been set up for it yet; else None. Capture forbids creating workspaces, so for
+    "call the op once before capturing it" to hold for auto too, the first eager auto call on a shape also runs that
+    variant once (fused_ops/ops.py). Every rank decides alike: same global shape, same table."""
+    if not _can_capture(ctx) or mode(ctx) == "graph":
+        return None
+    sig = (op, m, n, k, dtype, ctx.get_num_ranks(), exclude)
+    if sig in _set_up:
+        return None
+    _set_up.add(sig)
+    graph = choose(ctx, op, m, n, k, dtype, exclude, timing="graph")
+    return graph if graph != choose(ctx, op, m, n, k, dtype, exclude, timing="eager") else None
+
+
+def _can_capture(ctx):
+    return ctx.backend == "cuda"
 
 
 def _fallback(ctx, op, dtype, exclude):

@@ -91,6 +91,15 @@ def _run(ctx, v, config, make, *tensors):
     ctx.replay(key, lambda: v.run(make()))
 
 
+def _set_up_capture_pick(ctx, op, variant, a, b, again, exclude=()):
+    """After an eager auto call: run once more with the variant auto would pick under capture, if it is another one
+    that has not run on this shape yet (auto.capture_pick_to_set_up), so that its workspace exists before a capture."""
+    if variant == "auto":
+        other = auto.capture_pick_to_set_up(ctx, op, *auto.global_shape(ctx, op, a, b), a.dtype, exclude)
+        if other is not None:
+            again(other)
+
+
 def gemm_all_scatter(ctx, a, b, c, variant="auto", config=None):
     v = _variant(ctx, "gemm_all_scatter", variant, a, b, c)
     m, n_local, world = a.shape[0], b.shape[1], ctx.get_num_ranks()
@@ -98,6 +107,7 @@ def gemm_all_scatter(ctx, a, b, c, variant="auto", config=None):
         raise ValueError(f"gemm_all_scatter: c must be M x N = {m} x {n_local * world} (b holds N/world = {n_local} "
                          f"columns on each of {world} ranks), got {tuple(c.shape)}")
     _run(ctx, v, config, lambda: Problem(ctx, "gemm_all_scatter", v, a, b, c, m, n_local, a.shape[1], config), a, b, c)
+    _set_up_capture_pick(ctx, "gemm_all_scatter", variant, a, b, lambda v: gemm_all_scatter(ctx, a, b, c, v, config))
     return c
 
 
@@ -107,14 +117,15 @@ def gemm_all_reduce(ctx, a, b, c, variant="auto", config=None):
     if tuple(c.shape) != (m, n):
         raise ValueError(f"gemm_all_reduce: c must be M x N = {m} x {n}, got {tuple(c.shape)}")
     _run(ctx, v, config, lambda: Problem(ctx, "gemm_all_reduce", v, a, b, c, m, n, a.shape[1], config), a, b, c)
+    _set_up_capture_pick(ctx, "gemm_all_reduce", variant, a, b, lambda v: gemm_all_reduce(ctx, a, b, c, v, config))
     return c
 
 
 def all_gather_gemm(ctx, a, b, c, variant="auto", config=None, a_gathered=None):
     # c is written by this rank only: it may live anywhere on the device; `a` is read by peers (staged on the heap
     # when it is not there already).
-    v = _variant(ctx, "all_gather_gemm", variant, a, b, c, heap_output=False,
-                 exclude=("pull",) if a_gathered is not None else ())
+    exclude = ("pull",) if a_gathered is not None else ()
+    v = _variant(ctx, "all_gather_gemm", variant, a, b, c, heap_output=False, exclude=exclude)
     world = ctx.get_num_ranks()
     m_local, k = a.shape
     m, n_local = m_local * world, b.shape[1]
@@ -132,6 +143,8 @@ def all_gather_gemm(ctx, a, b, c, variant="auto", config=None, a_gathered=None):
     _run(ctx, v, config, make, a, b, c, a_gathered)
     if a_gathered is not None and v.pattern != "baseline" and not ctx.is_symmetric(a_gathered):
         a_gathered.copy_(make().gathered_buffer())
+    _set_up_capture_pick(ctx, "all_gather_gemm", variant, a, b,
+                         lambda v: all_gather_gemm(ctx, a, b, c, v, config, a_gathered), exclude)
     return c
 
 
@@ -145,4 +158,6 @@ def gemm_reduce_scatter(ctx, a, b, c, variant="auto", config=None):
         raise ValueError(f"gemm_reduce_scatter: c must be M/world x N = {m // world} x {n}, got {tuple(c.shape)}")
     _run(ctx, v, config, lambda: Problem(ctx, "gemm_reduce_scatter", v, a, b, c, m, n, a.shape[1], config,
                                          m_local=m // world), a, b, c)
+    _set_up_capture_pick(ctx, "gemm_reduce_scatter", variant, a, b,
+                         lambda v: gemm_reduce_scatter(ctx, a, b, c, v, config))
     return c

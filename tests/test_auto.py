@@ -58,3 +58,39 @@ def test_taxonomy_runs_auto_and_names_its_choice():
     pick = re.search(r"auto: (\w+)", out)
     assert pick and "torch_nccl" in out, out
     assert pick.group(1) == "one_shot" if not ON_GPU else pick.group(1) in fused_ops.list_variants("gemm_all_reduce")
+
+
+def r_capture_pick_set_up(ctx):
+    """auto may rank variants differently under capture; its first eager call on a shape also runs the capture
+    pick once, so that its workspace exists before a capture (which forbids creating one)."""
+    op, w = "gemm_all_reduce", ctx.get_num_ranks()
+    saved = auto._table, auto._can_capture
+    out = {}
+    try:
+        auto._can_capture = lambda ctx: True  # as on GPUs (the CPU backend has no capture)
+        auto._table = {(auto._gpu(ctx), w, op, "float32", "eager"): [((48, 40, 96), ["one_shot"]),
+                                                                     ((4096, 4096, 4096), ["atomic"])],
+                       (auto._gpu(ctx), w, op, "float32", "graph"): [((48, 40, 96), ["two_shot"]),
+                                                                     ((4096, 4096, 4096), ["atomic"])]}
+        out["first"] = auto.capture_pick_to_set_up(ctx, op, 4000, 4000, 4000, torch.float32)  # same pick: None
+        out["differs"] = auto.capture_pick_to_set_up(ctx, op, 48, 40, 96, torch.float32)
+        out["once"] = auto.capture_pick_to_set_up(ctx, op, 48, 40, 96, torch.float32)
+        auto._set_up.clear()
+        m, n, k = 48, 40, 32 * w
+        a, b, ref = reference.make_inputs(op, 6, w, ctx.get_rank(), m, n, k, torch.float32, ctx.get_device())
+        c = ctx.zeros(m, n)
+        c.fill_(float("nan"))
+        fused_ops.gemm_all_reduce(ctx, a, b, c)  # eager auto: one_shot, then two_shot once
+        out["correct"] = reference.rel_error(c, ref) < reference.TOLERANCE[torch.float32]
+        made = {key[1] for key in ctx._workspaces if key[0] == op and key[2:5] == (m, n, k // w)}
+        out["workspaces"] = sorted(made & {"one_shot", "two_shot"})
+    finally:
+        auto._table, auto._can_capture = saved
+        auto._set_up.clear()
+    return out
+
+
+def test_auto_sets_up_its_capture_pick_on_the_first_eager_call(ranks2):
+    for out in ranks2.run(r_capture_pick_set_up):
+        assert out == {"first": None, "differs": "two_shot", "once": None, "correct": True,
+                       "workspaces": ["one_shot", "two_shot"]}, out
