@@ -203,20 +203,34 @@ def test_two_shot_slices_short_and_empty(ranks):
 
 
 def test_auto_all_reduce_picks_by_size_and_world():
+    class Heap:
+        size, offset = 1 << 30, 0
+
     class Ctx:
-        def __init__(self, world, heap=True):
-            self.world, self.heap = world, heap
+        def __init__(self, world, on_heap=True, heap=Heap):
+            self.world, self.on_heap, self.heap = world, on_heap, heap
 
         def get_num_ranks(self):
             return self.world
 
         def is_symmetric(self, t):
-            return self.heap
+            return self.on_heap
 
-    def pick(world, nbytes, heap=True):
-        return coll._auto_all_reduce(Ctx(world, heap), torch.empty(nbytes // 2, dtype=torch.bfloat16, device="meta"))
+    def pick(world, nbytes, on_heap=True, ctx=None):
+        ctx = ctx or Ctx(world, on_heap)
+        return coll._auto_all_reduce(ctx, torch.empty(nbytes // 2, dtype=torch.bfloat16, device="meta"))
 
-    assert [pick(2, b) for b in (4 << 10, 1 << 20, 4 << 20)] == ["push", "push", "two_shot"]
+    assert [pick(2, b) for b in (4 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20)] == [
+        "push", "push", "push", "push_two_shot", "two_shot"]
     assert [pick(4, b) for b in (256 << 10, 1 << 20, 4 << 20, 16 << 20)] == ["push", "push_two_shot",
                                                                              "push_two_shot", "two_shot"]
-    assert pick(8, 64 << 20, heap=False) == "nccl"
+    assert pick(8, 64 << 20, on_heap=False) == "nccl"
+    assert pick(2, 4 << 20, on_heap=False) == "push"  # push takes its input from anywhere
+
+    class SmallHeap:  # 100 MiB free: push's 64 MiB of inboxes for 4 MiB on 2 ranks do not fit in half of it
+        size, offset = 1 << 30, (1 << 30) - (100 << 20)
+
+    small = Ctx(2, heap=SmallHeap)
+    assert pick(2, 4 << 20, ctx=small) == "two_shot" and pick(2, 1 << 20, ctx=small) == "push"
+    SmallHeap.offset = 0  # the pick for a size is kept: no flip once memory moved
+    assert pick(2, 4 << 20, ctx=small) == "two_shot"
