@@ -49,8 +49,10 @@ def cases(ctx, name, nbytes, dtype):
     if name == "all_reduce":
         x = ctx.randn(n, dtype=dtype)
         xn = x.clone()
-        # push keeps a double-buffered inbox of 8 * world * n elements: a latency variant, measured up to 16 MiB
-        for v in (("push", "push_two_shot") if nbytes <= 16 << 20 else ()) + ("one_shot", "two_shot"):
+        # inboxes: push 8 * world * n elements (a latency variant, measured up to 16 MiB), push_two_shot 8 * n (to
+        # 64 MiB: 512 MiB of inboxes)
+        pushes = ("push",) * (nbytes <= 16 << 20) + ("push_two_shot",) * (nbytes <= 64 << 20)
+        for v in pushes + ("one_shot", "two_shot"):
             y = ctx.zeros(n, dtype=dtype)
             out.append((v, lambda v=v, y=y: coll.all_reduce(ctx, x, variant=v, out=y), y))
         out.append(("nccl", lambda: dist.all_reduce(xn), xn))  # in place: results drift, correctness checked first
@@ -190,8 +192,9 @@ def main():
         print("CPU backend: a smoke run of the harness (gloo, no graphs, no SymmetricMemory); results are not written")
         args.out = None
     run_stamp = stamp(args.num_ranks, "benchmarks/collectives.py")
-    # the tensors (4x the largest size) plus push's inboxes (2 halves x 4 slots x world x size, up to 16 MiB)
-    inboxes = 8 * args.num_ranks * min(args.max_bytes, 16 << 20)
+    # the tensors (4x the largest size) plus the largest inboxes: push's (2 halves x 4 slots x world x size, up to 16
+    # MiB) or push_two_shot's (8 x size, up to 64 MiB); each size's workspaces are released before the next size's
+    inboxes = max(8 * args.num_ranks * min(args.max_bytes, 16 << 20), 8 * min(args.max_bytes, 64 << 20))
     iris.spawn(run, args.num_ranks, args, run_stamp, heap_size=4 * args.max_bytes + inboxes + (256 << 20))
 
 
