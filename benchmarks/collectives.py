@@ -151,6 +151,8 @@ def run(ctx, args, stamp):
 
 
 def plot(df, path):
+    """Top: µs per call of our fastest variant at each size and of each peer, graph (solid) and eager (dashed).
+    Bottom: our fastest over the best peer, per mode, with the variant that won annotated at each size."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -158,24 +160,35 @@ def plot(df, path):
 
     names = list(dict.fromkeys(df.collective))
     fig, axes = plt.subplots(2, len(names), figsize=(6 * len(names), 8), squeeze=False)
+    colors = {"ours": "tab:red", "nccl": "tab:blue", "symm_mem_one_shot": "tab:olive", "symm_mem_two_shot": "tab:green"}
     for j, name in enumerate(names):
         d = df[df.collective == name]
-        for mode, style in (("eager", "--"), ("graph", "-"), ("eager-noreplay", ":")):
-            for v in dict.fromkeys(d.variant):
-                s = d[(d.variant == v) & (d["mode"] == mode)]
-                if s.empty:
-                    continue
-                axes[0, j].plot(s.bytes, s.time_us, style, marker="o", ms=3, label=f"{v} ({mode})")
-                if v not in PEER_VARIANTS:
-                    axes[1, j].plot(s.bytes, s.speedup_vs_best_peer, style, marker="o", ms=3, label=f"{v} ({mode})")
+        ours = d[~d.variant.isin(PEER_VARIANTS)]
+        for mode, style in (("graph", "-"), ("eager", "--")):
+            best = ours[ours["mode"] == mode]
+            best = best.loc[best.groupby("bytes").time_us.idxmin()]
+            axes[0, j].plot(best.bytes, best.time_us, style, color=colors["ours"], marker="o", ms=3,
+                            label=f"iris, fastest variant ({mode})")
+            for peer in PEER_VARIANTS:
+                s = d[(d.variant == peer) & (d["mode"] == mode)]
+                if not s.empty:
+                    axes[0, j].plot(s.bytes, s.time_us, style, color=colors[peer], marker=".", ms=3, lw=1,
+                                    label=f"{peer} ({mode})")
+            axes[1, j].plot(best.bytes, best.speedup_vs_best_peer, style, color="tab:red" if mode == "graph" else
+                            "tab:purple", marker="o", ms=3, label=f"{mode}")
+            if mode == "graph":
+                for x, y, v in zip(best.bytes, best.speedup_vs_best_peer, best.variant):
+                    axes[1, j].annotate(v, (x, y), textcoords="offset points", xytext=(0, 5), ha="center", fontsize=6)
         axes[0, j].set(xscale="log", yscale="log", title=f"{name}: µs per call", xlabel="bytes")
         axes[1, j].axhline(1.0, color="k", lw=0.8)
-        axes[1, j].set(xscale="log", title=f"{name}: speedup over the best peer (same mode)", xlabel="bytes")
+        axes[1, j].set(xscale="log", title=f"{name}: fastest iris variant over the best peer", xlabel="bytes",
+                       ylabel="speedup (same mode)")
         for ax in axes[:, j]:
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7)
     r = df.iloc[0]
-    fig.suptitle(f"{r.device}, bf16, {r.date} ({r.commit}); peers: NCCL and PyTorch SymmetricMemory")
+    fig.suptitle(f"{r.device}, bf16, {r.date} ({r.commit}); peers: NCCL and PyTorch SymmetricMemory; every variant's "
+                 f"time is in the CSV")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -26,7 +26,7 @@ Variants of all_reduce:
   owned blocks only, so all programs of every rank work).
 - "atomic": sum only; every rank atomically adds its blocks into every rank's buffer.
 - "nccl": torch.distributed.
-- "auto": push up to 1 MiB (2 ranks: 4 MiB), push_two_shot on 4+ ranks from 256 KiB to 4 MiB (2 ranks: 4-16 MiB),
+- "auto": push up to 1 MiB (2 ranks: 4 MiB), push_two_shot on 4+ ranks from 256 KiB to 4 MiB (2 ranks: 4-64 MiB),
   while their inboxes fit in half the free heap; above that two_shot, or nccl for a tensor that is not on the heap.
 all_gather: "push" (through inboxes like all_reduce's push; the output may live anywhere) or "direct" (after the
 entry barrier every rank stores its slice into every rank's output); "auto" pushes up to 1 MiB of output.
@@ -322,18 +322,19 @@ def all_reduce(ctx, tensor, op="sum", variant="auto", out=None, config=None, asy
 
 
 def _auto_all_reduce(ctx, tensor):
-    """push up to 1 MiB (2 ranks: 4 MiB); push_two_shot on 4+ ranks from 256 KiB to 4 MiB, on 2 ranks from 4 to 16
+    """push up to 1 MiB (2 ranks: 4 MiB); push_two_shot on 4+ ranks from 256 KiB to 4 MiB, on 2 ranks from 4 to 64
     MiB (each rank sends 2(w-1)/w of the tensor, not w-1 times it); then two_shot, or nccl for a tensor that is not on
     the heap. Measured on H200s: 4 ranks (results/w4/push_two_shot.csv) 1 MiB 17.4 vs push 19.1 µs, 4 MiB 34.6 vs
     two_shot 42.3 µs; 2 ranks (results/collectives.csv, graph) 4 MiB push 17.9 vs two_shot 24.7 µs, 16 MiB
-    push_two_shot 55.4 vs 61.3 µs. The push variants' inboxes take 8 x world x (push) or 8 x (push_two_shot) the
+    push_two_shot 55.5 vs 61.3 µs, 64 MiB 195.5 vs 215.9 µs. The push variants' inboxes take 8 x world x (push) or
+    8 x (push_two_shot) the
     tensor's bytes of heap: above 1 MiB they are picked only while that fits in half the heap's free space, and the
     pick is remembered per size, so a later call does not change its mind once the inboxes are allocated."""
     nbytes, w = tensor.numel() * tensor.element_size(), ctx.get_num_ranks()
     memo = _auto_picks.setdefault(ctx, {})
     key = (nbytes, ctx.is_symmetric(tensor))
     if key not in memo:
-        if w >= 4 and 256 << 10 < nbytes <= 4 << 20 or w == 2 and 4 << 20 < nbytes <= 16 << 20:
+        if w >= 4 and 256 << 10 < nbytes <= 4 << 20 or w == 2 and 4 << 20 < nbytes <= 64 << 20:
             pick, inbox = "push_two_shot", 8 * nbytes
         elif nbytes <= (4 << 20 if w == 2 else PUSH_MAX_BYTES):
             pick, inbox = "push", 8 * w * nbytes

@@ -220,8 +220,10 @@ def test_auto_all_reduce_picks_by_size_and_world():
         ctx = ctx or Ctx(world, on_heap)
         return coll._auto_all_reduce(ctx, torch.empty(nbytes // 2, dtype=torch.bfloat16, device="meta"))
 
-    assert [pick(2, b) for b in (4 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20)] == [
+    assert [pick(2, b) for b in (4 << 10, 1 << 20, 4 << 20, 16 << 20, 256 << 20)] == [
         "push", "push", "push", "push_two_shot", "two_shot"]
+    assert pick(2, 64 << 20) == "push_two_shot"  # 512 MiB of inboxes: half of a fresh 1 GiB heap
+    assert pick(2, 64 << 20, ctx=Ctx(2, heap=type("Used", (), dict(size=1 << 30, offset=1 << 20)))) == "two_shot"
     assert [pick(4, b) for b in (256 << 10, 1 << 20, 4 << 20, 16 << 20)] == ["push", "push_two_shot",
                                                                              "push_two_shot", "two_shot"]
     assert pick(8, 64 << 20, on_heap=False) == "nccl"
