@@ -4,6 +4,8 @@
 # Usage (device machine): IRIS_COMMIT=<sha> bash scripts/gpu_pairs.sh "stages of pair a" "stages of pair b"
 # (A_SWEEP_ARGS / B_SWEEP_ARGS give each pair its own sweep arguments, e.g. half of the ops each.)
 set -uo pipefail
+# CSVs record IRIS_COMMIT; git on the device copy can be stale (it once said e72067e for a tree at 5324bd4)
+: "${IRIS_COMMIT:?set IRIS_COMMIT=<sha of the checkout being run>}"
 OUT=${OUT:-out}; mkdir -p "$OUT"
 CUDA_VISIBLE_DEVICES=0,1 OUT=$OUT/a SWEEP_ARGS=${A_SWEEP_ARGS:-${SWEEP_ARGS:-}} bash scripts/gpu_session.sh $1 \
   > "$OUT/a.log" 2>&1 &

@@ -3,6 +3,8 @@
 # non-zero if any stage failed.
 # Usage (device machine): IRIS_COMMIT=<sha> bash scripts/gpu_session.sh tests grid traces catalog | tp | sweep
 set -uo pipefail
+# CSVs record IRIS_COMMIT; git on the device copy can be stale (it once said e72067e for a tree at 5324bd4)
+: "${IRIS_COMMIT:?set IRIS_COMMIT=<sha of the checkout being run>}"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1 IRIS_BACKEND=cuda PYTHONPATH=$PWD
 OUT=${OUT:-out}; mkdir -p "$OUT"
