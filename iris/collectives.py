@@ -101,7 +101,7 @@ def _all_arrive(flags, e, cur_rank, world_size, heap_bases):
 @triton.jit
 def collective_kernel(X, Y, S, n, root, FLAGS, EPOCHS, cur_rank, world_size, heap_bases, KIND: tl.constexpr,
                       OP: tl.constexpr, STAGED: tl.constexpr, ACC: tl.constexpr, BLOCK: tl.constexpr,
-                      PDL: tl.constexpr = False):
+                      PDL: tl.constexpr = tl.constexpr(False)):
     """n: elements per rank-slice (the tensor for all_reduce/broadcast, one slice for the others)."""
     iris.launched_early(PDL)
     pid, programs = tl.program_id(0), tl.num_programs(0)
@@ -166,7 +166,8 @@ def collective_kernel(X, Y, S, n, root, FLAGS, EPOCHS, cur_rank, world_size, hea
 
 @triton.jit
 def tile_collective_kernel(X, Y, n, TOTAL, WS, FLAGS, EPOCHS, cur_rank, world_size, heap_bases, KIND: tl.constexpr,
-                           OP: tl.constexpr, VARIANT: tl.constexpr, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
+                           OP: tl.constexpr, VARIANT: tl.constexpr, BLOCK: tl.constexpr,
+                           PDL: tl.constexpr = tl.constexpr(False)):
     """One tile of n elements per program through iris.tile (n: all_reduce's tensor, or one rank's slice of it for
     the two-shot; all_gather's input; reduce_scatter's output; TOTAL: X's elements): values travel through the
     receivers' inboxes, so there is no entry or exit barrier and no input or output needs to be on the heap."""
@@ -325,11 +326,11 @@ def _auto_all_reduce(ctx, tensor):
     """push up to 1 MiB (2 ranks: 4 MiB); push_two_shot on 4+ ranks from 256 KiB to 4 MiB, on 2 ranks from 4 to 64
     MiB (each rank sends 2(w-1)/w of the tensor, not w-1 times it); then two_shot, or nccl for a tensor that is not on
     the heap. Measured on H200s: 4 ranks (results/w4/push_two_shot.csv) 1 MiB 17.4 vs push 19.1 µs, 4 MiB 34.6 vs
-    two_shot 42.3 µs; 2 ranks (results/collectives.csv, graph) 4 MiB push 17.9 vs two_shot 24.7 µs, 16 MiB
-    push_two_shot 55.5 vs 61.3 µs, 64 MiB 195.5 vs 215.9 µs. The push variants' inboxes take 8 x world x (push) or
-    8 x (push_two_shot) the
-    tensor's bytes of heap: above 1 MiB they are picked only while that fits in half the heap's free space, and the
-    pick is remembered per size, so a later call does not change its mind once the inboxes are allocated."""
+    two_shot 42.3 µs; 2 ranks (results/collectives.csv, graph) 4 MiB push 17.9 vs two_shot 23.5 µs, 16 MiB
+    push_two_shot 55.5 vs 60.9 µs, 64 MiB 195.5 vs 212.8 µs. The push variants' inboxes take 8 x world x (push) or
+    8 x (push_two_shot) the tensor's bytes of heap: above 1 MiB they are picked only while that fits in half the
+    heap's free space, and the pick is remembered per size, so a later call does not change its mind once the
+    inboxes are allocated."""
     nbytes, w = tensor.numel() * tensor.element_size(), ctx.get_num_ranks()
     memo = _auto_picks.setdefault(ctx, {})
     key = (nbytes, ctx.is_symmetric(tensor))
@@ -340,7 +341,7 @@ def _auto_all_reduce(ctx, tensor):
             pick, inbox = "push", 8 * w * nbytes
         else:
             pick, inbox = None, 0
-        if pick is None or nbytes > PUSH_MAX_BYTES and inbox > (ctx.heap.size - ctx.heap.offset) // 2:
+        if pick is None or nbytes > PUSH_MAX_BYTES and inbox > ctx.heap.available // 2:
             pick = "two_shot" if key[1] else "nccl"
         memo[key] = pick
     return memo[key]

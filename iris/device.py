@@ -337,8 +337,8 @@ else:
 
 def pdl_launch():
     """Launch options of a kernel that starts with launched_early(PDL): launched with programmatic dependent launch
-    on GPUs, so its launch overlaps the previous kernel's tail (0.4-0.7 µs per kernel boundary on H200s, in CUDA
-    graphs too); nothing on the CPU backend."""
+    on GPUs, so its launch overlaps the previous kernel's tail, in CUDA graphs too (results/pdl/: multi-kernel fused
+    ops 3-11% faster at M = 128 on H200s); nothing on the CPU backend."""
     return _PDL_ARGS if PDL_ENABLED else {}
 
 

@@ -32,12 +32,16 @@ class _SymmetricHeap:
         self.size = size
         self.offset = 0
 
+    @property
+    def available(self):
+        """Bytes that an allocation can still take (the same on every rank: allocations are symmetric)."""
+        return max(self.size - -(-self.offset // ALIGNMENT) * ALIGNMENT, 0)
+
     def allocate(self, nbytes):
         start = -(-self.offset // ALIGNMENT) * ALIGNMENT
         if start + nbytes > self.size:
-            free = max(self.size - start, 0)
             raise HeapExhausted(
-                f"symmetric heap exhausted: requested {nbytes} bytes, {free} bytes free of {self.size} "
+                f"symmetric heap exhausted: requested {nbytes} bytes, {self.available} bytes free of {self.size} "
                 f"(pass a larger heap_size to iris.iris())")
         self.offset = start + nbytes
         return start

@@ -107,9 +107,9 @@ class ReplayCache:
 
 
 class _Replayer:
-    """A prepared call whose launches have a graph: graph.replay() and nothing else (no key hashing, no lookups:
-    about 4 µs of host time less per eager call on an H200 host). It keeps its graph when the LRU drops it from
-    the cache; clear() drops both."""
+    """A prepared call whose launches have a graph: graph.replay() and nothing else (no key hashing, no lookups; an
+    eager 4 KiB all-reduce went from 14.4 to 5.9 µs per call, results/collectives.csv). It keeps its graph when the
+    LRU drops it from the cache; clear() drops both."""
 
     __slots__ = ("cache", "call", "key", "result", "graph")
 

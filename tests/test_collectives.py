@@ -204,7 +204,7 @@ def test_two_shot_slices_short_and_empty(ranks):
 
 def test_auto_all_reduce_picks_by_size_and_world():
     class Heap:
-        size, offset = 1 << 30, 0
+        available = 1 << 30
 
     class Ctx:
         def __init__(self, world, on_heap=True, heap=Heap):
@@ -223,16 +223,16 @@ def test_auto_all_reduce_picks_by_size_and_world():
     assert [pick(2, b) for b in (4 << 10, 1 << 20, 4 << 20, 16 << 20, 256 << 20)] == [
         "push", "push", "push", "push_two_shot", "two_shot"]
     assert pick(2, 64 << 20) == "push_two_shot"  # 512 MiB of inboxes: half of a fresh 1 GiB heap
-    assert pick(2, 64 << 20, ctx=Ctx(2, heap=type("Used", (), dict(size=1 << 30, offset=1 << 20)))) == "two_shot"
+    assert pick(2, 64 << 20, ctx=Ctx(2, heap=type("Used", (), dict(available=(1 << 30) - (1 << 20))))) == "two_shot"
     assert [pick(4, b) for b in (256 << 10, 1 << 20, 4 << 20, 16 << 20)] == ["push", "push_two_shot",
                                                                              "push_two_shot", "two_shot"]
     assert pick(8, 64 << 20, on_heap=False) == "nccl"
     assert pick(2, 4 << 20, on_heap=False) == "push"  # push takes its input from anywhere
 
     class SmallHeap:  # 100 MiB free: push's 64 MiB of inboxes for 4 MiB on 2 ranks do not fit in half of it
-        size, offset = 1 << 30, (1 << 30) - (100 << 20)
+        available = 100 << 20
 
     small = Ctx(2, heap=SmallHeap)
     assert pick(2, 4 << 20, ctx=small) == "two_shot" and pick(2, 1 << 20, ctx=small) == "push"
-    SmallHeap.offset = 0  # the pick for a size is kept: no flip once memory moved
+    SmallHeap.available = 1 << 30  # the pick for a size is kept: no flip once memory moved
     assert pick(2, 4 << 20, ctx=small) == "two_shot"
