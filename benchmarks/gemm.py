@@ -20,7 +20,8 @@ from fused_ops.gemm import gemm_kernel  # noqa: E402
 from fused_ops.problem import Problem  # noqa: E402
 from fused_ops.registry import OPS  # noqa: E402
 
-# (block_m, block_n, block_k, group_m, gemm_sms, comm_sms, num_stages, num_warps); None: the device default
+# (block_m, block_n, block_k, group_m, gemm_sms, comm_sms, num_stages, num_warps, tma, split_k); None: the device
+# default. Split-K candidates ("kS": S slices of K per tile) run where tiles are few (M <= 1024).
 CANDIDATES = {"default": None,
               "128x256x64 s3 w8": Config(128, 256, 64, 8, None, None, 3, 8),
               "128x256x64 s4 w8": Config(128, 256, 64, 8, None, None, 4, 8),
@@ -29,18 +30,28 @@ CANDIDATES = {"default": None,
               "64x128x64 s4 w4": Config(64, 128, 64, 8, None, None, 4, 4),
               "64x64x128 s4 w4": Config(64, 64, 128, 8, None, None, 4, 4),
               "64x128x128 s3 w4": Config(64, 128, 128, 8, None, None, 3, 4),
-              "64x256x64 s4 w4": Config(64, 256, 64, 8, None, None, 4, 4)}
+              "64x256x64 s4 w4": Config(64, 256, 64, 8, None, None, 4, 4),
+              "128x128x64 s4 w8 k2": Config(128, 128, 64, 8, None, None, 4, 8, split_k=2),
+              "128x128x64 s4 w8 k4": Config(128, 128, 64, 8, None, None, 4, 8, split_k=4),
+              "128x256x64 s3 w8 k2": Config(128, 256, 64, 8, None, None, 3, 8, split_k=2),
+              "128x256x64 s3 w8 k4": Config(128, 256, 64, 8, None, None, 3, 8, split_k=4),
+              "64x128x128 s3 w4 k2": Config(64, 128, 128, 8, None, None, 3, 4, split_k=2),
+              "64x256x64 s4 w4 k2": Config(64, 256, 64, 8, None, None, 4, 4, split_k=2)}
 
 
-def shapes():
-    """The default sweep's hidden sizes with M from 128 up, plus the paper's 8192 x 4608 x 36864."""
-    return [(m, h, h) for h in (4096, 8192, 16384) for m in (128, 256, 512, 1024, 4096, 16384)] + [(8192, 4608, 36864)]
+def shapes(small=False):
+    """The default sweep's hidden sizes with M from 128 up, plus the paper's 8192 x 4608 x 36864; at M <= 512 also
+    the GEMMs a rank runs in the 2-GPU fused ops (K halved: all-reduce, reduce-scatter; N halved: all-scatter).
+    small: M <= 1024 only."""
+    hs, ms = (4096, 8192, 16384), (128, 256, 512, 1024) + (() if small else (4096, 16384))
+    full = [(m, h, h) for h in hs for m in ms] + ([] if small else [(8192, 4608, 36864)])
+    return full + [s for h in hs for m in (128, 256, 512) for s in ((m, h, h // 2), (m, h // 2, h))]
 
 
 def run(ctx, args, run_stamp):
     variant = OPS["gemm_all_scatter"].variants["bulk_sync"]
     rows = []
-    for m, n, k in shapes():
+    for m, n, k in shapes(args.small):
         g = torch.Generator(device=ctx.get_device()).manual_seed(m + n + k)
         a = torch.randn(m, k, device=ctx.get_device(), dtype=torch.bfloat16, generator=g)
         b = torch.randn(k, n, device=ctx.get_device(), dtype=torch.bfloat16, generator=g)
@@ -49,9 +60,11 @@ def run(ctx, args, run_stamp):
         torch.matmul(a, b, out=c)
         t_torch = graph_us(lambda: torch.matmul(a, b, out=c))
         for name, cfg in CANDIDATES.items():
-            if cfg is not None and cfg.block_m == 64 and m > 4096:
-                continue  # 64-row tiles are for small M
+            if cfg is not None and ((cfg.block_m == 64 and m > 4096) or (cfg.split_k and m > 1024)):
+                continue  # 64-row tiles and split-K are for small M
             p = Problem(ctx, "gemm_all_scatter", variant, a, b, c, m, n, k, cfg)
+            if p.cfg.split_k > 1 and p.num_tiles >= ctx.get_cu_count():
+                continue  # tiles enough for every SM: nothing for split-K to fill
             flags, epoch = p.no_sync()
 
             def call():
@@ -63,6 +76,7 @@ def run(ctx, args, run_stamp):
             t = graph_us(call)
             rows.append(dict(m=m, n=n, k=k, config=name, block_m=p.cfg.block_m, block_n=p.cfg.block_n,
                              block_k=p.cfg.block_k, num_stages=p.cfg.num_stages, num_warps=p.cfg.num_warps,
+                             split_k=p.cfg.split_k,
                              tma=p.tma, time_us=t, torch_us=t_torch, vs_torch=t_torch / t,
                              tflops=2 * m * n * k / t / 1e6, rel_error=err, correct=err < 1e-2, dtype="bfloat16",
                              **run_stamp))
@@ -82,10 +96,11 @@ def run(ctx, args, run_stamp):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default="results")
+    p.add_argument("--small", action="store_true", help="M <= 1024 only (where tiles are few)")
     args = p.parse_args()
     if iris.BACKEND != "cuda":
         raise SystemExit("gemm.py times CUDA graphs on one GPU: run it with IRIS_BACKEND=cuda")
-    iris.spawn(run, 1, args, stamp(1, "benchmarks/gemm.py"), heap_size=256 << 20)
+    iris.spawn(run, 1, args, stamp(1, "benchmarks/gemm.py"), heap_size=4 << 30)
 
 
 if __name__ == "__main__":

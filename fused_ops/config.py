@@ -17,6 +17,8 @@ class Config:
     num_stages: int = None
     num_warps: int = None
     tma: bool = None       # device-side TMA descriptors for A and B (None: when the strides allow it, on CUDA)
+    split_k: int = None    # slices of K per output tile (split-K: more programs when tiles are few); variants with
+                           # split_k support only (fused_ops.list_variants shows them; others reject it)
 
     def merged(self, defaults):
         return replace(defaults, **{f.name: getattr(self, f.name) for f in fields(self)
@@ -35,15 +37,15 @@ def default_config(ctx, m, n_local, k, dtype):
     512: 0.83-1.09x, against 0.51-0.80x for the one 64x128 tile used before)."""
     sms = ctx.get_cu_count() // ctx.ranks_per_device  # ranks sharing a GPU share its SMs: spinning grids must fit
     if ctx.backend == "cpu":
-        return Config(32, 32, 32, 4, sms, 2, 1, 4, False)
+        return Config(32, 32, 32, 4, sms, 2, 1, 4, False, 1)
     comm = min(16, max(1, sms // 4))
     if dtype == torch.float32:
         small = m <= 512
-        return Config(64 if small else 128, 128, 32, 8, sms, comm, 4 if small else 3, 4 if small else 8, None)
+        return Config(64 if small else 128, 128, 32, 8, sms, comm, 4 if small else 3, 4 if small else 8, None, 1)
     for bm, bn, bk, stages, warps in HOPPER_TILES:
         if -(-m // bm) * -(-n_local // bn) >= 0.75 * sms:
             break
-    return Config(bm, bn, bk, 8, sms, comm, stages, warps, None)
+    return Config(bm, bn, bk, 8, sms, comm, stages, warps, None, 1)
 
 
 def check(cfg, ctx, variant):
@@ -51,10 +53,18 @@ def check(cfg, ctx, variant):
         v = getattr(cfg, name)
         if not isinstance(v, int) or v < 16 or v & (v - 1):
             raise ValueError(f"config.{name}={v!r}: expected a power of two >= 16")
-    for name in ("group_m", "gemm_sms", "comm_sms", "num_stages", "num_warps"):
+    for name in ("group_m", "gemm_sms", "comm_sms", "num_stages", "num_warps", "split_k"):
         v = getattr(cfg, name)
         if not isinstance(v, int) or v < 1:
             raise ValueError(f"config.{name}={v!r}: expected a positive integer")
+    if cfg.split_k > cfg.gemm_sms:
+        raise ValueError(f"config.split_k={cfg.split_k} exceeds gemm_sms={cfg.gemm_sms}: a tile's slices run side by "
+                         f"side, one program each")
+    if cfg.split_k > 1 and not variant.split_k and variant.pattern != "baseline":  # baselines: torch.matmul
+        from .registry import OPS
+        able = [v.name for v in OPS[variant.op].variants.values() if v.split_k]
+        raise ValueError(f"config.split_k={cfg.split_k}: {variant.op}/{variant.name} runs whole tiles only; split-K "
+                         f"variants of {variant.op}: {', '.join(able) or 'none'}")
     if ctx.backend == "cuda" and variant.pattern in ("producer-consumer", "workgroup-specialized"):
         sms = ctx.get_cu_count() // ctx.ranks_per_device
         if cfg.gemm_sms + cfg.comm_sms > sms:

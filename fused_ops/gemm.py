@@ -45,9 +45,18 @@ def gemm_tile(a_op, b_op, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk
               A_ROW_PTRS: tl.constexpr = tl.constexpr(False)):
     """fp32 accumulator of one BLOCK_M x BLOCK_N output tile. With A_ROW_PTRS, `a_op` is a block of BLOCK_M row
     pointers (rows may live on different ranks: AllGather+GEMM pulls them through the heap)."""
+    return gemm_k_blocks(a_op, b_op, pid_m, pid_n, 0, tl.cdiv(K, BLOCK_K), M, N, K, stride_am, stride_ak, stride_bk,
+                         stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA, A_ROW_PTRS)
+
+
+@triton.jit
+def gemm_k_blocks(a_op, b_op, pid_m, pid_n, kb0, kb1, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, TMA: tl.constexpr,
+                  A_ROW_PTRS: tl.constexpr = tl.constexpr(False)):
+    """The tile's product over K blocks [kb0, kb1) only (the whole tile: 0, cdiv(K, BLOCK_K))."""
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     if TMA:
-        for kk in range(0, tl.cdiv(K, BLOCK_K)):
+        for kk in range(kb0, kb1):
             a = a_op.load([pid_m * BLOCK_M, kk * BLOCK_K])
             if TMA == 2:
                 b = b_op.load([pid_n * BLOCK_N, kk * BLOCK_K]).T
@@ -57,13 +66,14 @@ def gemm_tile(a_op, b_op, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk
     else:
         rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
         rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-        rk = tl.arange(0, BLOCK_K)
+        rk = kb0 * BLOCK_K + tl.arange(0, BLOCK_K)
         if A_ROW_PTRS:
             a_ptrs = a_op[:, None] + rk[None, :] * stride_ak
         else:
             a_ptrs = a_op + rm[:, None] * stride_am + rk[None, :] * stride_ak
         b_ptrs = b_op + rk[:, None] * stride_bk + rn[None, :] * stride_bn
-        for kk in range(0, tl.cdiv(K, BLOCK_K)):
+        rk = tl.arange(0, BLOCK_K)
+        for kk in range(kb0, kb1):
             k_left = K - kk * BLOCK_K
             a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] < k_left), other=0.0)
             b = tl.load(b_ptrs, mask=(rk[:, None] < k_left) & (rn[None, :] < N), other=0.0)
@@ -71,6 +81,55 @@ def gemm_tile(a_op, b_op, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk
             a_ptrs += BLOCK_K * stride_ak
             b_ptrs += BLOCK_K * stride_bk
     return acc
+
+
+@triton.jit
+def num_units(M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT_K: tl.constexpr):
+    """Work units of a persistent loop: every output tile, SPLIT_K times (one unit per slice of K)."""
+    return tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N) * SPLIT_K
+
+
+@triton.jit
+def gemm_unit(a_op, b_op, unit, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, PARTIALS, COUNTS,
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+              TMA: tl.constexpr, SPLIT_K: tl.constexpr):
+    """(tile, pid_m, pid_n, acc, done) of work unit `unit`: split s = unit % SPLIT_K of tile unit // SPLIT_K, over the
+    s-th slice of K's blocks. When a tile is split, its slices' partial sums meet in PARTIALS (fp32) and the last
+    slice to finish adds them up, in slice order, so the result does not depend on which one finished last: `done`
+    is true for that one only, and only its `acc` is the tile. Nobody waits, so any schedule of units is safe."""
+    tile = unit // SPLIT_K
+    pid_m, pid_n = tile_coords(tile, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+    if SPLIT_K == 1:
+        acc = gemm_tile(a_op, b_op, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M,
+                        BLOCK_N, BLOCK_K, TMA)
+        done = True
+    else:
+        s = unit % SPLIT_K
+        k_blocks = tl.cdiv(K, BLOCK_K)
+        per = tl.cdiv(k_blocks, SPLIT_K)
+        acc = gemm_k_blocks(a_op, b_op, pid_m, pid_n, s * per, tl.minimum(s * per + per, k_blocks), M, N, K,
+                            stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
+        acc, done = _sum_slices(acc, tile, s, PARTIALS, COUNTS, SPLIT_K)
+    return tile, pid_m, pid_n, acc, done
+
+
+@triton.jit
+def _sum_slices(acc, tile, s, PARTIALS, COUNTS, SPLIT_K: tl.constexpr):
+    """Publish slice s of `tile`, count it in; the last one in sums all slices and re-arms the count for the next
+    call (each call brings the count from 0 to SPLIT_K, so a count is never stale)."""
+    BLOCK_M: tl.constexpr = acc.shape[0]
+    BLOCK_N: tl.constexpr = acc.shape[1]
+    offs = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    base = PARTIALS + tile.to(tl.int64) * (SPLIT_K * BLOCK_M * BLOCK_N)
+    tl.store(base + s * (BLOCK_M * BLOCK_N) + offs, acc)
+    tl.debug_barrier()  # every thread's stores, then one release (acq_rel: the last one also acquires the others')
+    done = tl.atomic_add(COUNTS + tile, 1, sem="acq_rel", scope="gpu") == SPLIT_K - 1
+    if done:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for j in tl.static_range(SPLIT_K):
+            acc += tl.load(base + j * (BLOCK_M * BLOCK_N) + offs, cache_modifier=".cg")
+        tl.store(COUNTS + tile, 0)
+    return acc, done
 
 
 @triton.jit
@@ -93,36 +152,38 @@ def c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, col0, BLOCK_M: tl.conste
 def gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, col0, flags,
               EPOCH, cur_rank, world_size, heap_bases, start, step, SIGNAL: tl.constexpr, BLOCK_M: tl.constexpr,
               BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr,
-              TRACE=None, TRACING: tl.constexpr = tl.constexpr(False)):
-    """Tiles start, start+step, ... of C[:, col0:col0+N] = A @ B, stored locally. Then, per tile:
-    SIGNAL="local": set this rank's flags[tile] = the call's epoch (*EPOCH); "arrive": add 1 to flags[tile] on every
-    rank."""
+              TRACE=None, TRACING: tl.constexpr = tl.constexpr(False), PARTIALS=None, COUNTS=None,
+              SPLIT_K: tl.constexpr = tl.constexpr(1)):
+    """Work units start, start+step, ... of C[:, col0:col0+N] = A @ B (tiles, or tiles x SPLIT_K slices of K), each
+    finished tile stored locally. Then, per tile: SIGNAL="local": set this rank's flags[tile] = the call's epoch
+    (*EPOCH); "arrive": add 1 to flags[tile] on every rank."""
     a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    for tile in range(start, num_pid_m * num_pid_n, step):
-        pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
-        record(TRACE, GEMM, tile, TRACING)
-        acc = gemm_tile(a_op, b_op, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M,
-                        BLOCK_N, BLOCK_K, TMA)
-        ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, col0, BLOCK_M, BLOCK_N)
-        tl.store(ptrs, acc.to(C.dtype.element_ty), mask=mask)
-        record(TRACE, -GEMM, tile, TRACING)
-        if SIGNAL == "local":
-            iris.signal(flags + tile, tl.load(EPOCH), cur_rank, cur_rank, heap_bases)
-        elif SIGNAL == "arrive":
-            for i in range(world_size):
-                iris.signal(flags + tile, 1, cur_rank, (cur_rank + i) % world_size, heap_bases, op="add")
+    for unit in range(start, num_units(M, N, BLOCK_M, BLOCK_N, SPLIT_K), step):
+        record(TRACE, GEMM, unit // SPLIT_K, TRACING)
+        tile, pid_m, pid_n, acc, done = gemm_unit(a_op, b_op, unit, M, N, K, stride_am, stride_ak, stride_bk,
+                                                  stride_bn, PARTIALS, COUNTS, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                                                  TMA, SPLIT_K)
+        if done:
+            ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, col0, BLOCK_M, BLOCK_N)
+            tl.store(ptrs, acc.to(C.dtype.element_ty), mask=mask)
+        record(TRACE, -GEMM, unit // SPLIT_K, TRACING)
+        if done:
+            if SIGNAL == "local":
+                iris.signal(flags + tile, tl.load(EPOCH), cur_rank, cur_rank, heap_bases)
+            elif SIGNAL == "arrive":
+                for i in range(world_size):
+                    iris.signal(flags + tile, 1, cur_rank, (cur_rank + i) % world_size, heap_bases, op="add")
 
 
 @triton.jit
 def gemm_kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, col0, flags,
                 EPOCH, slot_size, cur_rank, world_size, heap_bases, SIGNAL: tl.constexpr, BLOCK_M: tl.constexpr,
                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr,
-                TRACE=None, TRACING: tl.constexpr = tl.constexpr(False), PDL: tl.constexpr = tl.constexpr(False)):
+                TRACE=None, TRACING: tl.constexpr = tl.constexpr(False), PDL: tl.constexpr = tl.constexpr(False),
+                PARTIALS=None, COUNTS=None, SPLIT_K: tl.constexpr = tl.constexpr(1)):
     """The persistent GEMM alone; C is the call's slot of a double buffer when slot_size is not 0."""
     iris.launched_early(PDL)
     C = call_slot(C, EPOCH, slot_size)
     gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, col0, flags, EPOCH,
               cur_rank, world_size, heap_bases, tl.program_id(0), tl.num_programs(0), SIGNAL, BLOCK_M, BLOCK_N,
-              BLOCK_K, GROUP_M, TMA, TRACE, TRACING)
+              BLOCK_K, GROUP_M, TMA, TRACE, TRACING, PARTIALS, COUNTS, SPLIT_K)

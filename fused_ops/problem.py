@@ -36,6 +36,7 @@ class Problem:
             # such as torch's op checks run ops in contexts of their own.
             triton.set_allocator(_tma_allocator)
         self.num_tiles = triton.cdiv(m, self.cfg.block_m) * triton.cdiv(n, self.cfg.block_n)
+        self.num_units = self.num_tiles * self.cfg.split_k  # work units of the GEMM loop (gemm.gemm_unit)
 
     def _tma_mode(self):
         """0: pointer path; 1: TMA, B row-major; 2: TMA, B stored transposed (column-major, a weight's .t()).
@@ -62,16 +63,28 @@ class Problem:
         return dict(BLOCK_M=self.cfg.block_m, BLOCK_N=self.cfg.block_n, GROUP_M=self.cfg.group_m)
 
     def meta(self):
-        """Constexprs and launch options of a kernel that runs the GEMM."""
-        return dict(self.tiles(), BLOCK_K=self.cfg.block_k, TMA=self.tma, num_warps=self.cfg.num_warps,
+        """Constexprs and launch options of a kernel that runs the GEMM (with split-K: its slices' workspace)."""
+        meta = dict(self.tiles(), BLOCK_K=self.cfg.block_k, TMA=self.tma, num_warps=self.cfg.num_warps,
                     num_stages=self.cfg.num_stages, **iris.pdl_launch())
+        if self.cfg.split_k > 1:
+            slices = self.num_units * self.cfg.block_m * self.cfg.block_n  # one fp32 tile per unit
+            meta.update(SPLIT_K=self.cfg.split_k, PARTIALS=self.buffer("split_k_partials", (slices,), torch.float32),
+                        COUNTS=self.buffer("split_k_counts", (self.num_tiles,), torch.int32))
+        return meta
 
     def trace_args(self):
         """TRACE/TRACING for kernels that record events, when an iris.Tracer is active (else their defaults: off)."""
         return self.ctx.tracer.kernel_args() if self.ctx.tracer is not None else {}
 
+    def gemm_programs(self, programs):
+        """Programs of a persistent GEMM loop: at most one per work unit and, with split-K, a multiple of split_k, so
+        a tile's slices run side by side on consecutive programs (and, on the interpreter, which runs programs one
+        after another, the last of them holds the tile's last slice)."""
+        s = self.cfg.split_k
+        return max(s, min(programs, self.num_units) // s * s)
+
     def grid(self, programs):
-        return (max(1, min(programs, self.num_tiles)),)
+        return (self.gemm_programs(programs),)
 
     # --------------------------------------------------------------------------------------- workspace
     def buffer(self, name, shape, dtype):

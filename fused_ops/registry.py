@@ -23,6 +23,7 @@ class Variant:
     dtypes: tuple = ("float16", "bfloat16", "float32")
     cpu_dtypes: tuple = None  # narrower on the CPU backend (the interpreter's limits), with the reason below
     cpu_note: str = ""
+    split_k: bool = False  # its GEMM loop runs Config.split_k slices of K per tile (fused_ops.gemm.gemm_unit)
 
     def dtypes_on(self, backend):
         return self.cpu_dtypes if backend == "cpu" and self.cpu_dtypes is not None else self.dtypes
@@ -43,13 +44,13 @@ def define_op(name, layout):
 
 
 def register(op, name, pattern, summary, backends=("cpu", "cuda"), dtypes=("float16", "bfloat16", "float32"),
-             cpu_dtypes=None, cpu_note=""):
+             cpu_dtypes=None, cpu_note="", split_k=False):
     if pattern not in PATTERNS:
         raise ValueError(f"unknown pattern class {pattern!r}; known: {sorted(PATTERNS)}")
 
     def wrap(fn):
         OPS[op].variants[name] = Variant(op, name, pattern, summary, fn, tuple(backends), tuple(dtypes),
-                                         None if cpu_dtypes is None else tuple(cpu_dtypes), cpu_note)
+                                         None if cpu_dtypes is None else tuple(cpu_dtypes), cpu_note, split_k)
         return fn
 
     return wrap

@@ -5,6 +5,7 @@ Each spec: `tests.test_device_flags:ring_kernel` with the signature inferred fro
 kernels registered in KERNELS."""
 
 import importlib
+import inspect
 import os
 import sys
 
@@ -21,6 +22,10 @@ TARGET = GPUTarget("cuda", 90, 32)
 
 def compile_one(module, name, signature, constexprs):
     fn = getattr(importlib.import_module(module), name)
+    # constexpr parameters left out take their defaults, as a launch would (ASTSource would make them None)
+    defaults = {k: v.default.value for k, v in inspect.signature(fn.fn).parameters.items()
+                if isinstance(v.default, triton.language.constexpr) and k not in constexprs}
+    constexprs = {**defaults, **constexprs}
     if "PDL" in fn.arg_names:  # as launched on GPUs (iris.pdl_launch)
         constexprs = {"PDL": True, **constexprs}
     sig = dict(signature)
@@ -70,7 +75,9 @@ def auto_signature(module, name, dtype="bf16"):
     for arg in fn.arg_names:
         if arg in ("A", "B", "C", "P", "G", "INBOX", "X", "Y", "S", "WS"):
             sig[arg] = p(dtype)
-        elif arg in ("flags", "EPOCH", "FLAGS", "EPOCHS"):
+        elif arg == "PARTIALS":
+            sig[arg] = p("fp32")
+        elif arg in ("flags", "EPOCH", "FLAGS", "EPOCHS", "COUNTS"):
             sig[arg] = p("i32")
         elif arg in ("heap_bases", "TRACE"):
             sig[arg] = p("i64")
@@ -84,16 +91,19 @@ def catalog_kernels():
     out = []
     for tma in (True, False):
         g = dict(gemm, TMA=tma)
+        k2 = dict(g, SPLIT_K=2)  # split-K's slice sums (fused_ops.gemm.gemm_unit)
         out += [
-            ("fused_ops.gemm", "gemm_kernel", [dict(g, SIGNAL=s) for s in ("none", "local", "arrive")]),
-            ("fused_ops.all_scatter.fused_sequential", "kernel", [g]),
+            ("fused_ops.gemm", "gemm_kernel", [dict(g, SIGNAL=s) for s in ("none", "local", "arrive")] +
+             [dict(k2, SIGNAL="local")]),
+            ("fused_ops.all_scatter.fused_sequential", "kernel", [g, k2]),
             ("fused_ops.all_scatter.wg_specialized", "kernel", [dict(g, GEMM_SMS=116),
-                                                                dict(g, GEMM_SMS=116, TRACING=True)]),
+                                                                dict(g, GEMM_SMS=116, TRACING=True),
+                                                                dict(k2, GEMM_SMS=116)]),
             ("fused_ops.all_reduce.atomic", "kernel", [g]),
-            ("fused_ops.all_reduce.one_shot", "kernel", [g, dict(g, TRACING=True)]),
+            ("fused_ops.all_reduce.one_shot", "kernel", [g, dict(g, TRACING=True), k2]),
             ("fused_ops.all_reduce.two_shot", "kernel", [g]),
-            ("fused_ops.all_reduce.wg_specialized", "kernel", [dict(g, GEMM_SMS=116)]),
-            ("fused_ops.reduce_scatter.fused", "kernel", [g]),
+            ("fused_ops.all_reduce.wg_specialized", "kernel", [dict(g, GEMM_SMS=116), dict(k2, GEMM_SMS=116)]),
+            ("fused_ops.reduce_scatter.fused", "kernel", [g, k2]),
             ("fused_ops.reduce_scatter.wg_specialized", "kernel", [dict(g, GEMM_SMS=116)]),
         ]
     tiles = {"BLOCK_M": 128, "BLOCK_N": 256, "GROUP_M": 8}

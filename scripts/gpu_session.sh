@@ -58,6 +58,22 @@ for stage in "$@"; do
                IRIS_PDL=$pdl run sweep_pdl$pdl.log timeout 200 python3 -m taxonomy sweep --out "$OUT/pdl$pdl" --iters 8 \
                  --warmup 2 --timing graph --shapes ${PDL_SHAPES:-128x4096x4096 128x8192x8192 1024x8192x8192}
              done ;;
+    gemmsmall) run gemm.log timeout 400 python3 benchmarks/gemm.py --small --out "$OUT" ;;
+    splittests) run pytest_split_k.log timeout 300 python3 -m pytest -q tests/test_fused_ops.py -k "split_k or bad_input" ;;
+    splitk)  # split-K A/B at small M, graph: each split-capable variant at the default config and at 128x128x64 tiles
+             # with 1, 2 and 4 slices of K, same shapes, same run
+             for op in gemm_all_scatter gemm_all_reduce all_gather_gemm gemm_reduce_scatter; do
+               vs=$(python3 -c "import fused_ops as f; print(*[v for v in f.list_variants('$op', 'cuda', 'bfloat16') if f.get('$op', v).split_k])")
+               sh="--shapes ${SPLIT_SHAPES:-128x4096x4096 128x8192x8192 128x16384x16384}"
+               mkdir -p "$OUT/splitk"; run splitk/${op}_default.log timeout 200 python3 -m taxonomy sweep --ops $op --variants $vs $sh \
+                 --out "$OUT/splitk/default" --iters 8 --warmup 2 --timing graph
+               for s in ${SPLITS:-1 2 4}; do
+                 run splitk/${op}_k$s.log timeout 200 python3 -m taxonomy sweep --ops $op --variants $vs $sh \
+                   --out "$OUT/splitk/t128x128_k$s" --iters 8 --warmup 2 --timing graph --BLK_M 128 --BLK_N 128 \
+                   --BLK_K 64 --num_stages 4 --num_warps 8 --split_k $s
+               done
+             done
+             tar -C "$OUT" -czf "$OUT/splitk.tgz" splitk && rm -r "$OUT/splitk" ;;
     *) echo "unknown stage $stage"; status=1 ;;
   esac
 done

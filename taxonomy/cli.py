@@ -66,7 +66,7 @@ def _device_name(ctx):
 def _config(args):
     return fused_ops.Config(block_m=args.BLK_M, block_n=args.BLK_N, block_k=args.BLK_K, group_m=args.gsize_m,
                             gemm_sms=args.gemm_sms, comm_sms=args.comm_sms, num_stages=args.num_stages,
-                            num_warps=args.num_warps)
+                            num_warps=args.num_warps, split_k=args.split_k)
 
 
 def _config_text(config):
@@ -254,7 +254,8 @@ def parser():
                         else (8 << 30))
         sp.add_argument("--iters", type=int, default=20)
         sp.add_argument("--warmup", type=int, default=3)
-        for name in ("BLK_M", "BLK_N", "BLK_K", "gsize_m", "gemm_sms", "comm_sms", "num_stages", "num_warps"):
+        for name in ("BLK_M", "BLK_N", "BLK_K", "gsize_m", "gemm_sms", "comm_sms", "num_stages", "num_warps",
+                     "split_k"):
             sp.add_argument(f"--{name}", f"--{name.lower().replace('_', '-')}", dest=name, type=int, default=None)
         sp.add_argument("--variants", nargs="+", default=None)
         sp.add_argument("--timing", choices=("eager", "graph"), default="eager",

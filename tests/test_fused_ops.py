@@ -63,6 +63,29 @@ def test_variant_100_calls_in_a_row(ranks2, op, variant):
     assert all(isinstance(e, float) for e in errs), errs
 
 
+SPLIT_K_CASES = [(op, v) for op, v in CPU_CASES if fused_ops.get(op, v).split_k]
+
+
+def r_check_splits(ctx, op, variant, splits):
+    """r_check with K split into each of `splits` slices per tile (errors: the first failure, tagged)."""
+    worst = 0.0
+    for s in splits:
+        err = r_check(ctx, op, variant, "float32", 80, 96, 144, 3, {"block_m": 32, "block_n": 32, "block_k": 32,
+                                                                   "split_k": s})
+        if not isinstance(err, float):
+            return f"split_k={s}: {err}"
+        worst = max(worst, err)
+    return worst
+
+
+@pytest.mark.parametrize("op,variant", SPLIT_K_CASES, ids=[f"{o}-{v}" for o, v in SPLIT_K_CASES])
+def test_split_k(ranks, op, variant):
+    # Per rank, K is 72 or 144 (3 or 5 blocks of 32): 2 slices, and 4, which leaves some slices empty. Three calls in
+    # a row each: a slice count left armed by a call would break the next one.
+    errs = ranks.run(r_check_splits, op, variant, (2, 4))
+    assert all(isinstance(e, float) for e in errs), errs
+
+
 @pytest.mark.parametrize("op", fused_ops.list_ops())
 def test_more_tiles_than_programs_and_tma_path(ranks2, op):
     # Many more tiles than the 4 GEMM programs (+2 comm); operands through tensor descriptors where a variant uses
@@ -106,6 +129,10 @@ def r_errors(ctx, case):
         "unsupported dtype": lambda: fused_ops.gemm_all_reduce(ctx, a.half(), b.half(),
                                                                ctx.zeros(8, 8, dtype=torch.float16),
                                                                variant="torch_symm_mem"),
+        "split-K unsupported": lambda: fused_ops.gemm_all_reduce(ctx, a, b, ctx.zeros(8, 8), variant="two_shot",
+                                                                 config=fused_ops.Config(split_k=2)),
+        "split-K over SMs": lambda: fused_ops.gemm_all_reduce(ctx, a, b, ctx.zeros(8, 8), variant="bulk_sync",
+                                                              config=fused_ops.Config(split_k=8, gemm_sms=4)),
         "fp16 atomic on cpu": lambda: fused_ops.gemm_all_reduce(ctx, a.half(), b.half(),
                                                                 ctx.zeros(8, 8, dtype=torch.float16), variant="atomic"),
     }
@@ -131,6 +158,8 @@ ERRORS = {
     "bad sms": ("ValueError", "positive integer"),
     "cuda-only variant": ("ValueError", "runs on cuda only"),
     "unsupported dtype": ("TypeError", "supports bfloat16, float32 on the cuda backend, not torch.float16"),
+    "split-K unsupported": ("ValueError", "runs whole tiles only; split-K variants of gemm_all_reduce: bulk_sync"),
+    "split-K over SMs": ("ValueError", "split_k=8 exceeds gemm_sms=4"),
     "fp16 atomic on cpu": ("TypeError", "float16 atomic add is not atomic across rank processes"),
 }
 if iris.BACKEND == "cuda":

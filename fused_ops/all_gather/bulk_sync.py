@@ -40,7 +40,7 @@ def k_parts(jobs, programs, k, step):
 
 
 @register("all_gather_gemm", "bulk_sync", "bulk-synchronous", "barrier, gather kernel (all SMs), GEMM kernel on the "
-                                                              "gathered A: no overlap")
+                                                              "gathered A: no overlap", split_k=True)
 def run(p):
     a, g = p.staged_a(), p.gathered_buffer()
     p.ctx.device_barrier()

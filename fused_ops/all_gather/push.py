@@ -71,7 +71,7 @@ def run(p):
     ws = p.workspace(**{f"chunk_flags_x{kparts}": ((p.world * chunks,), torch.int32)})
     flags = ws[f"chunk_flags_x{kparts}"]
     p.ctx.device_barrier()
-    gemm_sms = min(p.cfg.gemm_sms, p.num_tiles)
+    gemm_sms = p.gemm_programs(p.cfg.gemm_sms)
     kernel[(p.cfg.comm_sms + gemm_sms,)](p.a, p.b, p.m, p.n, p.k, p.a.stride(0), p.a.stride(1), p.b.stride(0),
                                          p.b.stride(1), c, c.stride(0), c.stride(1), g, g.stride(0),
                                          flags, ws["epoch"], p.m_local, kparts, *p.rank_args(),

@@ -10,7 +10,8 @@ from ..registry import register
 
 
 @register("gemm_all_reduce", "bulk_sync", "bulk-synchronous", "GEMM kernel into a partial buffer, barrier, "
-                                                               "reduce kernel reading every rank's partial")
+                                                               "reduce kernel reading every rank's partial",
+          split_k=True)
 def run(p):
     c = p.c
     ws = p.workspace(partial=((2, p.m, p.n), c.dtype))

@@ -10,7 +10,7 @@ import triton.language as tl
 import iris
 from iris.tracing import GEMM, REDUCE, WAIT, record
 from ..comm import reduce_tile
-from ..gemm import c_tile, call_slot, gemm_tile, operands, tile_coords
+from ..gemm import c_tile, call_slot, gemm_unit, num_units, operands
 from ..registry import register
 
 
@@ -18,35 +18,37 @@ from ..registry import register
 def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, P, stride_cm, stride_cn, flags, EPOCH,
            cur_rank, world_size, heap_bases, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
            GROUP_M: tl.constexpr, TMA: tl.constexpr, TRACE=None, TRACING: tl.constexpr = tl.constexpr(False),
-           PDL: tl.constexpr = tl.constexpr(False)):
+           PDL: tl.constexpr = tl.constexpr(False), PARTIALS=None, COUNTS=None,
+           SPLIT_K: tl.constexpr = tl.constexpr(1)):
     iris.launched_early(PDL)
     P = call_slot(P, EPOCH, M * N)
     epoch = tl.load(EPOCH)
     a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
-    num_pid_m, num_pid_n = tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N)
-    for tile in range(tl.program_id(0), num_pid_m * num_pid_n, tl.num_programs(0)):
-        pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
-        record(TRACE, GEMM, tile, TRACING)
-        acc = gemm_tile(a_op, b_op, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M,
-                        BLOCK_N, BLOCK_K, TMA)
-        ptrs, mask = c_tile(P, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N)
-        tl.store(ptrs, acc.to(P.dtype.element_ty), mask=mask)
+    for unit in range(tl.program_id(0), num_units(M, N, BLOCK_M, BLOCK_N, SPLIT_K), tl.num_programs(0)):
+        record(TRACE, GEMM, unit // SPLIT_K, TRACING)
+        tile, pid_m, pid_n, acc, done = gemm_unit(a_op, b_op, unit, M, N, K, stride_am, stride_ak, stride_bk,
+                                                  stride_bn, PARTIALS, COUNTS, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                                                  TMA, SPLIT_K)
         record(TRACE, -GEMM, tile, TRACING)
-        for i in range(world_size):
-            iris.signal(flags + tile, 1, cur_rank, (cur_rank + i) % world_size, heap_bases, op="add")
-        record(TRACE, WAIT, tile, TRACING)
-        iris.wait(flags + tile, world_size * epoch, cur_rank, heap_bases, cmp="ge")
-        record(TRACE, -WAIT, tile, TRACING)
-        record(TRACE, REDUCE, tile, TRACING)
-        total = reduce_tile(P, pid_m, pid_n, M, N, stride_cm, stride_cn, cur_rank, world_size, heap_bases, BLOCK_M,
-                            BLOCK_N)
-        out, _ = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N)
-        tl.store(out, total.to(C.dtype.element_ty), mask=mask)
-        record(TRACE, -REDUCE, tile, TRACING)
+        if done:  # the tile is whole (with split-K: on the program that finished its last slice)
+            ptrs, mask = c_tile(P, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N)
+            tl.store(ptrs, acc.to(P.dtype.element_ty), mask=mask)
+            for i in range(world_size):
+                iris.signal(flags + tile, 1, cur_rank, (cur_rank + i) % world_size, heap_bases, op="add")
+            record(TRACE, WAIT, tile, TRACING)
+            iris.wait(flags + tile, world_size * epoch, cur_rank, heap_bases, cmp="ge")
+            record(TRACE, -WAIT, tile, TRACING)
+            record(TRACE, REDUCE, tile, TRACING)
+            total = reduce_tile(P, pid_m, pid_n, M, N, stride_cm, stride_cn, cur_rank, world_size, heap_bases,
+                                BLOCK_M, BLOCK_N)
+            out, _ = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N)
+            tl.store(out, total.to(C.dtype.element_ty), mask=mask)
+            record(TRACE, -REDUCE, tile, TRACING)
 
 
 @register("gemm_all_reduce", "one_shot", "fused sequential", "publish each partial tile, count arrivals, every rank "
-                                                             "sums the tile from all ranks; no barrier")
+                                                             "sums the tile from all ranks; no barrier",
+          split_k=True)
 def run(p):
     c = p.c
     ws = p.workspace(partial=((2, p.m, p.n), c.dtype))

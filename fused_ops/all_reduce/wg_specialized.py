@@ -15,25 +15,27 @@ from ..registry import register
 def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, P, stride_cm, stride_cn, flags, EPOCH,
            cur_rank, world_size, heap_bases, GEMM_SMS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
            BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr, TRACE=None,
-           TRACING: tl.constexpr = tl.constexpr(False), PDL: tl.constexpr = tl.constexpr(False)):
+           TRACING: tl.constexpr = tl.constexpr(False), PDL: tl.constexpr = tl.constexpr(False), PARTIALS=None,
+           COUNTS=None, SPLIT_K: tl.constexpr = tl.constexpr(1)):
     iris.launched_early(PDL)
     pid = tl.program_id(0)
     P = call_slot(P, EPOCH, M * N)
     if pid < GEMM_SMS:
         gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, P, stride_cm, stride_cn, 0, flags, EPOCH,
                   cur_rank, world_size, heap_bases, pid, GEMM_SMS, "arrive", BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, TMA,
-                  TRACE, TRACING)
+                  TRACE, TRACING, PARTIALS, COUNTS, SPLIT_K)
     else:
         reduce_loop(P, C, M, N, stride_cm, stride_cn, flags, EPOCH, cur_rank, world_size, heap_bases, pid - GEMM_SMS,
                     tl.num_programs(0) - GEMM_SMS, True, BLOCK_M, BLOCK_N, GROUP_M, TRACE, TRACING)
 
 
 @register("gemm_all_reduce", "wg_specialized", "workgroup-specialized", "one kernel: GEMM programs publish partial "
-                                                                        "tiles, comm programs reduce them into C")
+                                                                        "tiles, comm programs reduce them into C",
+          split_k=True)
 def run(p):
     c = p.c
     ws = p.workspace(partial=((2, p.m, p.n), c.dtype))
-    gemm_sms = min(p.cfg.gemm_sms, p.num_tiles)
+    gemm_sms = p.gemm_programs(p.cfg.gemm_sms)
     kernel[(gemm_sms + p.cfg.comm_sms,)](*p.gemm_args(), c, ws["partial"], c.stride(0), c.stride(1),
                                          ws["flags"], ws["epoch"], *p.rank_args(), GEMM_SMS=gemm_sms, **p.meta(),
                                          **p.trace_args())

@@ -9,7 +9,7 @@ from ..registry import register
 
 
 @register("gemm_all_scatter", "bulk_sync", "bulk-synchronous", "GEMM kernel (all SMs), barrier, scatter kernel "
-                                                                "(all SMs), barrier: no overlap")
+                                                                "(all SMs), barrier: no overlap", split_k=True)
 def run(p):
     p.ctx.device_barrier()  # every rank is done with the previous call's output before peers write it
     c, col0, (flags, epoch) = p.c, p.rank * p.n, p.no_sync()

@@ -6,7 +6,7 @@ import triton.language as tl
 
 import iris
 from iris.tracing import GEMM, STORE, record
-from ..gemm import c_tile, gemm_tile, operands, tile_coords
+from ..gemm import c_tile, gemm_unit, num_units, operands
 from ..registry import register
 
 
@@ -14,26 +14,28 @@ from ..registry import register
 def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, cur_rank, world_size,
            heap_bases, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
            TMA: tl.constexpr, TRACE=None, TRACING: tl.constexpr = tl.constexpr(False),
-           PDL: tl.constexpr = tl.constexpr(False)):
+           PDL: tl.constexpr = tl.constexpr(False), PARTIALS=None, COUNTS=None,
+           SPLIT_K: tl.constexpr = tl.constexpr(1)):
     iris.launched_early(PDL)
     a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
-    num_pid_m, num_pid_n = tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N)
-    for tile in range(tl.program_id(0), num_pid_m * num_pid_n, tl.num_programs(0)):
-        pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
-        record(TRACE, GEMM, tile, TRACING)
-        acc = gemm_tile(a_op, b_op, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M,
-                        BLOCK_N, BLOCK_K, TMA)
-        ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, cur_rank * N, BLOCK_M, BLOCK_N)
-        val = acc.to(C.dtype.element_ty)
+    for unit in range(tl.program_id(0), num_units(M, N, BLOCK_M, BLOCK_N, SPLIT_K), tl.num_programs(0)):
+        record(TRACE, GEMM, unit // SPLIT_K, TRACING)
+        tile, pid_m, pid_n, acc, done = gemm_unit(a_op, b_op, unit, M, N, K, stride_am, stride_ak, stride_bk,
+                                                  stride_bn, PARTIALS, COUNTS, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                                                  TMA, SPLIT_K)
         record(TRACE, -GEMM, tile, TRACING)
-        record(TRACE, STORE, tile, TRACING)
-        for i in range(world_size):  # own copy first, then the peers from the next rank on
-            iris.store(ptrs, val, cur_rank, (cur_rank + i) % world_size, heap_bases, mask=mask)
-        record(TRACE, -STORE, tile, TRACING)
+        if done:
+            ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, cur_rank * N, BLOCK_M, BLOCK_N)
+            val = acc.to(C.dtype.element_ty)
+            record(TRACE, STORE, tile, TRACING)
+            for i in range(world_size):  # own copy first, then the peers from the next rank on
+                iris.store(ptrs, val, cur_rank, (cur_rank + i) % world_size, heap_bases, mask=mask)
+            record(TRACE, -STORE, tile, TRACING)
 
 
 @register("gemm_all_scatter", "fused_sequential", "fused sequential", "persistent GEMM stores each finished tile "
-                                                                      "into every rank's C; barrier")
+                                                                      "into every rank's C; barrier",
+          split_k=True)
 def run(p):
     p.ctx.device_barrier()  # every rank is done with the previous call's output before peers write it
     c = p.c

@@ -19,7 +19,8 @@ def side_stream(device):
 
 
 @register("gemm_all_scatter", "producer_consumer", "producer-consumer", "GEMM kernel and scatter kernel on two "
-                                                                        "streams, linked by per-tile flags; barrier")
+                                                                        "streams, linked by per-tile flags; barrier",
+          split_k=True)
 def run(p):
     c, col0 = p.c, p.rank * p.n
     ws = p.workspace()
@@ -27,7 +28,7 @@ def run(p):
     gemm = lambda: gemm_kernel[p.grid(p.cfg.gemm_sms)](  # noqa: E731
         *p.gemm_args(), c, c.stride(0), c.stride(1), col0, ws["flags"], ws["epoch"], 0, *p.rank_args(),
         SIGNAL="local", **p.meta(), **p.trace_args())
-    scatter = lambda: scatter_kernel[p.grid(p.cfg.comm_sms)](  # noqa: E731
+    scatter = lambda: scatter_kernel[(max(1, min(p.cfg.comm_sms, p.num_tiles)),)](  # noqa: E731
         c, p.m, p.n, c.stride(0), c.stride(1), col0, ws["flags"], ws["epoch"], *p.rank_args(), WAIT=True,
         **p.tiles(), num_warps=4, **p.trace_args(), **iris.pdl_launch())
     if p.ctx.backend == "cpu":

@@ -15,14 +15,15 @@ from ..registry import register
 def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, flags, EPOCH,
            cur_rank, world_size, heap_bases, GEMM_SMS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
            BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr, TRACE=None,
-           TRACING: tl.constexpr = tl.constexpr(False), PDL: tl.constexpr = tl.constexpr(False)):
+           TRACING: tl.constexpr = tl.constexpr(False), PDL: tl.constexpr = tl.constexpr(False), PARTIALS=None,
+           COUNTS=None, SPLIT_K: tl.constexpr = tl.constexpr(1)):
     iris.launched_early(PDL)
     pid = tl.program_id(0)
     col0 = cur_rank * N
     if pid < GEMM_SMS:
         gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, col0, flags,
                   EPOCH, cur_rank, world_size, heap_bases, pid, GEMM_SMS, "local", BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                  TMA, TRACE, TRACING)
+                  TMA, TRACE, TRACING, PARTIALS, COUNTS, SPLIT_K)
     else:
         scatter_loop(C, M, N, stride_cm, stride_cn, col0, flags, EPOCH, cur_rank, world_size, heap_bases,
                      pid - GEMM_SMS, tl.num_programs(0) - GEMM_SMS, True, BLOCK_M, BLOCK_N, GROUP_M, TRACE,
@@ -30,11 +31,12 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_
 
 
 @register("gemm_all_scatter", "wg_specialized", "workgroup-specialized", "one kernel: GEMM programs release "
-                                                                         "per-tile flags, comm programs push tiles")
+                                                                         "per-tile flags, comm programs push tiles",
+          split_k=True)
 def run(p):
     p.ctx.device_barrier()  # every rank is done with the previous call's output before peers write it
     c, ws = p.c, p.workspace()
-    gemm_sms = min(p.cfg.gemm_sms, p.num_tiles)
+    gemm_sms = p.gemm_programs(p.cfg.gemm_sms)
     kernel[(gemm_sms + p.cfg.comm_sms,)](*p.gemm_args(), c, c.stride(0), c.stride(1), ws["flags"], ws["epoch"],
                                          *p.rank_args(), GEMM_SMS=gemm_sms, **p.meta(), **p.trace_args())
     p.ctx.device_barrier()

@@ -9,7 +9,7 @@ from ..registry import register
 
 
 @register("gemm_reduce_scatter", "bulk_sync", "bulk-synchronous", "GEMM kernel into a partial buffer, barrier, "
-                                                                  "reduce kernel over this rank's rows")
+                                                                  "reduce kernel over this rank's rows", split_k=True)
 def run(p):
     c = p.c
     ws = p.workspace(partial=((2, p.m, p.n), c.dtype))

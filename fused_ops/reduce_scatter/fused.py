@@ -7,7 +7,7 @@ import triton
 import triton.language as tl
 
 import iris
-from ..gemm import call_slot, gemm_tile, operands, tile_coords
+from ..gemm import call_slot, gemm_unit, num_units, operands, tile_coords
 from ..registry import register
 from .owner import inbox, owns, push_partial, reduce_owned
 
@@ -15,27 +15,32 @@ from .owner import inbox, owns, push_partial, reduce_owned
 @triton.jit
 def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, INBOX, flags, EPOCH, M_LOCAL,
            cur_rank, world_size, heap_bases, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-           GROUP_M: tl.constexpr, TMA: tl.constexpr, PDL: tl.constexpr = tl.constexpr(False)):
+           GROUP_M: tl.constexpr, TMA: tl.constexpr, PDL: tl.constexpr = tl.constexpr(False), PARTIALS=None,
+           COUNTS=None, SPLIT_K: tl.constexpr = tl.constexpr(1)):
     iris.launched_early(PDL)
     INBOX = call_slot(INBOX, EPOCH, world_size * M_LOCAL * N)
     epoch = tl.load(EPOCH)
     a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
-    num_pid_m, num_pid_n = tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N)
-    for tile in range(tl.program_id(0), num_pid_m * num_pid_n, tl.num_programs(0)):
-        pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
-        acc = gemm_tile(a_op, b_op, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M,
-                        BLOCK_N, BLOCK_K, TMA)
-        push_partial(acc, INBOX, pid_m, pid_n, M, N, M_LOCAL, flags, tile, cur_rank, world_size, heap_bases,
-                     BLOCK_M, BLOCK_N)
-    for tile in range(tl.program_id(0), num_pid_m * num_pid_n, tl.num_programs(0)):
-        pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
-        if owns(pid_m, M, M_LOCAL, cur_rank, BLOCK_M):
+    units = num_units(M, N, BLOCK_M, BLOCK_N, SPLIT_K)
+    for unit in range(tl.program_id(0), units, tl.num_programs(0)):
+        tile, pid_m, pid_n, acc, done = gemm_unit(a_op, b_op, unit, M, N, K, stride_am, stride_ak, stride_bk,
+                                                  stride_bn, PARTIALS, COUNTS, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                                                  TMA, SPLIT_K)
+        if done:
+            push_partial(acc, INBOX, pid_m, pid_n, M, N, M_LOCAL, flags, tile, cur_rank, world_size, heap_bases,
+                         BLOCK_M, BLOCK_N)
+    # Each tile is summed by the program of its last unit, the same one on every rank: the interpreter runs a rank's
+    # programs one after another, and that program is the last of them to contribute to the tile.
+    for unit in range(tl.program_id(0), units, tl.num_programs(0)):
+        tile = unit // SPLIT_K
+        pid_m, pid_n = tile_coords(tile, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+        if (unit % SPLIT_K == SPLIT_K - 1) & owns(pid_m, M, M_LOCAL, cur_rank, BLOCK_M):
             reduce_owned(INBOX, C, stride_cm, pid_m, pid_n, M, N, M_LOCAL, flags, tile, epoch, cur_rank, world_size,
                          heap_bases, BLOCK_M, BLOCK_N)
 
 
 @register("gemm_reduce_scatter", "fused", "fused sequential", "each partial tile pushed to its owner rank, owners "
-                                                              "sum what arrived; no barrier")
+                                                              "sum what arrived; no barrier", split_k=True)
 def run(p):
     ws, box = inbox(p)
     c = p.c

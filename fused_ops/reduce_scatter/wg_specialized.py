@@ -41,6 +41,6 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_
 def run(p):
     ws, box = inbox(p)
     c = p.c
-    gemm_sms = min(p.cfg.gemm_sms, p.num_tiles)
+    gemm_sms = p.gemm_programs(p.cfg.gemm_sms)
     kernel[(gemm_sms + p.cfg.comm_sms,)](*p.gemm_args(), c, c.stride(0), box, ws["flags"], ws["epoch"], p.m_local,
                                          *p.rank_args(), GEMM_SMS=gemm_sms, **p.meta())
