@@ -1,8 +1,6 @@
 """Host side of one catalog call: validated operands, the merged config, cached workspace and the launch arguments
 every variant shares, so a variant file holds only what differs: its kernel and its launch sequence."""
 
-import dataclasses
-
 import torch
 import triton
 
@@ -25,9 +23,8 @@ class Problem:
         self.m, self.n, self.k = m, n, k  # this rank's GEMM: (m x k) @ (k x n)
         self.rank, self.world = ctx.get_rank(), ctx.get_num_ranks()
         self.heap_bases = ctx.get_heap_bases()
-        defaults = _config.default_config(ctx, m, n, k, a.dtype)
-        if variant.pattern in ("producer-consumer", "workgroup-specialized") and ctx.backend == "cuda":
-            defaults = dataclasses.replace(defaults, gemm_sms=defaults.gemm_sms - defaults.comm_sms)
+        defaults = _config.default_config(ctx, m, n, k, a.dtype, variant.split_k,
+                                          variant.pattern in ("producer-consumer", "workgroup-specialized"))
         self.cfg = (config or _config.Config()).merged(defaults)
         _config.check(self.cfg, ctx, variant)
         self.tma = self._tma_mode()

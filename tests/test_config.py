@@ -41,3 +41,20 @@ def test_shared_gpu_counts_its_share_of_sms():
 def test_float32_keeps_its_own_tiles():
     assert _tile(default_config(_GPU(), 128, 4096, 4096, torch.float32)) == (64, 128, 32)
     assert _tile(default_config(_GPU(), 4096, 4096, 4096, torch.float32)) == (128, 128, 32)
+
+
+def test_split_k_where_rows_are_few_and_k_is_long():
+    # 128 x 8192 x 16384: 64 tiles of 128 x 128 leave half the SMs idle; two slices of K fill one wave
+    cfg = default_config(_GPU(), 128, 8192, 16384, torch.bfloat16)
+    assert (_tile(cfg), cfg.split_k) == ((128, 128, 64), 2)
+    assert default_config(_GPU(), 256, 4096, 8192, torch.bfloat16).split_k == 2
+    # variants that run whole tiles get the whole-tile default
+    whole = default_config(_GPU(), 128, 8192, 16384, torch.bfloat16, split_k=False)
+    assert whole.split_k == 1 and _tile(whole) == HOPPER_TILES[2][:3]
+    # not where K is short, where the split would make a second wave, or in float32
+    for m, n, k in ((128, 8192, 4096), (128, 16384, 16384), (512, 8192, 16384)):
+        assert default_config(_GPU(), m, n, k, torch.bfloat16).split_k == 1, (m, n, k)
+    assert default_config(_GPU(), 128, 8192, 16384, torch.float32).split_k == 1
+    # 116 GEMM programs (16 SMs communicate): 128 units would make a second wave
+    spec = default_config(_GPU(), 128, 8192, 16384, torch.bfloat16, comm_programs=True)
+    assert spec.split_k == 1 and spec.gemm_sms == 116
