@@ -34,7 +34,7 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_
     for unit in range(tl.program_id(0), units, tl.num_programs(0)):
         tile = unit // SPLIT_K
         pid_m, pid_n = tile_coords(tile, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
-        if (unit % SPLIT_K == SPLIT_K - 1) & owns(pid_m, M, M_LOCAL, cur_rank, BLOCK_M):
+        if (tile * SPLIT_K + SPLIT_K - 1 == unit) & owns(pid_m, M, M_LOCAL, cur_rank, BLOCK_M):  # its last slice
             reduce_owned(INBOX, C, stride_cm, pid_m, pid_n, M, N, M_LOCAL, flags, tile, epoch, cur_rank, world_size,
                          heap_bases, BLOCK_M, BLOCK_N)
 
