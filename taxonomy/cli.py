@@ -87,8 +87,8 @@ def bench_shape(ctx, op, variants, m, n, k, dtype_name, config, iters, warmup, v
         (None, None)
     rows = []
     for variant in variants:
-        pattern = (f"auto: {fused_ops.auto.choose(ctx, op, m, n, k, dtype)}" if variant == "auto" else
-                   fused_ops.get(op, variant).pattern)
+        pattern = (f"auto: {fused_ops.auto.choose(ctx, op, m, n, k, dtype, timing=timing)}"  # the mode's pick
+                   if variant == "auto" else fused_ops.get(op, variant).pattern)
         res = bench.measure(ctx, op, variant, m, n, k, dtype, config, iters if benchmark else 0,
                             warmup if benchmark else 0, validate, timing)
         t = res["time_us"] if benchmark else None
