@@ -25,10 +25,13 @@ class Config:
                                     if getattr(self, f.name) is not None})
 
 
-# Hopper tiles for 16-bit inputs, largest first: (block_m, block_n, block_k, num_stages, num_warps). benchmarks/gemm.py
-# (results/gemm.csv) measured each against torch.matmul; a tile pays off only when there are enough of them to give
-# most SMs one, so the default is the largest whose tile count reaches 3/4 of the SMs.
-HOPPER_TILES = ((128, 256, 64, 3, 8), (128, 128, 64, 4, 4), (64, 128, 128, 3, 4), (64, 64, 128, 4, 4))
+# Hopper tiles for 16-bit inputs, largest first: (block_m, block_n, block_k, num_stages, num_warps, fill).
+# benchmarks/gemm.py (results/gemm.csv) measured each against torch.matmul; a tile pays off only when there are enough
+# of them, so the default is the largest whose tile count reaches `fill` x the SMs: 3/4 for the 128-row tiles; the
+# 4-stage 64x128 tile beat the 64x64 one from 0.4 on (128x4096x2048 0.81 -> 0.95x, 256x2048x4096 0.76 -> 0.81x;
+# results/gemm_small_9341c38.csv, where 4 stages also beat the 3 used before at 27 of 28 shapes).
+HOPPER_TILES = ((128, 256, 64, 3, 8, 0.75), (128, 128, 64, 4, 4, 0.75), (64, 128, 128, 4, 4, 0.4),
+                (64, 64, 128, 4, 4, 0))
 
 
 def default_config(ctx, m, n_local, k, dtype, split_k=True, comm_programs=False):
@@ -50,8 +53,8 @@ def default_config(ctx, m, n_local, k, dtype, split_k=True, comm_programs=False)
         # 0.99x torch.matmul, 128x8192x8192 0.78 -> 0.82x, 256x4096x8192 0.77 -> 0.83x; split-K lost wherever K
         # was shorter or the split made a second wave)
         return Config(128, 128, 64, 8, gemm, comm, 4, 8, None, 2)
-    for bm, bn, bk, stages, warps in HOPPER_TILES:
-        if -(-m // bm) * -(-n_local // bn) >= 0.75 * sms:
+    for bm, bn, bk, stages, warps, fill in HOPPER_TILES:
+        if -(-m // bm) * -(-n_local // bn) >= fill * sms:
             break
     return Config(bm, bn, bk, 8, gemm, comm, stages, warps, None, 1)
 
