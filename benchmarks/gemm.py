@@ -21,7 +21,7 @@ from fused_ops.problem import Problem  # noqa: E402
 from fused_ops.registry import OPS  # noqa: E402
 
 # (block_m, block_n, block_k, group_m, gemm_sms, comm_sms, num_stages, num_warps, tma, split_k); None: the device
-# default. Split-K candidates ("kS": S slices of K per tile) run where tiles are few (M <= 1024).
+# default. 64-row tiles run up to M = 4096.
 CANDIDATES = {"default": None,
               "128x256x64 s3 w8": Config(128, 256, 64, 8, None, None, 3, 8),
               "128x256x64 s4 w8": Config(128, 256, 64, 8, None, None, 4, 8),
@@ -30,23 +30,21 @@ CANDIDATES = {"default": None,
               "64x128x64 s4 w4": Config(64, 128, 64, 8, None, None, 4, 4),
               "64x64x128 s4 w4": Config(64, 64, 128, 8, None, None, 4, 4),
               "64x128x128 s3 w4": Config(64, 128, 128, 8, None, None, 3, 4),
-              "64x256x64 s4 w4": Config(64, 256, 64, 8, None, None, 4, 4),
-              "128x128x64 s4 w8 k2": Config(128, 128, 64, 8, None, None, 4, 8, split_k=2),
-              "128x128x64 s4 w8 k4": Config(128, 128, 64, 8, None, None, 4, 8, split_k=4),
-              "128x256x64 s3 w8 k2": Config(128, 256, 64, 8, None, None, 3, 8, split_k=2),
-              "128x256x64 s3 w8 k4": Config(128, 256, 64, 8, None, None, 3, 8, split_k=4),
-              "64x128x128 s3 w4 k2": Config(64, 128, 128, 8, None, None, 3, 4, split_k=2),
-              "64x256x64 s4 w4 k2": Config(64, 256, 64, 8, None, None, 4, 4, split_k=2),
-              # more small-M shapes of tile, pipeline depth and warps (M <= 1024 only)
-              "128x64x64 s4 w4": Config(128, 64, 64, 8, None, None, 4, 4),
-              "128x64x128 s3 w4": Config(128, 64, 128, 8, None, None, 3, 4),
-              "64x128x128 s4 w4": Config(64, 128, 128, 8, None, None, 4, 4),
-              "64x128x128 s3 w8": Config(64, 128, 128, 8, None, None, 3, 8),
-              "64x64x256 s3 w4": Config(64, 64, 256, 8, None, None, 3, 4),
-              "64x128x64 s6 w4": Config(64, 128, 64, 8, None, None, 6, 4)}
-SMALL_ONLY = ("128x64x64 s4 w4", "128x64x128 s3 w4", "64x128x128 s4 w4", "64x128x128 s3 w8", "64x64x256 s3 w4",
-              "64x128x64 s6 w4")
-
+              "64x256x64 s4 w4": Config(64, 256, 64, 8, None, None, 4, 4)}
+# Where tiles are few (M <= 1024): split-K ("kS": S slices of K per tile), and more shapes of tile, pipeline depth
+# and warps.
+SMALL_M_CANDIDATES = {"128x128x64 s4 w8 k2": Config(128, 128, 64, 8, None, None, 4, 8, split_k=2),
+                      "128x128x64 s4 w8 k4": Config(128, 128, 64, 8, None, None, 4, 8, split_k=4),
+                      "128x256x64 s3 w8 k2": Config(128, 256, 64, 8, None, None, 3, 8, split_k=2),
+                      "128x256x64 s3 w8 k4": Config(128, 256, 64, 8, None, None, 3, 8, split_k=4),
+                      "64x128x128 s3 w4 k2": Config(64, 128, 128, 8, None, None, 3, 4, split_k=2),
+                      "64x256x64 s4 w4 k2": Config(64, 256, 64, 8, None, None, 4, 4, split_k=2),
+                      "128x64x64 s4 w4": Config(128, 64, 64, 8, None, None, 4, 4),
+                      "128x64x128 s3 w4": Config(128, 64, 128, 8, None, None, 3, 4),
+                      "64x128x128 s4 w4": Config(64, 128, 128, 8, None, None, 4, 4),
+                      "64x128x128 s3 w8": Config(64, 128, 128, 8, None, None, 3, 8),
+                      "64x64x256 s3 w4": Config(64, 64, 256, 8, None, None, 3, 4),
+                      "64x128x64 s6 w4": Config(64, 128, 64, 8, None, None, 6, 4)}
 
 def shapes(small=False):
     """The default sweep's hidden sizes with M from 128 up, plus the paper's 8192 x 4608 x 36864; at M <= 512 also
@@ -68,10 +66,9 @@ def run(ctx, args, run_stamp):
         ref = a.double() @ b.double()
         torch.matmul(a, b, out=c)
         t_torch = graph_us(lambda: torch.matmul(a, b, out=c))
-        for name, cfg in CANDIDATES.items():
-            if cfg is not None and ((cfg.block_m == 64 and m > 4096) or ((cfg.split_k or name in SMALL_ONLY) and
-                                                                          m > 1024)):
-                continue  # 64-row tiles, split-K and the small-M extras are for small M
+        for name, cfg in {**CANDIDATES, **(SMALL_M_CANDIDATES if m <= 1024 else {})}.items():
+            if cfg is not None and cfg.block_m == 64 and m > 4096:
+                continue  # 64-row tiles are for small M
             p = Problem(ctx, "gemm_all_scatter", variant, a, b, c, m, n, k, cfg)
             if p.cfg.split_k > 1 and p.num_tiles >= ctx.get_cu_count():
                 continue  # tiles enough for every SM: nothing for split-K to fill

@@ -5,6 +5,8 @@ from dataclasses import dataclass, fields, replace
 
 import torch
 
+from .registry import OPS
+
 
 @dataclass(frozen=True)
 class Config:
@@ -49,7 +51,7 @@ def default_config(ctx, m, n_local, k, dtype, split_k=True, comm_programs=False)
         small = m <= 512
         return Config(64 if small else 128, 128, 32, 8, gemm, comm, 4 if small else 3, 4 if small else 8, None, 1)
     if split_k and k >= max(n_local, 8192) and 0.75 * gemm <= -(-m // 128) * -(-n_local // 128) * 2 <= gemm:
-        # few rows, long K: 128x128 tiles, K split in two, one wave (results/gemm.csv, H200: 128x8192x16384 0.85 ->
+        # few rows, long K: 128x128 tiles, K split in two, one wave (results/splitk/, H200: 128x8192x16384 0.85 ->
         # 0.99x torch.matmul, 128x8192x8192 0.78 -> 0.82x, 256x4096x8192 0.77 -> 0.83x; split-K lost wherever K
         # was shorter or the split made a second wave)
         return Config(128, 128, 64, 8, gemm, comm, 4, 8, None, 2)
@@ -72,7 +74,6 @@ def check(cfg, ctx, variant):
         raise ValueError(f"config.split_k={cfg.split_k} exceeds gemm_sms={cfg.gemm_sms}: a tile's slices run side by "
                          f"side, one program each")
     if cfg.split_k > 1 and not variant.split_k and variant.pattern != "baseline":  # baselines: torch.matmul
-        from .registry import OPS
         able = [v.name for v in OPS[variant.op].variants.values() if v.split_k]
         raise ValueError(f"config.split_k={cfg.split_k}: {variant.op}/{variant.name} runs whole tiles only; split-K "
                          f"variants of {variant.op}: {', '.join(able) or 'none'}")
