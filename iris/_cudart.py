@@ -1,4 +1,5 @@
-"""The few CUDA runtime calls the heap needs, through ctypes on the libcudart that torch has already loaded."""
+"""The few CUDA calls the heap and the copy engine need, through ctypes: the runtime that torch has already loaded,
+and the driver for the one call the runtime lacks (stream memory writes)."""
 
 import ctypes
 import glob
@@ -7,6 +8,7 @@ import os
 IPC_HANDLE_BYTES = 64
 _LAZY_ENABLE_PEER_ACCESS = 1
 _PEER_ACCESS_ALREADY_ENABLED = 704
+_MEMCPY_DEFAULT = 4  # cudaMemcpyDefault: the direction (and the peer) follows from the unified addresses
 
 
 class _IpcHandle(ctypes.Structure):
@@ -53,6 +55,13 @@ class CudaRuntime:
     def memset(self, ptr, value, nbytes):
         self._check(self.lib.cudaMemset(ctypes.c_void_p(ptr), value, ctypes.c_size_t(nbytes)), "cudaMemset")
 
+    def memcpy_async(self, dst, src, nbytes, stream):
+        """Enqueue a copy of nbytes from src to dst (device addresses, a peer's mapping included: the copy engine
+        moves it over NVLink) on `stream` (a cudaStream_t); capturable."""
+        code = self.lib.cudaMemcpyAsync(ctypes.c_void_p(dst), ctypes.c_void_p(src), ctypes.c_size_t(nbytes),
+                                        ctypes.c_int(_MEMCPY_DEFAULT), ctypes.c_void_p(stream))
+        self._check(code, f"cudaMemcpyAsync({nbytes} bytes)")
+
     def ipc_handle(self, ptr):
         """Bytes of the IPC handle of a cudaMalloc'd block. string_at, not the field: a c_char field stops at NUL."""
         handle = _IpcHandle()
@@ -76,3 +85,23 @@ class CudaRuntime:
             self.lib.cudaGetLastError()  # clear the sticky-free error so later checks do not see it
             return
         self._check(code, f"cudaDeviceEnablePeerAccess({peer})")
+
+
+class CudaDriver:
+    """cuStreamWriteValue32: a 32-bit store enqueued on a stream and performed by the GPU's front end, not by an SM,
+    after the stream's earlier work (with a system-scope fence before it). A kernel that holds every SM and waits on
+    the value still sees it."""
+
+    def __init__(self):
+        self.lib = ctypes.CDLL("libcuda.so.1")
+        self.write = self.lib.cuStreamWriteValue32_v2
+        self.write.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint]
+        self.lib.cuGetErrorString.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+
+    def stream_write_value32(self, stream, address, value):
+        code = self.write(ctypes.c_void_p(stream), ctypes.c_uint64(address), ctypes.c_uint32(value), 0)
+        if code != 0:
+            msg = ctypes.c_char_p()
+            self.lib.cuGetErrorString(code, ctypes.byref(msg))
+            raise RuntimeError(f"cuStreamWriteValue32 failed: CUDA driver error {code} "
+                               f"({(msg.value or b'?').decode()})")

@@ -14,6 +14,7 @@ import triton
 import triton.language as tl
 
 from . import _backend, device as _dev, distributed, replay as _replay
+from .copy_engine import CopyEngine
 from .heap import CudaHeap, ShmHeap
 from .logging import logger, set_rank
 
@@ -262,6 +263,12 @@ class Iris:
         """All ranks' preceding work on the current stream, on the device; no host sync, CUDA-graph capturable."""
         _device_barrier_kernel[(1,)](self._barrier_flags, self._barrier_epoch, self.cur_rank, self.num_ranks,
                                      self.heap_bases, num_warps=1, **_dev.pdl_launch())
+
+    def copy_engine(self):
+        """Copies from peers' heaps on the copy engines, forked off the current stream, each able to raise a flag
+        that a running kernel waits on: no SM needed (iris/copy_engine.py)."""
+        self._check_open()
+        return CopyEngine(self)
 
     def check_device_errors(self):
         """Raise DeviceWaitTimeout if a kernel of this rank gave up waiting on a flag (and clear the record)."""

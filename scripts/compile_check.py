@@ -77,7 +77,7 @@ def auto_signature(module, name, dtype="bf16"):
             sig[arg] = p(dtype)
         elif arg == "PARTIALS":
             sig[arg] = p("fp32")
-        elif arg in ("flags", "EPOCH", "FLAGS", "EPOCHS", "COUNTS"):
+        elif arg in ("flags", "EPOCH", "FLAGS", "EPOCHS", "COUNTS", "done"):
             sig[arg] = p("i32")
         elif arg in ("heap_bases", "TRACE"):
             sig[arg] = p("i64")
@@ -109,6 +109,7 @@ def catalog_kernels():
     tiles = {"BLOCK_M": 128, "BLOCK_N": 256, "GROUP_M": 8}
     out += [("fused_ops.all_gather.pull", "kernel", [gemm]),
             ("fused_ops.all_gather.push", "kernel", [dict(gemm, COMM_SMS=16, COPY_K=256, TMA=t) for t in (0, 1, 2)]),
+            ("fused_ops.all_gather.copy_engine", "kernel", [dict(gemm, TMA=t) for t in (0, 1, 2)]),
             ("fused_ops.all_gather.bulk_sync", "gather_kernel", [{"BLOCK_M": 128, "COPY_K": 256}])]
     out += [("fused_ops.comm", "scatter_kernel", [dict(tiles, WAIT=w) for w in (True, False)]),
             ("fused_ops.comm", "reduce_kernel", [dict(tiles, WAIT=w) for w in (True, False)])]

@@ -179,7 +179,8 @@ def test_bad_input_raises_before_launch(ranks2, case):
 
 def test_registry_lists_every_variant_with_its_pattern():
     assert fused_ops.list_ops() == ["gemm_all_scatter", "gemm_all_reduce", "all_gather_gemm", "gemm_reduce_scatter"]
-    assert fused_ops.list_variants("all_gather_gemm") == ["torch_nccl", "torch_async_tp", "bulk_sync", "pull", "push"]
+    assert fused_ops.list_variants("all_gather_gemm") == ["torch_nccl", "torch_async_tp", "bulk_sync", "pull", "push",
+                                                           "copy_engine"]
     assert fused_ops.list_variants("gemm_reduce_scatter") == ["torch_nccl", "torch_async_tp", "bulk_sync", "fused",
                                                               "wg_specialized"]
     assert fused_ops.list_variants("gemm_all_scatter") == ["torch_nccl", "bulk_sync", "fused_sequential",
@@ -227,3 +228,25 @@ def test_all_gather_splits_k_when_rows_are_few(ranks2, variant):
     errs = ranks2.run(r_check, "all_gather_gemm", variant, "float32", 32, 64, 600, 4, {"block_m": 32})
     assert all(isinstance(e, float) for e in errs), errs
     assert fused_ops.all_gather.bulk_sync.k_parts(2, 4, 600, 128) == 2  # the split this test relies on
+
+
+def r_copy_engine_chunks(ctx, m, calls, chunk_bytes):
+    """r_check of all_gather_gemm/copy_engine with chunks of `chunk_bytes`; also the flags per shard this makes."""
+    ce = fused_ops.all_gather.copy_engine
+    ce.CHUNK_BYTES = chunk_bytes
+    blocks = -(-m // ctx.get_num_ranks() // 16)
+    err = r_check(ctx, "all_gather_gemm", "copy_engine", "float32", m, 48, 40, calls, {"block_m": 16, "block_n": 16,
+                                                                                       "block_k": 16})
+    # After the last call the GEMM's last program has lowered every chunk flag and its own count: nothing stale.
+    left = [int(t.sum()) for key, (_, t) in ctx._workspaces.items()
+            if key[:2] == ("all_gather_gemm", "copy_engine") and key[2] in ("chunk_flags_x4", "programs_done")]
+    return -(-blocks // ce.chunk_blocks(blocks, 16, 40 * 4)), err, left
+
+
+@pytest.mark.parametrize("m_local", [64, 58], ids=["blocks-divide-shard", "padded-shard"])
+def test_all_gather_copy_engine_chunks(ranks, m_local):
+    # 64 or 58 rows per rank in 16-row blocks (58: the shard's last block is partial, so the gathered buffer holds
+    # each shard at a multiple of 16 rows with zero rows between), 160-byte rows: 1 KiB chunks make one flag per
+    # block. Five calls in a row: the flags must be lowered after each call.
+    got = ranks.run(r_copy_engine_chunks, m_local * ranks.world, 5, 1024)
+    assert all(chunks == 4 and isinstance(err, float) and left == [0, 0] for chunks, err, left in got), got

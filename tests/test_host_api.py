@@ -83,6 +83,10 @@ def r_expect_error(ctx, case):
         "bad backend": lambda: iris.iris(1 << 20, backend="tpu"),
         "other backend": lambda: iris.iris(1 << 20, backend="cuda" if ctx.backend == "cpu" else "cpu"),
         "bad heap size": lambda: iris.heap._SymmetricHeap(0),
+        "copy_engine src off heap": lambda: ctx.copy_engine().get(ctx.zeros(4), torch.zeros(4, device=ctx.device), 0),
+        "copy_engine size": lambda: ctx.copy_engine().get(ctx.zeros(4), ctx.zeros(5), 0),
+        "copy_engine rank": lambda: ctx.copy_engine().get(ctx.zeros(4), ctx.zeros(4), ctx.get_num_ranks()),
+        "copy_engine flag": lambda: ctx.copy_engine().get(ctx.zeros(4), ctx.zeros(4), 0, flag=ctx.zeros(2)),
     }
     try:
         calls[case]()
@@ -103,6 +107,10 @@ ERRORS = {
     "bad backend": ("ValueError", "expected 'cpu' or 'cuda'"),
     "other backend": ("RuntimeError", "before importing"),
     "bad heap size": ("ValueError", "positive number of bytes"),
+    "copy_engine src off heap": ("ValueError", "src must live on the symmetric heap"),
+    "copy_engine size": ("ValueError", "same dtype and size"),
+    "copy_engine rank": ("ValueError", "from_rank=2 is not a rank"),
+    "copy_engine flag": ("ValueError", "one-element int32 tensor"),
 }
 
 
@@ -150,3 +158,41 @@ def r_scratch(ctx):
 def test_scratch_releases_allocations(ranks2):
     for before, inside, after in ranks2.run(r_scratch):
         assert inside > before and after == before
+
+
+def r_copy_engine(ctx):
+    """dst[r] <- rank r's row `rank` of a heap tensor (a different random one per rank), one flag per copy: eagerly,
+    then (on GPUs) from a captured CUDA graph replayed twice."""
+    world, rank, dev = ctx.get_num_ranks(), ctx.get_rank(), ctx.get_device()
+    rows = [torch.randn(world, 37, generator=torch.Generator().manual_seed(r)) for r in range(world)]
+    src = ctx.as_symmetric(rows[rank].to(dev))
+    dst = torch.full((world, 37), float("nan"), device=dev)
+    flags = ctx.zeros(world, dtype=torch.int32)
+    want = torch.stack([rows[r][rank] for r in range(world)])
+    ctx.barrier()
+
+    def copies():
+        ce = ctx.copy_engine()
+        for r in range(world):
+            ce.get(dst[r], src[rank], r, flag=flags[r:r + 1])
+        ce.join()
+
+    copies()
+    results = [torch.equal(dst.cpu(), want) and flags.tolist() == [1] * world]
+    if ctx.backend == "cuda":
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            copies()
+        for _ in range(2):
+            dst.fill_(float("nan"))
+            flags.zero_()
+            graph.replay()
+            torch.cuda.synchronize()
+            results.append(torch.equal(dst.cpu(), want) and flags.tolist() == [1] * world)
+    ctx.barrier()  # nobody changes or frees its tensor while a peer still copies it
+    return results
+
+
+def test_copy_engine_gets_peer_rows_and_raises_flags(ranks):
+    for got in ranks.run(r_copy_engine):
+        assert got and all(got), got

@@ -1,0 +1,96 @@
+"""Copy engine: the gather runs on the copy engines, so the GEMM keeps every SM. After a barrier (every shard is
+ready), a side stream pulls each peer's shard of A, chunk by chunk, into this rank's gathered buffer and raises each
+chunk's flag from the stream once the chunk has landed (iris.CopyEngine: no SM involved, so the GEMM that holds them
+all cannot starve it). Meanwhile one persistent GEMM runs this rank's own rows first, straight from A, then each
+peer's rows as their chunks' flags rise; its last program lowers the flags for the next call. A barrier last:
+peers have finished copying this rank's A before it may change.
+
+PyTorch's async-TP splits the work the same way but runs one matmul per shard; here one persistent grid spans all
+shards, so no shard ends in a half-empty wave and no launch sits between shards. Tiles never straddle two shards:
+the gathered buffer holds each shard at a multiple of BLOCK_M rows (zero rows in between when BLOCK_M does not divide
+the shard), so every tile reads one shard and waits on one flag."""
+
+import torch
+import triton
+import triton.language as tl
+
+import iris
+from ..gemm import c_tile, gemm_tile, operands, tile_coords
+from ..registry import register
+
+CHUNK_BYTES = 2 << 20  # a copy's fixed cost is a few µs: chunks of at least this much ...
+MAX_CHUNKS = 8         # ... and at most this many per shard (the first lands early, the rest stream behind it)
+
+
+@triton.jit
+def kernel(A, G, B, C, M_LOCAL, N, K, stride_am, stride_gm, stride_bk, stride_bn, stride_cm, stride_cn, flags, done,
+           CHUNK_BLOCKS, cur_rank, world_size, heap_bases, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+           BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr, PDL: tl.constexpr = tl.constexpr(False)):
+    iris.launched_early(PDL)
+    blocks = tl.cdiv(M_LOCAL, BLOCK_M)  # row blocks per shard; shard s starts at row s * blocks * BLOCK_M of G
+    chunks = tl.cdiv(blocks, CHUNK_BLOCKS)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    per_shard = blocks * num_pid_n
+    a_op, b_op = operands(A, B, M_LOCAL, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
+    g_op, _ = operands(G, B, world_size * blocks * BLOCK_M, N, K, stride_gm, stride_bk, stride_bn, BLOCK_M, BLOCK_N,
+                       BLOCK_K, TMA)
+    for tile in range(tl.program_id(0), world_size * per_shard, tl.num_programs(0)):
+        shard = tile // per_shard  # 0: this rank's own rows, ready at once; then the peers in the copies' order
+        src = (cur_rank + shard) % world_size
+        lb, pid_n = tile_coords(tile % per_shard, blocks, num_pid_n, GROUP_M)
+        if shard == 0:
+            acc = gemm_tile(a_op, b_op, lb, pid_n, M_LOCAL, N, K, stride_am, 1, stride_bk, stride_bn, BLOCK_M,
+                            BLOCK_N, BLOCK_K, TMA)
+        else:
+            iris.wait(flags + src * chunks + lb // CHUNK_BLOCKS, 1, cur_rank, heap_bases)
+            if TMA:  # the chunk was written by the copy engine; TMA reads through the async proxy
+                iris.fence_proxy_async()
+            acc = gemm_tile(g_op, b_op, src * blocks + lb, pid_n, world_size * blocks * BLOCK_M, N, K, stride_gm, 1,
+                            stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
+        ptrs, mask = c_tile(C + src * M_LOCAL * stride_cm, lb, pid_n, M_LOCAL, N, stride_cm, stride_cn, 0, BLOCK_M,
+                            BLOCK_N)
+        tl.store(ptrs, acc.to(C.dtype.element_ty), mask=mask)
+    # Every peer chunk's flag was seen at 1 by some tile before its program counted itself in here, so the last one
+    # in lowers them all after the copy engine's writes: no flag is stale for the next call or graph replay.
+    if tl.atomic_add(done, 1, sem="acq_rel", scope="gpu") == tl.num_programs(0) - 1:
+        for f in range(world_size * chunks):
+            tl.store(flags + f, 0)
+        tl.store(done, 0)
+
+
+def chunk_blocks(blocks, block_m, row_bytes):
+    """Row blocks per copy: chunks of at least CHUNK_BYTES, at most MAX_CHUNKS per shard."""
+    chunks = max(1, min(MAX_CHUNKS, blocks, blocks * block_m * row_bytes // CHUNK_BYTES))
+    return triton.cdiv(blocks, chunks)
+
+
+@register("all_gather_gemm", "copy_engine", "copy-engine", "copy engines pull peers' A chunks on a side stream and "
+                                                           "raise flags from the stream; one GEMM on every SM")
+def run(p):
+    a, c, bm = p.staged_a(), p.c, p.cfg.block_m
+    blocks = triton.cdiv(p.m_local, bm)
+    per = chunk_blocks(blocks, bm, p.k * a.element_size())
+    chunks = triton.cdiv(blocks, per)
+    g = p.buffer("gathered_a_by_block", (p.world * blocks * bm, p.k), a.dtype)
+    flags = p.buffer(f"chunk_flags_x{chunks}", (p.world * chunks,), torch.int32)
+    done = p.buffer("programs_done", (1,), torch.int32)
+    p.ctx.device_barrier()
+    ce = p.ctx.copy_engine()
+    for i in range(1, p.world):  # in the order the GEMM consumes them
+        src = (p.rank + i) % p.world
+        for j in range(chunks):
+            lo, hi = j * per * bm, min((j + 1) * per * bm, p.m_local)
+            row0 = src * blocks * bm
+            ce.get(g[row0 + lo:row0 + hi], a[lo:hi], src, flag=flags[src * chunks + j:src * chunks + j + 1])
+    programs = min(p.cfg.gemm_sms, p.world * blocks * triton.cdiv(p.n, p.cfg.block_n))
+    kernel[(programs,)](a, g, p.b, c, p.m_local, p.n, p.k, a.stride(0), g.stride(0), p.b.stride(0), p.b.stride(1),
+                        c.stride(0), c.stride(1), flags, done, per, *p.rank_args(), BLOCK_M=bm, BLOCK_N=p.cfg.block_n,
+                        BLOCK_K=p.cfg.block_k, GROUP_M=p.cfg.group_m, TMA=p.tma, num_warps=p.cfg.num_warps,
+                        num_stages=p.cfg.num_stages, **iris.pdl_launch())
+    ce.join()
+    if p.a_gathered is not None:  # the caller wants A gathered as well: rows back together, without the padding
+        out = p.gathered_buffer().view(p.world, p.m_local, p.k)
+        g_shards = g.view(p.world, blocks * bm, p.k)
+        for r in range(p.world):
+            out[r].copy_(a if r == p.rank else g_shards[r, :p.m_local])
+    p.ctx.device_barrier()
