@@ -18,6 +18,7 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
 TARGET = GPUTarget("cuda", 90, 32)
+MAX_SHARED = 232448  # bytes of shared memory one program may use on an H100/H200
 
 
 def compile_one(module, name, signature, constexprs):
@@ -128,7 +129,10 @@ def main():
                 ptx = k.asm["ptx"]
                 v4 = "st.global.v4" in ptx or "ld.global.v4" in ptx
                 tma = "cp.async.bulk.tensor" in ptx
-                print(f"ok   {module}.{name} {cx} (16B accesses: {v4}, TMA: {tma}, wgmma: {'wgmma' in ptx})")
+                if k.metadata.shared > MAX_SHARED:  # compiles, but would fail at launch
+                    raise RuntimeError(f"needs {k.metadata.shared} bytes of shared memory, more than {MAX_SHARED}")
+                print(f"ok   {module}.{name} {cx} (16B accesses: {v4}, TMA: {tma}, wgmma: {'wgmma' in ptx}, "
+                      f"shared: {k.metadata.shared} B)")
             except Exception as err:  # report all, then fail
                 failures += 1
                 print(f"FAIL {module}.{name} {cx}: {str(err).splitlines()[-1][:300]}")

@@ -31,25 +31,28 @@ def kernel(A, G, B, C, M_LOCAL, N, K, stride_am, stride_gm, stride_bk, stride_bn
     chunks = tl.cdiv(blocks, CHUNK_BLOCKS)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     per_shard = blocks * num_pid_n
-    a_op, b_op = operands(A, B, M_LOCAL, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
-    g_op, _ = operands(G, B, world_size * blocks * BLOCK_M, N, K, stride_gm, stride_bk, stride_bn, BLOCK_M, BLOCK_N,
-                       BLOCK_K, TMA)
-    for tile in range(tl.program_id(0), world_size * per_shard, tl.num_programs(0)):
-        shard = tile // per_shard  # 0: this rank's own rows, ready at once; then the peers in the copies' order
+    programs = tl.num_programs(0)
+    # The persistent order over all shards' tiles (tile t on program t % programs), walked shard by shard so that
+    # each shard's operand is set up once and one tile loop serves all of them (one pipeline's shared memory).
+    for shard in range(world_size):  # 0: this rank's own rows, ready at once; then the peers in the copies' order
         src = (cur_rank + shard) % world_size
-        lb, pid_n = tile_coords(tile % per_shard, blocks, num_pid_n, GROUP_M)
         if shard == 0:
-            acc = gemm_tile(a_op, b_op, lb, pid_n, M_LOCAL, N, K, stride_am, 1, stride_bk, stride_bn, BLOCK_M,
-                            BLOCK_N, BLOCK_K, TMA)
+            rows, base, stride, block0 = M_LOCAL, A, stride_am, 0
         else:
-            iris.wait(flags + src * chunks + lb // CHUNK_BLOCKS, 1, cur_rank, heap_bases)
-            if TMA:  # the chunk was written by the copy engine; TMA reads through the async proxy
-                iris.fence_proxy_async()
-            acc = gemm_tile(g_op, b_op, src * blocks + lb, pid_n, world_size * blocks * BLOCK_M, N, K, stride_gm, 1,
-                            stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
-        ptrs, mask = c_tile(C + src * M_LOCAL * stride_cm, lb, pid_n, M_LOCAL, N, stride_cm, stride_cn, 0, BLOCK_M,
-                            BLOCK_N)
-        tl.store(ptrs, acc.to(C.dtype.element_ty), mask=mask)
+            rows, base, stride, block0 = world_size * blocks * BLOCK_M, G, stride_gm, src * blocks
+        a_op, b_op = operands(base, B, rows, N, K, stride, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
+        lo = shard * per_shard
+        for tile in range(lo + (tl.program_id(0) - lo % programs + programs) % programs, lo + per_shard, programs):
+            lb, pid_n = tile_coords(tile - lo, blocks, num_pid_n, GROUP_M)
+            if shard > 0:
+                iris.wait(flags + src * chunks + lb // CHUNK_BLOCKS, 1, cur_rank, heap_bases)
+                if TMA:  # the chunk was written by the copy engine; TMA reads through the async proxy
+                    iris.fence_proxy_async()
+            acc = gemm_tile(a_op, b_op, block0 + lb, pid_n, rows, N, K, stride, 1, stride_bk, stride_bn, BLOCK_M,
+                            BLOCK_N, BLOCK_K, TMA)
+            ptrs, mask = c_tile(C + src * M_LOCAL * stride_cm, lb, pid_n, M_LOCAL, N, stride_cm, stride_cn, 0, BLOCK_M,
+                                BLOCK_N)
+            tl.store(ptrs, acc.to(C.dtype.element_ty), mask=mask)
     # Every peer chunk's flag was seen at 1 by some tile before its program counted itself in here, so the last one
     # in lowers them all after the copy engine's writes: no flag is stale for the next call or graph replay.
     if tl.atomic_add(done, 1, sem="acq_rel", scope="gpu") == tl.num_programs(0) - 1:
