@@ -236,17 +236,26 @@ def r_copy_engine_chunks(ctx, m, calls, chunk_bytes):
     ce.CHUNK_BYTES = chunk_bytes
     blocks = -(-m // ctx.get_num_ranks() // 16)
     err = r_check(ctx, "all_gather_gemm", "copy_engine", "float32", m, 48, 40, calls, {"block_m": 16, "block_n": 16,
-                                                                                       "block_k": 16})
+                                                                                       "block_k": 16, "gemm_sms": 1})
     # After the last call the GEMM's last program has lowered every chunk flag and its own count: nothing stale.
     left = [int(t.sum()) for key, (_, t) in ctx._workspaces.items()
             if key[:2] == ("all_gather_gemm", "copy_engine") and key[2] in ("chunk_flags_x4", "programs_done")]
-    return -(-blocks // ce.chunk_blocks(blocks, 16, 40 * 4)), err, left
+    return -(-blocks // ce.chunk_blocks(blocks, -(-48 // ctx.get_num_ranks() // 16), 1, 16, 40 * 4)), err, left
 
 
 @pytest.mark.parametrize("m_local", [64, 58], ids=["blocks-divide-shard", "padded-shard"])
 def test_all_gather_copy_engine_chunks(ranks, m_local):
     # 64 or 58 rows per rank in 16-row blocks (58: the shard's last block is partial, so the gathered buffer holds
-    # each shard at a multiple of 16 rows with zero rows between), 160-byte rows: 1 KiB chunks make one flag per
-    # block. Five calls in a row: the flags must be lowered after each call.
+    # each shard at a multiple of 16 rows with zero rows between), 160-byte rows, one program: 1 KiB chunks make one
+    # flag per block. Five calls in a row: the flags must be lowered after each call.
     got = ranks.run(r_copy_engine_chunks, m_local * ranks.world, 5, 1024)
     assert all(chunks == 4 and isinstance(err, float) and left == [0, 0] for chunks, err, left in got), got
+
+
+def test_copy_engine_chunk_sizes():
+    from fused_ops.all_gather.copy_engine import chunk_blocks
+    row = 8192 * 2  # bf16 rows of K = 8192
+    assert chunk_blocks(16, 16, 132, 128, row) == 9      # 1.9 waves of 128x256 tiles: a wave's rows (9 of 16 blocks)
+    assert chunk_blocks(64, 64, 132, 128, row) == 8      # 31 waves: 8 chunks of 16 MiB
+    assert chunk_blocks(4, 32, 132, 128, row) == 4       # under 8 MiB in all: one copy
+    assert chunk_blocks(256, 64, 132, 128, 2 * row) == 32  # at most 8 chunks

@@ -18,8 +18,11 @@ import iris
 from ..gemm import c_tile, gemm_tile, operands, tile_coords
 from ..registry import register
 
-CHUNK_BYTES = 2 << 20  # a copy's fixed cost is a few µs: chunks of at least this much ...
-MAX_CHUNKS = 8         # ... and at most this many per shard (the first lands early, the rest stream behind it)
+# Each copy costs ~6 µs of copy-engine time besides its bytes (benchmarks/copy_engine.py, H200: a 16 MiB pull in 1,
+# 4 and 8 chunks took 57, 75 and 103 µs), so a shard is split only as finely as the GEMM can use: a chunk is at least
+# the rows one wave of programs works on, at least CHUNK_BYTES, and a shard has at most MAX_CHUNKS.
+CHUNK_BYTES = 8 << 20
+MAX_CHUNKS = 8
 
 
 @triton.jit
@@ -61,18 +64,20 @@ def kernel(A, G, B, C, M_LOCAL, N, K, stride_am, stride_gm, stride_bk, stride_bn
         tl.store(done, 0)
 
 
-def chunk_blocks(blocks, block_m, row_bytes):
-    """Row blocks per copy: chunks of at least CHUNK_BYTES, at most MAX_CHUNKS per shard."""
-    chunks = max(1, min(MAX_CHUNKS, blocks, blocks * block_m * row_bytes // CHUNK_BYTES))
-    return triton.cdiv(blocks, chunks)
+def chunk_blocks(blocks, col_blocks, programs, block_m, row_bytes):
+    """Row blocks per copy (see CHUNK_BYTES) of a shard of `blocks` row blocks, each `col_blocks` tiles wide."""
+    per = max(triton.cdiv(programs, col_blocks), triton.cdiv(CHUNK_BYTES, block_m * row_bytes),
+              triton.cdiv(blocks, MAX_CHUNKS))
+    return min(per, blocks)
 
 
 @register("all_gather_gemm", "copy_engine", "copy-engine", "copy engines pull peers' A chunks on a side stream and "
                                                            "raise flags from the stream; one GEMM on every SM")
 def run(p):
     a, c, bm = p.staged_a(), p.c, p.cfg.block_m
-    blocks = triton.cdiv(p.m_local, bm)
-    per = chunk_blocks(blocks, bm, p.k * a.element_size())
+    blocks, col_blocks = triton.cdiv(p.m_local, bm), triton.cdiv(p.n, p.cfg.block_n)
+    programs = min(p.cfg.gemm_sms, p.world * blocks * col_blocks)
+    per = chunk_blocks(blocks, col_blocks, programs, bm, p.k * a.element_size())
     chunks = triton.cdiv(blocks, per)
     g = p.buffer("gathered_a_by_block", (p.world * blocks * bm, p.k), a.dtype)
     flags = p.buffer(f"chunk_flags_x{chunks}", (p.world * chunks,), torch.int32)
@@ -85,7 +90,6 @@ def run(p):
             lo, hi = j * per * bm, min((j + 1) * per * bm, p.m_local)
             row0 = src * blocks * bm
             ce.get(g[row0 + lo:row0 + hi], a[lo:hi], src, flag=flags[src * chunks + j:src * chunks + j + 1])
-    programs = min(p.cfg.gemm_sms, p.world * blocks * triton.cdiv(p.n, p.cfg.block_n))
     kernel[(programs,)](a, g, p.b, c, p.m_local, p.n, p.k, a.stride(0), g.stride(0), p.b.stride(0), p.b.stride(1),
                         c.stride(0), c.stride(1), flags, done, per, *p.rank_args(), BLOCK_M=bm, BLOCK_N=p.cfg.block_n,
                         BLOCK_K=p.cfg.block_k, GROUP_M=p.cfg.group_m, TMA=p.tma, num_warps=p.cfg.num_warps,
