@@ -23,7 +23,8 @@ class Problem:
         self.m, self.n, self.k = m, n, k  # this rank's GEMM: (m x k) @ (k x n)
         self.rank, self.world = ctx.get_rank(), ctx.get_num_ranks()
         self.heap_bases = ctx.get_heap_bases()
-        defaults = _config.default_config(ctx, m, n, k, a.dtype, variant.split_k,
+        rows = m_local if variant.shard_tiles else m
+        defaults = _config.default_config(ctx, rows, n, k, a.dtype, variant.split_k,
                                           variant.pattern in ("producer-consumer", "workgroup-specialized"))
         self.cfg = (config or _config.Config()).merged(defaults)
         _config.check(self.cfg, ctx, variant)

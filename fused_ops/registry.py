@@ -26,6 +26,7 @@ class Variant:
     cpu_dtypes: tuple = None  # narrower on the CPU backend (the interpreter's limits), with the reason below
     cpu_note: str = ""
     split_k: bool = False  # its GEMM loop runs Config.split_k slices of K per tile (fused_ops.gemm.gemm_unit)
+    shard_tiles: bool = False  # default tiles sized for one rank's shard of M: the GEMM on it hides the peers' copies
 
     def dtypes_on(self, backend):
         return self.cpu_dtypes if backend == "cpu" and self.cpu_dtypes is not None else self.dtypes
@@ -46,13 +47,14 @@ def define_op(name, layout):
 
 
 def register(op, name, pattern, summary, backends=("cpu", "cuda"), dtypes=("float16", "bfloat16", "float32"),
-             cpu_dtypes=None, cpu_note="", split_k=False):
+             cpu_dtypes=None, cpu_note="", split_k=False, shard_tiles=False):
     if pattern not in PATTERNS:
         raise ValueError(f"unknown pattern class {pattern!r}; known: {sorted(PATTERNS)}")
 
     def wrap(fn):
         OPS[op].variants[name] = Variant(op, name, pattern, summary, fn, tuple(backends), tuple(dtypes),
-                                         None if cpu_dtypes is None else tuple(cpu_dtypes), cpu_note, split_k)
+                                         None if cpu_dtypes is None else tuple(cpu_dtypes), cpu_note, split_k,
+                                         shard_tiles)
         return fn
 
     return wrap

@@ -8,7 +8,8 @@ peers have finished copying this rank's A before it may change.
 PyTorch's async-TP splits the work the same way but runs one matmul per shard; here one persistent grid spans all
 shards, so no shard ends in a half-empty wave and no launch sits between shards. Tiles never straddle two shards:
 the gathered buffer holds each shard at a multiple of BLOCK_M rows (zero rows in between when BLOCK_M does not divide
-the shard), so every tile reads one shard and waits on one flag."""
+the shard), so every tile reads one shard and waits on one flag. Default tiles are those of one shard's GEMM
+(registry `shard_tiles`): the own shard's tiles must fill a wave to hide the first copy."""
 
 import torch
 import triton
@@ -72,7 +73,8 @@ def chunk_blocks(blocks, col_blocks, programs, block_m, row_bytes):
 
 
 @register("all_gather_gemm", "copy_engine", "copy-engine", "copy engines pull peers' A chunks on a side stream and "
-                                                           "raise flags from the stream; one GEMM on every SM")
+                                                           "raise flags from the stream; one GEMM on every SM",
+          shard_tiles=True)
 def run(p):
     a, c, bm = p.staged_a(), p.c, p.cfg.block_m
     blocks, col_blocks = triton.cdiv(p.m_local, bm), triton.cdiv(p.n, p.cfg.block_n)
