@@ -87,21 +87,30 @@ class CudaRuntime:
         self._check(code, f"cudaDeviceEnablePeerAccess({peer})")
 
 
+_WAIT_VALUE_GEQ = 0x0
+
+
 class CudaDriver:
-    """cuStreamWriteValue32: a 32-bit store enqueued on a stream and performed by the GPU's front end, not by an SM,
-    after the stream's earlier work (with a system-scope fence before it). A kernel that holds every SM and waits on
-    the value still sees it."""
+    """Stream memory operations, performed by the GPU's front end, not by an SM: cuStreamWriteValue32 stores a 32-bit
+    value after the stream's earlier work (with a system-scope fence before it), cuStreamWaitValue32 holds the
+    stream's later work until a 32-bit value is >= a bound. A kernel that holds every SM still meets them."""
 
     def __init__(self):
         self.lib = ctypes.CDLL("libcuda.so.1")
-        self.write = self.lib.cuStreamWriteValue32_v2
-        self.write.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint]
         self.lib.cuGetErrorString.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+        for name in ("cuStreamWriteValue32_v2", "cuStreamWaitValue32_v2"):
+            getattr(self.lib, name).argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint]
 
-    def stream_write_value32(self, stream, address, value):
-        code = self.write(ctypes.c_void_p(stream), ctypes.c_uint64(address), ctypes.c_uint32(value), 0)
+    def _check(self, code, what):
         if code != 0:
             msg = ctypes.c_char_p()
             self.lib.cuGetErrorString(code, ctypes.byref(msg))
-            raise RuntimeError(f"cuStreamWriteValue32 failed: CUDA driver error {code} "
-                               f"({(msg.value or b'?').decode()})")
+            raise RuntimeError(f"{what} failed: CUDA driver error {code} ({(msg.value or b'?').decode()})")
+
+    def stream_write_value32(self, stream, address, value):
+        self._check(self.lib.cuStreamWriteValue32_v2(ctypes.c_void_p(stream), ctypes.c_uint64(address),
+                                                     ctypes.c_uint32(value), 0), "cuStreamWriteValue32")
+
+    def stream_wait_value32(self, stream, address, value):
+        self._check(self.lib.cuStreamWaitValue32_v2(ctypes.c_void_p(stream), ctypes.c_uint64(address),
+                                                    ctypes.c_uint32(value), _WAIT_VALUE_GEQ), "cuStreamWaitValue32")

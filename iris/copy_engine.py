@@ -1,22 +1,35 @@
-"""Host-driven transfers on the copy engines, signalled to running kernels without an SM.
+"""Host-driven transfers on the copy engines, ordered with running kernels through flags, without an SM.
 
-    ce = ctx.copy_engine()                  # a side stream that starts after the current stream's work so far
-    ce.get(dst, a, from_rank=1, flag=flags[3])   # dst <- rank 1's copy of `a`; then flags[3] = 1
-    consumer[grid](..., flags, ...)         # runs meanwhile; iris.wait(flags + 3, 1, ...) before reading dst
-    ce.join()                               # the current stream waits for the copies
+    ce = ctx.copy_engine()                      # a side stream that starts after the current stream's work so far
+    ce.get(dst, a, from_rank=1, flag=flags[3:4])  # dst <- rank 1's copy of `a`; then flags[3] = 1 (here)
+    ce.wait(ready[0:1], 8)                      # the stream waits until ready[0] >= 8 (a kernel counts it up)
+    ce.put(inbox, part, to_rank=1, flag=inflags[0:1])  # rank 1's inbox <- part; then rank 1's inflags[0] = 1
+    consumer[grid](...)                         # runs meanwhile, waits on / counts the flags above
+    ce.join()                                   # the current stream waits for all of it
 
 Why: a persistent kernel that holds every SM cannot leave one free for a communication kernel, and if it waits on
-that kernel's flags it deadlocks. The copy engines move peer memory without SMs, and cuStreamWriteValue32 raises a
-flag from the stream itself, after the copy, so the kernel can keep all SMs and consume each chunk as it lands.
-Everything is enqueued on streams, so it runs eagerly and inside CUDA graph capture alike.
+that kernel's flags it deadlocks. The copy engines move memory between GPUs without SMs, and stream memory
+operations (cuStreamWriteValue32 / cuStreamWaitValue32) raise and await flags from the stream itself, so a kernel can
+keep all SMs and consume each chunk as it lands, or hand each chunk it finishes to the copy engine. Everything is
+enqueued on streams: it runs eagerly and inside CUDA graph capture alike.
 
-Flags hold 0 or 1 (a stream write stores a constant: a captured graph would replay an epoch value unchanged), so the
-consumer lowers them again once it is done with them (fused_ops/all_gather/copy_engine.py: its last program does).
-On the CPU backend there are no streams: each copy and flag write happens at once, before the kernels launched
-after it, which the interpreter's in-order execution needs anyway.
+Flags are int32 tensors on the symmetric heap (one element each). A stream write stores a constant (a captured graph
+replays it unchanged), so flags hold 0/1 or counts, and whoever consumes a flag lowers it again for the next call.
+A stream wait has no timeout of its own: wait only on flags that the local kernels raise (their own waits are
+bounded, and they raise the flag even after a timed-out wait), so a stream wait always ends.
+
+On the CPU backend a worker thread plays the side stream: it runs the same operations in order, polling flags with
+a deadline (IRIS_WAIT_TIMEOUT_S), concurrently with the interpreter's kernels; join() waits for it and re-raises
+what went wrong there.
 """
 
+import queue
+import threading
+import time
+
 import torch
+
+from . import device as _dev
 
 _DRIVER = None
 _STREAMS = {}
@@ -39,36 +52,126 @@ class CopyEngine:
             self.main = torch.cuda.current_stream(ctx.device)
             self.stream = _STREAMS.setdefault(ctx.device, torch.cuda.Stream(ctx.device))
             self.stream.wait_stream(self.main)
+        else:
+            self._ops, self._error = queue.Queue(), []
+            self._worker = threading.Thread(target=self._work, daemon=True)
+            self._worker.start()
 
+    # -------------------------------------------------------------------------------------------- operations
     def get(self, dst, src, from_rank, flag=None):
         """dst (a contiguous tensor of this rank, anywhere in device memory) <- `from_rank`'s copy of `src` (a
-        contiguous tensor on the symmetric heap, same dtype and size); then, if given, the one-element int32
-        `flag` <- 1 once the copy has landed."""
-        ctx = self.ctx
-        if not ctx.is_symmetric(src):
-            raise ValueError("CopyEngine.get: src must live on the symmetric heap (peers' copies are reached through it)")
-        if not (src.is_contiguous() and dst.is_contiguous()) or src.dtype != dst.dtype or src.numel() != dst.numel():
-            raise ValueError(f"CopyEngine.get: src and dst must be contiguous with the same dtype and size, got "
-                             f"{src.dtype} {tuple(src.shape)} and {dst.dtype} {tuple(dst.shape)}")
-        if not 0 <= from_rank < ctx.num_ranks:
-            raise ValueError(f"CopyEngine.get: from_rank={from_rank} is not a rank of this world of {ctx.num_ranks}")
-        if flag is not None and (flag.dtype != torch.int32 or flag.numel() != 1):
-            raise ValueError(f"CopyEngine.get: flag must be a one-element int32 tensor, got {flag.dtype} "
-                             f"{tuple(flag.shape)}")
-        heap = ctx.heap
-        offset = src.data_ptr() - heap.bases[ctx.cur_rank]
+        contiguous tensor on the symmetric heap, same dtype and size); then, if given, this rank's one-element
+        int32 `flag` <- 1."""
+        self._check_copy("get", dst, src, from_rank, src)
         nbytes = src.numel() * src.element_size()
-        if self.cuda:
-            heap.rt.memcpy_async(dst.data_ptr(), heap.bases[from_rank] + offset, nbytes, self.stream.cuda_stream)
-            if flag is not None:
-                _driver().stream_write_value32(self.stream.cuda_stream, flag.data_ptr(), 1)
-        else:
-            peer = heap.views[from_rank][offset:offset + nbytes].view(src.dtype)
-            dst.view(-1).copy_(peer)
-            if flag is not None:
-                flag.fill_(1)
+        self._enqueue(("copy", dst.data_ptr(), self._address(src, from_rank), nbytes, dst, self._peer(src, from_rank)))
+        if flag is not None:
+            self.write(flag, 1)
+
+    def put(self, dst, src, to_rank, flag=None):
+        """`to_rank`'s copy of `dst` (contiguous, on the symmetric heap) <- src (a contiguous tensor of this rank,
+        same dtype and size); then, if given, `to_rank`'s copy of the one-element int32 `flag` <- 1."""
+        self._check_copy("put", dst, src, to_rank, dst)
+        nbytes = src.numel() * src.element_size()
+        self._enqueue(("copy", self._address(dst, to_rank), src.data_ptr(), nbytes, self._peer(dst, to_rank), src))
+        if flag is not None:
+            self.write(flag, 1, to_rank)
+
+    def write(self, flag, value, rank=None):
+        """`rank`'s (default: this rank's) copy of the one-element int32 heap tensor `flag` <- value, after every
+        operation enqueued before it."""
+        rank = self.ctx.cur_rank if rank is None else rank
+        self._check_flag("write", flag, rank)
+        self._enqueue(("write", self._address(flag, rank), value, self._peer(flag, rank)))
+
+    def wait(self, flag, value):
+        """Operations enqueued after this one start once this rank's one-element int32 heap tensor `flag` >= value
+        (raised by a kernel of this rank: see the module's note on timeouts)."""
+        self._check_flag("wait", flag, self.ctx.cur_rank)
+        self._enqueue(("wait", flag.data_ptr(), value, flag))
 
     def join(self):
-        """The current stream waits for every copy and flag write enqueued so far."""
+        """The current stream waits for every operation enqueued so far (CPU: the worker finishes them)."""
         if self.cuda:
             self.main.wait_stream(self.stream)
+            return
+        self._ops.put(None)
+        self._worker.join()
+        if self._error:
+            raise self._error[0]
+
+    # -------------------------------------------------------------------------------------------- internals
+    def _enqueue(self, op):
+        if not self.cuda:
+            self._ops.put(op)
+            return
+        s = self.stream.cuda_stream
+        kind = op[0]
+        if kind == "copy":
+            self.ctx.heap.rt.memcpy_async(op[1], op[2], op[3], s)
+        elif kind == "write":
+            _driver().stream_write_value32(s, op[1], op[2])
+        else:
+            _driver().stream_wait_value32(s, op[1], op[2])
+
+    def _work(self):
+        while True:
+            op = self._ops.get()
+            if op is None:
+                return
+            if self._error:
+                continue  # drain after a failure; join() raises it
+            try:
+                kind = op[0]
+                if kind == "copy":
+                    dst, src = op[4], op[5]
+                    dst.view(-1).copy_(src.view(-1))
+                elif kind == "write":
+                    op[3].fill_(op[2])
+                else:
+                    self._poll(op[3], op[2])
+            except Exception as err:  # noqa: BLE001 - handed to join()
+                self._error.append(err)
+
+    def _poll(self, flag, value):
+        deadline = time.monotonic() + _dev.WAIT_TIMEOUT_S
+        while int(flag.item()) < value:
+            if time.monotonic() > deadline:
+                offset = flag.data_ptr() - self.ctx.heap.bases[self.ctx.cur_rank]
+                raise _dev.DeviceWaitTimeout(
+                    f"rank {self.ctx.cur_rank}, copy engine: wait on the flag at heap offset {offset} for a value >= "
+                    f"{value} timed out after {_dev.WAIT_TIMEOUT_S:g} s (last seen {int(flag.item())})")
+            time.sleep(0.0002)
+
+    def _address(self, t, rank):
+        heap = self.ctx.heap
+        return heap.bases[rank] + t.data_ptr() - heap.bases[self.ctx.cur_rank]
+
+    def _peer(self, t, rank):
+        """CPU: `rank`'s copy of heap tensor t as a tensor of this process (the worker copies through it)."""
+        if self.cuda or rank == self.ctx.cur_rank:
+            return t
+        heap = self.ctx.heap
+        offset = t.data_ptr() - heap.bases[self.ctx.cur_rank]
+        return heap.views[rank][offset:offset + t.numel() * t.element_size()].view(t.dtype)
+
+    def _check_copy(self, what, dst, src, rank, on_heap):
+        ctx = self.ctx
+        if not ctx.is_symmetric(on_heap):
+            side = "src" if on_heap is src else "dst"
+            raise ValueError(f"CopyEngine.{what}: {side} must live on the symmetric heap (peers' copies are reached "
+                             f"through it)")
+        if not (src.is_contiguous() and dst.is_contiguous()) or src.dtype != dst.dtype or src.numel() != dst.numel():
+            raise ValueError(f"CopyEngine.{what}: src and dst must be contiguous with the same dtype and size, got "
+                             f"{src.dtype} {tuple(src.shape)} and {dst.dtype} {tuple(dst.shape)}")
+        self._check_rank(what, rank)
+
+    def _check_flag(self, what, flag, rank):
+        if flag.dtype != torch.int32 or flag.numel() != 1 or not self.ctx.is_symmetric(flag):
+            raise ValueError(f"CopyEngine.{what}: a flag must be a one-element int32 tensor on the symmetric heap, got "
+                             f"{flag.dtype} {tuple(flag.shape)}")
+        self._check_rank(what, rank)
+
+    def _check_rank(self, what, rank):
+        if not 0 <= rank < self.ctx.num_ranks:
+            raise ValueError(f"CopyEngine.{what}: rank {rank} is not a rank of this world of {self.ctx.num_ranks}")

@@ -109,7 +109,7 @@ ERRORS = {
     "bad heap size": ("ValueError", "positive number of bytes"),
     "copy_engine src off heap": ("ValueError", "src must live on the symmetric heap"),
     "copy_engine size": ("ValueError", "same dtype and size"),
-    "copy_engine rank": ("ValueError", "from_rank=2 is not a rank"),
+    "copy_engine rank": ("ValueError", "rank 2 is not a rank"),
     "copy_engine flag": ("ValueError", "one-element int32 tensor"),
 }
 
@@ -161,13 +161,15 @@ def test_scratch_releases_allocations(ranks2):
 
 
 def r_copy_engine(ctx):
-    """dst[r] <- rank r's row `rank` of a heap tensor (a different random one per rank), one flag per copy: eagerly,
-    then (on GPUs) from a captured CUDA graph replayed twice."""
+    """get: dst[r] <- rank r's row `rank` of a heap tensor (a different random one per rank), one flag per copy.
+    put: after a stream wait that the main stream releases, row `rank` of every peer's inbox <- this rank's row,
+    raising the peer's flag. Eagerly, then (on GPUs) from a captured CUDA graph replayed twice."""
     world, rank, dev = ctx.get_num_ranks(), ctx.get_rank(), ctx.get_device()
     rows = [torch.randn(world, 37, generator=torch.Generator().manual_seed(r)) for r in range(world)]
     src = ctx.as_symmetric(rows[rank].to(dev))
     dst = torch.full((world, 37), float("nan"), device=dev)
-    flags = ctx.zeros(world, dtype=torch.int32)
+    inbox = ctx.full((world, 37), float("nan"))
+    flags, inflags, go = (ctx.zeros(world, dtype=torch.int32) for _ in range(3))
     want = torch.stack([rows[r][rank] for r in range(world)])
     ctx.barrier()
 
@@ -175,24 +177,38 @@ def r_copy_engine(ctx):
         ce = ctx.copy_engine()
         for r in range(world):
             ce.get(dst[r], src[rank], r, flag=flags[r:r + 1])
+        ce.wait(go[0:1], 1)
+        for r in range(world):
+            if r != rank:
+                ce.put(inbox[rank], src[rank], r, flag=inflags[rank:rank + 1])
+        ce.write(go[0:1], 0)
+        go[0:1].fill_(1)  # on the current stream, as a kernel would raise it
         ce.join()
 
+    def check():
+        ctx.barrier()  # every peer's puts have landed here
+        got_in = [torch.equal(inbox[r].cpu(), rows[r][r]) for r in range(world) if r != rank]
+        ok = (torch.equal(dst.cpu(), want) and flags.tolist() == [1] * world and all(got_in) and
+              inflags.tolist() == [int(r != rank) for r in range(world)] and go.tolist()[0] == 0)
+        dst.fill_(float("nan"))
+        inbox.fill_(float("nan"))
+        flags.zero_()
+        inflags.zero_()
+        ctx.barrier()
+        return ok
+
     copies()
-    results = [torch.equal(dst.cpu(), want) and flags.tolist() == [1] * world]
+    results = [check()]
     if ctx.backend == "cuda":
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             copies()
         for _ in range(2):
-            dst.fill_(float("nan"))
-            flags.zero_()
             graph.replay()
-            torch.cuda.synchronize()
-            results.append(torch.equal(dst.cpu(), want) and flags.tolist() == [1] * world)
-    ctx.barrier()  # nobody changes or frees its tensor while a peer still copies it
+            results.append(check())
     return results
 
 
-def test_copy_engine_gets_peer_rows_and_raises_flags(ranks):
+def test_copy_engine_gets_puts_waits_and_raises_flags(ranks):
     for got in ranks.run(r_copy_engine):
         assert got and all(got), got
