@@ -1,5 +1,5 @@
 """Per-tile communication pieces shared by the variants: scatter a finished tile to every rank, reduce a tile over
-every rank's partial, and the loops that walk tiles in the GEMM's order."""
+every rank's partial, the loops that walk tiles in the GEMM's order, and how the copy-engine variants chunk rows."""
 
 import triton
 import triton.language as tl
@@ -7,6 +7,20 @@ import triton.language as tl
 import iris
 from iris.tracing import REDUCE, STORE, WAIT, record
 from .gemm import c_tile, call_slot, tile_coords
+
+# Copy-engine variants (iris.CopyEngine) move rows in chunks, each raising a flag. Each copy costs ~6 µs of copy-
+# engine time besides its bytes (benchmarks/copy_engine.py, H200: a 16 MiB pull in 1, 4 and 8 chunks took 57, 75 and
+# 103 µs), so rows are split only as finely as the GEMM can use: a chunk is at least the rows one wave of programs
+# works on, at least CHUNK_BYTES, and a shard has at most MAX_CHUNKS.
+CHUNK_BYTES = 8 << 20
+MAX_CHUNKS = 8
+
+
+def chunk_blocks(blocks, col_blocks, programs, block_m, row_bytes):
+    """Row blocks per copy (see CHUNK_BYTES) of a shard of `blocks` row blocks, each `col_blocks` tiles wide."""
+    per = max(triton.cdiv(programs, col_blocks), triton.cdiv(CHUNK_BYTES, block_m * row_bytes),
+              triton.cdiv(blocks, MAX_CHUNKS))
+    return max(1, min(per, blocks))
 
 
 @triton.jit

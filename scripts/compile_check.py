@@ -74,11 +74,11 @@ def auto_signature(module, name, dtype="bf16"):
     fn.constexprs_names = [fn.arg_names[i] for i in fn.constexprs]
     sig = {}
     for arg in fn.arg_names:
-        if arg in ("A", "B", "C", "P", "G", "INBOX", "X", "Y", "S", "WS"):
+        if arg in ("A", "B", "C", "P", "G", "I", "INBOX", "X", "Y", "S", "WS"):
             sig[arg] = p(dtype)
         elif arg == "PARTIALS":
             sig[arg] = p("fp32")
-        elif arg in ("flags", "EPOCH", "FLAGS", "EPOCHS", "COUNTS", "done"):
+        elif arg in ("flags", "EPOCH", "FLAGS", "EPOCHS", "COUNTS", "done", "ready", "inflags", "consumed", "final"):
             sig[arg] = p("i32")
         elif arg in ("heap_bases", "TRACE"):
             sig[arg] = p("i64")
@@ -111,6 +111,8 @@ def catalog_kernels():
     out += [("fused_ops.all_gather.pull", "kernel", [gemm]),
             ("fused_ops.all_gather.push", "kernel", [dict(gemm, COMM_SMS=16, COPY_K=256, TMA=t) for t in (0, 1, 2)]),
             ("fused_ops.all_gather.copy_engine", "kernel", [dict(gemm, TMA=t) for t in (0, 1, 2)]),
+            ("fused_ops.all_reduce.copy_engine", "kernel", [dict(gemm, TMA=t) for t in (0, 1, 2)]),
+            ("fused_ops.all_reduce.copy_engine", "gathered_kernel", [{"BLOCK_M": 128}]),
             ("fused_ops.all_gather.bulk_sync", "gather_kernel", [{"BLOCK_M": 128, "COPY_K": 256}])]
     out += [("fused_ops.comm", "scatter_kernel", [dict(tiles, WAIT=w) for w in (True, False)]),
             ("fused_ops.comm", "reduce_kernel", [dict(tiles, WAIT=w) for w in (True, False)])]

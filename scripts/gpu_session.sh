@@ -74,14 +74,19 @@ for stage in "$@"; do
                done
              done
              tar -C "$OUT" -czf "$OUT/splitk.tgz" splitk && rm -r "$OUT/splitk" ;;
-    ce)      # all_gather_gemm/copy_engine: its tests and the copy engine's (eager, replayed, captured), then graph and
-             # eager sweeps of the op against its peers and the other fused variants (pull is 5-10x slower: left out)
+    ce)      # the copy-engine variants: their tests and the copy engine's (eager, replayed, captured), then graph and
+             # eager sweeps of each op against its peers and the best other fused variants (AG pull: 5-10x slower)
              run pytest_ce.log timeout ${TEST_TIMEOUT:-400} python3 -m pytest -q tests/test_host_api.py \
                tests/test_fused_ops.py tests/test_torch_ops.py -k "copy_engine or all_gather"
              for t in ${CE_TIMINGS:-graph eager}; do
-               run sweep_ce_$t.log timeout ${SWEEP_TIMEOUT:-300} python3 -m taxonomy sweep --ops all_gather_gemm \
-                 --variants torch_nccl torch_async_tp bulk_sync push copy_engine --out "$OUT/ce_$t" --iters 8 \
-                 --warmup 2 --timing $t ${SWEEP_ARGS:-}
+               for op in ${CE_OPS:-all_gather_gemm gemm_all_reduce}; do
+                 case $op in
+                   all_gather_gemm) vs="torch_nccl torch_async_tp bulk_sync push copy_engine" ;;
+                   gemm_all_reduce) vs="torch_nccl torch_symm_mem bulk_sync one_shot two_shot wg_specialized copy_engine" ;;
+                 esac
+                 run sweep_ce_${op}_$t.log timeout ${SWEEP_TIMEOUT:-300} python3 -m taxonomy sweep --ops $op \
+                   --variants $vs --out "$OUT/ce_$t" --iters 8 --warmup 2 --timing $t ${SWEEP_ARGS:-}
+               done
              done ;;
     *) echo "unknown stage $stage"; status=1 ;;
   esac

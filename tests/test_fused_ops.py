@@ -186,7 +186,7 @@ def test_registry_lists_every_variant_with_its_pattern():
     assert fused_ops.list_variants("gemm_all_scatter") == ["torch_nccl", "bulk_sync", "fused_sequential",
                                                            "producer_consumer", "wg_specialized"]
     assert fused_ops.list_variants("gemm_all_reduce") == ["torch_nccl", "torch_symm_mem", "bulk_sync", "atomic",
-                                                          "one_shot", "two_shot", "wg_specialized"]
+                                                          "one_shot", "two_shot", "wg_specialized", "copy_engine"]
     assert "torch_symm_mem" not in fused_ops.list_variants("gemm_all_reduce", "cpu")
     for op in fused_ops.OPS.values():
         for v in op.variants.values():
@@ -230,30 +230,37 @@ def test_all_gather_splits_k_when_rows_are_few(ranks2, variant):
     assert fused_ops.all_gather.bulk_sync.k_parts(2, 4, 600, 128) == 2  # the split this test relies on
 
 
-def r_copy_engine_chunks(ctx, m, calls, chunk_bytes):
-    """r_check of all_gather_gemm/copy_engine with chunks of `chunk_bytes`; also the flags per shard this makes."""
-    ce = fused_ops.all_gather.copy_engine
-    ce.CHUNK_BYTES = chunk_bytes
-    blocks = -(-m // ctx.get_num_ranks() // 16)
-    err = r_check(ctx, "all_gather_gemm", "copy_engine", "float32", m, 48, 40, calls, {"block_m": 16, "block_n": 16,
-                                                                                       "block_k": 16, "gemm_sms": 1})
-    # After the last call the GEMM's last program has lowered every chunk flag and its own count: nothing stale.
-    left = [int(t.sum()) for key, (_, t) in ctx._workspaces.items()
-            if key[:2] == ("all_gather_gemm", "copy_engine") and key[2] in ("chunk_flags_x4", "programs_done")]
-    return -(-blocks // ce.chunk_blocks(blocks, -(-48 // ctx.get_num_ranks() // 16), 1, 16, 40 * 4)), err, left
+def r_copy_engine_chunks(ctx, op, m, calls, chunk_bytes):
+    """r_check of `op`/copy_engine with chunks of `chunk_bytes`, one program: returns the flags per shard (slice) this
+    makes, the error, and the sums of every flag and count the variant keeps (all must be back at 0)."""
+    fused_ops.comm.CHUNK_BYTES = chunk_bytes
+    world = ctx.get_num_ranks()
+    err = r_check(ctx, op, "copy_engine", "float32", m, 48, 40, calls, {"block_m": 16, "block_n": 16, "block_k": 16,
+                                                                         "gemm_sms": 1})
+    left = {key[2]: int(t.sum()) for key, (_, t) in ctx._workspaces.items()
+            if key[:2] == (op, "copy_engine") and isinstance(t, torch.Tensor) and t.dtype == torch.int32}
+    if op == "all_gather_gemm":  # row blocks of a shard, 48/world columns: 160-byte rows of A
+        blocks, cols, row_bytes = -(-m // world // 16), -(-48 // world // 16), 40 * 4
+    else:  # the largest slice of M's row blocks, all 48 columns of C
+        blocks, cols, row_bytes = -(-(-(-m // 16)) // world), 3, 48 * 4
+    return -(-blocks // fused_ops.comm.chunk_blocks(blocks, cols, 1, 16, row_bytes)), err, left
 
 
-@pytest.mark.parametrize("m_local", [64, 58], ids=["blocks-divide-shard", "padded-shard"])
-def test_all_gather_copy_engine_chunks(ranks, m_local):
-    # 64 or 58 rows per rank in 16-row blocks (58: the shard's last block is partial, so the gathered buffer holds
-    # each shard at a multiple of 16 rows with zero rows between), 160-byte rows, one program: 1 KiB chunks make one
-    # flag per block. Five calls in a row: the flags must be lowered after each call.
-    got = ranks.run(r_copy_engine_chunks, m_local * ranks.world, 5, 1024)
-    assert all(chunks == 4 and isinstance(err, float) and left == [0, 0] for chunks, err, left in got), got
+@pytest.mark.parametrize("op,m_local", [("all_gather_gemm", 64), ("all_gather_gemm", 58), ("gemm_all_reduce", 64),
+                                        ("gemm_all_reduce", 58)], ids=["ag-blocks-divide-shard", "ag-padded-shard",
+                                                                       "ar-blocks-divide-slice", "ar-uneven-slices"])
+def test_copy_engine_chunks(ranks, op, m_local):
+    # 64 or 58 rows per rank in 16-row blocks. All-gather: 58 leaves the shard's last block partial, so the gathered
+    # buffer holds each shard at a multiple of 16 rows with zero rows between. All-reduce: M = 58 x world rows make
+    # slices of unequal block counts. 1 KiB chunks make one flag per block (4 per shard/slice). Five calls in a row:
+    # every flag and count must be lowered after each call.
+    got = ranks.run(r_copy_engine_chunks, op, m_local * ranks.world, 5, 1024)
+    for chunks, err, left in got:
+        assert chunks >= 3 and isinstance(err, float) and left and not any(left.values()), (chunks, err, left)
 
 
 def test_copy_engine_chunk_sizes():
-    from fused_ops.all_gather.copy_engine import chunk_blocks
+    from fused_ops.comm import chunk_blocks
     row = 8192 * 2  # bf16 rows of K = 8192
     assert chunk_blocks(16, 16, 132, 128, row) == 9      # 1.9 waves of 128x256 tiles: a wave's rows (9 of 16 blocks)
     assert chunk_blocks(64, 64, 132, 128, row) == 8      # 31 waves: 8 chunks of 16 MiB

@@ -16,14 +16,9 @@ import triton
 import triton.language as tl
 
 import iris
+from ..comm import chunk_blocks
 from ..gemm import c_tile, gemm_tile, operands, tile_coords
 from ..registry import register
-
-# Each copy costs ~6 µs of copy-engine time besides its bytes (benchmarks/copy_engine.py, H200: a 16 MiB pull in 1,
-# 4 and 8 chunks took 57, 75 and 103 µs), so a shard is split only as finely as the GEMM can use: a chunk is at least
-# the rows one wave of programs works on, at least CHUNK_BYTES, and a shard has at most MAX_CHUNKS.
-CHUNK_BYTES = 8 << 20
-MAX_CHUNKS = 8
 
 
 @triton.jit
@@ -63,13 +58,6 @@ def kernel(A, G, B, C, M_LOCAL, N, K, stride_am, stride_gm, stride_bk, stride_bn
         for f in range(world_size * chunks):
             tl.store(flags + f, 0)
         tl.store(done, 0)
-
-
-def chunk_blocks(blocks, col_blocks, programs, block_m, row_bytes):
-    """Row blocks per copy (see CHUNK_BYTES) of a shard of `blocks` row blocks, each `col_blocks` tiles wide."""
-    per = max(triton.cdiv(programs, col_blocks), triton.cdiv(CHUNK_BYTES, block_m * row_bytes),
-              triton.cdiv(blocks, MAX_CHUNKS))
-    return min(per, blocks)
 
 
 @register("all_gather_gemm", "copy_engine", "copy-engine", "copy engines pull peers' A chunks on a side stream and "
