@@ -48,7 +48,7 @@ def _load():
 def _runnable(ctx, op, name, dtype):
     v = registry.get(op, name)
     return (ctx.backend in v.backends and str(dtype).replace("torch.", "") in v.dtypes and
-            not (v.pattern == "baseline" and ctx.backend == "cuda" and ctx.ranks_per_device > 1))
+            not (v.one_gpu_per_rank and ctx.backend == "cuda" and ctx.ranks_per_device > 1))
 
 
 def _gpu(ctx):

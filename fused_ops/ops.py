@@ -76,9 +76,12 @@ def _variant(ctx, op, variant, a, b, c, heap_output=True, exclude=()):
         note = f" ({v.cpu_note})" if ctx.backend == "cpu" and v.cpu_note else ""
         raise TypeError(f"{op}/{variant} supports {', '.join(allowed)} on the {ctx.backend} backend, not "
                         f"{a.dtype}{note}")
-    if v.pattern == "baseline" and ctx.backend == "cuda" and ctx.ranks_per_device > 1:
-        raise ValueError(f"{op}/{variant} needs one GPU per rank: NCCL and SymmetricMemory refuse two ranks on one "
-                         f"device ({ctx.ranks_per_device} ranks share each GPU here)")
+    if v.one_gpu_per_rank and ctx.backend == "cuda" and ctx.ranks_per_device > 1:
+        why = ("NCCL and SymmetricMemory refuse two ranks on one device" if v.pattern == "baseline" else
+               "its GEMM spins on flags that the peers' copy engines raise, and kernels of two processes on one GPU "
+               "only take turns")
+        raise ValueError(f"{op}/{variant} needs one GPU per rank: {why} ({ctx.ranks_per_device} ranks share each GPU "
+                         f"here)")
     return v
 
 

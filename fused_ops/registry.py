@@ -28,6 +28,12 @@ class Variant:
     split_k: bool = False  # its GEMM loop runs Config.split_k slices of K per tile (fused_ops.gemm.gemm_unit)
     shard_tiles: bool = False  # default tiles sized for one rank's shard of M: the GEMM on it hides the peers' copies
 
+    @property
+    def one_gpu_per_rank(self):
+        """Refused where ranks share a GPU: the libraries refuse it (baselines), or the GEMM spins on flags that the
+        peers' copy engines raise while two processes' kernels on one GPU only take turns (copy-engine)."""
+        return self.pattern in ("baseline", "copy-engine")
+
     def dtypes_on(self, backend):
         return self.cpu_dtypes if backend == "cpu" and self.cpu_dtypes is not None else self.dtypes
 

@@ -30,6 +30,7 @@ from .device import (  # noqa: F401
     wait,
     wait_either,
 )
+from .copy_engine import CopyEngine  # noqa: F401
 from .heap import HeapExhausted  # noqa: F401
 from .host import Iris, context, iris  # noqa: F401
 from .launch import RankError, RankPool, spawn  # noqa: F401

@@ -40,7 +40,7 @@ CPU_CASES = [(op, v) for op, v, d in CASES if d == "float32"]
 @pytest.mark.parametrize("op,variant,dtype", CASES, ids=[f"{o}-{v}-{d}" for o, v, d in CASES])
 def test_variant_edge_tiles_repeated(ranks, op, variant, dtype):
     # 80 x 96 x 144 global, 32-wide tiles: partial tiles in M, N and K for every sharding, 2 and 4 ranks.
-    if ON_GPU and ranks.world > torch.cuda.device_count() and fused_ops.get(op, variant).pattern == "baseline":
+    if ON_GPU and ranks.world > torch.cuda.device_count() and fused_ops.get(op, variant).one_gpu_per_rank:
         for got in ranks.run(r_check_refused, op, variant, dtype):
             assert "needs one GPU per rank" in got, got
         return
@@ -254,6 +254,10 @@ def test_copy_engine_chunks(ranks, op, m_local):
     # buffer holds each shard at a multiple of 16 rows with zero rows between. All-reduce: M = 58 x world rows make
     # slices of unequal block counts. 1 KiB chunks make one flag per block (4 per shard/slice). Five calls in a row:
     # every flag and count must be lowered after each call.
+    if ON_GPU and ranks.world > torch.cuda.device_count():  # ranks would share a GPU: refused on the host
+        for got in ranks.run(r_check_refused, op, "copy_engine", "float32"):
+            assert "needs one GPU per rank" in got and "copy engines" in got, got
+        return
     got = ranks.run(r_copy_engine_chunks, op, m_local * ranks.world, 5, 1024)
     for chunks, err, left in got:
         assert chunks >= 3 and isinstance(err, float) and left and not any(left.values()), (chunks, err, left)
