@@ -74,7 +74,7 @@ def auto_signature(module, name, dtype="bf16"):
     fn.constexprs_names = [fn.arg_names[i] for i in fn.constexprs]
     sig = {}
     for arg in fn.arg_names:
-        if arg in ("A", "B", "C", "P", "G", "I", "INBOX", "X", "Y", "S", "WS"):
+        if arg in ("A", "B", "C", "P", "G", "I", "OUT", "INBOX", "X", "Y", "S", "WS"):
             sig[arg] = p(dtype)
         elif arg == "PARTIALS":
             sig[arg] = p("fp32")
@@ -111,8 +111,9 @@ def catalog_kernels():
     out += [("fused_ops.all_gather.pull", "kernel", [gemm]),
             ("fused_ops.all_gather.push", "kernel", [dict(gemm, COMM_SMS=16, COPY_K=256, TMA=t) for t in (0, 1, 2)]),
             ("fused_ops.all_gather.copy_engine", "kernel", [dict(gemm, TMA=t) for t in (0, 1, 2)]),
-            ("fused_ops.all_reduce.copy_engine", "kernel", [dict(gemm, TMA=t) for t in (0, 1, 2)]),
-            ("fused_ops.all_reduce.copy_engine", "gathered_kernel", [{"BLOCK_M": 128}]),
+            ("fused_ops.copy_reduce", "kernel", [dict(gemm, TMA=t, EVEN=e, GATHER=not e) for t in (0, 1, 2)
+                                                 for e in (False, True)]),
+            ("fused_ops.copy_reduce", "gathered_kernel", [{"BLOCK_M": 128}]),
             ("fused_ops.all_gather.bulk_sync", "gather_kernel", [{"BLOCK_M": 128, "COPY_K": 256}])]
     out += [("fused_ops.comm", "scatter_kernel", [dict(tiles, WAIT=w) for w in (True, False)]),
             ("fused_ops.comm", "reduce_kernel", [dict(tiles, WAIT=w) for w in (True, False)])]

@@ -79,10 +79,11 @@ for stage in "$@"; do
              run pytest_ce.log timeout ${TEST_TIMEOUT:-400} python3 -m pytest -q tests/test_host_api.py \
                tests/test_fused_ops.py tests/test_torch_ops.py -k "copy_engine or all_gather"
              for t in ${CE_TIMINGS:-graph eager}; do
-               for op in ${CE_OPS:-all_gather_gemm gemm_all_reduce}; do
+               for op in ${CE_OPS:-all_gather_gemm gemm_all_reduce gemm_reduce_scatter}; do
                  case $op in
                    all_gather_gemm) vs="torch_nccl torch_async_tp bulk_sync push copy_engine" ;;
                    gemm_all_reduce) vs="torch_nccl torch_symm_mem bulk_sync one_shot two_shot wg_specialized copy_engine" ;;
+                   gemm_reduce_scatter) vs="torch_nccl torch_async_tp bulk_sync fused copy_engine" ;;
                  esac
                  run sweep_ce_${op}_$t.log timeout ${SWEEP_TIMEOUT:-300} python3 -m taxonomy sweep --ops $op \
                    --variants $vs --out "$OUT/ce_$t" --iters 8 --warmup 2 --timing $t ${SWEEP_ARGS:-}

@@ -182,7 +182,7 @@ def test_registry_lists_every_variant_with_its_pattern():
     assert fused_ops.list_variants("all_gather_gemm") == ["torch_nccl", "torch_async_tp", "bulk_sync", "pull", "push",
                                                            "copy_engine"]
     assert fused_ops.list_variants("gemm_reduce_scatter") == ["torch_nccl", "torch_async_tp", "bulk_sync", "fused",
-                                                              "wg_specialized"]
+                                                              "wg_specialized", "copy_engine"]
     assert fused_ops.list_variants("gemm_all_scatter") == ["torch_nccl", "bulk_sync", "fused_sequential",
                                                            "producer_consumer", "wg_specialized"]
     assert fused_ops.list_variants("gemm_all_reduce") == ["torch_nccl", "torch_symm_mem", "bulk_sync", "atomic",
@@ -241,18 +241,22 @@ def r_copy_engine_chunks(ctx, op, m, calls, chunk_bytes):
             if key[:2] == (op, "copy_engine") and isinstance(t, torch.Tensor) and t.dtype == torch.int32}
     if op == "all_gather_gemm":  # row blocks of a shard, 48/world columns: 160-byte rows of A
         blocks, cols, row_bytes = -(-m // world // 16), -(-48 // world // 16), 40 * 4
-    else:  # the largest slice of M's row blocks, all 48 columns of C
+    elif op == "gemm_all_reduce":  # the largest slice of M's row blocks, all 48 columns of C
         blocks, cols, row_bytes = -(-(-(-m // 16)) // world), 3, 48 * 4
+    else:  # reduce-scatter: M / world rows per slice
+        blocks, cols, row_bytes = -(-m // world // 16), 3, 48 * 4
     return -(-blocks // fused_ops.comm.chunk_blocks(blocks, cols, 1, 16, row_bytes)), err, left
 
 
 @pytest.mark.parametrize("op,m_local", [("all_gather_gemm", 64), ("all_gather_gemm", 58), ("gemm_all_reduce", 64),
-                                        ("gemm_all_reduce", 58)], ids=["ag-blocks-divide-shard", "ag-padded-shard",
-                                                                       "ar-blocks-divide-slice", "ar-uneven-slices"])
+                                        ("gemm_all_reduce", 58), ("gemm_reduce_scatter", 64),
+                                        ("gemm_reduce_scatter", 58)],
+                         ids=["ag-blocks-divide-shard", "ag-padded-shard", "ar-blocks-divide-slice", "ar-uneven-slices",
+                              "rs-blocks-divide-slice", "rs-partial-last-block"])
 def test_copy_engine_chunks(ranks, op, m_local):
     # 64 or 58 rows per rank in 16-row blocks. All-gather: 58 leaves the shard's last block partial, so the gathered
     # buffer holds each shard at a multiple of 16 rows with zero rows between. All-reduce: M = 58 x world rows make
-    # slices of unequal block counts. 1 KiB chunks make one flag per block (4 per shard/slice). Five calls in a row:
+    # slices of unequal block counts. Reduce-scatter: 58-row slices start mid-block and end in a partial block. 1 KiB chunks make one flag per block (4 per shard/slice). Five calls in a row:
     # every flag and count must be lowered after each call.
     if ON_GPU and ranks.world > torch.cuda.device_count():  # ranks would share a GPU: refused on the host
         for got in ranks.run(r_check_refused, op, "copy_engine", "float32"):

@@ -1,0 +1,160 @@
+"""The copy-engine reduction shared by gemm_all_reduce/copy_engine and gemm_reduce_scatter/copy_engine: every byte
+moves on the copy engines (iris.CopyEngine), so the GEMM keeps every SM and the reduction rides in its epilogue.
+
+Rows are split into one slice per rank (its owner). Each rank's persistent GEMM computes the peers' slices first:
+each finished chunk of partial rows is counted on a flag that the side stream waits on (cuStreamWaitValue32) before
+the copy engine puts the chunk into the owner's inbox and raises the owner's flag. Then it computes its own slice:
+each tile adds the peers' partials from the inbox and is stored final (reduce-scatter). For an all-reduce it is also
+counted, and the side stream puts every finished chunk into every peer's C (all-gather); a small kernel last waits
+until the peers' chunks of C have landed here.
+
+Nothing waits on a previous call's state, so there is no barrier: a rank writes a peer's inbox for call e+1 only
+after computing its partials of call e+1, on a stream that had waited for call e's copies, and the peer had read
+that inbox in call e before its own final chunks went out (all-reduce; a reduce-scatter caller's next call orders
+after its use of the output the same way). Every flag is lowered by its consumer before the chain that leads to the
+next write of it: the last tile of a chunk lowers its inbox flags before it counts the chunk final, the side stream
+lowers the counts it waited on, the last kernel lowers the C flags. On the interpreter, which runs programs one
+after another, the GEMM is two launches (peers' slices, then its own), so no program waits on a slice that a later
+program of a peer computes."""
+
+import torch
+import triton
+import triton.language as tl
+
+import iris
+from .comm import chunk_blocks
+from .gemm import c_tile, gemm_tile, operands, tile_coords
+
+
+@triton.jit
+def slice_rows(s, M, world_size, BLOCK_M: tl.constexpr, EVEN: tl.constexpr):
+    """Rows [lo, hi) owned by rank s: M / world each (EVEN: reduce-scatter's layout), or whole row blocks."""
+    if EVEN:
+        lo, hi = s * (M // world_size), (s + 1) * (M // world_size)
+    else:
+        blocks = tl.cdiv(M, BLOCK_M)
+        lo, hi = (s * blocks // world_size) * BLOCK_M, tl.minimum(((s + 1) * blocks // world_size) * BLOCK_M, M)
+    return lo, hi
+
+
+@triton.jit
+def kernel(A, B, OUT, S, I, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_om, ready, inflags, consumed,
+           final, CHUNK_BLOCKS, MAX_CHUNKS, SLICE_ROWS, cur_rank, world_size, heap_bases, BLOCK_M: tl.constexpr,
+           BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr,
+           EVEN: tl.constexpr, GATHER: tl.constexpr, PHASE: tl.constexpr = tl.constexpr(0),
+           PDL: tl.constexpr = tl.constexpr(False)):
+    """S (the peers' slices' partials, M x N) and the inbox I (world x SLICE_ROWS x N) are contiguous. OUT: all of C
+    (GATHER: this rank's slice at its rows, counted on `final`), or this rank's slice alone. PHASE 0: every slice in
+    one launch; 1: the peers' slices only; 2: this rank's own slice only."""
+    iris.launched_early(PDL)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    programs = tl.num_programs(0)
+    first, last = 1, world_size + 1  # the peers' slices in the copies' order, then (i == world_size) its own
+    if PHASE == 1:
+        last = world_size
+    if PHASE == 2:
+        first = world_size
+    base = 0  # tiles of the slices walked so far: the persistent order continues across slices
+    for i in range(first, last):
+        s = (cur_rank + i) % world_size
+        lo, hi = slice_rows(s, M, world_size, BLOCK_M, EVEN)
+        blocks = tl.cdiv(hi - lo, BLOCK_M)
+        tiles = blocks * num_pid_n
+        a_op, b_op = operands(A + lo * stride_am, B, hi - lo, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N,
+                              BLOCK_K, TMA)
+        for t in range(base + (tl.program_id(0) - base % programs + programs) % programs, base + tiles, programs):
+            lb, pid_n = tile_coords(t - base, blocks, num_pid_n, GROUP_M)
+            j = lb // CHUNK_BLOCKS
+            acc = gemm_tile(a_op, b_op, lb, pid_n, hi - lo, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                            BLOCK_M, BLOCK_N, BLOCK_K, TMA)
+            if i < world_size:  # a peer's rows: the partial goes to the copy engine, chunk by chunk
+                ptrs, mask = c_tile(S + lo * N, lb, pid_n, hi - lo, N, N, 1, 0, BLOCK_M, BLOCK_N)
+                tl.store(ptrs, acc.to(S.dtype.element_ty), mask=mask)
+                iris.signal(ready + s * MAX_CHUNKS + j, 1, cur_rank, cur_rank, heap_bases, op="add")
+            else:
+                for q in range(1, world_size):
+                    src = (cur_rank + q) % world_size
+                    iris.wait(inflags + src * MAX_CHUNKS + j, 1, cur_rank, heap_bases)
+                    part, pmask = c_tile(I + src * SLICE_ROWS * N, lb, pid_n, hi - lo, N, N, 1, 0, BLOCK_M, BLOCK_N)
+                    acc += tl.load(part, mask=pmask, other=0.0).to(tl.float32)
+                row0 = lo if GATHER else 0
+                ptrs, mask = c_tile(OUT + row0 * stride_om, lb, pid_n, hi - lo, N, stride_om, 1, 0, BLOCK_M, BLOCK_N)
+                tl.store(ptrs, acc.to(OUT.dtype.element_ty), mask=mask)
+                chunk_tiles = (tl.minimum(j * CHUNK_BLOCKS + CHUNK_BLOCKS, blocks) - j * CHUNK_BLOCKS) * num_pid_n
+                if tl.atomic_add(consumed + j, 1, sem="acq_rel", scope="gpu") == chunk_tiles - 1:
+                    for q in range(1, world_size):  # the chunk's inbox is read: lower its flags for the next call
+                        tl.store(inflags + ((cur_rank + q) % world_size) * MAX_CHUNKS + j, 0)
+                    tl.store(consumed + j, 0)
+                if GATHER:
+                    iris.signal(final + j, 1, cur_rank, cur_rank, heap_bases, op="add")
+        base += tiles
+
+
+@triton.jit
+def gathered_kernel(flags, MAX_CHUNKS, CHUNK_BLOCKS, M, cur_rank, world_size, heap_bases, BLOCK_M: tl.constexpr,
+                    PDL: tl.constexpr = tl.constexpr(False)):
+    """Wait until every peer's final chunks have landed in this rank's C (flags[q * MAX_CHUNKS + j]), then lower
+    the flags for the next call."""
+    iris.launched_early(PDL)
+    for q in range(1, world_size):
+        src = (cur_rank + q) % world_size
+        lo, hi = slice_rows(src, M, world_size, BLOCK_M, False)
+        for j in range(tl.cdiv(tl.cdiv(hi - lo, BLOCK_M), CHUNK_BLOCKS)):
+            iris.wait(flags + src * MAX_CHUNKS + j, 1, cur_rank, heap_bases)
+            tl.store(flags + src * MAX_CHUNKS + j, 0)
+
+
+def _slice_rows(s, m, world, bm, even):
+    if even:
+        return s * (m // world), (s + 1) * (m // world)
+    blocks = triton.cdiv(m, bm)
+    return (s * blocks // world) * bm, min(((s + 1) * blocks // world) * bm, m)
+
+
+def run(p, out, even, gather):
+    """One call: `out` is all of C (gather: the all-reduce) or this rank's slice (the reduce-scatter)."""
+    bm, world, rank, m, n = p.cfg.block_m, p.world, p.rank, p.m, p.n
+    rows = [_slice_rows(s, m, world, bm, even) for s in range(world)]
+    slice_rows_max = max(triton.cdiv(hi - lo, bm) for lo, hi in rows) * bm
+    col_blocks = triton.cdiv(n, p.cfg.block_n)
+    programs = min(p.cfg.gemm_sms, sum(triton.cdiv(hi - lo, bm) for lo, hi in rows) * col_blocks)
+    per = chunk_blocks(slice_rows_max // bm, col_blocks, programs, bm, n * out.element_size())
+    nc = triton.cdiv(slice_rows_max // bm, per)  # chunks of the largest slice
+    ws = {name: p.buffer(name, shape, dtype) for name, shape, dtype in (
+        ("partials", (m, n), out.dtype), ("inbox", (world, slice_rows_max, n), out.dtype),
+        (f"ready_x{nc}", (world * nc,), torch.int32), (f"inflags_x{nc}", (world * nc,), torch.int32),
+        (f"consumed_x{nc}", (nc,), torch.int32), (f"final_x{nc}", (nc,), torch.int32),
+        (f"gathered_x{nc}", (world * nc,), torch.int32))}
+    ready, inflags, final, gathered = (ws[f"{name}_x{nc}"] for name in ("ready", "inflags", "final", "gathered"))
+
+    def chunks(s):
+        lo, hi = rows[s]
+        for j, r0 in enumerate(range(lo, hi, per * bm)):
+            r1 = min(r0 + per * bm, hi)
+            yield j, lo, r0, r1, triton.cdiv(r1 - r0, bm) * col_blocks
+
+    ce = p.ctx.copy_engine()
+    for i in range(1, world):  # the peers' slices, in the GEMM's order: partials to their owner's inbox
+        s = (rank + i) % world
+        for j, lo, r0, r1, tiles in chunks(s):
+            count = ready[s * nc + j:][:1]
+            ce.wait(count, tiles)
+            ce.write(count, 0)
+            ce.put(ws["inbox"][rank, r0 - lo:r1 - lo], ws["partials"][r0:r1], s, flag=inflags[rank * nc + j:][:1])
+    if gather:  # its own slice, reduced: into every peer's C
+        for j, lo, r0, r1, tiles in chunks(rank):
+            ce.wait(final[j:j + 1], tiles)
+            ce.write(final[j:j + 1], 0)
+            for i in range(1, world):
+                ce.put(out[r0:r1], out[r0:r1], (rank + i) % world, flag=gathered[rank * nc + j:][:1])
+    args = (p.a, p.b, out, ws["partials"], ws["inbox"], m, n, p.k, p.a.stride(0), p.a.stride(1), p.b.stride(0),
+            p.b.stride(1), out.stride(0), ready, inflags, ws[f"consumed_x{nc}"], final, per, nc, slice_rows_max,
+            *p.rank_args())
+    meta = dict(BLOCK_M=bm, BLOCK_N=p.cfg.block_n, BLOCK_K=p.cfg.block_k, GROUP_M=p.cfg.group_m, TMA=p.tma,
+                EVEN=even, GATHER=gather, num_warps=p.cfg.num_warps, num_stages=p.cfg.num_stages,
+                **iris.pdl_launch())
+    for phase in ((0,) if p.ctx.backend == "cuda" else (1, 2)):
+        kernel[(programs,)](*args, PHASE=phase, **meta)
+    if gather:
+        gathered_kernel[(1,)](gathered, nc, per, m, *p.rank_args(), BLOCK_M=bm, num_warps=1, **iris.pdl_launch())
+    ce.join()
