@@ -4,6 +4,8 @@ only ranks above torch_nccl where it was at least MARGIN faster (run-to-run nois
 percent; `auto` must never lose to the baseline).
 
     python scripts/tune_table.py results/graph/*.csv results/*.csv
+    python scripts/tune_table.py --keep <new sweep CSVs>   # keep the table's rows of (GPU, world size, op, dtype,
+                                                           # timing) groups that the new sweeps do not cover
 """
 
 import re
@@ -26,6 +28,8 @@ def rank(group):
 
 
 def main(paths):
+    keep = "--keep" in paths
+    paths = [p for p in paths if p != "--keep"]
     df = pd.concat([pd.read_csv(p, dtype={"commit": str}) for p in paths])
     if "timing" not in df:
         df["timing"] = None
@@ -35,6 +39,12 @@ def main(paths):
     keys = ["gpu", "world_size", "op", "dtype", "timing", "m", "n", "k"]
     table = df.groupby(keys).apply(rank, include_groups=False).rename("ranking").reset_index()
     table["source"] = df.groupby(keys)["commit"].first().values
+    if keep:
+        old = pd.read_csv(OUT, dtype={"source": str})
+        group = ["gpu", "world_size", "op", "dtype", "timing"]
+        covered = set(map(tuple, table[group].drop_duplicates().values.tolist()))
+        old = old[[tuple(r) not in covered for r in old[group].values.tolist()]]
+        table = pd.concat([table, old]).sort_values(keys, kind="stable")
     table.to_csv(OUT, index=False)
     print(f"{OUT}: {len(table)} shapes")
     print(table.assign(first=table["ranking"].str.split().str[0]).groupby(["timing", "op", "first"]).size()
