@@ -16,13 +16,17 @@ enqueued on streams: it runs eagerly and inside CUDA graph capture alike.
 Flags are int32 tensors on the symmetric heap (one element each). A stream write stores a constant (a captured graph
 replays it unchanged), so flags hold 0/1 or counts, and whoever consumes a flag lowers it again for the next call.
 A stream wait has no timeout of its own: wait only on flags that the local kernels raise (their own waits are
-bounded, and they raise the flag even after a timed-out wait), so a stream wait always ends.
+bounded, and they raise the flag even after a timed-out wait), so a stream wait always ends. It also holds back
+whatever shares its hardware queue: CUDA spreads streams over CUDA_DEVICE_MAX_CONNECTIONS queues (default 8), so
+with 1 (as some training frameworks set) a wait for a kernel launched after it would block that kernel; wait()
+refuses to run then.
 
 On the CPU backend a worker thread plays the side stream: it runs the same operations in order, polling flags with
 a deadline (IRIS_WAIT_TIMEOUT_S), concurrently with the interpreter's kernels; join() waits for it and re-raises
 what went wrong there.
 """
 
+import os
 import queue
 import threading
 import time
@@ -88,6 +92,10 @@ class CopyEngine:
         """Operations enqueued after this one start once this rank's one-element int32 heap tensor `flag` >= value
         (raised by a kernel of this rank: see the module's note on timeouts)."""
         self._check_flag("wait", flag, self.ctx.cur_rank)
+        if self.cuda and os.environ.get("CUDA_DEVICE_MAX_CONNECTIONS", "8").strip() == "1":
+            raise RuntimeError("CopyEngine.wait: CUDA_DEVICE_MAX_CONNECTIONS=1 puts every stream on one hardware queue, "
+                               "where a stream wait for a concurrently running kernel would block that kernel; unset it "
+                               "or raise it (the default is 8)")
         self._enqueue(("wait", flag.data_ptr(), value, flag))
 
     def join(self):

@@ -248,11 +248,11 @@ def r_copy_engine_chunks(ctx, op, m, calls, chunk_bytes):
     return -(-blocks // fused_ops.comm.chunk_blocks(blocks, cols, 1, 16, row_bytes)), err, left
 
 
-@pytest.mark.parametrize("op,m_local", [("all_gather_gemm", 64), ("all_gather_gemm", 58), ("gemm_all_reduce", 64),
-                                        ("gemm_all_reduce", 58), ("gemm_reduce_scatter", 64),
-                                        ("gemm_reduce_scatter", 58)],
-                         ids=["ag-blocks-divide-shard", "ag-padded-shard", "ar-blocks-divide-slice", "ar-uneven-slices",
-                              "rs-blocks-divide-slice", "rs-partial-last-block"])
+CE_CHUNK_CASES = [(op, m) for op in ("all_gather_gemm", "gemm_all_reduce", "gemm_reduce_scatter") for m in (64, 58)
+                  if "copy_engine" in fused_ops.list_variants(op, iris.BACKEND)]
+
+
+@pytest.mark.parametrize("op,m_local", CE_CHUNK_CASES, ids=[f"{o}-{m}rows" for o, m in CE_CHUNK_CASES])
 def test_copy_engine_chunks(ranks, op, m_local):
     # 64 or 58 rows per rank in 16-row blocks. All-gather: 58 leaves the shard's last block partial, so the gathered
     # buffer holds each shard at a multiple of 16 rows with zero rows between. All-reduce: M = 58 x world rows make
