@@ -1,0 +1,56 @@
+"""One-GPU checks of iris.CopyEngine's CUDA path (no peer needed): the host-API test's copies, stream wait and write,
+eager and from a captured graph, on one rank; and the pattern the copy-engine all-reduce relies on, in miniature: a
+side stream waits (cuStreamWaitValue32) on a flag that a kernel holding every SM raises, then raises the flag that
+kernel waits for, enqueued before the kernel (as copy_reduce.run does). A shared hardware queue would leave the
+kernel behind the wait: its bounded wait then times out, and this script fails.
+
+    IRIS_BACKEND=cuda python scripts/copy_engine_check.py
+"""
+
+import os
+import sys
+import time
+
+import torch
+import triton
+import triton.language as tl
+
+sys.path[:0] = [os.getcwd(), os.path.join(os.getcwd(), "tests")]
+import iris  # noqa: E402
+
+
+@triton.jit
+def handshake_kernel(ready, go, cur_rank, heap_bases):
+    """Program 0 raises `ready`; every program waits for `go` (raised by the side stream after `ready`)."""
+    if tl.program_id(0) == 0:
+        iris.signal(ready, 1, cur_rank, cur_rank, heap_bases)
+    iris.wait(go, 1, cur_rank, heap_bases)
+
+
+def check(ctx):
+    from test_host_api import r_copy_engine
+
+    results = {"host_api_test": r_copy_engine(ctx)}
+    sms = ctx.get_cu_count()
+    times = []
+    for _ in range(20):
+        ready, go = ctx.zeros(1, dtype=torch.int32), ctx.zeros(1, dtype=torch.int32)
+        ctx.barrier()
+        t0 = time.perf_counter()
+        ce = ctx.copy_engine()
+        ce.wait(ready, 1)
+        ce.write(go, 1)
+        handshake_kernel[(sms,)](ready, go, ctx.get_rank(), ctx.get_heap_bases())
+        ce.join()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t0) * 1e6)
+        ctx.check_device_errors()
+    results["handshake_us_median"] = sorted(times)[len(times) // 2]
+    return results
+
+
+if __name__ == "__main__":
+    out = iris.spawn(check, 1)[0]
+    print(out)
+    if not all(out["host_api_test"]):
+        sys.exit("host API copy-engine checks failed")
