@@ -28,9 +28,10 @@ from .comm import chunk_blocks
 from .gemm import c_tile, gemm_tile, operands, tile_coords
 
 
-# Not yet run on GPUs (no 2-GPU machine was lent after they were written): there they are opt-in until a GPU run has
-# validated them. One hazard to check there: a stream wait shares its hardware queue with other streams (see
-# iris/copy_engine.py), and a wait queued ahead of the GEMM it waits for would never end.
+# Not validated on GPUs, so opt-in there. No 2-GPU machine was lent after they were written, and a one-GPU miniature
+# of their handshake (a side stream waits on a flag raised by a kernel holding every SM, then raises the flag that
+# kernel waits for; scripts/copy_engine_check.py --handshake) never returned on an H200: until that is understood,
+# these variants may hang on GPUs.
 BACKENDS = ("cpu", "cuda") if os.environ.get("FUSED_OPS_COPY_REDUCE_ON_GPU") == "1" else ("cpu",)
 
 
