@@ -28,10 +28,9 @@ from .comm import chunk_blocks
 from .gemm import c_tile, gemm_tile, operands, tile_coords
 
 
-# Not validated on GPUs, so opt-in there. No 2-GPU machine was lent after they were written, and a one-GPU miniature
-# of their handshake (a side stream waits on a flag raised by a kernel holding every SM, then raises the flag that
-# kernel waits for; scripts/copy_engine_check.py --handshake) never returned on an H200: until that is understood,
-# these variants may hang on GPUs.
+# Not validated on two GPUs (no 2-GPU machine was lent after they were written), so opt-in there. A one-GPU miniature
+# of their handshake (scripts/copy_engine_check.py --handshake) hung when the stream wait was enqueued before the
+# kernel it waits for was launched, and ran when launched first, as run() now does.
 BACKENDS = ("cpu", "cuda") if os.environ.get("FUSED_OPS_COPY_REDUCE_ON_GPU") == "1" else ("cpu",)
 
 
@@ -142,28 +141,37 @@ def run(p, out, even, gather):
             r1 = min(r0 + per * bm, hi)
             yield j, lo, r0, r1, triton.cdiv(r1 - r0, bm) * col_blocks
 
-    ce = p.ctx.copy_engine()
-    for i in range(1, world):  # the peers' slices, in the GEMM's order: partials to their owner's inbox
-        s = (rank + i) % world
-        for j, lo, r0, r1, tiles in chunks(s):
-            count = ready[s * nc + j:][:1]
-            ce.wait(count, tiles)
-            ce.write(count, 0)
-            ce.put(ws["inbox"][rank, r0 - lo:r1 - lo], ws["partials"][r0:r1], s, flag=inflags[rank * nc + j:][:1])
-    if gather:  # its own slice, reduced: into every peer's C
-        for j, lo, r0, r1, tiles in chunks(rank):
-            ce.wait(final[j:j + 1], tiles)
-            ce.write(final[j:j + 1], 0)
-            for i in range(1, world):
-                ce.put(out[r0:r1], out[r0:r1], (rank + i) % world, flag=gathered[rank * nc + j:][:1])
+    ce = p.ctx.copy_engine()  # forks here: the side stream's work depends on nothing launched below
+
+    def enqueue():
+        for i in range(1, world):  # the peers' slices, in the GEMM's order: partials to their owner's inbox
+            s = (rank + i) % world
+            for j, lo, r0, r1, tiles in chunks(s):
+                count = ready[s * nc + j:][:1]
+                ce.wait(count, tiles)
+                ce.write(count, 0)
+                ce.put(ws["inbox"][rank, r0 - lo:r1 - lo], ws["partials"][r0:r1], s,
+                       flag=inflags[rank * nc + j:][:1])
+        if gather:  # its own slice, reduced: into every peer's C
+            for j, lo, r0, r1, tiles in chunks(rank):
+                ce.wait(final[j:j + 1], tiles)
+                ce.write(final[j:j + 1], 0)
+                for i in range(1, world):
+                    ce.put(out[r0:r1], out[r0:r1], (rank + i) % world, flag=gathered[rank * nc + j:][:1])
+
     args = (p.a, p.b, out, ws["partials"], ws["inbox"], m, n, p.k, p.a.stride(0), p.a.stride(1), p.b.stride(0),
             p.b.stride(1), out.stride(0), ready, inflags, ws[f"consumed_x{nc}"], final, per, nc, slice_rows_max,
             *p.rank_args())
     meta = dict(BLOCK_M=bm, BLOCK_N=p.cfg.block_n, BLOCK_K=p.cfg.block_k, GROUP_M=p.cfg.group_m, TMA=p.tma,
                 EVEN=even, GATHER=gather, num_warps=p.cfg.num_warps, num_stages=p.cfg.num_stages,
                 **iris.pdl_launch())
-    for phase in ((0,) if p.ctx.backend == "cuda" else (1, 2)):
+    cuda = p.ctx.backend == "cuda"
+    if not cuda:  # the worker must hold its operations before the interpreter runs the kernels to completion
+        enqueue()
+    for phase in ((0,) if cuda else (1, 2)):
         kernel[(programs,)](*args, PHASE=phase, **meta)
     if gather:
         gathered_kernel[(1,)](gathered, nc, per, m, *p.rank_args(), BLOCK_M=bm, num_warps=1, **iris.pdl_launch())
+    if cuda:  # GPUs: the stream waits go in after the launches (a launch queued behind a pending stream wait hung:
+        enqueue()  # scripts/copy_engine_check.py --handshake --wait-first)
     ce.join()

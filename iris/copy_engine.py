@@ -19,7 +19,9 @@ A stream wait has no timeout of its own: wait only on flags that the local kerne
 bounded, and they raise the flag even after a timed-out wait), so a stream wait always ends. It also holds back
 whatever shares its hardware queue: CUDA spreads streams over CUDA_DEVICE_MAX_CONNECTIONS queues (default 8), so
 with 1 (as some training frameworks set) a wait for a kernel launched after it would block that kernel; wait()
-refuses to run then.
+refuses to run then. And launch a kernel that a stream wait waits for before enqueuing the wait: on an H200 the
+other order hung at the kernel's first launch (scripts/copy_engine_check.py --handshake --wait-first), while the
+CopyEngine can be created (forked) before the launch as usual.
 
 On the CPU backend a worker thread plays the side stream: it runs the same operations in order, polling flags with
 a deadline (IRIS_WAIT_TIMEOUT_S), concurrently with the interpreter's kernels; join() waits for it and re-raises
