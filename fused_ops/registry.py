@@ -9,8 +9,8 @@ PATTERNS = {
     "producer-consumer": "a GEMM kernel and a communication kernel on two streams, linked by per-tile flags",
     "workgroup-specialized": "one kernel; some programs compute tiles and release per-tile flags, the others poll the "
                              "flags and communicate",
-    "copy-engine": "the copy engines move the data on a side stream and raise per-chunk flags from it; one persistent "
-                   "GEMM on every SM waits on them",
+    "copy-engine": "one persistent GEMM on every SM; the copy engines move the data on a side stream, ordered with "
+                   "the GEMM by per-chunk flags (raised and awaited by the stream itself)",
 }
 
 

@@ -1,5 +1,5 @@
 """The few CUDA calls the heap and the copy engine need, through ctypes: the runtime that torch has already loaded,
-and the driver for the one call the runtime lacks (stream memory writes)."""
+and the driver for what the runtime lacks (stream memory writes and waits)."""
 
 import ctypes
 import glob

@@ -265,8 +265,8 @@ class Iris:
                                      self.heap_bases, num_warps=1, **_dev.pdl_launch())
 
     def copy_engine(self):
-        """Copies from peers' heaps on the copy engines, forked off the current stream, each able to raise a flag
-        that a running kernel waits on: no SM needed (iris/copy_engine.py)."""
+        """Copies to and from peers' heaps on the copy engines, on a side stream forked off the current one, ordered
+        with running kernels by flags that the stream raises and awaits: no SM needed (iris/copy_engine.py)."""
         self._check_open()
         return CopyEngine(self)
 
