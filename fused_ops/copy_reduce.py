@@ -166,12 +166,12 @@ def run(p, out, even, gather):
                 EVEN=even, GATHER=gather, num_warps=p.cfg.num_warps, num_stages=p.cfg.num_stages,
                 **iris.pdl_launch())
     cuda = p.ctx.backend == "cuda"
-    if not cuda:  # the worker must hold its operations before the interpreter runs the kernels to completion
-        enqueue()
-    for phase in ((0,) if cuda else (1, 2)):
-        kernel[(programs,)](*args, PHASE=phase, **meta)
-    if gather:
-        gathered_kernel[(1,)](gathered, nc, per, m, *p.rank_args(), BLOCK_M=bm, num_warps=1, **iris.pdl_launch())
-    if cuda:  # GPUs: the stream waits go in after the launches (a launch queued behind a pending stream wait hung:
-        enqueue()  # scripts/copy_engine_check.py --handshake --wait-first)
-    ce.join()
+    with ce:
+        if not cuda:  # the worker must hold its operations before the interpreter runs the kernels to completion
+            enqueue()
+        for phase in ((0,) if cuda else (1, 2)):
+            kernel[(programs,)](*args, PHASE=phase, **meta)
+        if gather:
+            gathered_kernel[(1,)](gathered, nc, per, m, *p.rank_args(), BLOCK_M=bm, num_warps=1, **iris.pdl_launch())
+        if cuda:  # GPUs: the stream waits go in after the launches (a launch queued behind a pending stream wait hung:
+            enqueue()  # scripts/copy_engine_check.py --handshake --wait-first)

@@ -1,11 +1,11 @@
 """Host-driven transfers on the copy engines, ordered with running kernels through flags, without an SM.
 
-    ce = ctx.copy_engine()                      # a side stream that starts after the current stream's work so far
-    ce.get(dst, a, from_rank=1, flag=flags[3:4])  # dst <- rank 1's copy of `a`; then flags[3] = 1 (here)
-    ce.wait(ready[0:1], 8)                      # the stream waits until ready[0] >= 8 (a kernel counts it up)
-    ce.put(inbox, part, to_rank=1, flag=inflags[0:1])  # rank 1's inbox <- part; then rank 1's inflags[0] = 1
-    consumer[grid](...)                         # runs meanwhile, waits on / counts the flags above
-    ce.join()                                   # the current stream waits for all of it
+    with ctx.copy_engine() as ce:               # a side stream that starts after the current stream's work so far
+        ce.get(dst, a, from_rank=1, flag=flags[3:4])  # dst <- rank 1's copy of `a`; then flags[3] = 1 (here)
+        consumer[grid](...)                     # runs meanwhile, waits on / counts the flags
+        ce.wait(ready[0:1], 8)                  # the stream waits until ready[0] >= 8 (the kernel counts it up)
+        ce.put(inbox, part, to_rank=1, flag=inflags[0:1])  # rank 1's inbox <- part; then rank 1's inflags[0] = 1
+    # on leaving the block the current stream waits for all of it (ce.join())
 
 Why: a persistent kernel that holds every SM cannot leave one free for a communication kernel, and if it waits on
 that kernel's flags it deadlocks. The copy engines move memory between GPUs without SMs, and stream memory
@@ -59,7 +59,7 @@ class CopyEngine:
             self.stream = _STREAMS.setdefault(ctx.device, torch.cuda.Stream(ctx.device))
             self.stream.wait_stream(self.main)
         else:
-            self._ops, self._error = queue.Queue(), []
+            self._ops, self._error, self._stopping = queue.Queue(), [], False
             self._worker = threading.Thread(target=self._work, daemon=True)
             self._worker.start()
 
@@ -110,6 +110,19 @@ class CopyEngine:
         if self._error:
             raise self._error[0]
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, *exc):
+        """join() on a normal exit. After an exception (a kernel launch or wait that failed) the CPU worker stops
+        polling and ends without raising, so the first error is the one reported and no thread is left behind."""
+        if exc_type is None:
+            self.join()
+        elif not self.cuda:
+            self._stopping = True
+            self._ops.put(None)
+            self._worker.join()
+
     # -------------------------------------------------------------------------------------------- internals
     def _enqueue(self, op):
         if not self.cuda:
@@ -129,8 +142,8 @@ class CopyEngine:
             op = self._ops.get()
             if op is None:
                 return
-            if self._error:
-                continue  # drain after a failure; join() raises it
+            if self._error or self._stopping:
+                continue  # drain after a failure (join() raises it) or an abandoned call
             try:
                 kind = op[0]
                 if kind == "copy":
@@ -145,7 +158,7 @@ class CopyEngine:
 
     def _poll(self, flag, value):
         deadline = time.monotonic() + _dev.WAIT_TIMEOUT_S
-        while int(flag.item()) < value:
+        while int(flag.item()) < value and not self._stopping:
             if time.monotonic() > deadline:
                 offset = flag.data_ptr() - self.ctx.heap.bases[self.ctx.cur_rank]
                 raise _dev.DeviceWaitTimeout(

@@ -70,6 +70,11 @@ def test_allocation_api(ranks):
     assert r0["grad"][4] and r0["zeros_like"][1] == (10, 10) and r0["zeros_like"][2] == "torch.float64"
 
 
+def _ce(ctx, use):
+    with ctx.copy_engine() as ce:
+        use(ce)
+
+
 def r_expect_error(ctx, case):
     calls = {
         "negative size": lambda: ctx.zeros(3, -1),
@@ -83,10 +88,10 @@ def r_expect_error(ctx, case):
         "bad backend": lambda: iris.iris(1 << 20, backend="tpu"),
         "other backend": lambda: iris.iris(1 << 20, backend="cuda" if ctx.backend == "cpu" else "cpu"),
         "bad heap size": lambda: iris.heap._SymmetricHeap(0),
-        "copy_engine src off heap": lambda: ctx.copy_engine().get(ctx.zeros(4), torch.zeros(4, device=ctx.device), 0),
-        "copy_engine size": lambda: ctx.copy_engine().get(ctx.zeros(4), ctx.zeros(5), 0),
-        "copy_engine rank": lambda: ctx.copy_engine().get(ctx.zeros(4), ctx.zeros(4), ctx.get_num_ranks()),
-        "copy_engine flag": lambda: ctx.copy_engine().get(ctx.zeros(4), ctx.zeros(4), 0, flag=ctx.zeros(2)),
+        "copy_engine src off heap": lambda: _ce(ctx, lambda ce: ce.get(ctx.zeros(4), torch.zeros(4, device=ctx.device), 0)),
+        "copy_engine size": lambda: _ce(ctx, lambda ce: ce.get(ctx.zeros(4), ctx.zeros(5), 0)),
+        "copy_engine rank": lambda: _ce(ctx, lambda ce: ce.get(ctx.zeros(4), ctx.zeros(4), ctx.get_num_ranks())),
+        "copy_engine flag": lambda: _ce(ctx, lambda ce: ce.get(ctx.zeros(4), ctx.zeros(4), 0, flag=ctx.zeros(2))),
     }
     try:
         calls[case]()
@@ -174,16 +179,15 @@ def r_copy_engine(ctx):
     ctx.barrier()
 
     def copies():
-        ce = ctx.copy_engine()
-        for r in range(world):
-            ce.get(dst[r], src[rank], r, flag=flags[r:r + 1])
-        ce.wait(go[0:1], 1)
-        for r in range(world):
-            if r != rank:
-                ce.put(inbox[rank], src[rank], r, flag=inflags[rank:rank + 1])
-        ce.write(go[0:1], 0)
-        go[0:1].fill_(1)  # on the current stream, as a kernel would raise it
-        ce.join()
+        with ctx.copy_engine() as ce:
+            for r in range(world):
+                ce.get(dst[r], src[rank], r, flag=flags[r:r + 1])
+            go[0:1].fill_(1)  # on the current stream, as a kernel would raise it (launched before the wait)
+            ce.wait(go[0:1], 1)
+            for r in range(world):
+                if r != rank:
+                    ce.put(inbox[rank], src[rank], r, flag=inflags[rank:rank + 1])
+            ce.write(go[0:1], 0)
 
     def check():
         ctx.barrier()  # every peer's puts have landed here
@@ -212,3 +216,25 @@ def r_copy_engine(ctx):
 def test_copy_engine_gets_puts_waits_and_raises_flags(ranks):
     for got in ranks.run(r_copy_engine):
         assert got and all(got), got
+
+
+def r_copy_engine_abandoned(ctx):
+    """An exception inside the block (here a bad call after a wait that will never be met) ends the CPU worker
+    without waiting out the poll's deadline: the first error is reported and no thread is left."""
+    import threading
+    import time
+
+    before, t0 = threading.active_count(), time.monotonic()
+    never = ctx.zeros(1, dtype=torch.int32)
+    try:
+        with ctx.copy_engine() as ce:
+            ce.wait(never, 1)
+            ce.get(ctx.zeros(4), ctx.zeros(5), 0)
+    except ValueError as err:
+        return "same dtype and size" in str(err), threading.active_count() == before, time.monotonic() - t0 < 5
+    return "no error"
+
+
+@pytest.mark.skipif(iris.BACKEND != "cpu", reason="the CPU worker's shutdown; a GPU stream wait cannot be withdrawn")
+def test_copy_engine_abandoned_on_error(ranks2):
+    assert ranks2.run(r_copy_engine_abandoned) == [(True, True, True)] * 2

@@ -73,18 +73,17 @@ def run(p):
     flags = p.buffer(f"chunk_flags_x{chunks}", (p.world * chunks,), torch.int32)
     done = p.buffer("programs_done", (1,), torch.int32)
     p.ctx.device_barrier()
-    ce = p.ctx.copy_engine()
-    for i in range(1, p.world):  # in the order the GEMM consumes them
-        src = (p.rank + i) % p.world
-        for j in range(chunks):
-            lo, hi = j * per * bm, min((j + 1) * per * bm, p.m_local)
-            row0 = src * blocks * bm
-            ce.get(g[row0 + lo:row0 + hi], a[lo:hi], src, flag=flags[src * chunks + j:src * chunks + j + 1])
-    kernel[(programs,)](a, g, p.b, c, p.m_local, p.n, p.k, a.stride(0), g.stride(0), p.b.stride(0), p.b.stride(1),
-                        c.stride(0), c.stride(1), flags, done, per, *p.rank_args(), BLOCK_M=bm, BLOCK_N=p.cfg.block_n,
-                        BLOCK_K=p.cfg.block_k, GROUP_M=p.cfg.group_m, TMA=p.tma, num_warps=p.cfg.num_warps,
-                        num_stages=p.cfg.num_stages, **iris.pdl_launch())
-    ce.join()
+    with p.ctx.copy_engine() as ce:
+        for i in range(1, p.world):  # in the order the GEMM consumes them
+            src = (p.rank + i) % p.world
+            for j in range(chunks):
+                lo, hi = j * per * bm, min((j + 1) * per * bm, p.m_local)
+                row0 = src * blocks * bm
+                ce.get(g[row0 + lo:row0 + hi], a[lo:hi], src, flag=flags[src * chunks + j:src * chunks + j + 1])
+        kernel[(programs,)](a, g, p.b, c, p.m_local, p.n, p.k, a.stride(0), g.stride(0), p.b.stride(0),
+                            p.b.stride(1), c.stride(0), c.stride(1), flags, done, per, *p.rank_args(), BLOCK_M=bm,
+                            BLOCK_N=p.cfg.block_n, BLOCK_K=p.cfg.block_k, GROUP_M=p.cfg.group_m, TMA=p.tma,
+                            num_warps=p.cfg.num_warps, num_stages=p.cfg.num_stages, **iris.pdl_launch())
     if p.a_gathered is not None:  # the caller wants A gathered as well: rows back together, without the padding
         out = p.gathered_buffer().view(p.world, p.m_local, p.k)
         g_shards = g.view(p.world, blocks * bm, p.k)
