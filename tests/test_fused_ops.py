@@ -256,15 +256,16 @@ CE_CHUNK_CASES = [(op, m) for op in ("all_gather_gemm", "gemm_all_reduce", "gemm
 def test_copy_engine_chunks(ranks, op, m_local):
     # 64 or 58 rows per rank in 16-row blocks. All-gather: 58 leaves the shard's last block partial, so the gathered
     # buffer holds each shard at a multiple of 16 rows with zero rows between. All-reduce: M = 58 x world rows make
-    # slices of unequal block counts. Reduce-scatter: 58-row slices start mid-block and end in a partial block. 1 KiB chunks make one flag per block (4 per shard/slice). Five calls in a row:
-    # every flag and count must be lowered after each call.
+    # slices of unequal block counts. Reduce-scatter: 58-row slices start mid-block and end in a partial block. 1 KiB
+    # chunks make one flag per block: 4 per shard (the largest slice). Five calls in a row: every flag and count must
+    # be lowered after each call.
     if ON_GPU and ranks.world > torch.cuda.device_count():  # ranks would share a GPU: refused on the host
         for got in ranks.run(r_check_refused, op, "copy_engine", "float32"):
             assert "needs one GPU per rank" in got and "copy engines" in got, got
         return
     got = ranks.run(r_copy_engine_chunks, op, m_local * ranks.world, 5, 1024)
     for chunks, err, left in got:
-        assert chunks >= 3 and isinstance(err, float) and left and not any(left.values()), (chunks, err, left)
+        assert chunks == 4 and isinstance(err, float) and left and not any(left.values()), (chunks, err, left)
 
 
 def test_copy_engine_chunk_sizes():
