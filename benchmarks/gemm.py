@@ -44,7 +44,10 @@ SMALL_M_CANDIDATES = {"128x128x64 s4 w8 k2": Config(128, 128, 64, 8, None, None,
                       "64x128x128 s4 w4": Config(64, 128, 128, 8, None, None, 4, 4),
                       "64x128x128 s3 w8": Config(64, 128, 128, 8, None, None, 3, 8),
                       "64x64x256 s3 w4": Config(64, 64, 256, 8, None, None, 3, 4),
-                      "64x128x64 s6 w4": Config(64, 128, 64, 8, None, None, 6, 4)}
+                      "64x128x64 s6 w4": Config(64, 128, 64, 8, None, None, 6, 4),
+                      "64x128x64 s8 w4": Config(64, 128, 64, 8, None, None, 8, 4),
+                      "128x128x64 s6 w8": Config(128, 128, 64, 8, None, None, 6, 8),
+                      "128x128x64 s6 w8 k2": Config(128, 128, 64, 8, None, None, 6, 8, split_k=2)}
 
 def shapes(small=False):
     """The default sweep's hidden sizes with M from 128 up, plus the paper's 8192 x 4608 x 36864; at M <= 512 also
@@ -58,7 +61,7 @@ def shapes(small=False):
 def run(ctx, args, run_stamp):
     variant = OPS["gemm_all_scatter"].variants["bulk_sync"]
     rows = []
-    for m, n, k in shapes(args.small):
+    for m, n, k in args.shapes or shapes(args.small):
         g = torch.Generator(device=ctx.get_device()).manual_seed(m + n + k)
         a = torch.randn(m, k, device=ctx.get_device(), dtype=torch.bfloat16, generator=g)
         b = torch.randn(k, n, device=ctx.get_device(), dtype=torch.bfloat16, generator=g)
@@ -67,6 +70,8 @@ def run(ctx, args, run_stamp):
         torch.matmul(a, b, out=c)
         t_torch = graph_us(lambda: torch.matmul(a, b, out=c))
         for name, cfg in {**CANDIDATES, **(SMALL_M_CANDIDATES if m <= 1024 else {})}.items():
+            if args.configs and name not in args.configs:
+                continue
             if cfg is not None and cfg.block_m == 64 and m > 4096:
                 continue  # 64-row tiles are for small M
             p = Problem(ctx, "gemm_all_scatter", variant, a, b, c, m, n, k, cfg)
@@ -104,7 +109,12 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default="results")
     p.add_argument("--small", action="store_true", help="M <= 1024 only (where tiles are few)")
+    p.add_argument("--shapes", nargs="+", type=lambda s: tuple(map(int, s.split("x"))), help="MxNxK ... instead")
+    p.add_argument("--configs", nargs="+", help="only these candidate names (e.g. default '64x128x64 s8 w4')")
     args = p.parse_args()
+    unknown = set(args.configs or ()) - set(CANDIDATES) - set(SMALL_M_CANDIDATES)
+    if unknown:
+        raise SystemExit(f"unknown configs {sorted(unknown)}; known: {sorted(CANDIDATES) + sorted(SMALL_M_CANDIDATES)}")
     if iris.BACKEND != "cuda":
         raise SystemExit("gemm.py times CUDA graphs on one GPU: run it with IRIS_BACKEND=cuda")
     iris.spawn(run, 1, args, stamp(1, "benchmarks/gemm.py"), heap_size=4 << 30)
