@@ -25,7 +25,7 @@ import triton.language as tl
 
 import iris
 from .comm import chunk_blocks
-from .gemm import c_tile, gemm_tile, operands, tile_coords
+from .gemm import c_tile, first_unit, gemm_tile, operands, tile_coords
 
 
 # Not validated on two GPUs (no 2-GPU machine was lent after they were written), so opt-in there. A one-GPU miniature
@@ -70,7 +70,7 @@ def kernel(A, B, OUT, S, I, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
         tiles = blocks * num_pid_n
         a_op, b_op = operands(A + lo * stride_am, B, hi - lo, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N,
                               BLOCK_K, TMA)
-        for t in range(base + (tl.program_id(0) - base % programs + programs) % programs, base + tiles, programs):
+        for t in range(first_unit(base), base + tiles, programs):
             lb, pid_n = tile_coords(t - base, blocks, num_pid_n, GROUP_M)
             j = lb // CHUNK_BLOCKS
             acc = gemm_tile(a_op, b_op, lb, pid_n, hi - lo, N, K, stride_am, stride_ak, stride_bk, stride_bn,

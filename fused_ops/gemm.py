@@ -84,6 +84,14 @@ def gemm_k_blocks(a_op, b_op, pid_m, pid_n, kb0, kb1, M, N, K, stride_am, stride
 
 
 @triton.jit
+def first_unit(base):
+    """This program's first unit at or after `base` in the persistent order (unit u runs on program u % programs):
+    loops over several groups of units (shards, slices) continue that order across them."""
+    programs = tl.num_programs(0)
+    return base + (tl.program_id(0) - base % programs + programs) % programs
+
+
+@triton.jit
 def num_units(M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT_K: tl.constexpr):
     """Work units of a persistent loop: every output tile, SPLIT_K times (one unit per slice of K)."""
     return tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N) * SPLIT_K

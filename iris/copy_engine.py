@@ -69,8 +69,7 @@ class CopyEngine:
         contiguous tensor on the symmetric heap, same dtype and size); then, if given, this rank's one-element
         int32 `flag` <- 1."""
         self._check_copy("get", dst, src, from_rank, src)
-        nbytes = src.numel() * src.element_size()
-        self._enqueue(("copy", dst.data_ptr(), self._address(src, from_rank), nbytes, dst, self._peer(src, from_rank)))
+        self._copy(dst.data_ptr(), self._address(src, from_rank), dst, self._peer(src, from_rank))
         if flag is not None:
             self.write(flag, 1)
 
@@ -78,8 +77,7 @@ class CopyEngine:
         """`to_rank`'s copy of `dst` (contiguous, on the symmetric heap) <- src (a contiguous tensor of this rank,
         same dtype and size); then, if given, `to_rank`'s copy of the one-element int32 `flag` <- 1."""
         self._check_copy("put", dst, src, to_rank, dst)
-        nbytes = src.numel() * src.element_size()
-        self._enqueue(("copy", self._address(dst, to_rank), src.data_ptr(), nbytes, self._peer(dst, to_rank), src))
+        self._copy(self._address(dst, to_rank), src.data_ptr(), self._peer(dst, to_rank), src)
         if flag is not None:
             self.write(flag, 1, to_rank)
 
@@ -88,7 +86,9 @@ class CopyEngine:
         operation enqueued before it."""
         rank = self.ctx.cur_rank if rank is None else rank
         self._check_flag("write", flag, rank)
-        self._enqueue(("write", self._address(flag, rank), value, self._peer(flag, rank)))
+        target = self._peer(flag, rank)
+        self._enqueue(lambda s: _driver().stream_write_value32(s, self._address(flag, rank), value),
+                      lambda: target.fill_(value))
 
     def wait(self, flag, value):
         """Operations enqueued after this one start once this rank's one-element int32 heap tensor `flag` >= value
@@ -98,7 +98,8 @@ class CopyEngine:
             raise RuntimeError("CopyEngine.wait: CUDA_DEVICE_MAX_CONNECTIONS=1 puts every stream on one hardware queue, "
                                "where a stream wait for a concurrently running kernel would block that kernel; unset it "
                                "or raise it (the default is 8)")
-        self._enqueue(("wait", flag.data_ptr(), value, flag))
+        self._enqueue(lambda s: _driver().stream_wait_value32(s, flag.data_ptr(), value),
+                      lambda: self._poll(flag, value))
 
     def join(self):
         """The current stream waits for every operation enqueued so far (CPU: the worker finishes them)."""
@@ -124,18 +125,18 @@ class CopyEngine:
             self._worker.join()
 
     # -------------------------------------------------------------------------------------------- internals
-    def _enqueue(self, op):
-        if not self.cuda:
-            self._ops.put(op)
-            return
-        s = self.stream.cuda_stream
-        kind = op[0]
-        if kind == "copy":
-            self.ctx.heap.rt.memcpy_async(op[1], op[2], op[3], s)
-        elif kind == "write":
-            _driver().stream_write_value32(s, op[1], op[2])
+    def _enqueue(self, on_gpu, on_cpu):
+        """GPUs: on_gpu(the side stream's handle) enqueues the operation now. CPU: the worker runs on_cpu() in turn."""
+        if self.cuda:
+            on_gpu(self.stream.cuda_stream)
         else:
-            _driver().stream_wait_value32(s, op[1], op[2])
+            self._ops.put(on_cpu)
+
+    def _copy(self, dst_address, src_address, dst, src):
+        """dst_address <- src_address on GPUs; on the CPU the same bytes as tensors of this process (dst <- src)."""
+        nbytes = src.numel() * src.element_size()
+        self._enqueue(lambda s: self.ctx.heap.rt.memcpy_async(dst_address, src_address, nbytes, s),
+                      lambda: dst.view(-1).copy_(src.view(-1)))
 
     def _work(self):
         while True:
@@ -145,14 +146,7 @@ class CopyEngine:
             if self._error or self._stopping:
                 continue  # drain after a failure (join() raises it) or an abandoned call
             try:
-                kind = op[0]
-                if kind == "copy":
-                    dst, src = op[4], op[5]
-                    dst.view(-1).copy_(src.view(-1))
-                elif kind == "write":
-                    op[3].fill_(op[2])
-                else:
-                    self._poll(op[3], op[2])
+                op()
             except Exception as err:  # noqa: BLE001 - handed to join()
                 self._error.append(err)
 

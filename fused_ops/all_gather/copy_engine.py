@@ -17,7 +17,7 @@ import triton.language as tl
 
 import iris
 from ..comm import chunk_blocks
-from ..gemm import c_tile, gemm_tile, operands, tile_coords
+from ..gemm import c_tile, first_unit, gemm_tile, operands, tile_coords
 from ..registry import register
 
 
@@ -41,7 +41,7 @@ def kernel(A, G, B, C, M_LOCAL, N, K, stride_am, stride_gm, stride_bk, stride_bn
             rows, base, stride, block0 = world_size * blocks * BLOCK_M, G, stride_gm, src * blocks
         a_op, b_op = operands(base, B, rows, N, K, stride, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
         lo = shard * per_shard
-        for tile in range(lo + (tl.program_id(0) - lo % programs + programs) % programs, lo + per_shard, programs):
+        for tile in range(first_unit(lo), lo + per_shard, programs):
             lb, pid_n = tile_coords(tile - lo, blocks, num_pid_n, GROUP_M)
             if shard > 0:
                 iris.wait(flags + src * chunks + lb // CHUNK_BLOCKS, 1, cur_rank, heap_bases)
