@@ -15,6 +15,7 @@ import iris  # noqa: E402
 import torch  # noqa: E402
 
 from benchmarks.harness import graph_us, stamp  # noqa: E402
+from fused_ops import problem as _problem  # noqa: E402
 from fused_ops.config import Config  # noqa: E402
 from fused_ops.gemm import gemm_kernel  # noqa: E402
 from fused_ops.problem import Problem  # noqa: E402
@@ -23,6 +24,7 @@ from fused_ops.registry import OPS  # noqa: E402
 # (block_m, block_n, block_k, group_m, gemm_sms, comm_sms, num_stages, num_warps, tma, split_k); None: the device
 # default. 64-row tiles run up to M = 4096.
 CANDIDATES = {"default": None,
+              "default, device-built descriptors": None,  # TMA descriptors made by every program, as before 2026-11-23
               "128x256x64 s3 w8": Config(128, 256, 64, 8, None, None, 3, 8),
               "128x256x64 s4 w8": Config(128, 256, 64, 8, None, None, 4, 8),
               "128x128x64 s4 w8": Config(128, 128, 64, 8, None, None, 4, 8),
@@ -74,6 +76,7 @@ def run(ctx, args, run_stamp):
                 continue
             if cfg is not None and cfg.block_m == 64 and m > 4096:
                 continue  # 64-row tiles are for small M
+            _problem.HOST_DESCRIPTORS = "device-built" not in name
             p = Problem(ctx, "gemm_all_scatter", variant, a, b, c, m, n, k, cfg)
             if p.cfg.split_k > 1 and p.num_tiles >= ctx.get_cu_count():
                 continue  # tiles enough for every SM: nothing for split-K to fill
@@ -86,12 +89,14 @@ def run(ctx, args, run_stamp):
             call()
             err = ((c.double() - ref).norm() / ref.norm()).item()
             t = graph_us(call)
-            rows.append(dict(m=m, n=n, k=k, config=name, block_m=p.cfg.block_m, block_n=p.cfg.block_n,
+            rows.append(dict(m=m, n=n, k=k, config=name, host_descriptors=_problem.HOST_DESCRIPTORS,
+                             block_m=p.cfg.block_m, block_n=p.cfg.block_n,
                              block_k=p.cfg.block_k, num_stages=p.cfg.num_stages, num_warps=p.cfg.num_warps,
                              split_k=p.cfg.split_k,
                              tma=p.tma, time_us=t, torch_us=t_torch, vs_torch=t_torch / t,
                              tflops=2 * m * n * k / t / 1e6, rel_error=err, correct=err < 1e-2, dtype="bfloat16",
                              **run_stamp))
+            _problem.HOST_DESCRIPTORS = True
             print(f"{m:>6d}x{n}x{k} {name:18s} {t:9.1f} µs  torch {t_torch:9.1f}  {t_torch / t:5.2f}x  err {err:.1e}",
                   flush=True)
     import pandas as pd

@@ -1,8 +1,8 @@
 """The persistent GEMM tile loop, written once. Variants compose these pieces with their own epilogues.
 
-Operands are reached either through device-side TMA descriptors (Hopper; edge tiles are zero-filled by the hardware)
-or through masked plain pointers (the interpreter, and strides TMA cannot describe). `TMA` is a constexpr, so each
-launch compiles only one of the two paths.
+Operands are reached either through TMA descriptors (Hopper; edge tiles are zero-filled by the hardware), built on the
+host where the launch allows it, else in the kernel, or through masked plain pointers (the interpreter, and strides
+TMA cannot describe). `TMA` is a constexpr, so each launch compiles only one of the paths.
 """
 
 import triton
@@ -26,16 +26,21 @@ def tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
 @triton.jit
 def operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
              BLOCK_K: tl.constexpr, TMA: tl.constexpr):
-    """TMA=1: A and B row-major; TMA=2: B stored transposed (N x K row-major, e.g. an nn.Linear weight's .t())."""
+    """TMA=1: A and B row-major; TMA=2: B stored transposed (N x K row-major, e.g. an nn.Linear weight's .t()).
+    An operand passed as a host-built descriptor (Problem.operands) is used as is: building one here costs every
+    program a global write and a proxy fence, 1.5-2.5 us per launch (results/gemm_probe/)."""
+    a = A
+    b = B
     if TMA:
-        a = tl.make_tensor_descriptor(A, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K])
-        if TMA == 2:
-            b = tl.make_tensor_descriptor(B, shape=[N, K], strides=[stride_bn, 1], block_shape=[BLOCK_N, BLOCK_K])
-        else:
-            b = tl.make_tensor_descriptor(B, shape=[K, N], strides=[stride_bk, 1], block_shape=[BLOCK_K, BLOCK_N])
-    else:
-        a = A
-        b = B
+        if not isinstance(A, tl.tensor_descriptor):
+            a = tl.make_tensor_descriptor(A, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K])
+        if not isinstance(B, tl.tensor_descriptor):
+            if TMA == 2:
+                b = tl.make_tensor_descriptor(B, shape=[N, K], strides=[stride_bn, 1],
+                                              block_shape=[BLOCK_N, BLOCK_K])
+            else:
+                b = tl.make_tensor_descriptor(B, shape=[K, N], strides=[stride_bk, 1],
+                                              block_shape=[BLOCK_K, BLOCK_N])
     return a, b
 
 

@@ -1,14 +1,22 @@
 """Host side of one catalog call: validated operands, the merged config, cached workspace and the launch arguments
 every variant shares, so a variant file holds only what differs: its kernel and its launch sequence."""
 
+import os
+
 import torch
 import triton
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 import iris
 
 from . import config as _config
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+
+# TMA descriptors of A and B built on the host and passed by value, instead of by every program of the kernel
+# (FUSED_OPS_HOST_TMA=0: in the kernel, as before; for A/B measurements).
+HOST_DESCRIPTORS = os.environ.get("FUSED_OPS_HOST_TMA", "1") != "0"
 
 
 def _tma_allocator(size, alignment, stream):
@@ -52,7 +60,21 @@ class Problem:
     # --------------------------------------------------------------------------------------- launch arguments
     def gemm_args(self):
         a, b = self.a, self.b
-        return (a, b, self.m, self.n, self.k, a.stride(0), a.stride(1), b.stride(0), b.stride(1))
+        return (*self.operands(a, b), self.m, self.n, self.k, a.stride(0), a.stride(1), b.stride(0), b.stride(1))
+
+    def operands(self, a=None, b=None):
+        """a and/or b (those given, in that order) as the GEMM loop takes them (gemm.operands): on the TMA path, as
+        descriptors built here, over the config's tiles; else the tensors themselves. Kernels that move a pointer
+        (a slice's rows) pass the tensor and build that descriptor themselves."""
+        host = self.tma and HOST_DESCRIPTORS and self.ctx.backend == "cuda"
+        bm, bn, bk = self.cfg.block_m, self.cfg.block_n, self.cfg.block_k
+        out = ()
+        if a is not None:
+            out += (TensorDescriptor.from_tensor(a, [bm, bk]) if host else a,)
+        if b is not None:
+            out += (b if not host else TensorDescriptor.from_tensor(b.t(), [bn, bk]) if self.tma == 2 else
+                    TensorDescriptor.from_tensor(b, [bk, bn]),)
+        return out
 
     def rank_args(self):
         return (self.rank, self.world, self.heap_bases)

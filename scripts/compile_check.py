@@ -117,7 +117,35 @@ def catalog_kernels():
             ("fused_ops.all_gather.bulk_sync", "gather_kernel", [{"BLOCK_M": 128, "COPY_K": 256}])]
     out += [("fused_ops.comm", "scatter_kernel", [dict(tiles, WAIT=w) for w in (True, False)]),
             ("fused_ops.comm", "reduce_kernel", [dict(tiles, WAIT=w) for w in (True, False)])]
-    return [(m, n, auto_signature(m, n), v) for m, n, v in out]
+    return [(m, n, auto_signature(m, n), v) for m, n, v in out] + host_descriptor_kernels(gemm)
+
+
+def host_descriptor_kernels(gemm):
+    """The kernels again with the operands Problem.operands builds on the host: TMA descriptors instead of pointers
+    (push and copy_reduce: B only; they move or store through A's pointer)."""
+    a = f"tensordesc<bf16[{gemm['BLOCK_M']}, {gemm['BLOCK_K']}]>"
+    b = {1: f"tensordesc<bf16[{gemm['BLOCK_K']}, {gemm['BLOCK_N']}]>",
+         2: f"tensordesc<bf16[{gemm['BLOCK_N']}, {gemm['BLOCK_K']}]>"}
+    whole = [("fused_ops.gemm", "gemm_kernel", {"SIGNAL": "local"}),
+             ("fused_ops.all_scatter.fused_sequential", "kernel", {}),
+             ("fused_ops.all_scatter.wg_specialized", "kernel", {"GEMM_SMS": 116}),
+             ("fused_ops.all_reduce.atomic", "kernel", {}), ("fused_ops.all_reduce.one_shot", "kernel", {}),
+             ("fused_ops.all_reduce.two_shot", "kernel", {}),
+             ("fused_ops.all_reduce.wg_specialized", "kernel", {"GEMM_SMS": 116}),
+             ("fused_ops.reduce_scatter.fused", "kernel", {}),
+             ("fused_ops.reduce_scatter.wg_specialized", "kernel", {"GEMM_SMS": 116})]
+    out = []
+    for tma in (1, 2):
+        for m, n, cx in whole:
+            out.append((m, n, {**auto_signature(m, n), "A": a, "B": b[tma]}, [dict(gemm, TMA=tma, **cx)]))
+        out += [("fused_ops.all_gather.copy_engine", "kernel",
+                 {**auto_signature("fused_ops.all_gather.copy_engine", "kernel"), "A": a, "G": a, "B": b[tma]},
+                 [dict(gemm, TMA=tma)]),
+                ("fused_ops.all_gather.push", "kernel", {**auto_signature("fused_ops.all_gather.push", "kernel"),
+                                                         "B": b[tma]}, [dict(gemm, COMM_SMS=16, COPY_K=256, TMA=tma)]),
+                ("fused_ops.copy_reduce", "kernel", {**auto_signature("fused_ops.copy_reduce", "kernel"), "B": b[tma]},
+                 [dict(gemm, TMA=tma, EVEN=False, GATHER=True)])]
+    return out
 
 
 def main():
@@ -132,6 +160,8 @@ def main():
                 ptx = k.asm["ptx"]
                 v4 = "st.global.v4" in ptx or "ld.global.v4" in ptx
                 tma = "cp.async.bulk.tensor" in ptx
+                if str(sig.get("A")).startswith("tensordesc") and "tensormap.cp_fenceproxy" in ptx:
+                    raise RuntimeError("A and B came as host-built descriptors, yet one was built in the kernel")
                 if k.metadata.shared > MAX_SHARED:  # compiles, but would fail at launch
                     raise RuntimeError(f"needs {k.metadata.shared} bytes of shared memory, more than {MAX_SHARED}")
                 print(f"ok   {module}.{name} {cx} (16B accesses: {v4}, TMA: {tma}, wgmma: {'wgmma' in ptx}, "

@@ -49,7 +49,7 @@ def run(p):
     gather_kernel[(programs,)](a, g, p.m_local, p.k, a.stride(0), g.stride(0), kparts, *p.rank_args(),
                                BLOCK_M=p.cfg.block_m, COPY_K=step, num_warps=8, **iris.pdl_launch())
     c = p.c
-    gemm_kernel[p.grid(p.cfg.gemm_sms)](g, p.b, p.m, p.n, p.k, g.stride(0), g.stride(1), p.b.stride(0),
+    gemm_kernel[p.grid(p.cfg.gemm_sms)](*p.operands(g, p.b), p.m, p.n, p.k, g.stride(0), g.stride(1), p.b.stride(0),
                                         p.b.stride(1), c, c.stride(0), c.stride(1), 0, *p.no_sync(), 0,
                                         *p.rank_args(), SIGNAL="none", **p.meta(), **p.trace_args())
     p.ctx.device_barrier()  # peers have finished reading this rank's A before it may change

@@ -72,11 +72,13 @@ def run(p):
     flags = ws[f"chunk_flags_x{kparts}"]
     p.ctx.device_barrier()
     gemm_sms = p.gemm_programs(p.cfg.gemm_sms)
-    kernel[(p.cfg.comm_sms + gemm_sms,)](p.a, p.b, p.m, p.n, p.k, p.a.stride(0), p.a.stride(1), p.b.stride(0),
+    tma = p.tma if (g.stride(0) * g.element_size()) % 16 == 0 else 0
+    b = p.operands(b=p.b)[0] if tma else p.b  # G is a pointer too (the producers store into it): built in the kernel
+    kernel[(p.cfg.comm_sms + gemm_sms,)](p.a, b, p.m, p.n, p.k, p.a.stride(0), p.a.stride(1), p.b.stride(0),
                                          p.b.stride(1), c, c.stride(0), c.stride(1), g, g.stride(0),
                                          flags, ws["epoch"], p.m_local, kparts, *p.rank_args(),
                                          COMM_SMS=p.cfg.comm_sms, BLOCK_M=p.cfg.block_m, BLOCK_N=p.cfg.block_n,
                                          BLOCK_K=p.cfg.block_k, GROUP_M=p.cfg.group_m, COPY_K=step,
-                                         TMA=p.tma if (g.stride(0) * g.element_size()) % 16 == 0 else 0,
+                                         TMA=tma,
                                          num_warps=p.cfg.num_warps, num_stages=p.cfg.num_stages,
                                          **iris.pdl_launch())
