@@ -31,8 +31,10 @@ class Config:
 # benchmarks/gemm.py (results/gemm.csv) measured each against torch.matmul; a tile pays off only when there are enough
 # of them, so the default is the largest whose tile count reaches `fill` x the SMs: 3/4 for the 128-row tiles; the
 # 4-stage 64x128 tile beat the 64x64 one from 0.4 on (128x4096x2048 0.81 -> 0.95x, 256x2048x4096 0.76 -> 0.81x;
-# results/gemm_small_9341c38.csv, where 4 stages also beat the 3 used before at 25 of 27 shapes).
-HOPPER_TILES = ((128, 256, 64, 3, 8, 0.75), (128, 128, 64, 4, 4, 0.75), (64, 128, 128, 4, 4, 0.4),
+# results/gemm_small_9341c38.csv, where 4 stages also beat the 3 used before at 25 of 27 shapes). With the operands'
+# descriptors built on the host, the 128x128 tile gains from 6 stages and 8 warps (512x4096x4096 0.90 -> 0.95x,
+# 256x8192x8192 0.89 -> 0.98x, 256x8192x16384 0.86 -> 0.98x; -1 to -4% at three shapes; results/gemm_04aeb7e.csv).
+HOPPER_TILES = ((128, 256, 64, 3, 8, 0.75), (128, 128, 64, 6, 8, 0.75), (64, 128, 128, 4, 4, 0.4),
                 (64, 64, 128, 4, 4, 0))
 
 

@@ -22,7 +22,10 @@ MAX_SHARED = 232448  # bytes of shared memory one program may use on an H100/H20
 
 
 def compile_one(module, name, signature, constexprs):
+    """constexprs may carry the launch options num_warps and num_stages too."""
     fn = getattr(importlib.import_module(module), name)
+    options = {"num_warps": 4, **{k: constexprs[k] for k in ("num_warps", "num_stages") if k in constexprs}}
+    constexprs = {k: v for k, v in constexprs.items() if k not in options}
     # constexpr parameters left out take their defaults, as a launch would (ASTSource would make them None)
     defaults = {k: v.default.value for k, v in inspect.signature(fn.fn).parameters.items()
                 if isinstance(v.default, triton.language.constexpr) and k not in constexprs}
@@ -40,7 +43,7 @@ def compile_one(module, name, signature, constexprs):
              (a.startswith("stride") and a not in unit)}
     src = ASTSource(fn=fn, signature=sig, constexprs={(fn.arg_names.index(k),): v for k, v in constexprs.items()},
                     attrs=attrs)
-    return triton.compile(src, target=TARGET, options={"num_warps": 4})
+    return triton.compile(src, target=TARGET, options=options)
 
 
 def p(dtype):
@@ -89,9 +92,11 @@ def auto_signature(module, name, dtype="bf16"):
 
 def catalog_kernels():
     gemm = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8}
+    # the default tile with the deepest pipeline (fused_ops.config.HOPPER_TILES): must fit in shared memory too
+    deep = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_stages": 6, "num_warps": 8}
     out = []
-    for tma in (True, False):
-        g = dict(gemm, TMA=tma)
+    for tma in (True, False, "deep"):
+        g = dict(deep, TMA=True) if tma == "deep" else dict(gemm, TMA=tma)
         k2 = dict(g, SPLIT_K=2)  # split-K's slice sums (fused_ops.gemm.gemm_unit)
         out += [
             ("fused_ops.gemm", "gemm_kernel", [dict(g, SIGNAL=s) for s in ("none", "local", "arrive")] +
@@ -108,11 +113,12 @@ def catalog_kernels():
             ("fused_ops.reduce_scatter.wg_specialized", "kernel", [dict(g, GEMM_SMS=116)]),
         ]
     tiles = {"BLOCK_M": 128, "BLOCK_N": 256, "GROUP_M": 8}
-    out += [("fused_ops.all_gather.pull", "kernel", [gemm]),
-            ("fused_ops.all_gather.push", "kernel", [dict(gemm, COMM_SMS=16, COPY_K=256, TMA=t) for t in (0, 1, 2)]),
-            ("fused_ops.all_gather.copy_engine", "kernel", [dict(gemm, TMA=t) for t in (0, 1, 2)]),
+    out += [("fused_ops.all_gather.pull", "kernel", [gemm, deep]),
+            ("fused_ops.all_gather.push", "kernel", [dict(g, COMM_SMS=16, COPY_K=256, TMA=t) for t in (0, 1, 2)
+                                                     for g in (gemm, deep)]),
+            ("fused_ops.all_gather.copy_engine", "kernel", [dict(gemm, TMA=t) for t in (0, 1, 2)] + [dict(deep, TMA=1)]),
             ("fused_ops.copy_reduce", "kernel", [dict(gemm, TMA=t, EVEN=e, GATHER=not e) for t in (0, 1, 2)
-                                                 for e in (False, True)]),
+                                                 for e in (False, True)] + [dict(deep, TMA=1, EVEN=True, GATHER=False)]),
             ("fused_ops.copy_reduce", "gathered_kernel", [{"BLOCK_M": 128}]),
             ("fused_ops.all_gather.bulk_sync", "gather_kernel", [{"BLOCK_M": 128, "COPY_K": 256}])]
     out += [("fused_ops.comm", "scatter_kernel", [dict(tiles, WAIT=w) for w in (True, False)]),
