@@ -64,5 +64,18 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 ON_GPU = iris.BACKEND == "cuda"
+
+
+def gpu_per_rank(world):
+    """Mark for tests whose reference or variant goes through NCCL: on a GPU machine with fewer GPUs than ranks
+    (ranks then share a GPU, which NCCL refuses) they are skipped, and reported as skipped."""
+    if ON_GPU:
+        import torch
+        few = torch.cuda.device_count() < world
+    else:
+        few = False
+    return pytest.mark.skipif(few, reason=f"NCCL needs one GPU per rank: {world} ranks, fewer GPUs here")
+
+
 # bf16 is broken in the Triton interpreter (wrong tl.dot, no bf16 constants): GPU only.
 FLOAT_DTYPES = ["float16", "float32"] + (["bfloat16"] if ON_GPU else [])

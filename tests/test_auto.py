@@ -4,7 +4,7 @@ cache, the default where nothing is known, and auto through the op front door an
 import re
 
 import torch
-from conftest import ON_GPU
+from conftest import ON_GPU, gpu_per_rank
 
 import fused_ops
 from fused_ops import auto, reference
@@ -42,6 +42,7 @@ def r_choose(ctx):
     return out
 
 
+@gpu_per_rank(2)
 def test_auto_choice_rules(ranks2):
     for out in ranks2.run(r_choose):
         gpu = ON_GPU  # GPUs: symm_mem is runnable, and with nothing measured auto falls back to torch_nccl
@@ -51,6 +52,7 @@ def test_auto_choice_rules(ranks2):
                        "tuned_all": True, "tuned_pick": True, "auto_correct": True}, out
 
 
+@gpu_per_rank(2)
 def test_taxonomy_runs_auto_and_names_its_choice():
     out = taxonomy("run", "gemm_all_reduce", "-m", "32", "-n", "32", "-k", "64", "--validate", "--benchmark",
                    "--iters", "1", "--warmup", "0", "--variants", "auto")

@@ -8,7 +8,7 @@ from torch import nn
 
 import fused_ops
 import fused_ops.library as fl
-from conftest import ON_GPU
+from conftest import ON_GPU, gpu_per_rank
 from fused_ops.nn import ColumnParallelLinear, RowParallelLinear
 
 DTYPE = "bfloat16" if ON_GPU else "float32"
@@ -86,6 +86,7 @@ def r_op_grads(ctx, op, variant):
     return worst
 
 
+@gpu_per_rank(2)
 @pytest.mark.parametrize("variant", ["auto", "torch_nccl"])
 @pytest.mark.parametrize("op", fused_ops.list_ops())
 def test_op_forward_and_backward(ranks2, op, variant):
@@ -136,12 +137,14 @@ def r_tp_mlp(ctx, sequence_parallel, variant, compiled):
     return "ok"
 
 
+@gpu_per_rank(2)
 @pytest.mark.parametrize("sequence_parallel", [True, False], ids=["sequence_parallel", "replicated"])
 @pytest.mark.parametrize("variant", ["auto", "torch_nccl"])
 def test_tensor_parallel_mlp_matches_single_device(ranks2, sequence_parallel, variant):
     assert ranks2.run(r_tp_mlp, sequence_parallel, variant, False) == ["ok", "ok"]
 
 
+@gpu_per_rank(2)
 @pytest.mark.parametrize("sequence_parallel", [True, False], ids=["sequence_parallel", "replicated"])
 def test_tensor_parallel_mlp_compiles_fullgraph(ranks2, sequence_parallel):
     assert ranks2.run(r_tp_mlp, sequence_parallel, "auto", True) == ["ok", "ok"]
