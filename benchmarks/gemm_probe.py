@@ -107,7 +107,7 @@ def main():
                                                         "host_desc+ws"])
     ap.add_argument("--tiles", nargs="+", help="BMxBNxBK:stages:warps ... instead of the default list")
     args = ap.parse_args()
-    tiles = TILES if not args.tiles else [tuple(map(int, t.split(":")[0].split("x"))) + tuple(map(int, t.split(":")[1:]))
+    tile_list = TILES if not args.tiles else [tuple(map(int, t.split(":")[0].split("x"))) + tuple(map(int, t.split(":")[1:]))
                                           for t in args.tiles]
     import pandas as pd
 
@@ -126,7 +126,7 @@ def main():
         print(f"{m}x{n}x{k}: torch {t_torch:.1f} us: {names}", flush=True)
         rows.append(dict(m=m, n=n, k=k, config="torch", mechanism="cublas", time_us=t_torch, torch_us=t_torch,
                          vs_torch=1.0, rel_error=0.0, correct=True, kernels=names, **run_stamp))
-        for (bm, bn, bk, stages, warps), mech in itertools.product(tiles, args.mechanisms):
+        for (bm, bn, bk, stages, warps), mech in itertools.product(tile_list, args.mechanisms):
             tiles = -(-m // bm) * -(-n // bn)
             split = 2 if "k2" in mech else 1
             if tiles * split > sms * 1.05 and split > 1:
