@@ -18,14 +18,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks.harness import graph_us, stamp  # noqa: E402
-
-
-@triton.jit
-def _coords(tile, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
-    width = GROUP_M * num_pid_n
-    first_m = (tile // width) * GROUP_M
-    size_m = tl.minimum(num_pid_m - first_m, GROUP_M)
-    return first_m + (tile % width) % size_m, (tile % width) // size_m
+from fused_ops.gemm import sum_slices, tile_coords  # noqa: E402
 
 
 @triton.jit
@@ -48,7 +41,7 @@ def probe_kernel(A, B, C, P, CNT, M, N, K, BM: tl.constexpr, BN: tl.constexpr, B
     for unit in tl.range(tl.program_id(0), units, tl.num_programs(0), flatten=FLATTEN):
         tile = unit // SPLIT_K
         s = unit % SPLIT_K
-        pid_m, pid_n = _coords(tile, num_pid_m, num_pid_n, GROUP_M)
+        pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
         acc = tl.zeros((BM, BN), dtype=tl.float32)
         for kk in tl.range(s * per, tl.minimum(s * per + per, k_blocks), warp_specialize=WS):
             a = a_d.load([pid_m * BM, kk * BK])
@@ -56,16 +49,7 @@ def probe_kernel(A, B, C, P, CNT, M, N, K, BM: tl.constexpr, BN: tl.constexpr, B
             acc = tl.dot(a, b, acc)
         done = True
         if SPLIT_K > 1:
-            offs = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
-            base = P + tile.to(tl.int64) * (SPLIT_K * BM * BN)
-            tl.store(base + s * (BM * BN) + offs, acc)
-            tl.debug_barrier()
-            done = tl.atomic_add(CNT + tile, 1, sem="acq_rel", scope="gpu") == SPLIT_K - 1
-            if done:
-                acc = tl.zeros((BM, BN), dtype=tl.float32)
-                for j in tl.static_range(SPLIT_K):
-                    acc += tl.load(base + j * (BM * BN) + offs, cache_modifier=".cg")
-                tl.store(CNT + tile, 0)
+            acc, done = sum_slices(acc, tile, s, P, CNT, SPLIT_K)
         if done:
             if TMA_STORE:
                 c_d.store([pid_m * BM, pid_n * BN], acc.to(tl.bfloat16))

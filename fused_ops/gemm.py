@@ -122,12 +122,12 @@ def gemm_unit(a_op, b_op, unit, M, N, K, stride_am, stride_ak, stride_bk, stride
         per = tl.cdiv(k_blocks, SPLIT_K)
         acc = gemm_k_blocks(a_op, b_op, pid_m, pid_n, s * per, tl.minimum(s * per + per, k_blocks), M, N, K,
                             stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
-        acc, done = _sum_slices(acc, tile, s, PARTIALS, COUNTS, SPLIT_K)
+        acc, done = sum_slices(acc, tile, s, PARTIALS, COUNTS, SPLIT_K)
     return tile, pid_m, pid_n, acc, done
 
 
 @triton.jit
-def _sum_slices(acc, tile, s, PARTIALS, COUNTS, SPLIT_K: tl.constexpr):
+def sum_slices(acc, tile, s, PARTIALS, COUNTS, SPLIT_K: tl.constexpr):
     """Publish slice s of `tile`, count it in; the last one in sums all slices and re-arms the count for the next
     call (each call brings the count from 0 to SPLIT_K, so a count is never stale)."""
     BLOCK_M: tl.constexpr = acc.shape[0]
