@@ -124,6 +124,23 @@ def test_transposed_weight_through_both_paths(ranks2, op):
             assert all(isinstance(e, float) for e in errs), (variant, tma, errs)
 
 
+@pytest.mark.skipif(not ON_GPU, reason="Hopper tiles and pipelines are compiled on GPUs only; the interpreter runs "
+                                        "every tile alike (the other tests cover it)")
+@pytest.mark.parametrize("op", fused_ops.list_ops())
+def test_hopper_default_tiles(ranks2, op):
+    # Every tile the Hopper defaults can pick (fused_ops.config.HOPPER_TILES: block sizes, stages, warps) and the
+    # split-K default, in every fused variant, bf16, at a shape with several tiles per rank and K blocks per tile.
+    split = {"block_m": 128, "block_n": 128, "block_k": 64, "num_stages": 4, "num_warps": 8, "split_k": 2}
+    for cfg in [{"block_m": bm, "block_n": bn, "block_k": bk, "num_stages": stages, "num_warps": warps}
+                for bm, bn, bk, stages, warps, _ in fused_ops.config.HOPPER_TILES] + [split]:
+        for variant in fused_ops.list_variants(op, iris.BACKEND, "bfloat16"):
+            v = fused_ops.get(op, variant)
+            if v.pattern == "baseline" or shares_gpus(ranks2, op, variant) or ("split_k" in cfg and not v.split_k):
+                continue
+            errs = ranks2.run(r_check, op, variant, "bfloat16", 512, 1024, 768, 2, cfg)
+            assert all(isinstance(e, float) for e in errs), (variant, cfg, errs)
+
+
 def r_errors(ctx, case):
     dev, w = ctx.get_device(), ctx.get_num_ranks()
     a = torch.randn(8, 16, device=dev)
