@@ -1,7 +1,7 @@
 """Where the small-M GEMM loses to torch.matmul (one GPU, graph-timed): which cuBLAS kernel torch picks per shape
 (its name says tile and split/stream-K), and a stripped persistent TMA GEMM with one mechanism toggled at a time:
 device- vs host-built TMA descriptors, Hopper warp specialization of the K loop, a flattened tile/K loop nest,
-TMA stores of C, split-K. Exploratory: its findings go into fused_ops/gemm.py and config.py, not its code.
+TMA stores of C, split-K, 2-CTA clusters (`ctas2`). Exploratory: its findings go into fused_ops/gemm.py and config.py, not its code.
 
     IRIS_BACKEND=cuda python benchmarks/gemm_probe.py --out results/gemm_probe
 """
@@ -123,9 +123,11 @@ def main():
                        TensorDescriptor.from_tensor(c, [bm, bn]))
             else:
                 ops = (a, b, c)
-            grid = (min(sms, tiles * split),)
+            ctas = 2 if "ctas2" in mech else 1  # a cluster of 2 CTAs per program (Hopper), sharing the tile
+            grid = (min(sms // ctas, tiles * split),)
             meta = dict(BM=bm, BN=bn, BK=bk, GROUP_M=8, HOST_DESC=host, WS="ws" in mech, FLATTEN="flatten" in mech,
-                        TMA_STORE="tma_store" in mech, SPLIT_K=split, num_stages=stages, num_warps=warps)
+                        TMA_STORE="tma_store" in mech, SPLIT_K=split, num_stages=stages, num_warps=warps,
+                        num_ctas=ctas)
             name = f"{bm}x{bn}x{bk} s{stages} w{warps}"
 
             def call():
