@@ -7,6 +7,7 @@ Writes <out>/gemm.csv.
 """
 
 import argparse
+import dataclasses
 import os
 import sys
 
@@ -76,6 +77,8 @@ def run(ctx, args, run_stamp):
                 continue
             if cfg is not None and cfg.block_m == 64 and m > 4096:
                 continue  # 64-row tiles are for small M
+            if cfg is not None and cfg.split_k is None:  # whole tiles: not the default's split (until 2026-11-23
+                cfg = dataclasses.replace(cfg, split_k=1)  # they inherited it where the split-K rule fires)
             _problem.HOST_DESCRIPTORS = "device-built" not in name
             p = Problem(ctx, "gemm_all_scatter", variant, a, b, c, m, n, k, cfg)
             if p.cfg.split_k > 1 and p.num_tiles >= ctx.get_cu_count():
