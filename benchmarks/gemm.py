@@ -63,6 +63,7 @@ def shapes(small=False):
 
 def run(ctx, args, run_stamp):
     variant = OPS["gemm_all_scatter"].variants["bulk_sync"]
+    pdl = bool(iris.pdl_launch())  # programmatic dependent launch, as the fused ops launch (IRIS_PDL=0: off)
     rows = []
     for m, n, k in args.shapes or shapes(args.small):
         g = torch.Generator(device=ctx.get_device()).manual_seed(m + n + k)
@@ -92,7 +93,7 @@ def run(ctx, args, run_stamp):
             call()
             err = ((c.double() - ref).norm() / ref.norm()).item()
             t = graph_us(call)
-            rows.append(dict(m=m, n=n, k=k, config=name, host_descriptors=_problem.HOST_DESCRIPTORS,
+            rows.append(dict(m=m, n=n, k=k, config=name, host_descriptors=_problem.HOST_DESCRIPTORS, pdl=pdl,
                              block_m=p.cfg.block_m, block_n=p.cfg.block_n,
                              block_k=p.cfg.block_k, num_stages=p.cfg.num_stages, num_warps=p.cfg.num_warps,
                              split_k=p.cfg.split_k,
