@@ -1,7 +1,8 @@
 """Where the small-M GEMM loses to torch.matmul (one GPU, graph-timed): which cuBLAS kernel torch picks per shape
 (its name says tile and split/stream-K), and a stripped persistent TMA GEMM with one mechanism toggled at a time:
 device- vs host-built TMA descriptors, Hopper warp specialization of the K loop, a flattened tile/K loop nest,
-TMA stores of C, split-K, 2-CTA clusters (`ctas2`). Exploratory: its findings go into fused_ops/gemm.py and config.py, not its code.
+TMA stores of C, split-K, 2-CTA clusters (`ctas2`).
+Exploratory: its findings go into fused_ops/gemm.py and config.py, not its code.
 
     IRIS_BACKEND=cuda python benchmarks/gemm_probe.py --out results/gemm_probe
 """
@@ -91,8 +92,8 @@ def main():
                                                         "host_desc+ws"])
     ap.add_argument("--tiles", nargs="+", help="BMxBNxBK:stages:warps ... instead of the default list")
     args = ap.parse_args()
-    tile_list = TILES if not args.tiles else [tuple(map(int, t.split(":")[0].split("x"))) + tuple(map(int, t.split(":")[1:]))
-                                          for t in args.tiles]
+    tile_list = TILES if not args.tiles else [
+        tuple(map(int, t.split(":")[0].split("x"))) + tuple(map(int, t.split(":")[1:])) for t in args.tiles]
     import pandas as pd
 
     run_stamp = stamp(1, "benchmarks/gemm_probe.py")

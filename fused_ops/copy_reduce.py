@@ -159,9 +159,9 @@ def run(p, out, even, gather):
                 for i in range(1, world):
                     ce.put(out[r0:r1], out[r0:r1], (rank + i) % world, flag=gathered[rank * nc + j:][:1])
 
-    args = (p.a, *p.operands(b=p.b), out, ws["partials"], ws["inbox"], m, n, p.k, p.a.stride(0), p.a.stride(1), p.b.stride(0),
-            p.b.stride(1), out.stride(0), ready, inflags, ws[f"consumed_x{nc}"], final, per, nc, slice_rows_max,
-            *p.rank_args())
+    args = (p.a, *p.operands(b=p.b), out, ws["partials"], ws["inbox"], m, n, p.k, p.a.stride(0), p.a.stride(1),
+            p.b.stride(0), p.b.stride(1), out.stride(0), ready, inflags, ws[f"consumed_x{nc}"], final, per, nc,
+            slice_rows_max, *p.rank_args())
     meta = dict(BLOCK_M=bm, BLOCK_N=p.cfg.block_n, BLOCK_K=p.cfg.block_k, GROUP_M=p.cfg.group_m, TMA=p.tma,
                 EVEN=even, GATHER=gather, num_warps=p.cfg.num_warps, num_stages=p.cfg.num_stages,
                 **iris.pdl_launch())

@@ -116,9 +116,11 @@ def catalog_kernels():
     out += [("fused_ops.all_gather.pull", "kernel", [gemm, deep]),
             ("fused_ops.all_gather.push", "kernel", [dict(g, COMM_SMS=16, COPY_K=256, TMA=t) for t in (0, 1, 2)
                                                      for g in (gemm, deep)]),
-            ("fused_ops.all_gather.copy_engine", "kernel", [dict(gemm, TMA=t) for t in (0, 1, 2)] + [dict(deep, TMA=1)]),
+            ("fused_ops.all_gather.copy_engine", "kernel",
+             [dict(gemm, TMA=t) for t in (0, 1, 2)] + [dict(deep, TMA=1)]),
             ("fused_ops.copy_reduce", "kernel", [dict(gemm, TMA=t, EVEN=e, GATHER=not e) for t in (0, 1, 2)
-                                                 for e in (False, True)] + [dict(deep, TMA=1, EVEN=True, GATHER=False)]),
+                                                 for e in (False, True)] +
+             [dict(deep, TMA=1, EVEN=True, GATHER=False)]),
             ("fused_ops.copy_reduce", "gathered_kernel", [{"BLOCK_M": 128}]),
             ("fused_ops.all_gather.bulk_sync", "gather_kernel", [{"BLOCK_M": 128, "COPY_K": 256}])]
     out += [("fused_ops.comm", "scatter_kernel", [dict(tiles, WAIT=w) for w in (True, False)]),

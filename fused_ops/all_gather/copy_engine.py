@@ -80,9 +80,9 @@ def run(p):
                 lo, hi = j * per * bm, min((j + 1) * per * bm, p.m_local)
                 row0 = src * blocks * bm
                 ce.get(g[row0 + lo:row0 + hi], a[lo:hi], src, flag=flags[src * chunks + j:src * chunks + j + 1])
-        kernel[(programs,)](*p.operands(a), *p.operands(g, p.b), c, p.m_local, p.n, p.k, a.stride(0), g.stride(0), p.b.stride(0),
-                            p.b.stride(1), c.stride(0), c.stride(1), flags, done, per, *p.rank_args(), BLOCK_M=bm,
-                            BLOCK_N=p.cfg.block_n, BLOCK_K=p.cfg.block_k, GROUP_M=p.cfg.group_m, TMA=p.tma,
+        kernel[(programs,)](*p.operands(a), *p.operands(g, p.b), c, p.m_local, p.n, p.k, a.stride(0), g.stride(0),
+                            p.b.stride(0), p.b.stride(1), c.stride(0), c.stride(1), flags, done, per, *p.rank_args(),
+                            BLOCK_M=bm, BLOCK_N=p.cfg.block_n, BLOCK_K=p.cfg.block_k, GROUP_M=p.cfg.group_m, TMA=p.tma,
                             num_warps=p.cfg.num_warps, num_stages=p.cfg.num_stages, **iris.pdl_launch())
     if p.a_gathered is not None:  # the caller wants A gathered as well: rows back together, without the padding
         out = p.gathered_buffer().view(p.world, p.m_local, p.k)
