@@ -1,7 +1,8 @@
 """Where the small-M GEMM loses to torch.matmul (one GPU, graph-timed): which cuBLAS kernel torch picks per shape
 (its name says tile and split/stream-K), and a stripped persistent TMA GEMM with one mechanism toggled at a time:
 device- vs host-built TMA descriptors, Hopper warp specialization of the K loop, a flattened tile/K loop nest,
-TMA stores of C, split-K, 2-CTA clusters (`ctas2`).
+TMA stores of C, split-K, 2-CTA clusters (`ctas2`), programmatic dependent launch with the next kernel let in at the
+start (`pdl`, as iris.launched_early) or after the program's last tile (`pdl_late`).
 Exploratory: its findings go into fused_ops/gemm.py and config.py, not its code.
 
     IRIS_BACKEND=cuda python benchmarks/gemm_probe.py --out results/gemm_probe
@@ -15,6 +16,7 @@ import sys
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -25,7 +27,11 @@ from fused_ops.gemm import sum_slices, tile_coords  # noqa: E402
 @triton.jit
 def probe_kernel(A, B, C, P, CNT, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
                  GROUP_M: tl.constexpr, HOST_DESC: tl.constexpr, WS: tl.constexpr, FLATTEN: tl.constexpr,
-                 TMA_STORE: tl.constexpr, SPLIT_K: tl.constexpr):
+                 TMA_STORE: tl.constexpr, SPLIT_K: tl.constexpr, PDL: tl.constexpr = 0):
+    if PDL:  # launched with programmatic dependent launch: wait for the previous kernel; 1: let the next one launch now
+        gdc_wait()
+        if PDL == 1:
+            gdc_launch_dependents()
     if HOST_DESC:
         a_d = A
         b_d = B
@@ -62,6 +68,8 @@ def probe_kernel(A, B, C, P, CNT, M, N, K, BM: tl.constexpr, BN: tl.constexpr, B
                 else:
                     tl.store(C + rm[:, None] * N + rn[None, :], acc.to(tl.bfloat16),
                              mask=(rm[:, None] < M) & (rn[None, :] < N))
+    if PDL == 2:  # ... 2: only once this program's tiles are done
+        gdc_launch_dependents()
 
 
 def cublas_kernels(a, b, c):
@@ -128,7 +136,8 @@ def main():
             grid = (min(sms // ctas, tiles * split),)
             meta = dict(BM=bm, BN=bn, BK=bk, GROUP_M=8, HOST_DESC=host, WS="ws" in mech, FLATTEN="flatten" in mech,
                         TMA_STORE="tma_store" in mech, SPLIT_K=split, num_stages=stages, num_warps=warps,
-                        num_ctas=ctas)
+                        num_ctas=ctas, **({"PDL": 2 if "pdl_late" in mech else 1, "launch_pdl": True}
+                                          if "pdl" in mech else {}))
             name = f"{bm}x{bn}x{bk} s{stages} w{warps}"
 
             def call():
