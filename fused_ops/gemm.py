@@ -195,7 +195,7 @@ def gemm_kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, st
                 TRACE=None, TRACING: tl.constexpr = tl.constexpr(False), PDL: tl.constexpr = tl.constexpr(False),
                 PARTIALS=None, COUNTS=None, SPLIT_K: tl.constexpr = tl.constexpr(1)):
     """The persistent GEMM alone; C is the call's slot of a double buffer when slot_size is not 0."""
-    iris.launched_early(PDL)
+    iris.launched_early(PDL, LET_NEXT_IN=False)
     C = call_slot(C, EPOCH, slot_size)
     gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, col0, flags, EPOCH,
               cur_rank, world_size, heap_bases, tl.program_id(0), tl.num_programs(0), SIGNAL, BLOCK_M, BLOCK_N,

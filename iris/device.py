@@ -346,11 +346,15 @@ _PDL_ARGS = dict(PDL=True, launch_pdl=True)
 
 
 @triton.jit
-def launched_early(PDL: tl.constexpr):
+def launched_early(PDL: tl.constexpr, LET_NEXT_IN: tl.constexpr = tl.constexpr(True)):
     """First statement of a kernel launched with pdl_launch(): it may start while the previous kernel on its stream
     still runs, so it waits for that kernel and its memory (griddepcontrol.wait) before reading anything, then lets
     the next kernel launch early in turn (it waits the same way, so at most two kernels overlap and the running one
-    is always fully resident). Without PDL both are no-ops, and the interpreter never sees them."""
+    is always fully resident). LET_NEXT_IN=False: the next kernel launches only as this one's programs exit. A
+    persistent GEMM followed by another lost up to 18% when it let the next one in at its start
+    (results/gemm_probe/gemm_probe_pdl_dfa1a9b.csv). Without PDL these are no-ops, and the interpreter never sees
+    them."""
     if PDL:
         gdc_wait()
-        gdc_launch_dependents()
+        if LET_NEXT_IN:
+            gdc_launch_dependents()
