@@ -38,12 +38,14 @@ HOPPER_TILES = ((128, 256, 64, 3, 8, 0.75), (128, 128, 64, 6, 8, 0.75), (64, 128
                 (64, 64, 128, 4, 4, 0))
 
 
-def default_config(ctx, m, n_local, k, dtype, split_k=True, comm_programs=False):
+def default_config(ctx, m, n_local, k, dtype, comm_programs=False):
     """Per-device defaults. CPU: small tiles keep the interpreter quick. Hopper: the 128x256x64, 3-stage, 8-warp
     persistent configuration (0.93-1.07x torch.matmul at M >= 1024); smaller tiles where that leaves SMs idle (M <=
-    512: 0.83-1.09x, against 0.51-0.80x for the one 64x128 tile used before); split-K, for variants that take it
-    (`split_k`), where rows are few and K is long. comm_programs: the variant gives comm_sms of the SMs to
-    communication programs, so its GEMM gets the rest."""
+    512: 0.85-1.10x). Whole tiles: split-K (Config(split_k=2)) was the default where rows are few and K long until
+    whole 64x128x128 tiles beat it at all three shapes where it applied, once the GEMM's descriptors came from the
+    host and it stopped letting the next kernel in at its start (128x8192x8192 0.86 -> 1.00x, 256x4096x8192 0.91 ->
+    1.03x, 128x8192x16384 1.04 -> 1.12x; results/gemm_small_21da4a4.csv). comm_programs: the variant gives comm_sms
+    of the SMs to communication programs, so its GEMM gets the rest."""
     sms = ctx.get_cu_count() // ctx.ranks_per_device  # ranks sharing a GPU share its SMs: spinning grids must fit
     if ctx.backend == "cpu":
         return Config(32, 32, 32, 4, sms, 2, 1, 4, False, 1)
@@ -52,11 +54,6 @@ def default_config(ctx, m, n_local, k, dtype, split_k=True, comm_programs=False)
     if dtype == torch.float32:
         small = m <= 512
         return Config(64 if small else 128, 128, 32, 8, gemm, comm, 4 if small else 3, 4 if small else 8, None, 1)
-    if split_k and k >= max(n_local, 8192) and 0.75 * gemm <= -(-m // 128) * -(-n_local // 128) * 2 <= gemm:
-        # few rows, long K: 128x128 tiles, K split in two, one wave (results/splitk/, H200: 128x8192x16384 0.85 ->
-        # 0.99x torch.matmul, 128x8192x8192 0.78 -> 0.82x, 256x4096x8192 0.77 -> 0.83x; split-K lost wherever K
-        # was shorter or the split made a second wave)
-        return Config(128, 128, 64, 8, gemm, comm, 4, 8, None, 2)
     for bm, bn, bk, stages, warps, fill in HOPPER_TILES:
         if -(-m // bm) * -(-n_local // bn) >= fill * sms:
             break

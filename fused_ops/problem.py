@@ -32,7 +32,7 @@ class Problem:
         self.rank, self.world = ctx.get_rank(), ctx.get_num_ranks()
         self.heap_bases = ctx.get_heap_bases()
         rows = m_local if variant.shard_tiles else m
-        defaults = _config.default_config(ctx, rows, n, k, a.dtype, variant.split_k,
+        defaults = _config.default_config(ctx, rows, n, k, a.dtype,
                                           variant.pattern in ("producer-consumer", "workgroup-specialized"))
         self.cfg = (config or _config.Config()).merged(defaults)
         _config.check(self.cfg, ctx, variant)

@@ -3,7 +3,7 @@ benchmarks/gemm.py's measurements support); ranks sharing a GPU share its SMs.""
 
 import torch
 
-from fused_ops.config import HOPPER_TILES, default_config
+from fused_ops.config import HOPPER_TILES, Config, default_config
 
 
 class _GPU:
@@ -43,18 +43,13 @@ def test_float32_keeps_its_own_tiles():
     assert _tile(default_config(_GPU(), 4096, 4096, 4096, torch.float32)) == (128, 128, 32)
 
 
-def test_split_k_where_rows_are_few_and_k_is_long():
-    # 128 x 8192 x 16384: 64 tiles of 128 x 128 leave half the SMs idle; two slices of K fill one wave
-    cfg = default_config(_GPU(), 128, 8192, 16384, torch.bfloat16)
-    assert (_tile(cfg), cfg.split_k) == ((128, 128, 64), 2)
-    assert default_config(_GPU(), 256, 4096, 8192, torch.bfloat16).split_k == 2
-    # variants that run whole tiles get the whole-tile default
-    whole = default_config(_GPU(), 128, 8192, 16384, torch.bfloat16, split_k=False)
-    assert whole.split_k == 1 and _tile(whole) == HOPPER_TILES[2][:3]
-    # not where K is short, where the split would make a second wave, or in float32
-    for m, n, k in ((128, 8192, 4096), (128, 16384, 16384), (512, 8192, 16384)):
-        assert default_config(_GPU(), m, n, k, torch.bfloat16).split_k == 1, (m, n, k)
-    assert default_config(_GPU(), 128, 8192, 16384, torch.float32).split_k == 1
-    # 116 GEMM programs (16 SMs communicate): 128 units would make a second wave
+def test_whole_tiles_by_default_split_k_on_request():
+    # Few rows, long K (where split-K was the default): 128 x 8192 x 16384 fills the SMs with 128 whole 64 x 128 tiles
+    for m, n, k in ((128, 8192, 16384), (256, 4096, 8192), (128, 8192, 8192), (128, 16384, 16384)):
+        cfg = default_config(_GPU(), m, n, k, torch.bfloat16)
+        assert cfg.split_k == 1, (m, n, k)
+    assert _tile(default_config(_GPU(), 128, 8192, 16384, torch.bfloat16)) == HOPPER_TILES[2][:3]
     spec = default_config(_GPU(), 128, 8192, 16384, torch.bfloat16, comm_programs=True)
     assert spec.split_k == 1 and spec.gemm_sms == 116
+    # a caller's split is kept
+    assert Config(split_k=2).merged(default_config(_GPU(), 128, 8192, 16384, torch.bfloat16)).split_k == 2

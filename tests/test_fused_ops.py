@@ -128,8 +128,8 @@ def test_transposed_weight_through_both_paths(ranks2, op):
                                         "every tile alike (the other tests cover it)")
 @pytest.mark.parametrize("op", fused_ops.list_ops())
 def test_hopper_default_tiles(ranks2, op):
-    # Every tile the Hopper defaults can pick (fused_ops.config.HOPPER_TILES: block sizes, stages, warps) and the
-    # split-K default, in every fused variant, bf16, at a shape with several tiles per rank and K blocks per tile.
+    # Every tile the Hopper defaults can pick (fused_ops.config.HOPPER_TILES: block sizes, stages, warps), and
+    # split-K (split_k=2), in every fused variant, bf16, at a shape with several tiles per rank and K blocks per tile.
     split = {"block_m": 128, "block_n": 128, "block_k": 64, "num_stages": 4, "num_warps": 8, "split_k": 2}
     for cfg in [{"block_m": bm, "block_n": bn, "block_k": bk, "num_stages": stages, "num_warps": warps}
                 for bm, bn, bk, stages, warps, _ in fused_ops.config.HOPPER_TILES] + [split]:
