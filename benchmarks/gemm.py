@@ -1,5 +1,6 @@
 """The catalog's GEMM alone (fused_ops/gemm.py's persistent tile loop, as the fused ops run it) against torch.matmul,
-on one GPU, graph-timed (10 calls captured, replayed), bf16. Each shape runs the per-device default configuration and
+on one GPU, graph-timed (10 calls captured; each configuration's graph replayed in turns with torch.matmul's, so
+their ratio does not drift with the clocks), bf16. Each shape runs the per-device default configuration and
 a few alternatives, so the defaults can follow the measurement. Every result is checked against torch.matmul first.
 Writes <out>/gemm.csv.
 
@@ -15,7 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import iris  # noqa: E402
 import torch  # noqa: E402
 
-from benchmarks.harness import graph_us, stamp  # noqa: E402
+from benchmarks.harness import paired_graph_us, stamp  # noqa: E402
 from fused_ops import problem as _problem  # noqa: E402
 from fused_ops.config import Config  # noqa: E402
 from fused_ops.gemm import gemm_kernel  # noqa: E402
@@ -72,7 +73,6 @@ def run(ctx, args, run_stamp):
         c = torch.empty(m, n, device=ctx.get_device(), dtype=torch.bfloat16)
         ref = a.double() @ b.double()
         torch.matmul(a, b, out=c)
-        t_torch = graph_us(lambda: torch.matmul(a, b, out=c))
         for name, cfg in {**CANDIDATES, **(SMALL_M_CANDIDATES if m <= 1024 else {})}.items():
             if args.configs and name not in args.configs:
                 continue
@@ -92,7 +92,7 @@ def run(ctx, args, run_stamp):
             c.fill_(float("nan"))
             call()
             err = ((c.double() - ref).norm() / ref.norm()).item()
-            t = graph_us(call)
+            t, t_torch = paired_graph_us(call, lambda: torch.matmul(a, b, out=c))  # torch again, in turns
             rows.append(dict(m=m, n=n, k=k, config=name, host_descriptors=_problem.HOST_DESCRIPTORS, pdl=pdl,
                              block_m=p.cfg.block_m, block_n=p.cfg.block_n,
                              block_k=p.cfg.block_k, num_stages=p.cfg.num_stages, num_warps=p.cfg.num_warps,

@@ -44,6 +44,26 @@ def graph_us(fn, after_warmup=None):
     return timed(graph.replay, calls=3) / 10
 
 
+def paired_graph_us(fn, ref, rounds=5):
+    """(µs per call of fn, of ref), each with 10 calls captured in one CUDA graph, the two graphs replayed in turn
+    `rounds` times and the medians taken: a ratio of the two survives the clock and power drift that moved the same
+    large GEMM by 10% between rows of one run (results/gemm_2fca140.csv)."""
+    graphs = []
+    for f in (fn, ref):
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for _ in range(10):
+                f()
+        g.replay()
+        graphs.append(g)
+    torch.cuda.synchronize()
+    samples = ([], [])
+    for _ in range(rounds):
+        for g, out in zip(graphs, samples):
+            out.append(timed(g.replay, calls=1, repeats=1) / 10)
+    return statistics.median(samples[0]), statistics.median(samples[1])
+
+
 def stamp(devices, script):
     """device, date, commit (IRIS_COMMIT) and command columns for a run of `script` on `devices` GPUs."""
     name = torch.cuda.get_device_name() if torch.cuda.is_available() else "CPU ranks"
