@@ -25,7 +25,7 @@ import triton.language as tl
 
 import iris
 from .comm import chunk_blocks
-from .gemm import c_tile, first_unit, gemm_tile, operands, tile_coords
+from .gemm import NEXT_IN_AT_START, c_tile, first_unit, gemm_tile, operands, tile_coords
 
 
 # Not validated on two GPUs (no 2-GPU machine was lent after they were written), so opt-in there. A one-GPU miniature
@@ -54,7 +54,7 @@ def kernel(A, B, OUT, S, I, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
     """S (the peers' slices' partials, M x N) and the inbox I (world x SLICE_ROWS x N) are contiguous. OUT: all of C
     (GATHER: this rank's slice at its rows, counted on `final`), or this rank's slice alone. PHASE 0: every slice in
     one launch; 1: the peers' slices only; 2: this rank's own slice only."""
-    iris.launched_early(PDL)
+    iris.launched_early(PDL, NEXT_IN_AT_START)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     programs = tl.num_programs(0)
     first, last = 1, world_size + 1  # the peers' slices in the copies' order, then (i == world_size) its own

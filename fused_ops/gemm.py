@@ -5,11 +5,20 @@ host where the launch allows it, else in the kernel, or through masked plain poi
 TMA cannot describe). `TMA` is a constexpr, so each launch compiles only one of the paths.
 """
 
+import os
+
 import triton
 import triton.language as tl
 
 import iris
 from iris.tracing import GEMM, record
+
+
+# Whether the fused variants' persistent kernels let the next kernel launch at their start (programmatic dependent
+# launch, iris.launched_early) or only as their programs exit (FUSED_OPS_PDL_NEXT=exit). gemm_kernel, the GEMM alone,
+# lets it in at exit: at its start that cost back-to-back GEMMs up to 18% (results/gemm_probe/); the fused kernels
+# keep the start, under which PDL was measured as a gain, until two GPUs measure the exit there.
+NEXT_IN_AT_START = tl.constexpr(os.environ.get("FUSED_OPS_PDL_NEXT", "start") != "exit")
 
 
 @triton.jit

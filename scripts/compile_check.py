@@ -27,11 +27,11 @@ def compile_one(module, name, signature, constexprs):
     options = {"num_warps": 4, **{k: constexprs[k] for k in ("num_warps", "num_stages") if k in constexprs}}
     constexprs = {k: v for k, v in constexprs.items() if k not in options}
     # constexpr parameters left out take their defaults, as a launch would (ASTSource would make them None)
+    if "PDL" in fn.arg_names:  # as launched on GPUs (iris.pdl_launch); before the defaults, which say False
+        constexprs = {"PDL": True, **constexprs}
     defaults = {k: v.default.value for k, v in inspect.signature(fn.fn).parameters.items()
                 if isinstance(v.default, triton.language.constexpr) and k not in constexprs}
     constexprs = {**defaults, **constexprs}
-    if "PDL" in fn.arg_names:  # as launched on GPUs (iris.pdl_launch)
-        constexprs = {"PDL": True, **constexprs}
     sig = dict(signature)
     sig.update({k: "constexpr" for k in constexprs})
     # As a real launch specializes them: pointers, sizes and col0 (rank * N) divisible by 16.
@@ -173,7 +173,7 @@ def main():
                 if k.metadata.shared > MAX_SHARED:  # compiles, but would fail at launch
                     raise RuntimeError(f"needs {k.metadata.shared} bytes of shared memory, more than {MAX_SHARED}")
                 print(f"ok   {module}.{name} {cx} (16B accesses: {v4}, TMA: {tma}, wgmma: {'wgmma' in ptx}, "
-                      f"shared: {k.metadata.shared} B)")
+                      f"PDL waits: {ptx.count('griddepcontrol.wait')}, shared: {k.metadata.shared} B)")
             except Exception as err:  # report all, then fail
                 failures += 1
                 print(f"FAIL {module}.{name} {cx}: {str(err).splitlines()[-1][:300]}")

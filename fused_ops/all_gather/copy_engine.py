@@ -17,7 +17,7 @@ import triton.language as tl
 
 import iris
 from ..comm import chunk_blocks
-from ..gemm import c_tile, first_unit, gemm_tile, operands, tile_coords
+from ..gemm import NEXT_IN_AT_START, c_tile, first_unit, gemm_tile, operands, tile_coords
 from ..registry import register
 
 
@@ -25,7 +25,7 @@ from ..registry import register
 def kernel(A, G, B, C, M_LOCAL, N, K, stride_am, stride_gm, stride_bk, stride_bn, stride_cm, stride_cn, flags, done,
            CHUNK_BLOCKS, cur_rank, world_size, heap_bases, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
            BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr, PDL: tl.constexpr = tl.constexpr(False)):
-    iris.launched_early(PDL)
+    iris.launched_early(PDL, NEXT_IN_AT_START)
     blocks = tl.cdiv(M_LOCAL, BLOCK_M)  # row blocks per shard; shard s starts at row s * blocks * BLOCK_M of G
     chunks = tl.cdiv(blocks, CHUNK_BLOCKS)
     num_pid_n = tl.cdiv(N, BLOCK_N)

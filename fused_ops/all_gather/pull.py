@@ -6,7 +6,7 @@ import triton
 import triton.language as tl
 
 import iris
-from ..gemm import c_tile, gemm_tile, operands, tile_coords
+from ..gemm import NEXT_IN_AT_START, c_tile, gemm_tile, operands, tile_coords
 from ..registry import register
 
 
@@ -14,7 +14,7 @@ from ..registry import register
 def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, M_LOCAL, cur_rank,
            world_size, heap_bases, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
            GROUP_M: tl.constexpr, PDL: tl.constexpr = tl.constexpr(False)):
-    iris.launched_early(PDL)
+    iris.launched_early(PDL, NEXT_IN_AT_START)
     _, b_op = operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, False)
     num_pid_m, num_pid_n = tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N)
     first = (cur_rank * M_LOCAL) // BLOCK_M  # this rank's rows come first

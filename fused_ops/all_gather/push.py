@@ -10,7 +10,7 @@ import triton
 import triton.language as tl
 
 import iris
-from ..gemm import c_tile, gemm_tile, operands, tile_coords
+from ..gemm import NEXT_IN_AT_START, c_tile, gemm_tile, operands, tile_coords
 from ..registry import register
 from .bulk_sync import copy_k, k_parts
 
@@ -20,7 +20,7 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_
            EPOCH, M_LOCAL, KPARTS, cur_rank, world_size, heap_bases, COMM_SMS: tl.constexpr, BLOCK_M: tl.constexpr,
            BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, COPY_K: tl.constexpr,
            TMA: tl.constexpr, PDL: tl.constexpr = tl.constexpr(False)):
-    iris.launched_early(PDL)
+    iris.launched_early(PDL, NEXT_IN_AT_START)
     pid = tl.program_id(0)
     chunks = tl.cdiv(M_LOCAL, BLOCK_M)
     epoch = tl.load(EPOCH)

@@ -10,7 +10,7 @@ import triton.language as tl
 import iris
 from iris.tracing import GEMM, REDUCE, WAIT, record
 from ..comm import reduce_tile
-from ..gemm import c_tile, call_slot, gemm_unit, num_units, operands
+from ..gemm import NEXT_IN_AT_START, c_tile, call_slot, gemm_unit, num_units, operands
 from ..registry import register
 
 
@@ -20,7 +20,7 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, P, stri
            GROUP_M: tl.constexpr, TMA: tl.constexpr, TRACE=None, TRACING: tl.constexpr = tl.constexpr(False),
            PDL: tl.constexpr = tl.constexpr(False), PARTIALS=None, COUNTS=None,
            SPLIT_K: tl.constexpr = tl.constexpr(1)):
-    iris.launched_early(PDL)
+    iris.launched_early(PDL, NEXT_IN_AT_START)
     P = call_slot(P, EPOCH, M * N)
     epoch = tl.load(EPOCH)
     a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)

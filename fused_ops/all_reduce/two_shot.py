@@ -9,7 +9,7 @@ import triton.language as tl
 
 import iris
 from ..comm import reduce_tile
-from ..gemm import c_tile, gemm_tile, operands, tile_coords
+from ..gemm import NEXT_IN_AT_START, c_tile, gemm_tile, operands, tile_coords
 from ..registry import register
 
 
@@ -17,7 +17,7 @@ from ..registry import register
 def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, P, stride_cm, stride_cn, flags, EPOCH,
            cur_rank, world_size, heap_bases, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
            GROUP_M: tl.constexpr, TMA: tl.constexpr, PDL: tl.constexpr = tl.constexpr(False)):
-    iris.launched_early(PDL)
+    iris.launched_early(PDL, NEXT_IN_AT_START)
     epoch = tl.load(EPOCH)
     a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
     num_pid_m, num_pid_n = tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N)

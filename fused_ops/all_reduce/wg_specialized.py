@@ -7,7 +7,7 @@ import triton.language as tl
 
 import iris
 from ..comm import reduce_loop
-from ..gemm import call_slot, gemm_loop
+from ..gemm import NEXT_IN_AT_START, call_slot, gemm_loop
 from ..registry import register
 
 
@@ -17,7 +17,7 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, P, stri
            BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr, TRACE=None,
            TRACING: tl.constexpr = tl.constexpr(False), PDL: tl.constexpr = tl.constexpr(False), PARTIALS=None,
            COUNTS=None, SPLIT_K: tl.constexpr = tl.constexpr(1)):
-    iris.launched_early(PDL)
+    iris.launched_early(PDL, NEXT_IN_AT_START)
     pid = tl.program_id(0)
     P = call_slot(P, EPOCH, M * N)
     if pid < GEMM_SMS:

@@ -6,7 +6,7 @@ import triton.language as tl
 
 import iris
 from iris.tracing import GEMM, STORE, record
-from ..gemm import c_tile, gemm_unit, num_units, operands
+from ..gemm import NEXT_IN_AT_START, c_tile, gemm_unit, num_units, operands
 from ..registry import register
 
 
@@ -16,7 +16,7 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_
            TMA: tl.constexpr, TRACE=None, TRACING: tl.constexpr = tl.constexpr(False),
            PDL: tl.constexpr = tl.constexpr(False), PARTIALS=None, COUNTS=None,
            SPLIT_K: tl.constexpr = tl.constexpr(1)):
-    iris.launched_early(PDL)
+    iris.launched_early(PDL, NEXT_IN_AT_START)
     a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
     for unit in range(tl.program_id(0), num_units(M, N, BLOCK_M, BLOCK_N, SPLIT_K), tl.num_programs(0)):
         record(TRACE, GEMM, unit // SPLIT_K, TRACING)

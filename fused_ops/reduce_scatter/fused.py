@@ -7,7 +7,7 @@ import triton
 import triton.language as tl
 
 import iris
-from ..gemm import call_slot, gemm_unit, num_units, operands, tile_coords
+from ..gemm import NEXT_IN_AT_START, call_slot, gemm_unit, num_units, operands, tile_coords
 from ..registry import register
 from .owner import inbox, owns, push_partial, reduce_owned
 
@@ -17,7 +17,7 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_
            cur_rank, world_size, heap_bases, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
            GROUP_M: tl.constexpr, TMA: tl.constexpr, PDL: tl.constexpr = tl.constexpr(False), PARTIALS=None,
            COUNTS=None, SPLIT_K: tl.constexpr = tl.constexpr(1)):
-    iris.launched_early(PDL)
+    iris.launched_early(PDL, NEXT_IN_AT_START)
     INBOX = call_slot(INBOX, EPOCH, world_size * M_LOCAL * N)
     epoch = tl.load(EPOCH)
     a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)

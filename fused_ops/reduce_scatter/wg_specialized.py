@@ -6,7 +6,7 @@ import triton
 import triton.language as tl
 
 import iris
-from ..gemm import call_slot, gemm_tile, operands, tile_coords
+from ..gemm import NEXT_IN_AT_START, call_slot, gemm_tile, operands, tile_coords
 from ..registry import register
 from .owner import inbox, owns, push_partial, reduce_owned
 
@@ -15,7 +15,7 @@ from .owner import inbox, owns, push_partial, reduce_owned
 def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, INBOX, flags, EPOCH, M_LOCAL,
            cur_rank, world_size, heap_bases, GEMM_SMS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
            BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr, PDL: tl.constexpr = tl.constexpr(False)):
-    iris.launched_early(PDL)
+    iris.launched_early(PDL, NEXT_IN_AT_START)
     pid = tl.program_id(0)
     INBOX = call_slot(INBOX, EPOCH, world_size * M_LOCAL * N)
     epoch = tl.load(EPOCH)
