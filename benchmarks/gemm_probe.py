@@ -58,16 +58,13 @@ def probe_kernel(A, B, C, P, CNT, M, N, K, BM: tl.constexpr, BN: tl.constexpr, B
         if SPLIT_K > 1:
             acc, done = sum_slices(acc, tile, s, P, CNT, SPLIT_K)
         if done:
-            if TMA_STORE:
+            if TMA_STORE or HOST_DESC:  # a host-built C is a descriptor: stored through TMA either way
                 c_d.store([pid_m * BM, pid_n * BN], acc.to(tl.bfloat16))
             else:
                 rm = pid_m * BM + tl.arange(0, BM)
                 rn = pid_n * BN + tl.arange(0, BN)
-                if HOST_DESC:
-                    c_d.store([pid_m * BM, pid_n * BN], acc.to(tl.bfloat16))
-                else:
-                    tl.store(C + rm[:, None] * N + rn[None, :], acc.to(tl.bfloat16),
-                             mask=(rm[:, None] < M) & (rn[None, :] < N))
+                tl.store(C + rm[:, None] * N + rn[None, :], acc.to(tl.bfloat16),
+                         mask=(rm[:, None] < M) & (rn[None, :] < N))
     if PDL == 2:  # ... 2: only once this program's tiles are done
         gdc_launch_dependents()
 
