@@ -30,14 +30,21 @@ def timed(fn, calls=30, repeats=3):
     return statistics.median(samples)
 
 
-def graph_us(fn, after_warmup=None):
-    """µs per call of fn with 10 calls captured in one CUDA graph and replayed (fn has run eagerly before: capture
-    forbids compiling and allocating). after_warmup(), e.g. a barrier, runs between the first replay and the timing."""
+def _captured(fn, calls=10):
+    """A CUDA graph of `calls` calls of fn, replayed once (fn has run eagerly before: capture forbids compiling and
+    allocating)."""
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        for _ in range(10):
+        for _ in range(calls):
             fn()
     graph.replay()
+    return graph
+
+
+def graph_us(fn, after_warmup=None):
+    """µs per call of fn with 10 calls captured in one CUDA graph and replayed. after_warmup(), e.g. a barrier, runs
+    between the first replay and the timing."""
+    graph = _captured(fn)
     torch.cuda.synchronize()
     if after_warmup is not None:
         after_warmup()
@@ -48,14 +55,7 @@ def paired_graph_us(fn, ref, rounds=5):
     """(µs per call of fn, of ref), each with 10 calls captured in one CUDA graph, the two graphs replayed in turn
     `rounds` times and the medians taken: a ratio of the two survives the clock and power drift that moved the same
     large GEMM by 10% between rows of one run (results/gemm_2fca140.csv)."""
-    graphs = []
-    for f in (fn, ref):
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            for _ in range(10):
-                f()
-        g.replay()
-        graphs.append(g)
+    graphs = [_captured(fn), _captured(ref)]
     torch.cuda.synchronize()
     samples = ([], [])
     for _ in range(rounds):

@@ -71,8 +71,10 @@ class Problem:
         out = ()
         if a is not None:
             out += (TensorDescriptor.from_tensor(a, [bm, bk]) if host else a,)
-        if b is not None:
-            out += (b if not host else TensorDescriptor.from_tensor(b.t(), [bn, bk]) if self.tma == 2 else
+        if b is not None and not host:
+            out += (b,)
+        elif b is not None:  # TMA=2: B stored transposed, described over its N x K storage
+            out += (TensorDescriptor.from_tensor(b.t(), [bn, bk]) if self.tma == 2 else
                     TensorDescriptor.from_tensor(b, [bk, bn]),)
         return out
 
