@@ -6,6 +6,7 @@ import triton.language as tl
 
 import iris
 from iris.tracing import REDUCE, STORE, WAIT, record
+from . import sync
 from .gemm import c_tile, call_slot, tile_coords
 
 # Copy-engine variants (iris.CopyEngine) move rows in chunks, each raising a flag. Each copy costs ~6 µs of copy-
@@ -45,18 +46,22 @@ def reduce_tile(P, pid_m, pid_n, M, N, stride_m, stride_n, cur_rank, world_size,
 
 
 @triton.jit
-def scatter_loop(C, M, N, stride_cm, stride_cn, col0, flags, EPOCH, cur_rank, world_size, heap_bases, start, step,
+def scatter_loop(C, M, N, stride_cm, stride_cn, col0, flags, epoch, cur_rank, world_size, heap_bases, start, step,
                  WAIT_FLAGS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr,
-                 TRACE=None, TRACING: tl.constexpr = tl.constexpr(False)):
+                 TRACE=None, TRACING: tl.constexpr = tl.constexpr(False), SYNC=None):
     """Push tiles start, start+step, ... of this rank's C block to every rank; with WAIT_FLAGS, first wait until the GEMM
-    has set flags[tile] to this call's epoch (*EPOCH)."""
+    has set flags[tile] to this call's epoch. With SYNC (fused_ops/sync.py), the first push waits for the peers'
+    entry into the call."""
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
+    seen = 0
     for tile in range(start, num_pid_m * num_pid_n, step):
         if WAIT_FLAGS:
             record(TRACE, WAIT, tile, TRACING)
-            iris.wait(flags + tile, tl.load(EPOCH), cur_rank, heap_bases, cmp="eq")
+            iris.wait(flags + tile, epoch, cur_rank, heap_bases, cmp="eq")
             record(TRACE, -WAIT, tile, TRACING)
+        if SYNC is not None:
+            seen = sync.entered(SYNC, epoch, seen, cur_rank, world_size, heap_bases)
         pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
         record(TRACE, STORE, tile, TRACING)
         scatter_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, col0, cur_rank, world_size, heap_bases, BLOCK_M,
@@ -69,12 +74,12 @@ def scatter_kernel(C, M, N, stride_cm, stride_cn, col0, flags, EPOCH, cur_rank, 
                    WAIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr,
                    TRACE=None, TRACING: tl.constexpr = tl.constexpr(False), PDL: tl.constexpr = tl.constexpr(False)):
     iris.launched_early(PDL)
-    scatter_loop(C, M, N, stride_cm, stride_cn, col0, flags, EPOCH, cur_rank, world_size, heap_bases,
+    scatter_loop(C, M, N, stride_cm, stride_cn, col0, flags, tl.load(EPOCH), cur_rank, world_size, heap_bases,
                  tl.program_id(0), tl.num_programs(0), WAIT, BLOCK_M, BLOCK_N, GROUP_M, TRACE, TRACING)
 
 
 @triton.jit
-def reduce_loop(P, C, M, N, stride_m, stride_n, flags, EPOCH, cur_rank, world_size, heap_bases, start, step,
+def reduce_loop(P, C, M, N, stride_m, stride_n, flags, epoch, cur_rank, world_size, heap_bases, start, step,
                 WAIT_FLAGS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr,
                 TRACE=None, TRACING: tl.constexpr = tl.constexpr(False)):
     """C tile = sum over ranks of the P tile; with WAIT_FLAGS, first wait until every rank has arrived at flags[tile]
@@ -84,7 +89,7 @@ def reduce_loop(P, C, M, N, stride_m, stride_n, flags, EPOCH, cur_rank, world_si
     for tile in range(start, num_pid_m * num_pid_n, step):
         if WAIT_FLAGS:
             record(TRACE, WAIT, tile, TRACING)
-            iris.wait(flags + tile, world_size * tl.load(EPOCH), cur_rank, heap_bases, cmp="ge")
+            iris.wait(flags + tile, world_size * epoch, cur_rank, heap_bases, cmp="ge")
             record(TRACE, -WAIT, tile, TRACING)
         pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
         record(TRACE, REDUCE, tile, TRACING)
@@ -100,6 +105,7 @@ def reduce_kernel(P, C, M, N, stride_m, stride_n, flags, EPOCH, slot_size, cur_r
                   WAIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr,
                   TRACE=None, TRACING: tl.constexpr = tl.constexpr(False), PDL: tl.constexpr = tl.constexpr(False)):
     iris.launched_early(PDL)
-    P = call_slot(P, EPOCH, slot_size)
-    reduce_loop(P, C, M, N, stride_m, stride_n, flags, EPOCH, cur_rank, world_size, heap_bases, tl.program_id(0),
+    epoch = tl.load(EPOCH)
+    P = call_slot(P, epoch, slot_size)
+    reduce_loop(P, C, M, N, stride_m, stride_n, flags, epoch, cur_rank, world_size, heap_bases, tl.program_id(0),
                 tl.num_programs(0), WAIT, BLOCK_M, BLOCK_N, GROUP_M, TRACE, TRACING)

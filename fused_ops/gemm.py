@@ -155,10 +155,10 @@ def sum_slices(acc, tile, s, PARTIALS, COUNTS, SPLIT_K: tl.constexpr):
 
 
 @triton.jit
-def call_slot(P, EPOCH, slot_size):
+def call_slot(P, epoch, slot_size):
     """This call's half of a double buffer of 2 x slot_size elements (the call's epoch parity). The epoch is read on
     the device, so replays of a captured CUDA graph alternate too."""
-    return P + (tl.load(EPOCH) % 2) * slot_size
+    return P + (epoch % 2) * slot_size
 
 
 @triton.jit
@@ -172,13 +172,13 @@ def c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, col0, BLOCK_M: tl.conste
 
 @triton.jit
 def gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, col0, flags,
-              EPOCH, cur_rank, world_size, heap_bases, start, step, SIGNAL: tl.constexpr, BLOCK_M: tl.constexpr,
+              epoch, cur_rank, world_size, heap_bases, start, step, SIGNAL: tl.constexpr, BLOCK_M: tl.constexpr,
               BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr,
               TRACE=None, TRACING: tl.constexpr = tl.constexpr(False), PARTIALS=None, COUNTS=None,
               SPLIT_K: tl.constexpr = tl.constexpr(1)):
     """Work units start, start+step, ... of C[:, col0:col0+N] = A @ B (tiles, or tiles x SPLIT_K slices of K), each
-    finished tile stored locally. Then, per tile: SIGNAL="local": set this rank's flags[tile] = the call's epoch
-    (*EPOCH); "arrive": add 1 to flags[tile] on every rank."""
+    finished tile stored locally. Then, per tile: SIGNAL="local": set this rank's flags[tile] = the call's epoch;
+    "arrive": add 1 to flags[tile] on every rank."""
     a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
     for unit in range(start, num_units(M, N, BLOCK_M, BLOCK_N, SPLIT_K), step):
         record(TRACE, GEMM, unit // SPLIT_K, TRACING)
@@ -191,7 +191,7 @@ def gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stri
         record(TRACE, -GEMM, unit // SPLIT_K, TRACING)
         if done:
             if SIGNAL == "local":
-                iris.signal(flags + tile, tl.load(EPOCH), cur_rank, cur_rank, heap_bases)
+                iris.signal(flags + tile, epoch, cur_rank, cur_rank, heap_bases)
             elif SIGNAL == "arrive":
                 for i in range(world_size):
                     iris.signal(flags + tile, 1, cur_rank, (cur_rank + i) % world_size, heap_bases, op="add")
@@ -205,7 +205,8 @@ def gemm_kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, st
                 PARTIALS=None, COUNTS=None, SPLIT_K: tl.constexpr = tl.constexpr(1)):
     """The persistent GEMM alone; C is the call's slot of a double buffer when slot_size is not 0."""
     iris.launched_early(PDL, LET_NEXT_IN=False)
-    C = call_slot(C, EPOCH, slot_size)
-    gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, col0, flags, EPOCH,
+    epoch = tl.load(EPOCH)
+    C = call_slot(C, epoch, slot_size)
+    gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, col0, flags, epoch,
               cur_rank, world_size, heap_bases, tl.program_id(0), tl.num_programs(0), SIGNAL, BLOCK_M, BLOCK_N,
               BLOCK_K, GROUP_M, TMA, TRACE, TRACING, PARTIALS, COUNTS, SPLIT_K)

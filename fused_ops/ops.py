@@ -19,8 +19,9 @@ variant measured for the nearest shape on this GPU model, or one measured by `fu
 `config` (fused_ops.Config) overrides
 tile sizes, the GEMM/communication SM split, stages and warps. Every rank must make the same calls with the same
 shapes: workspaces are allocated collectively on first use and reused afterwards. Variants that write into peers'
-outputs start with a device barrier (every rank has finished with the previous call's output) and end with one
-(this rank's output is complete when the call's stream work is). On GPUs, a call repeated on the same operands
+outputs wait for every rank to have entered the call (finished with the previous call's output) before they write
+into it, and end once every peer's writes have landed (this rank's output is complete when the call's stream work
+is): one-kernel variants inside their kernel (fused_ops/sync.py), the others with device barriers. On GPUs, a call repeated on the same operands
 (addresses, shapes, strides) replays a CUDA graph of its launches (iris/replay.py; IRIS_REPLAY=0 turns that off).
 """
 

@@ -10,6 +10,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 import iris
 
 from . import config as _config
+from . import sync as _sync
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
@@ -127,20 +128,25 @@ class Problem:
             return self.a_gathered
         return self.buffer("gathered_a", (self.m, self.k), self.a.dtype)
 
-    def workspace(self, **buffers):
-        """Heap buffers for this (op, variant, shape, dtype), created once; `flags` (int32, one per tile) is always
-        there. Advances the call counter `ws["epoch"]` (1, 2, ...): a one-element device tensor that kernels read, so a
-        captured CUDA graph counts its replays too; double buffers pick their slot by its parity (gemm.call_slot)."""
+    def workspace(self, in_kernel=False, **buffers):
+        """Heap buffers for this (op, variant, shape, dtype), created once; `flags` (int32, one per tile) and `sync`
+        (fused_ops/sync.py) are always there. `ws["epoch"]` (the first word of `sync`) counts the calls, 1, 2, ...:
+        a device word that kernels read, so a captured CUDA graph counts its replays too; double buffers pick their
+        slot by its parity (gemm.call_slot). Multi-kernel variants advance it here, before their launches;
+        `in_kernel=True`: the variant's one kernel advances it itself (sync.begin/end), with no launch for it."""
         key = (self.op, self.variant.name, self.m, self.n, self.k, self.c.dtype, tuple(sorted(buffers)))
 
         def make(ctx):
-            ws = {"flags": ctx.zeros(self.num_tiles, dtype=torch.int32), "epoch": ctx.zeros(1, dtype=torch.int32)}
+            ws = {"flags": ctx.zeros(self.num_tiles, dtype=torch.int32),
+                  "sync": ctx.zeros(_sync.words(self.world), dtype=torch.int32)}
+            ws["epoch"] = ws["sync"][_sync.EPOCH.value:_sync.EPOCH.value + 1]
             for name, (shape, dtype) in buffers.items():
                 ws[name] = ctx.zeros(*shape, dtype=dtype)
             return ws
 
         ws = self.ctx.workspace(key, make)
-        ws["epoch"].add_(1)
+        if not in_kernel:
+            ws["epoch"].add_(1)
         return ws
 
     def no_sync(self):

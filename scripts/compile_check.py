@@ -72,7 +72,8 @@ KERNELS = [
 
 
 def auto_signature(module, name, dtype="bf16"):
-    """Catalog kernels follow one naming convention: operands A/B/C/P, int32 flags and EPOCH, int64 heap_bases, ints else."""
+    """Catalog kernels follow one naming convention: operands A/B/C/P, int32 flags, EPOCH and SYNC, int64 heap_bases,
+    ints else."""
     fn = getattr(importlib.import_module(module), name)
     fn.constexprs_names = [fn.arg_names[i] for i in fn.constexprs]
     sig = {}
@@ -81,7 +82,8 @@ def auto_signature(module, name, dtype="bf16"):
             sig[arg] = p(dtype)
         elif arg == "PARTIALS":
             sig[arg] = p("fp32")
-        elif arg in ("flags", "EPOCH", "FLAGS", "EPOCHS", "COUNTS", "done", "ready", "inflags", "consumed", "final"):
+        elif arg in ("flags", "EPOCH", "SYNC", "FLAGS", "EPOCHS", "COUNTS", "done", "ready", "inflags", "consumed",
+                     "final"):
             sig[arg] = p("i32")
         elif arg in ("heap_bases", "TRACE"):
             sig[arg] = p("i64")

@@ -89,6 +89,25 @@ for stage in "$@"; do
                    --variants $vs --out "$OUT/ce_$t" --iters 8 --warmup 2 --timing $t ${SWEEP_ARGS:-}
                done
              done ;;
+    world1)  # one GPU, one rank, graph: the fixed cost of a fused call against a bare matmul (torch_nccl at world 1),
+             # for the variants whose kernels now hold their own barriers and call counter, and bulk_sync as a control.
+             # With AB_BASE=<dir base_<sha> holding that commit's tree>, it runs first, then this one, same session.
+             for tree in ${AB_BASE:-} $PWD; do
+               tag=head; commit=$IRIS_COMMIT
+               if [ "$tree" != "$PWD" ]; then tag=$(basename "$tree"); commit=${tag#base_}; fi
+               for op in gemm_all_scatter gemm_all_reduce all_gather_gemm gemm_reduce_scatter; do
+                 case $op in
+                   gemm_all_scatter) vs="fused_sequential wg_specialized bulk_sync" ;;
+                   gemm_all_reduce) vs="one_shot two_shot atomic wg_specialized bulk_sync" ;;
+                   all_gather_gemm) vs="pull push bulk_sync" ;;
+                   gemm_reduce_scatter) vs="fused wg_specialized bulk_sync" ;;
+                 esac
+                 (cd "$tree" && export PYTHONPATH=$tree IRIS_COMMIT=$commit && run world1_${tag}_$op.log timeout ${SWEEP_TIMEOUT:-200} \
+                   python3 -m taxonomy sweep -r 1 --ops $op --variants $vs --out "$OUT/world1/$tag" --iters 8 \
+                   --shapes ${W1_SHAPES:-128x4096x4096 128x8192x8192 1024x8192x8192} --warmup 2 --timing graph
+                  exit $status) || status=1
+               done
+             done ;;
     *) echo "unknown stage $stage"; status=1 ;;
   esac
 done

@@ -1,6 +1,9 @@
 """Every variant of every catalog op against a float64 reference: 2 and 4 ranks, fp16/fp32 (+bf16 on GPUs),
 edge tiles, many calls in a row with fresh inputs and a poisoned output (stale flags are this field's classic bug)."""
 
+import random
+import time
+
 import pytest
 import torch
 
@@ -74,6 +77,38 @@ def test_variant_100_calls_in_a_row(ranks2, op, variant):
     if refused_on_shared_gpus(ranks2, op, variant, "float32"):
         return
     errs = ranks2.run(r_check, op, variant, "float32", 32, 32, 32, 100, {"block_m": 16, "block_n": 16, "block_k": 16})
+    assert all(isinstance(e, float) for e in errs), errs
+
+
+def r_check_unsynced(ctx, op, variant, calls, seed):
+    """Calls back to back with no host barrier around them, every rank dawdling for a random time before poisoning
+    its output and before checking it: only the variant's own barriers order a rank's call with its peers'. Without
+    an entry barrier a fast peer writes the next call's tiles over this rank's poison or over the result it has not
+    checked yet; without an exit barrier this rank's call ends before the peers' tiles have landed."""
+    world, rank = ctx.get_num_ranks(), ctx.get_rank()
+    m, n, k = 8 * world, 12 * world, 10 * world  # edge tiles of 16
+    c = ctx.zeros(*reference.local_shapes(op, m, n, k, world)[2], dtype=torch.float32)
+    run, rng = getattr(fused_ops, op), random.Random(seed * 1000 + rank)
+    cfg = fused_ops.Config(block_m=16, block_n=16, block_k=16)
+    ctx.barrier()
+    for call in range(1, calls + 1):
+        a, b, ref = reference.make_inputs(op, call, world, rank, m, n, k, torch.float32, ctx.get_device())
+        time.sleep(rng.uniform(0, 0.02))
+        c.fill_(float("nan"))
+        run(ctx, a, b, c, variant=variant, config=cfg)
+        time.sleep(rng.uniform(0, 0.02))
+        err = reference.rel_error(c, ref)
+        if not err <= reference.TOLERANCE[torch.float32]:
+            return f"call {call}: relative error {err}"
+    ctx.barrier()
+    return err
+
+
+@pytest.mark.parametrize("op,variant", CPU_CASES, ids=[f"{o}-{v}" for o, v in CPU_CASES])
+def test_variant_calls_without_host_sync(ranks, op, variant):
+    if refused_on_shared_gpus(ranks, op, variant, "float32"):
+        return
+    errs = ranks.run(r_check_unsynced, op, variant, 8, ranks.world)
     assert all(isinstance(e, float) for e in errs), errs
 
 

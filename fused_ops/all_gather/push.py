@@ -2,14 +2,16 @@
 into parts when there are fewer row chunks than producers), into every rank's inbox (the gathered A) and count each
 part on a per-chunk flag on every rank; GEMM programs [comm_sms, +gemm_sms) wait for the chunks their tile's rows
 need and multiply from the local inbox (through TMA where the layout allows: a proxy fence after each wait).
-Producers are the lower-numbered programs, so the interpreter's serial order is safe too. A barrier first: nobody is
-still reading the inbox from the previous call."""
+Producers are the lower-numbered programs, so the interpreter's serial order is safe too. A producer's first store
+into a peer's inbox waits for that peer's entry into the call: nobody is still reading the inbox from the previous
+call (fused_ops/sync.py; the kernel counts the calls too)."""
 
 import torch
 import triton
 import triton.language as tl
 
 import iris
+from .. import sync
 from ..gemm import NEXT_IN_AT_START, c_tile, gemm_tile, operands, tile_coords
 from ..registry import register
 from .bulk_sync import copy_k, k_parts
@@ -17,14 +19,15 @@ from .bulk_sync import copy_k, k_parts
 
 @triton.jit
 def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, G, stride_gm, flags,
-           EPOCH, M_LOCAL, KPARTS, cur_rank, world_size, heap_bases, COMM_SMS: tl.constexpr, BLOCK_M: tl.constexpr,
+           SYNC, M_LOCAL, KPARTS, cur_rank, world_size, heap_bases, COMM_SMS: tl.constexpr, BLOCK_M: tl.constexpr,
            BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, COPY_K: tl.constexpr,
            TMA: tl.constexpr, PDL: tl.constexpr = tl.constexpr(False)):
     iris.launched_early(PDL, NEXT_IN_AT_START)
     pid = tl.program_id(0)
     chunks = tl.cdiv(M_LOCAL, BLOCK_M)
-    epoch = tl.load(EPOCH)
+    epoch = sync.begin(SYNC, cur_rank, world_size, heap_bases, ENTRY=True)
     if pid < COMM_SMS:
+        seen = 0
         span = tl.cdiv(tl.cdiv(K, KPARTS), COPY_K) * COPY_K
         for job in range(pid, chunks * KPARTS, COMM_SMS):
             c = job // KPARTS
@@ -35,7 +38,9 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_
                 mask = (rm[:, None] < M_LOCAL) & (rk[None, :] < K)
                 v = tl.load(A + rm[:, None] * stride_am + rk[None, :] * stride_ak, mask=mask)
                 dst = G + (cur_rank * M_LOCAL + rm)[:, None] * stride_gm + rk[None, :]
-                for i in range(world_size):
+                tl.store(dst, v, mask=mask)  # this rank's inbox first, then the peers' once they have entered
+                seen = sync.entered(SYNC, epoch, seen, cur_rank, world_size, heap_bases)
+                for i in range(1, world_size):
                     iris.store(dst, v, cur_rank, (cur_rank + i) % world_size, heap_bases, mask=mask)
             for i in range(world_size):  # one of the chunk's KPARTS parts has landed
                 iris.signal(flags + cur_rank * chunks + c, 1, cur_rank, (cur_rank + i) % world_size, heap_bases,
@@ -58,6 +63,7 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_
                             BLOCK_N, BLOCK_K, TMA)
             ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N)
             tl.store(ptrs, acc.to(C.dtype.element_ty), mask=mask)
+    sync.end(SYNC, epoch, cur_rank, world_size, heap_bases, EXIT=False)
 
 
 @register("all_gather_gemm", "push", "workgroup-specialized", "producer programs push A chunks into every rank's "
@@ -68,15 +74,14 @@ def run(p):
     kparts = k_parts(chunks, p.cfg.comm_sms, p.k, step)
     # Flags count parts: after call e each reads e * kparts. The buffer's name carries kparts, so a call with another
     # split (another comm_sms) counts in a workspace, and an epoch, of its own.
-    ws = p.workspace(**{f"chunk_flags_x{kparts}": ((p.world * chunks,), torch.int32)})
+    ws = p.workspace(in_kernel=True, **{f"chunk_flags_x{kparts}": ((p.world * chunks,), torch.int32)})
     flags = ws[f"chunk_flags_x{kparts}"]
-    p.ctx.device_barrier()
     gemm_sms = p.gemm_programs(p.cfg.gemm_sms)
     tma = p.tma if (g.stride(0) * g.element_size()) % 16 == 0 else 0
     b = p.operands(b=p.b)[0] if tma else p.b  # G is a pointer too (the producers store into it): built in the kernel
     kernel[(p.cfg.comm_sms + gemm_sms,)](p.a, b, p.m, p.n, p.k, p.a.stride(0), p.a.stride(1), p.b.stride(0),
                                          p.b.stride(1), c, c.stride(0), c.stride(1), g, g.stride(0),
-                                         flags, ws["epoch"], p.m_local, kparts, *p.rank_args(),
+                                         flags, ws["sync"], p.m_local, kparts, *p.rank_args(),
                                          COMM_SMS=p.cfg.comm_sms, BLOCK_M=p.cfg.block_m, BLOCK_N=p.cfg.block_n,
                                          BLOCK_K=p.cfg.block_k, GROUP_M=p.cfg.group_m, COPY_K=step,
                                          TMA=tma,

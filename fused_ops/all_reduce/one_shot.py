@@ -2,27 +2,28 @@
 all ranks have arrived at that tile, then sums the tile from every rank into its own C. No barrier: arrival counters
 grow by world per call (never reset, never stale), and partials alternate between two buffers by call parity: before
 a rank overwrites a buffer in call e, it has seen every peer arrive in call e-1, so every peer has finished call e-2,
-the last reader of that buffer."""
+the last reader of that buffer. The kernel counts the calls itself (fused_ops/sync.py)."""
 
 import triton
 import triton.language as tl
 
 import iris
 from iris.tracing import GEMM, REDUCE, WAIT, record
+from .. import sync
 from ..comm import reduce_tile
 from ..gemm import NEXT_IN_AT_START, c_tile, call_slot, gemm_unit, num_units, operands
 from ..registry import register
 
 
 @triton.jit
-def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, P, stride_cm, stride_cn, flags, EPOCH,
+def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, P, stride_cm, stride_cn, flags, SYNC,
            cur_rank, world_size, heap_bases, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
            GROUP_M: tl.constexpr, TMA: tl.constexpr, TRACE=None, TRACING: tl.constexpr = tl.constexpr(False),
            PDL: tl.constexpr = tl.constexpr(False), PARTIALS=None, COUNTS=None,
            SPLIT_K: tl.constexpr = tl.constexpr(1)):
     iris.launched_early(PDL, NEXT_IN_AT_START)
-    P = call_slot(P, EPOCH, M * N)
-    epoch = tl.load(EPOCH)
+    epoch = sync.begin(SYNC, cur_rank, world_size, heap_bases, ENTRY=False)
+    P = call_slot(P, epoch, M * N)
     a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
     for unit in range(tl.program_id(0), num_units(M, N, BLOCK_M, BLOCK_N, SPLIT_K), tl.num_programs(0)):
         record(TRACE, GEMM, unit // SPLIT_K, TRACING)
@@ -44,6 +45,7 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, P, stri
             out, _ = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N)
             tl.store(out, total.to(C.dtype.element_ty), mask=mask)
             record(TRACE, -REDUCE, tile, TRACING)
+    sync.end(SYNC, epoch, cur_rank, world_size, heap_bases, EXIT=False)
 
 
 @register("gemm_all_reduce", "one_shot", "fused sequential", "publish each partial tile, count arrivals, every rank "
@@ -51,7 +53,7 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, P, stri
           split_k=True)
 def run(p):
     c = p.c
-    ws = p.workspace(partial=((2, p.m, p.n), c.dtype))
+    ws = p.workspace(in_kernel=True, partial=((2, p.m, p.n), c.dtype))
     kernel[p.grid(p.cfg.gemm_sms)](*p.gemm_args(), c, ws["partial"], c.stride(0), c.stride(1),
-                                   ws["flags"], ws["epoch"], *p.rank_args(), **p.meta(),
+                                   ws["flags"], ws["sync"], *p.rank_args(), **p.meta(),
                                    **p.trace_args())

@@ -1,6 +1,8 @@
 """Two-shot: tiles are owned round-robin by rank (see _owner). Each program computes its partial tiles and counts its
 arrival at the owner; then, for the tiles it owns, it waits for every rank, sums the partials (reduce-scatter) and
-stores the sum into every rank's C (all-gather). A final barrier: C is written by its tiles' owners. The same program
+stores the sum into every rank's C (all-gather). The kernel holds the call's barriers (fused_ops/sync.py): owners
+wait for the peers' entry before their first store into a peer's C, and the call ends once every owner's stores
+have landed. The same program
 index handles a tile on every rank, so a program only ever waits on other ranks (the interpreter runs programs one
 after another)."""
 
@@ -8,17 +10,18 @@ import triton
 import triton.language as tl
 
 import iris
+from .. import sync
 from ..comm import reduce_tile
 from ..gemm import NEXT_IN_AT_START, c_tile, gemm_tile, operands, tile_coords
 from ..registry import register
 
 
 @triton.jit
-def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, P, stride_cm, stride_cn, flags, EPOCH,
+def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, P, stride_cm, stride_cn, flags, SYNC,
            cur_rank, world_size, heap_bases, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
            GROUP_M: tl.constexpr, TMA: tl.constexpr, PDL: tl.constexpr = tl.constexpr(False)):
     iris.launched_early(PDL, NEXT_IN_AT_START)
-    epoch = tl.load(EPOCH)
+    epoch = sync.begin(SYNC, cur_rank, world_size, heap_bases, ENTRY=True)
     a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
     num_pid_m, num_pid_n = tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N)
     num_tiles = num_pid_m * num_pid_n
@@ -30,8 +33,10 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, P, stri
         ptrs, mask = c_tile(P, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N)
         tl.store(ptrs, acc.to(P.dtype.element_ty), mask=mask)
         iris.signal(flags + tile, 1, cur_rank, _owner(tile, programs, world_size), heap_bases, op="add")
+    seen = 0
     for tile in range(tl.program_id(0), num_tiles, programs):
         if _owner(tile, programs, world_size) == cur_rank:
+            seen = sync.entered(SYNC, epoch, seen, cur_rank, world_size, heap_bases)
             pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
             iris.wait(flags + tile, world_size * epoch, cur_rank, heap_bases, cmp="ge")
             total = reduce_tile(P, pid_m, pid_n, M, N, stride_cm, stride_cn, cur_rank, world_size, heap_bases,
@@ -39,6 +44,7 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, P, stri
             out, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N)
             for i in range(world_size):
                 iris.store(out, total, cur_rank, (cur_rank + i) % world_size, heap_bases, mask=mask)
+    sync.end(SYNC, epoch, cur_rank, world_size, heap_bases, EXIT=True)
 
 
 @triton.jit
@@ -50,11 +56,10 @@ def _owner(tile, programs, world_size):
 
 
 @register("gemm_all_reduce", "two_shot", "fused sequential", "partial tiles counted at their owner rank, owners "
-                                                             "reduce and store into every rank's C; barrier")
+                                                             "reduce and store into every rank's C; barriers in the "
+                                                             "kernel")
 def run(p):
-    p.ctx.device_barrier()  # every rank is done with the previous call's output before peers write it
     c = p.c
-    ws = p.workspace(partial=((p.m, p.n), c.dtype))
+    ws = p.workspace(in_kernel=True, partial=((p.m, p.n), c.dtype))
     kernel[p.grid(p.cfg.gemm_sms)](*p.gemm_args(), c, ws["partial"], c.stride(0), c.stride(1), ws["flags"],
-                                   ws["epoch"], *p.rank_args(), **p.meta())
-    p.ctx.device_barrier()
+                                   ws["sync"], *p.rank_args(), **p.meta())

@@ -1,32 +1,36 @@
 """Workgroup-specialized: one kernel. Programs [0, gemm_sms) compute partial tiles into a heap buffer and count
 their arrival on every rank; programs [gemm_sms, +comm_sms) wait for each tile's arrivals from all ranks and sum the
-tile into C. No barrier; partials alternate between two buffers by call parity (as in one_shot)."""
+tile into C. No barrier; partials alternate between two buffers by call parity (as in one_shot), and the kernel
+counts the calls itself (fused_ops/sync.py)."""
 
 import triton
 import triton.language as tl
 
 import iris
+from .. import sync
 from ..comm import reduce_loop
 from ..gemm import NEXT_IN_AT_START, call_slot, gemm_loop
 from ..registry import register
 
 
 @triton.jit
-def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, P, stride_cm, stride_cn, flags, EPOCH,
+def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, P, stride_cm, stride_cn, flags, SYNC,
            cur_rank, world_size, heap_bases, GEMM_SMS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
            BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr, TRACE=None,
            TRACING: tl.constexpr = tl.constexpr(False), PDL: tl.constexpr = tl.constexpr(False), PARTIALS=None,
            COUNTS=None, SPLIT_K: tl.constexpr = tl.constexpr(1)):
     iris.launched_early(PDL, NEXT_IN_AT_START)
     pid = tl.program_id(0)
-    P = call_slot(P, EPOCH, M * N)
+    epoch = sync.begin(SYNC, cur_rank, world_size, heap_bases, ENTRY=False)
+    P = call_slot(P, epoch, M * N)
     if pid < GEMM_SMS:
-        gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, P, stride_cm, stride_cn, 0, flags, EPOCH,
+        gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, P, stride_cm, stride_cn, 0, flags, epoch,
                   cur_rank, world_size, heap_bases, pid, GEMM_SMS, "arrive", BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, TMA,
                   TRACE, TRACING, PARTIALS, COUNTS, SPLIT_K)
     else:
-        reduce_loop(P, C, M, N, stride_cm, stride_cn, flags, EPOCH, cur_rank, world_size, heap_bases, pid - GEMM_SMS,
+        reduce_loop(P, C, M, N, stride_cm, stride_cn, flags, epoch, cur_rank, world_size, heap_bases, pid - GEMM_SMS,
                     tl.num_programs(0) - GEMM_SMS, True, BLOCK_M, BLOCK_N, GROUP_M, TRACE, TRACING)
+    sync.end(SYNC, epoch, cur_rank, world_size, heap_bases, EXIT=False)
 
 
 @register("gemm_all_reduce", "wg_specialized", "workgroup-specialized", "one kernel: GEMM programs publish partial "
@@ -34,8 +38,8 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, P, stri
           split_k=True)
 def run(p):
     c = p.c
-    ws = p.workspace(partial=((2, p.m, p.n), c.dtype))
+    ws = p.workspace(in_kernel=True, partial=((2, p.m, p.n), c.dtype))
     gemm_sms = p.gemm_programs(p.cfg.gemm_sms)
     kernel[(gemm_sms + p.cfg.comm_sms,)](*p.gemm_args(), c, ws["partial"], c.stride(0), c.stride(1),
-                                         ws["flags"], ws["epoch"], *p.rank_args(), GEMM_SMS=gemm_sms, **p.meta(),
+                                         ws["flags"], ws["sync"], *p.rank_args(), GEMM_SMS=gemm_sms, **p.meta(),
                                          **p.trace_args())

@@ -1,22 +1,27 @@
 """Fused sequential ("one-shot"): one persistent kernel; each finished tile is stored straight into every rank's C
-from registers. Communication of tile t overlaps the computation of the next tiles on other SMs."""
+from registers. Communication of tile t overlaps the computation of the next tiles on other SMs. The kernel holds
+the call's barriers itself (fused_ops/sync.py): its first store into a peer waits for that peer's entry, and it
+ends once every rank's stores have landed."""
 
 import triton
 import triton.language as tl
 
 import iris
 from iris.tracing import GEMM, STORE, record
+from .. import sync
 from ..gemm import NEXT_IN_AT_START, c_tile, gemm_unit, num_units, operands
 from ..registry import register
 
 
 @triton.jit
-def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, cur_rank, world_size,
-           heap_bases, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-           TMA: tl.constexpr, TRACE=None, TRACING: tl.constexpr = tl.constexpr(False),
+def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, SYNC, cur_rank,
+           world_size, heap_bases, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+           GROUP_M: tl.constexpr, TMA: tl.constexpr, TRACE=None, TRACING: tl.constexpr = tl.constexpr(False),
            PDL: tl.constexpr = tl.constexpr(False), PARTIALS=None, COUNTS=None,
            SPLIT_K: tl.constexpr = tl.constexpr(1)):
     iris.launched_early(PDL, NEXT_IN_AT_START)
+    epoch = sync.begin(SYNC, cur_rank, world_size, heap_bases, ENTRY=True)
+    seen = 0
     a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
     for unit in range(tl.program_id(0), num_units(M, N, BLOCK_M, BLOCK_N, SPLIT_K), tl.num_programs(0)):
         record(TRACE, GEMM, unit // SPLIT_K, TRACING)
@@ -27,18 +32,18 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_
         if done:
             ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, cur_rank * N, BLOCK_M, BLOCK_N)
             val = acc.to(C.dtype.element_ty)
+            seen = sync.entered(SYNC, epoch, seen, cur_rank, world_size, heap_bases)
             record(TRACE, STORE, tile, TRACING)
             for i in range(world_size):  # own copy first, then the peers from the next rank on
                 iris.store(ptrs, val, cur_rank, (cur_rank + i) % world_size, heap_bases, mask=mask)
             record(TRACE, -STORE, tile, TRACING)
+    sync.end(SYNC, epoch, cur_rank, world_size, heap_bases, EXIT=True)
 
 
 @register("gemm_all_scatter", "fused_sequential", "fused sequential", "persistent GEMM stores each finished tile "
-                                                                      "into every rank's C; barrier",
+                                                                      "into every rank's C; barriers in the kernel",
           split_k=True)
 def run(p):
-    p.ctx.device_barrier()  # every rank is done with the previous call's output before peers write it
-    c = p.c
-    kernel[p.grid(p.cfg.gemm_sms)](*p.gemm_args(), c, c.stride(0), c.stride(1), *p.rank_args(), **p.meta(),
-                                   **p.trace_args())
-    p.ctx.device_barrier()
+    c, ws = p.c, p.workspace(in_kernel=True)
+    kernel[p.grid(p.cfg.gemm_sms)](*p.gemm_args(), c, c.stride(0), c.stride(1), ws["sync"], *p.rank_args(),
+                                   **p.meta(), **p.trace_args())

@@ -1,18 +1,20 @@
 """Workgroup-specialized: one kernel. Programs [0, gemm_sms) compute tiles and release a per-tile flag (the call's
 epoch); programs [gemm_sms, gemm_sms + comm_sms) poll the flags in tile order and push finished tiles to every peer.
-Communication programs only wait on lower-numbered programs, which also keeps the interpreter (serial) correct."""
+Communication programs only wait on lower-numbered programs, which also keeps the interpreter (serial) correct.
+The kernel holds the call's barriers and counter itself (fused_ops/sync.py)."""
 
 import triton
 import triton.language as tl
 
 import iris
+from .. import sync
 from ..comm import scatter_loop
 from ..gemm import NEXT_IN_AT_START, gemm_loop
 from ..registry import register
 
 
 @triton.jit
-def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, flags, EPOCH,
+def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, flags, SYNC,
            cur_rank, world_size, heap_bases, GEMM_SMS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
            BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr, TRACE=None,
            TRACING: tl.constexpr = tl.constexpr(False), PDL: tl.constexpr = tl.constexpr(False), PARTIALS=None,
@@ -20,23 +22,23 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_
     iris.launched_early(PDL, NEXT_IN_AT_START)
     pid = tl.program_id(0)
     col0 = cur_rank * N
+    epoch = sync.begin(SYNC, cur_rank, world_size, heap_bases, ENTRY=True)
     if pid < GEMM_SMS:
         gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, col0, flags,
-                  EPOCH, cur_rank, world_size, heap_bases, pid, GEMM_SMS, "local", BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                  epoch, cur_rank, world_size, heap_bases, pid, GEMM_SMS, "local", BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
                   TMA, TRACE, TRACING, PARTIALS, COUNTS, SPLIT_K)
     else:
-        scatter_loop(C, M, N, stride_cm, stride_cn, col0, flags, EPOCH, cur_rank, world_size, heap_bases,
+        scatter_loop(C, M, N, stride_cm, stride_cn, col0, flags, epoch, cur_rank, world_size, heap_bases,
                      pid - GEMM_SMS, tl.num_programs(0) - GEMM_SMS, True, BLOCK_M, BLOCK_N, GROUP_M, TRACE,
-                     TRACING)
+                     TRACING, SYNC)
+    sync.end(SYNC, epoch, cur_rank, world_size, heap_bases, EXIT=True)
 
 
 @register("gemm_all_scatter", "wg_specialized", "workgroup-specialized", "one kernel: GEMM programs release "
                                                                          "per-tile flags, comm programs push tiles",
           split_k=True)
 def run(p):
-    p.ctx.device_barrier()  # every rank is done with the previous call's output before peers write it
-    c, ws = p.c, p.workspace()
+    c, ws = p.c, p.workspace(in_kernel=True)
     gemm_sms = p.gemm_programs(p.cfg.gemm_sms)
-    kernel[(gemm_sms + p.cfg.comm_sms,)](*p.gemm_args(), c, c.stride(0), c.stride(1), ws["flags"], ws["epoch"],
+    kernel[(gemm_sms + p.cfg.comm_sms,)](*p.gemm_args(), c, c.stride(0), c.stride(1), ws["flags"], ws["sync"],
                                          *p.rank_args(), GEMM_SMS=gemm_sms, **p.meta(), **p.trace_args())
-    p.ctx.device_barrier()

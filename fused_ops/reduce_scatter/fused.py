@@ -1,7 +1,7 @@
 """Fused: one persistent kernel. Each program computes its partial tiles and pushes each to the rank owning its rows
 (counting an arrival there); then, for the tiles among its own whose rows this rank owns, it waits for every rank
 and sums the inbox into C. The same program index computes a tile on every rank, so a program only waits on other
-ranks. No barrier."""
+ranks. No barrier; the kernel counts the calls itself (fused_ops/sync.py)."""
 
 import triton
 import triton.language as tl
@@ -9,17 +9,18 @@ import triton.language as tl
 import iris
 from ..gemm import NEXT_IN_AT_START, call_slot, gemm_unit, num_units, operands, tile_coords
 from ..registry import register
+from .. import sync
 from .owner import inbox, owns, push_partial, reduce_owned
 
 
 @triton.jit
-def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, INBOX, flags, EPOCH, M_LOCAL,
+def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, INBOX, flags, SYNC, M_LOCAL,
            cur_rank, world_size, heap_bases, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
            GROUP_M: tl.constexpr, TMA: tl.constexpr, PDL: tl.constexpr = tl.constexpr(False), PARTIALS=None,
            COUNTS=None, SPLIT_K: tl.constexpr = tl.constexpr(1)):
     iris.launched_early(PDL, NEXT_IN_AT_START)
-    INBOX = call_slot(INBOX, EPOCH, world_size * M_LOCAL * N)
-    epoch = tl.load(EPOCH)
+    epoch = sync.begin(SYNC, cur_rank, world_size, heap_bases, ENTRY=False)
+    INBOX = call_slot(INBOX, epoch, world_size * M_LOCAL * N)
     a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
     units = num_units(M, N, BLOCK_M, BLOCK_N, SPLIT_K)
     for unit in range(tl.program_id(0), units, tl.num_programs(0)):
@@ -37,6 +38,7 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_
         if (tile * SPLIT_K + SPLIT_K - 1 == unit) & owns(pid_m, M, M_LOCAL, cur_rank, BLOCK_M):  # its last slice
             reduce_owned(INBOX, C, stride_cm, pid_m, pid_n, M, N, M_LOCAL, flags, tile, epoch, cur_rank, world_size,
                          heap_bases, BLOCK_M, BLOCK_N)
+    sync.end(SYNC, epoch, cur_rank, world_size, heap_bases, EXIT=False)
 
 
 @register("gemm_reduce_scatter", "fused", "fused sequential", "each partial tile pushed to its owner rank, owners "
@@ -44,5 +46,5 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_
 def run(p):
     ws, box = inbox(p)
     c = p.c
-    kernel[p.grid(p.cfg.gemm_sms)](*p.gemm_args(), c, c.stride(0), box, ws["flags"], ws["epoch"], p.m_local,
+    kernel[p.grid(p.cfg.gemm_sms)](*p.gemm_args(), c, c.stride(0), box, ws["flags"], ws["sync"], p.m_local,
                                    *p.rank_args(), **p.meta())

@@ -50,5 +50,5 @@ def owns(pid_m, M, M_LOCAL, cur_rank, BLOCK_M: tl.constexpr):
 
 
 def inbox(p):
-    ws = p.workspace(inbox=((2, p.world * p.m_local, p.n), p.c.dtype))
+    ws = p.workspace(in_kernel=True, inbox=((2, p.world * p.m_local, p.n), p.c.dtype))
     return ws, ws["inbox"]  # the kernel picks this call's half (gemm.call_slot)

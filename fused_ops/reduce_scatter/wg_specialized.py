@@ -1,6 +1,6 @@
 """Workgroup-specialized: one kernel. GEMM programs [0, gemm_sms) push partial tiles to their owners; communication
 programs [gemm_sms, +comm_sms) walk the tiles this rank owns, wait for every rank's arrival and sum the inbox into
-C. No barrier (inboxes alternate by call parity, as in fused)."""
+C. No barrier (inboxes alternate by call parity, as in fused; the kernel counts the calls itself)."""
 
 import triton
 import triton.language as tl
@@ -8,17 +8,18 @@ import triton.language as tl
 import iris
 from ..gemm import NEXT_IN_AT_START, call_slot, gemm_tile, operands, tile_coords
 from ..registry import register
+from .. import sync
 from .owner import inbox, owns, push_partial, reduce_owned
 
 
 @triton.jit
-def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, INBOX, flags, EPOCH, M_LOCAL,
+def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, INBOX, flags, SYNC, M_LOCAL,
            cur_rank, world_size, heap_bases, GEMM_SMS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
            BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr, PDL: tl.constexpr = tl.constexpr(False)):
     iris.launched_early(PDL, NEXT_IN_AT_START)
     pid = tl.program_id(0)
-    INBOX = call_slot(INBOX, EPOCH, world_size * M_LOCAL * N)
-    epoch = tl.load(EPOCH)
+    epoch = sync.begin(SYNC, cur_rank, world_size, heap_bases, ENTRY=False)
+    INBOX = call_slot(INBOX, epoch, world_size * M_LOCAL * N)
     num_pid_m, num_pid_n = tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N)
     if pid < GEMM_SMS:
         a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
@@ -34,6 +35,7 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_
             if owns(pid_m, M, M_LOCAL, cur_rank, BLOCK_M):
                 reduce_owned(INBOX, C, stride_cm, pid_m, pid_n, M, N, M_LOCAL, flags, tile, epoch, cur_rank,
                              world_size, heap_bases, BLOCK_M, BLOCK_N)
+    sync.end(SYNC, epoch, cur_rank, world_size, heap_bases, EXIT=False)
 
 
 @register("gemm_reduce_scatter", "wg_specialized", "workgroup-specialized", "one kernel: GEMM programs push partial "
@@ -42,5 +44,5 @@ def run(p):
     ws, box = inbox(p)
     c = p.c
     gemm_sms = p.gemm_programs(p.cfg.gemm_sms)
-    kernel[(gemm_sms + p.cfg.comm_sms,)](*p.gemm_args(), c, c.stride(0), box, ws["flags"], ws["epoch"], p.m_local,
+    kernel[(gemm_sms + p.cfg.comm_sms,)](*p.gemm_args(), c, c.stride(0), box, ws["flags"], ws["sync"], p.m_local,
                                          *p.rank_args(), GEMM_SMS=gemm_sms, **p.meta())

@@ -1,0 +1,72 @@
+"""A one-kernel fused call's synchronization, done by the kernel itself instead of by launches around it: the call
+counter (was a torch `add_` before the kernel), the entry barrier (was a device_barrier kernel before it: no rank
+writes into, or reads from, a peer's memory before that peer has entered the call) and the exit barrier (was one
+after it: when this rank's kernel ends, every rank has finished its writes into, and reads from, this rank's memory).
+Each of those launches cost a kernel boundary, 1-3 us of a 15-30 us call at small M; here the entry wait falls after
+the program's first GEMM tile, where the peers have long arrived, and the exit costs one atomic per program.
+
+The words live in the variant's workspace (Problem.workspace(in_kernel=True): `ws["sync"]`, int32):
+    [EPOCH]   calls finished (the call counter the variant's flags and double buffers are keyed by)
+    [DONE]    programs of this rank that have finished the current call (back to 0 when the call ends)
+    [ENTRIES + r], [EXITS + r]   how many calls rank r has entered / finished its part of (r = 0 .. world-1)
+
+Why repeated calls are safe: every program reads EPOCH at its start and the last program to finish stores the next
+value, so all programs of a call agree on its number; the next call's kernel starts only after this one has ended
+(stream order; under PDL its griddepcontrol.wait). Entry and exit counts of call e reach e and only grow, so a wait
+for ">= e" never sees a stale count. Waits are iris.wait: bounded, and a timeout names rank, program and flag.
+"""
+
+import triton
+import triton.language as tl
+
+import iris
+
+EPOCH = tl.constexpr(0)
+DONE = tl.constexpr(1)
+ENTRIES = tl.constexpr(2)
+
+
+def words(world):
+    """Size of the sync array for `world` ranks."""
+    return 2 + 2 * world
+
+
+@triton.jit
+def begin(SYNC, cur_rank, world_size, heap_bases, ENTRY: tl.constexpr):
+    """This call's number (1, 2, ...). With ENTRY, program 0 tells every peer that this rank has entered the call:
+    everything before the kernel on this rank's stream is done."""
+    epoch = tl.load(SYNC + EPOCH) + 1
+    if ENTRY:
+        if tl.program_id(0) == 0:
+            for i in range(1, world_size):
+                iris.signal(SYNC + ENTRIES + cur_rank, 1, cur_rank, (cur_rank + i) % world_size, heap_bases,
+                            op="add")
+    return epoch
+
+
+@triton.jit
+def entered(SYNC, epoch, seen, cur_rank, world_size, heap_bases):
+    """Before a program's first access to a peer's memory: unless `seen` (1: it already waited), wait until every
+    peer has entered call `epoch`. Returns 1, for the caller to keep as its `seen`."""
+    if seen == 0:
+        for i in range(1, world_size):
+            iris.wait(SYNC + ENTRIES + (cur_rank + i) % world_size, epoch, cur_rank, heap_bases, cmp="ge")
+    return 1
+
+
+@triton.jit
+def end(SYNC, epoch, cur_rank, world_size, heap_bases, EXIT: tl.constexpr):
+    """Last statement of every program. The last program of this rank to get here closes the call: with EXIT, it
+    first tells every peer that this rank is done and waits until every peer is (its acq_rel ticket has acquired
+    what the other programs released, so its release covers their stores too); then it stores the call counter."""
+    tl.debug_barrier()  # all of this program's threads are done before its one ticket
+    ticket = tl.atomic_add(SYNC + DONE, 1, sem="acq_rel", scope="sys")
+    if ticket == tl.num_programs(0) - 1:
+        tl.store(SYNC + DONE, 0)
+        if EXIT:
+            exits = SYNC + ENTRIES + world_size
+            for i in range(1, world_size):
+                iris.signal(exits + cur_rank, 1, cur_rank, (cur_rank + i) % world_size, heap_bases, op="add")
+            for i in range(1, world_size):
+                iris.wait(exits + (cur_rank + i) % world_size, epoch, cur_rank, heap_bases, cmp="ge")
+        tl.store(SYNC + EPOCH, epoch)
