@@ -15,10 +15,11 @@ from iris.tracing import GEMM, record
 
 
 # Whether the fused variants' persistent kernels let the next kernel launch at their start (programmatic dependent
-# launch, iris.launched_early) or only as their programs exit (FUSED_OPS_PDL_NEXT=exit). gemm_kernel, the GEMM alone,
-# lets it in at exit: at its start that cost back-to-back GEMMs up to 18% (results/gemm_probe/); the fused kernels
-# keep the start, under which PDL was measured as a gain, until two GPUs measure the exit there.
-NEXT_IN_AT_START = tl.constexpr(os.environ.get("FUSED_OPS_PDL_NEXT", "start") != "exit")
+# launch, iris.launched_early; FUSED_OPS_PDL_NEXT=start) or only as their programs exit (the default). At their start
+# that cost back-to-back GEMMs up to 18% (results/gemm_probe/), and one-kernel fused calls follow each other directly
+# now that their barriers are inside the kernel: at world 1, 128x8192^2, the exit trigger took one_shot, two_shot and
+# fused_sequential 8-11% below the start trigger (results/world1_sync_84e6044/).
+NEXT_IN_AT_START = tl.constexpr(os.environ.get("FUSED_OPS_PDL_NEXT", "exit") == "start")
 
 
 @triton.jit

@@ -241,6 +241,47 @@ def cmd_plot(args):
     return 0 if written else 1
 
 
+def compare_table(runs, first_only=False):
+    """Median time_us per (op, variant, shape, dtype, world_size, timing) of each labelled run, and each later
+    label's ratio to the first. `runs`: [(label, [sweep directories])]; a label's directories (rounds of one
+    configuration) are pooled. Rows missing from a run stay empty."""
+    import pandas as pd
+
+    frames = []
+    for label, dirs in runs:
+        for d in dirs:
+            files = [f for f in (os.path.join(d, f"{op}.csv") for op in registry.list_ops()) if os.path.exists(f)]
+            if not files:
+                raise SystemExit(f"compare: no <op>.csv in {d}")
+            for f in files:
+                frames.append(read_csv(f).assign(run=label))
+    df = pd.concat(frames, ignore_index=True)
+    df["shape"] = df.m.astype(str) + "x" + df.n.astype(str) + "x" + df.k.astype(str)
+    keys = ["op", "variant", "shape", "dtype", "world_size", "timing"]
+    table = df.pivot_table(index=keys, columns="run", values="time_us", aggfunc="median")
+    labels = [label for label, _ in runs]
+    table = table[labels]
+    for label in labels[1:]:
+        table[f"{label}/{labels[0]}"] = table[label] / table[labels[0]]
+    return table
+
+
+def cmd_compare(args):
+    runs = []
+    for spec in args.runs:
+        label, _, dirs = spec.rpartition("=")
+        dirs = dirs.split(",")
+        runs.append((label or os.path.basename(os.path.normpath(dirs[0])), dirs))
+    table = compare_table(runs)
+    if args.csv:
+        table.to_csv(args.csv)
+    import pandas as pd
+
+    with pd.option_context("display.width", 200, "display.max_rows", None, "display.float_format", "{:.3f}".format):
+        print(table.to_string())
+    return 0
+
+
 def parser():
     p = argparse.ArgumentParser(prog="python -m taxonomy", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -279,6 +320,11 @@ def parser():
     sweep.add_argument("--no-validate", action="store_true")
     common(sweep)
 
+    compare = sub.add_parser("compare", help="A/B: time per row of each sweep directory, ratios to the first")
+    compare.add_argument("runs", nargs="+", metavar="[LABEL=]DIR[,DIR...]",
+                         help="sweep --out directories; several after one label are rounds of it, pooled (median)")
+    compare.add_argument("--csv", default=None, help="also write the table here")
+
     plot = sub.add_parser("plot", help="speedup and time-breakdown PNGs from <out>/<op>.csv")
     plot.add_argument("--out", default="results")
     plot.add_argument("--ops", nargs="+", default=registry.list_ops())
@@ -287,4 +333,5 @@ def parser():
 
 def main(argv=None):
     args = parser().parse_args(argv)
-    return {"list": cmd_list, "run": cmd_run, "sweep": cmd_sweep, "plot": cmd_plot}[args.cmd](args) or 0
+    return {"list": cmd_list, "run": cmd_run, "sweep": cmd_sweep, "plot": cmd_plot,
+            "compare": cmd_compare}[args.cmd](args) or 0

@@ -101,3 +101,24 @@ def test_append_keeps_commit_hashes_that_look_like_numbers(tmp_path):
     for commit in ("8e02100", "1234567"):
         cli._append([dict(op="gemm_all_reduce", variant="one_shot", commit=commit, command="x")], path)
     assert list(cli.read_csv(path).commit) == ["8e02100", "1234567"]
+
+
+def test_compare_pools_rounds_and_gives_ratios_to_the_first_run(tmp_path):
+    def sweep_dir(name, times):
+        rows = [dict(op="gemm_all_reduce", variant=v, m=128, n=256, k=512, dtype="bfloat16", world_size=2,
+                     timing="graph", time_us=t, commit="0123abc") for v, t in times.items()]
+        os.makedirs(tmp_path / name)
+        pd.DataFrame(rows).reindex(columns=COLUMNS).to_csv(tmp_path / name / "gemm_all_reduce.csv", index=False)
+        return str(tmp_path / name)
+
+    base = [sweep_dir("b1", {"one_shot": 10.0, "two_shot": 20.0}), sweep_dir("b2", {"one_shot": 12.0,
+                                                                                      "two_shot": 20.0})]
+    new = sweep_dir("n1", {"one_shot": 8.25, "two_shot": 30.0})
+    csv = tmp_path / "table.csv"
+    out = taxonomy("compare", f"base={','.join(base)}", f"new={new}", "--csv", str(csv))
+    assert "new/base" in out
+    table = pd.read_csv(csv).set_index("variant")
+    assert table.loc["one_shot", "base"] == 11.0 and table.loc["one_shot", "new/base"] == 0.75
+    assert table.loc["two_shot", "new/base"] == 1.5
+    os.makedirs(tmp_path / "empty")
+    assert "no <op>.csv" in taxonomy("compare", str(tmp_path / "b1"), str(tmp_path / "empty"), ok=False)
