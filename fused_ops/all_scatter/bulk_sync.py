@@ -11,7 +11,8 @@ from ..registry import register
 @register("gemm_all_scatter", "bulk_sync", "bulk-synchronous", "GEMM kernel (all SMs), barrier, scatter kernel "
                                                                 "(all SMs), barrier: no overlap", split_k=True)
 def run(p):
-    p.ctx.device_barrier()  # every rank is done with the previous call's output before peers write it
+    # No barrier first: the GEMM writes only this rank's own block, and peers write theirs only after the barrier
+    # below, which every rank reaches after it is done with the previous call's output.
     c, col0, (flags, epoch) = p.c, p.rank * p.n, p.no_sync()
     gemm_kernel[p.grid(p.cfg.gemm_sms)](*p.gemm_args(), c, c.stride(0), c.stride(1), col0, flags, epoch, 0,
                                         *p.rank_args(), SIGNAL="none", **p.meta(), **p.trace_args())
