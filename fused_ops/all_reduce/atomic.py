@@ -33,8 +33,8 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_
     sync.end(SYNC, epoch, cur_rank, world_size, heap_bases, EXIT=True)
 
 
-@register("gemm_all_reduce", "atomic", "fused sequential", "zero C, barrier, persistent GEMM atomically adds each "
-                                                           "tile into every rank's C, barrier",
+@register("gemm_all_reduce", "atomic", "fused sequential", "zero C, persistent GEMM atomically adds each tile into "
+                                                           "every rank's C; barriers in the kernel",
           cpu_dtypes=("float32",), cpu_note="the Triton interpreter's float16 atomic add is not atomic across rank "
                                             "processes")
 def run(p):
