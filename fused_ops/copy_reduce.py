@@ -8,12 +8,14 @@ each tile adds the peers' partials from the inbox and is stored final (reduce-sc
 counted, and the side stream puts every finished chunk into every peer's C (all-gather); a small kernel last waits
 until the peers' chunks of C have landed here.
 
-Nothing waits on a previous call's state, so there is no barrier: a rank writes a peer's inbox for call e+1 only
-after computing its partials of call e+1, on a stream that had waited for call e's copies, and the peer had read
-that inbox in call e before its own final chunks went out (all-reduce; a reduce-scatter caller's next call orders
-after its use of the output the same way). Every flag is lowered by its consumer before the chain that leads to the
-next write of it: the last tile of a chunk lowers its inbox flags before it counts the chunk final, the side stream
-lowers the counts it waited on, the last kernel lowers the C flags. On the interpreter, which runs programs one
+The all-reduce needs no barrier: a rank writes a peer's inbox for call e+1 only after its call e waited for that
+peer's final chunks, which the peer sent after reading the inbox in call e. The reduce-scatter has no such wait: a
+rank may finish call e and put call e+1's partials into the inbox of a peer still in call e, whose consumer would
+then lower the new flag with the old one and wait for it forever (test_variant_calls_without_host_sync caught it,
+4 ranks, CPU). So it starts with a device barrier, before the side stream forks. Every flag is lowered by its
+consumer before the chain that leads to the next write of it: the last tile of a chunk lowers its inbox flags
+before it counts the chunk final, the side stream lowers the counts it waited on, the last kernel lowers the C
+flags. On the interpreter, which runs programs one
 after another, the GEMM is two launches (peers' slices, then its own), so no program waits on a slice that a later
 program of a peer computes."""
 
@@ -141,6 +143,8 @@ def run(p, out, even, gather):
             r1 = min(r0 + per * bm, hi)
             yield j, lo, r0, r1, triton.cdiv(r1 - r0, bm) * col_blocks
 
+    if not gather:  # every peer has read its inbox of the previous call (the module's note)
+        p.ctx.device_barrier()
     ce = p.ctx.copy_engine()  # forks here: the side stream's work depends on nothing launched below
 
     def enqueue():

@@ -1,13 +1,14 @@
 """Copy engine: the reduce-scatter half of gemm_all_reduce/copy_engine (fused_ops/copy_reduce.py). The GEMM computes
 the other ranks' rows first and hands each finished chunk of partials to the copy engine, which puts it into the
-owner's inbox; the owner adds its inbox in its GEMM epilogue, straight into C. The GEMM keeps every SM; no barrier."""
+owner's inbox; the owner adds its inbox in its GEMM epilogue, straight into C. The GEMM keeps every SM; one barrier
+first (fused_ops/copy_reduce.py says why)."""
 
 from .. import copy_reduce
 from ..registry import register
 
 
 @register("gemm_reduce_scatter", "copy_engine", "copy-engine", "partial chunks put to their owner by the copy engines, "
-                                                               "reduced in the owner's GEMM epilogue; no barrier (GPU: "
+                                                               "reduced in the owner's GEMM epilogue; barrier first (GPU: "
                                                                "opt-in, FUSED_OPS_COPY_REDUCE_ON_GPU=1)",
           backends=copy_reduce.BACKENDS)
 def run(p):
