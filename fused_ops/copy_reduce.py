@@ -15,9 +15,8 @@ then lower the new flag with the old one and wait for it forever (test_variant_c
 4 ranks, CPU). So it starts with a device barrier, before the side stream forks. Every flag is lowered by its
 consumer before the chain that leads to the next write of it: the last tile of a chunk lowers its inbox flags
 before it counts the chunk final, the side stream lowers the counts it waited on, the last kernel lowers the C
-flags. On the interpreter, which runs programs one
-after another, the GEMM is two launches (peers' slices, then its own), so no program waits on a slice that a later
-program of a peer computes."""
+flags. On the interpreter, which runs programs one after another, the GEMM is two launches (peers' slices, then its
+own), so no program waits on a slice that a later program of a peer computes."""
 
 import os
 

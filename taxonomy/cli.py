@@ -241,7 +241,7 @@ def cmd_plot(args):
     return 0 if written else 1
 
 
-def compare_table(runs, first_only=False):
+def compare_table(runs):
     """Median time_us per (op, variant, shape, dtype, world_size, timing) of each labelled run, and each later
     label's ratio to the first. `runs`: [(label, [sweep directories])]; a label's directories (rounds of one
     configuration) are pooled. Rows missing from a run stay empty."""

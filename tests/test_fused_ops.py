@@ -13,20 +13,32 @@ from conftest import FLOAT_DTYPES, ON_GPU
 from fused_ops import reference
 
 
-def r_check(ctx, op, variant, dtype_name, m, n, k, calls, cfg, b_transposed=False):
+def r_check(ctx, op, variant, dtype_name, m, n, k, calls, cfg, b_transposed=False, dawdle=None):
     """Global M x N x K, sharded as the op says. Returns the worst relative error (or what went wrong).
-    b_transposed: B is passed as the transpose of an N x K row-major tensor (how nn.Linear stores weights)."""
+    b_transposed: B is passed as the transpose of an N x K row-major tensor (how nn.Linear stores weights).
+    dawdle (a seed): no host barrier between calls; every rank sleeps a random time before poisoning its output and
+    before checking it, so only the variant's own barriers order a rank's call with its peers'. Without an entry
+    barrier a fast peer writes the next call's tiles over this rank's poison or over the result it has not checked
+    yet; without an exit barrier this rank's call ends before the peers' tiles have landed."""
     dtype, world, rank = getattr(torch, dtype_name), ctx.get_num_ranks(), ctx.get_rank()
     c = ctx.zeros(*reference.local_shapes(op, m, n, k, world)[2], dtype=dtype)
     run = getattr(fused_ops, op)
+    rng = None if dawdle is None else random.Random(dawdle * 1000 + rank)
+    if rng:
+        ctx.barrier()
     worst = 0.0
     for call in range(1, calls + 1):
         a, b, ref = reference.make_inputs(op, call, world, rank, m, n, k, dtype, ctx.get_device())
         if b_transposed:
             b = b.t().contiguous().t()
+        if rng:
+            time.sleep(rng.uniform(0, 0.02))
         c.fill_(float("nan"))
-        ctx.barrier()  # peers write into c: poison it before anyone starts
+        if not rng:
+            ctx.barrier()  # peers write into c: poison it before anyone starts
         run(ctx, a, b, c, variant=variant, config=fused_ops.Config(**cfg))
+        if rng:
+            time.sleep(rng.uniform(0, 0.02))
         err = reference.rel_error(c, ref)
         if not err <= reference.TOLERANCE[dtype]:  # NaN fails too
             return f"call {call}: relative error {err}"
@@ -80,35 +92,13 @@ def test_variant_100_calls_in_a_row(ranks2, op, variant):
     assert all(isinstance(e, float) for e in errs), errs
 
 
-def r_check_unsynced(ctx, op, variant, calls, seed):
-    """Calls back to back with no host barrier around them, every rank dawdling for a random time before poisoning
-    its output and before checking it: only the variant's own barriers order a rank's call with its peers'. Without
-    an entry barrier a fast peer writes the next call's tiles over this rank's poison or over the result it has not
-    checked yet; without an exit barrier this rank's call ends before the peers' tiles have landed."""
-    world, rank = ctx.get_num_ranks(), ctx.get_rank()
-    m, n, k = 8 * world, 12 * world, 10 * world  # edge tiles of 16
-    c = ctx.zeros(*reference.local_shapes(op, m, n, k, world)[2], dtype=torch.float32)
-    run, rng = getattr(fused_ops, op), random.Random(seed * 1000 + rank)
-    cfg = fused_ops.Config(block_m=16, block_n=16, block_k=16)
-    ctx.barrier()
-    for call in range(1, calls + 1):
-        a, b, ref = reference.make_inputs(op, call, world, rank, m, n, k, torch.float32, ctx.get_device())
-        time.sleep(rng.uniform(0, 0.02))
-        c.fill_(float("nan"))
-        run(ctx, a, b, c, variant=variant, config=cfg)
-        time.sleep(rng.uniform(0, 0.02))
-        err = reference.rel_error(c, ref)
-        if not err <= reference.TOLERANCE[torch.float32]:
-            return f"call {call}: relative error {err}"
-    ctx.barrier()
-    return err
-
-
 @pytest.mark.parametrize("op,variant", CPU_CASES, ids=[f"{o}-{v}" for o, v in CPU_CASES])
 def test_variant_calls_without_host_sync(ranks, op, variant):
     if refused_on_shared_gpus(ranks, op, variant, "float32"):
         return
-    errs = ranks.run(r_check_unsynced, op, variant, 8, ranks.world)
+    w = ranks.world  # edge tiles of 16
+    errs = ranks.run(r_check, op, variant, "float32", 8 * w, 12 * w, 10 * w, 8,
+                     {"block_m": 16, "block_n": 16, "block_k": 16}, False, w)
     assert all(isinstance(e, float) for e in errs), errs
 
 
