@@ -48,10 +48,11 @@ def reduce_tile(P, pid_m, pid_n, M, N, stride_m, stride_n, cur_rank, world_size,
 @triton.jit
 def scatter_loop(C, M, N, stride_cm, stride_cn, col0, flags, epoch, cur_rank, world_size, heap_bases, start, step,
                  WAIT_FLAGS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr,
-                 TRACE=None, TRACING: tl.constexpr = tl.constexpr(False), SYNC=None):
-    """Push tiles start, start+step, ... of this rank's C block to every rank; with WAIT_FLAGS, first wait until the GEMM
-    has set flags[tile] to this call's epoch. With SYNC (fused_ops/sync.py), the first push waits for the peers'
-    entry into the call."""
+                 TRACE=None, TRACING: tl.constexpr = tl.constexpr(False), SYNC=None,
+                 WAIT_ENTRY: tl.constexpr = tl.constexpr(True)):
+    """Push tiles start, start+step, ... of this rank's C block to every rank; with WAIT_FLAGS, first wait until the
+    GEMM has set flags[tile] to this call's epoch. With SYNC (fused_ops/sync.py) and WAIT_ENTRY, the first push waits
+    for the peers' entry into the call."""
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     seen = 0
@@ -60,7 +61,7 @@ def scatter_loop(C, M, N, stride_cm, stride_cn, col0, flags, epoch, cur_rank, wo
             record(TRACE, WAIT, tile, TRACING)
             iris.wait(flags + tile, epoch, cur_rank, heap_bases, cmp="eq")
             record(TRACE, -WAIT, tile, TRACING)
-        if SYNC is not None:
+        if SYNC is not None and WAIT_ENTRY:
             seen = sync.entered(SYNC, epoch, seen, cur_rank, world_size, heap_bases)
         pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
         record(TRACE, STORE, tile, TRACING)
@@ -70,27 +71,36 @@ def scatter_loop(C, M, N, stride_cm, stride_cn, col0, flags, epoch, cur_rank, wo
 
 
 @triton.jit
-def scatter_kernel(C, M, N, stride_cm, stride_cn, col0, flags, EPOCH, cur_rank, world_size, heap_bases,
+def scatter_kernel(C, M, N, stride_cm, stride_cn, col0, flags, SYNC, cur_rank, world_size, heap_bases,
                    WAIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr,
-                   TRACE=None, TRACING: tl.constexpr = tl.constexpr(False), PDL: tl.constexpr = tl.constexpr(False)):
+                   TRACE=None, TRACING: tl.constexpr = tl.constexpr(False), PDL: tl.constexpr = tl.constexpr(False),
+                   ROLE: tl.constexpr = tl.constexpr(0)):
     iris.launched_early(PDL)
-    scatter_loop(C, M, N, stride_cm, stride_cn, col0, flags, tl.load(EPOCH), cur_rank, world_size, heap_bases,
-                 tl.program_id(0), tl.num_programs(0), WAIT, BLOCK_M, BLOCK_N, GROUP_M, TRACE, TRACING)
+    epoch = sync.start(SYNC, ROLE, cur_rank, world_size, heap_bases)
+    scatter_loop(C, M, N, stride_cm, stride_cn, col0, flags, epoch, cur_rank, world_size, heap_bases,
+                 tl.program_id(0), tl.num_programs(0), WAIT, BLOCK_M, BLOCK_N, GROUP_M, TRACE, TRACING, SYNC,
+                 (sync.WAIT & ROLE) != 0)
+    sync.finish(SYNC, epoch, ROLE, cur_rank, world_size, heap_bases)
 
 
 @triton.jit
 def reduce_loop(P, C, M, N, stride_m, stride_n, flags, epoch, cur_rank, world_size, heap_bases, start, step,
                 WAIT_FLAGS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr,
-                TRACE=None, TRACING: tl.constexpr = tl.constexpr(False)):
+                TRACE=None, TRACING: tl.constexpr = tl.constexpr(False), SYNC=None,
+                WAIT_ENTRY: tl.constexpr = tl.constexpr(True)):
     """C tile = sum over ranks of the P tile; with WAIT_FLAGS, first wait until every rank has arrived at flags[tile]
-    (arrival counters grow by world_size per call, so `>= world_size * epoch` never sees a stale count)."""
+    (arrival counters grow by world_size per call, so `>= world_size * epoch` never sees a stale count). With SYNC
+    (fused_ops/sync.py) and WAIT_ENTRY, the first tile waits for the peers' entry into the call."""
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
+    seen = 0
     for tile in range(start, num_pid_m * num_pid_n, step):
         if WAIT_FLAGS:
             record(TRACE, WAIT, tile, TRACING)
             iris.wait(flags + tile, world_size * epoch, cur_rank, heap_bases, cmp="ge")
             record(TRACE, -WAIT, tile, TRACING)
+        if SYNC is not None and WAIT_ENTRY:
+            seen = sync.entered(SYNC, epoch, seen, cur_rank, world_size, heap_bases)
         pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
         record(TRACE, REDUCE, tile, TRACING)
         acc = reduce_tile(P, pid_m, pid_n, M, N, stride_m, stride_n, cur_rank, world_size, heap_bases, BLOCK_M,
@@ -101,11 +111,13 @@ def reduce_loop(P, C, M, N, stride_m, stride_n, flags, epoch, cur_rank, world_si
 
 
 @triton.jit
-def reduce_kernel(P, C, M, N, stride_m, stride_n, flags, EPOCH, slot_size, cur_rank, world_size, heap_bases,
+def reduce_kernel(P, C, M, N, stride_m, stride_n, flags, SYNC, slot_size, cur_rank, world_size, heap_bases,
                   WAIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr,
-                  TRACE=None, TRACING: tl.constexpr = tl.constexpr(False), PDL: tl.constexpr = tl.constexpr(False)):
+                  TRACE=None, TRACING: tl.constexpr = tl.constexpr(False), PDL: tl.constexpr = tl.constexpr(False),
+                  ROLE: tl.constexpr = tl.constexpr(0)):
     iris.launched_early(PDL)
-    epoch = tl.load(EPOCH)
+    epoch = sync.start(SYNC, ROLE, cur_rank, world_size, heap_bases)
     P = call_slot(P, epoch, slot_size)
     reduce_loop(P, C, M, N, stride_m, stride_n, flags, epoch, cur_rank, world_size, heap_bases, tl.program_id(0),
-                tl.num_programs(0), WAIT, BLOCK_M, BLOCK_N, GROUP_M, TRACE, TRACING)
+                tl.num_programs(0), WAIT, BLOCK_M, BLOCK_N, GROUP_M, TRACE, TRACING, SYNC, (sync.WAIT & ROLE) != 0)
+    sync.finish(SYNC, epoch, ROLE, cur_rank, world_size, heap_bases)

@@ -12,6 +12,7 @@ import triton.language as tl
 
 import iris
 from iris.tracing import GEMM, record
+from . import sync
 
 
 # Whether the fused variants' persistent kernels let the next kernel launch at their start (programmatic dependent
@@ -200,14 +201,17 @@ def gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stri
 
 @triton.jit
 def gemm_kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, col0, flags,
-                EPOCH, slot_size, cur_rank, world_size, heap_bases, SIGNAL: tl.constexpr, BLOCK_M: tl.constexpr,
+                SYNC, slot_size, cur_rank, world_size, heap_bases, SIGNAL: tl.constexpr, BLOCK_M: tl.constexpr,
                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr,
                 TRACE=None, TRACING: tl.constexpr = tl.constexpr(False), PDL: tl.constexpr = tl.constexpr(False),
-                PARTIALS=None, COUNTS=None, SPLIT_K: tl.constexpr = tl.constexpr(1)):
-    """The persistent GEMM alone; C is the call's slot of a double buffer when slot_size is not 0."""
+                PARTIALS=None, COUNTS=None, SPLIT_K: tl.constexpr = tl.constexpr(1),
+                ROLE: tl.constexpr = tl.constexpr(0)):
+    """The persistent GEMM alone, one kernel of a call of several (ROLE: its part in the call's synchronization,
+    fused_ops/sync.py); C is the call's slot of a double buffer when slot_size is not 0."""
     iris.launched_early(PDL, LET_NEXT_IN=False)
-    epoch = tl.load(EPOCH)
+    epoch = sync.start(SYNC, ROLE, cur_rank, world_size, heap_bases)
     C = call_slot(C, epoch, slot_size)
     gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, col0, flags, epoch,
               cur_rank, world_size, heap_bases, tl.program_id(0), tl.num_programs(0), SIGNAL, BLOCK_M, BLOCK_N,
               BLOCK_K, GROUP_M, TMA, TRACE, TRACING, PARTIALS, COUNTS, SPLIT_K)
+    sync.finish(SYNC, epoch, ROLE, cur_rank, world_size, heap_bases)

@@ -21,8 +21,9 @@ tile sizes, the GEMM/communication SM split, stages and warps. Every rank must m
 shapes: workspaces are allocated collectively on first use and reused afterwards. Variants that write into peers'
 outputs wait for every rank to have entered the call (finished with the previous call's output) before they write
 into it, and end once every peer's writes have landed (this rank's output is complete when the call's stream work
-is): one-kernel variants inside their kernel (fused_ops/sync.py), the others with device barriers. On GPUs, a call repeated on the same operands
-(addresses, shapes, strides) replays a CUDA graph of its launches (iris/replay.py; IRIS_REPLAY=0 turns that off).
+is): inside their kernels (fused_ops/sync.py), except the copy_engine variants, which use device barriers. On GPUs, a
+call repeated on the same operands (addresses, shapes, strides) replays a CUDA graph of its launches (iris/replay.py;
+IRIS_REPLAY=0 turns that off).
 """
 
 import torch

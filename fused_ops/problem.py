@@ -132,8 +132,9 @@ class Problem:
         """Heap buffers for this (op, variant, shape, dtype), created once; `flags` (int32, one per tile) and `sync`
         (fused_ops/sync.py) are always there. `ws["epoch"]` (the first word of `sync`) counts the calls, 1, 2, ...:
         a device word that kernels read, so a captured CUDA graph counts its replays too; double buffers pick their
-        slot by its parity (gemm.call_slot). Multi-kernel variants advance it here, before their launches;
-        `in_kernel=True`: the variant's one kernel advances it itself (sync.begin/end), with no launch for it."""
+        slot by its parity (gemm.call_slot). By default it is advanced here, before the variant's launches (the
+        copy_engine variants); `in_kernel=True`: the variant's kernels advance it themselves (sync.begin/end, and
+        sync.role for calls of two kernels), with no launch for it."""
         key = (self.op, self.variant.name, self.m, self.n, self.k, self.c.dtype, tuple(sorted(buffers)))
 
         def make(ctx):

@@ -17,6 +17,8 @@ import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
+from fused_ops import sync  # noqa: E402
+
 TARGET = GPUTarget("cuda", 90, 32)
 MAX_SHARED = 232448  # bytes of shared memory one program may use on an H100/H200
 
@@ -102,7 +104,9 @@ def catalog_kernels():
         k2 = dict(g, SPLIT_K=2)  # split-K's slice sums (fused_ops.gemm.gemm_unit)
         out += [
             ("fused_ops.gemm", "gemm_kernel", [dict(g, SIGNAL=s) for s in ("none", "local", "arrive")] +
-             [dict(k2, SIGNAL="local")]),
+             [dict(k2, SIGNAL="local")] +
+             [dict(g, SIGNAL="none", ROLE=sync.role(**r)) for r in ({"enter": True}, {"arrive": True},
+                                                                     {"exit": True, "close": True})]),
             ("fused_ops.all_scatter.fused_sequential", "kernel", [g, k2]),
             ("fused_ops.all_scatter.wg_specialized", "kernel", [dict(g, GEMM_SMS=116),
                                                                 dict(g, GEMM_SMS=116, TRACING=True),
@@ -124,9 +128,13 @@ def catalog_kernels():
                                                  for e in (False, True)] +
              [dict(deep, TMA=1, EVEN=True, GATHER=False)]),
             ("fused_ops.copy_reduce", "gathered_kernel", [{"BLOCK_M": 128}]),
-            ("fused_ops.all_gather.bulk_sync", "gather_kernel", [{"BLOCK_M": 128, "COPY_K": 256}])]
-    out += [("fused_ops.comm", "scatter_kernel", [dict(tiles, WAIT=w) for w in (True, False)]),
-            ("fused_ops.comm", "reduce_kernel", [dict(tiles, WAIT=w) for w in (True, False)])]
+            ("fused_ops.all_gather.bulk_sync", "gather_kernel",
+             [{"BLOCK_M": 128, "COPY_K": 256},
+              {"BLOCK_M": 128, "COPY_K": 256, "ROLE": sync.role(enter=True, wait=True)}])]
+    out += [("fused_ops.comm", "scatter_kernel", [dict(tiles, WAIT=w) for w in (True, False)] +
+             [dict(tiles, WAIT=False, ROLE=sync.role(wait=True, exit=True, close=True))]),
+            ("fused_ops.comm", "reduce_kernel", [dict(tiles, WAIT=w) for w in (True, False)] +
+             [dict(tiles, WAIT=False, ROLE=sync.role(wait=True, close=True))])]
     return [(m, n, auto_signature(m, n), v) for m, n, v in out] + host_descriptor_kernels(gemm)
 
 
