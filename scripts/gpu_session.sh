@@ -97,16 +97,25 @@ for stage in "$@"; do
                if [ "$tree" != "$PWD" ]; then tag=$(basename "$tree"); commit=${tag#base_}; fi
                for op in gemm_all_scatter gemm_all_reduce all_gather_gemm gemm_reduce_scatter; do
                  case $op in
-                   gemm_all_scatter) vs="fused_sequential wg_specialized bulk_sync" ;;
-                   gemm_all_reduce) vs="one_shot two_shot atomic wg_specialized bulk_sync" ;;
-                   all_gather_gemm) vs="pull push bulk_sync" ;;
-                   gemm_reduce_scatter) vs="fused wg_specialized bulk_sync" ;;
+                   gemm_all_scatter) vs=${W1_AS:-fused_sequential wg_specialized bulk_sync} ;;
+                   gemm_all_reduce) vs=${W1_AR:-one_shot two_shot atomic wg_specialized bulk_sync} ;;
+                   all_gather_gemm) vs=${W1_AG:-pull push bulk_sync} ;;
+                   gemm_reduce_scatter) vs=${W1_RS:-fused wg_specialized bulk_sync} ;;
                  esac
                  (cd "$tree" && export PYTHONPATH=$tree IRIS_COMMIT=$commit && run world1_${tag}_$op.log timeout ${SWEEP_TIMEOUT:-200} \
                    python3 -m taxonomy sweep -r 1 --ops $op --variants $vs --out "$OUT/world1/$tag" --iters 8 \
                    --shapes ${W1_SHAPES:-128x4096x4096 128x8192x8192 1024x8192x8192} --warmup 2 --timing graph
                   exit $status) || status=1
                done
+             done ;;
+    pytest)  # PYTEST_K selects tests/test_fused_ops.py cases; log $OUT/$PYTEST_LOG
+             run ${PYTEST_LOG:-pytest_k.log} timeout ${TEST_TIMEOUT:-300} python3 -m pytest -q tests/test_fused_ops.py \
+               -k "${PYTEST_K:?set PYTEST_K}" ;;
+    autoeager)  # one GPU, world 1, eager: auto (no table rows at world 1, so it runs torch_nccl) against torch_nccl's
+                # own row: does auto's dispatch add host time of its own?
+             for op in gemm_all_scatter gemm_all_reduce all_gather_gemm gemm_reduce_scatter; do
+               run autoeager_$op.log timeout 200 python3 -m taxonomy sweep -r 1 --ops $op --variants torch_nccl auto \
+                 --out "$OUT/autoeager" --iters 20 --shapes 128x4096x4096 1024x4096x4096 --warmup 3 --timing eager
              done ;;
     *) echo "unknown stage $stage"; status=1 ;;
   esac
