@@ -7,7 +7,7 @@ import triton.language as tl
 import iris
 from iris.tracing import REDUCE, STORE, WAIT, record
 from . import sync
-from .gemm import c_tile, call_slot, tile_coords
+from .gemm import NEXT_IN_AT_START, c_tile, call_slot, tile_coords
 
 # Copy-engine variants (iris.CopyEngine) move rows in chunks, each raising a flag. Each copy costs ~6 µs of copy-
 # engine time besides its bytes (benchmarks/copy_engine.py, H200: a 16 MiB pull in 1, 4 and 8 chunks took 57, 75 and
@@ -75,7 +75,7 @@ def scatter_kernel(C, M, N, stride_cm, stride_cn, col0, flags, SYNC, cur_rank, w
                    WAIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr,
                    TRACE=None, TRACING: tl.constexpr = tl.constexpr(False), PDL: tl.constexpr = tl.constexpr(False),
                    ROLE: tl.constexpr = tl.constexpr(0)):
-    iris.launched_early(PDL)
+    iris.launched_early(PDL, NEXT_IN_AT_START)
     epoch = sync.start(SYNC, ROLE, cur_rank, world_size, heap_bases)
     scatter_loop(C, M, N, stride_cm, stride_cn, col0, flags, epoch, cur_rank, world_size, heap_bases,
                  tl.program_id(0), tl.num_programs(0), WAIT, BLOCK_M, BLOCK_N, GROUP_M, TRACE, TRACING, SYNC,
@@ -115,7 +115,7 @@ def reduce_kernel(P, C, M, N, stride_m, stride_n, flags, SYNC, slot_size, cur_ra
                   WAIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr,
                   TRACE=None, TRACING: tl.constexpr = tl.constexpr(False), PDL: tl.constexpr = tl.constexpr(False),
                   ROLE: tl.constexpr = tl.constexpr(0)):
-    iris.launched_early(PDL)
+    iris.launched_early(PDL, NEXT_IN_AT_START)
     epoch = sync.start(SYNC, ROLE, cur_rank, world_size, heap_bases)
     P = call_slot(P, epoch, slot_size)
     reduce_loop(P, C, M, N, stride_m, stride_n, flags, epoch, cur_rank, world_size, heap_bases, tl.program_id(0),
