@@ -77,6 +77,34 @@ def run_cuda(ctx, calls):
     return out
 
 
+def run_auto_cuda(ctx, calls):
+    """On a GPU, world 1 (no tuned rows: `auto` runs torch_nccl): wall time per call of a fused op called back to back
+    as `auto` and as `torch_nccl`, alternating blocks of calls so that drift hits both. What `auto` adds on the path
+    where it runs a baseline (the eager sweeps' worst `auto` rows are such rows)."""
+    import fused_ops
+    from fused_ops import reference
+    n = k = 4096
+    out = {}
+    for op in ("gemm_all_scatter", "gemm_all_reduce", "all_gather_gemm", "gemm_reduce_scatter"):
+        a, b, _ = reference.make_inputs(op, 0, 1, 0, 128, n, k, torch.bfloat16, ctx.get_device(), reference=False)
+        c = ctx.zeros(*reference.local_shapes(op, 128, n, k, 1)[2], dtype=torch.bfloat16)
+        fn = getattr(fused_ops, op)
+        times = {"torch_nccl": [], "auto": []}
+        for block in range(10):
+            for variant in (("torch_nccl", "auto") if block % 2 else ("auto", "torch_nccl")):
+                for _ in range(20):
+                    fn(ctx, a, b, c, variant=variant)
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                for _ in range(max(1, calls // 20)):
+                    fn(ctx, a, b, c, variant=variant)
+                torch.cuda.synchronize()
+                times[variant].append((time.perf_counter() - t0) / max(1, calls // 20) * 1e6)
+        for variant, ts in times.items():
+            out[f"{op} 128x{n}x{k} {variant}"] = sorted(ts)[len(ts) // 2]
+    return out
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--calls", type=int, default=2000)
@@ -87,6 +115,8 @@ def main():
     if iris.BACKEND == "cuda":
         for name, us in iris.spawn(run_cuda, 1, args.calls, heap_size=1 << 26)[0].items():
             print(f"{name:34s}: {us:5.1f} us of host time per call")
+        for name, us in iris.spawn(run_auto_cuda, 1, args.calls, heap_size=1 << 28)[0].items():
+            print(f"{name:44s}: {us:6.1f} us per call, back to back (median of 10 blocks)")
 
 
 if __name__ == "__main__":
