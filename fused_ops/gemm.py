@@ -19,7 +19,9 @@ from . import sync
 # launch, iris.launched_early; FUSED_OPS_PDL_NEXT=start) or only as their programs exit (the default). At their start
 # that cost back-to-back GEMMs up to 18% (results/gemm_probe/), and one-kernel fused calls follow each other directly
 # now that their barriers are inside the kernel: at world 1, 128x8192^2, the exit trigger took one_shot, two_shot and
-# fused_sequential 8-11% below the start trigger (results/world1_sync_84e6044/).
+# fused_sequential 8-11% below the start trigger (results/world1_sync_84e6044/). The same holds for the scatter and
+# reduce kernels that close a two-kernel call (bulk_sync 128x8192^2: 1.10x at the start trigger;
+# results/world1_two_kernel_*/).
 NEXT_IN_AT_START = tl.constexpr(os.environ.get("FUSED_OPS_PDL_NEXT", "exit") == "start")
 
 
