@@ -16,6 +16,7 @@ import subprocess
 import sys
 
 import iris  # noqa: F401  (before any kernel module: the CPU backend's interpreter switch)
+import torch
 import fused_ops
 from fused_ops import reference, registry
 
@@ -56,7 +57,6 @@ def _commit():
 
 
 def _device_name(ctx):
-    import torch
 
     if ctx.backend == "cuda":
         return f"{ctx.get_num_ranks()}x {torch.cuda.get_device_name(ctx.get_device())}"
@@ -76,7 +76,6 @@ def _config_text(config):
 
 def bench_shape(ctx, op, variants, m, n, k, dtype_name, config, iters, warmup, validate, benchmark, timing="eager"):
     """Rows for one shape (rank 0's list is the answer): every variant plus the library-alone times."""
-    import torch
 
     from . import bench
 
@@ -170,14 +169,20 @@ def _print_table(rows):
               f"{r.overlap_limit_us:.1f} us, no overlap {r.no_overlap_us:.1f} us")
 
 
-def _check_timing(args):
+def _check_machine(args):
+    """Refusals that need no rank started: graph timing on the CPU, and more ranks than GPUs (the baseline and the
+    library-alone timings go through NCCL, which refuses two ranks on one GPU)."""
     if args.timing == "graph" and iris.BACKEND != "cuda":
         raise SystemExit("--timing graph captures CUDA graphs and needs the CUDA backend (IRIS_BACKEND=cuda on a GPU "
                          "machine); the CPU backend times eagerly (--timing eager)")
+    if iris.BACKEND == "cuda" and not _under_launcher() and args.num_ranks > torch.cuda.device_count():
+        raise SystemExit(f"-r {args.num_ranks}: this machine has {torch.cuda.device_count()} GPU(s). The torch_nccl "
+                         f"baseline and the library-alone timings run NCCL, which refuses two ranks on one GPU; use "
+                         f"-r {torch.cuda.device_count()} or fewer (or IRIS_BACKEND=cpu)")
 
 
 def cmd_run(args):
-    _check_timing(args)
+    _check_machine(args)
     dtype = DTYPES[args.datatype]
     variants = _variants(args.op, args.variants, iris.BACKEND, dtype) if args.benchmark else (
         args.variants or registry.list_variants(args.op, iris.BACKEND, dtype))
@@ -214,7 +219,7 @@ def _append(rows, path):
 
 
 def cmd_sweep(args):
-    _check_timing(args)
+    _check_machine(args)
     shapes = [tuple(int(x) for x in s.lower().split("x")) for s in args.shapes] if args.shapes else default_shapes()
     dtype = DTYPES[args.datatype]
     jobs = [(op, _variants(op, args.variants, iris.BACKEND, dtype), shape, dtype) for op in args.ops

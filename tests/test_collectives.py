@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import iris
-from conftest import ON_GPU
+from conftest import ON_GPU, gpu_per_rank
 from iris import collectives as coll
 
 DTYPES = ["float16", "float32", "int32"]
@@ -147,6 +147,7 @@ def r_async_and_nccl(ctx):
     return ok_async, bool((y == w - 1).all()), bool((z == 1).all())
 
 
+@gpu_per_rank(2)
 def test_async_handle_and_nccl_fallback(ranks2):  # 2 ranks: one GPU each on GPU machines, as NCCL requires
     for res in ranks2.run(r_async_and_nccl):
         assert res == (True, True, True), res

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import iris
+from conftest import gpu_per_rank
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -116,8 +117,14 @@ def test_bootstrap_under_mpirun():
     assert out.count("(OK)") == 2 * 2
 
 
-def test_demo_and_seed_quickstart():
+def test_demo():
     before = shm_segments()
     assert _run([sys.executable, "examples/demo.py", "--ranks", "4"]).count("(OK)") == 4 * 2
+    assert shm_segments() == before
+
+
+@gpu_per_rank(2)  # the reference's launch: NCCL, one GPU per rank
+def test_seed_quickstart():
+    before = shm_segments()
     assert "4096 ones from rank 0: OK" in _run([sys.executable, "examples/quickstart.py"])
     assert shm_segments() == before

@@ -6,9 +6,12 @@ import sys
 
 import matplotlib.image
 import pandas as pd
+import pytest
+import torch
 
 import fused_ops
 import iris
+from conftest import ON_GPU, gpu_per_rank
 from taxonomy.cli import COLUMNS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -29,6 +32,7 @@ def test_list_names_every_variant_and_pattern():
         assert name in out, name
 
 
+@gpu_per_rank(2)
 def test_run_validates_and_benchmarks():
     out = taxonomy("run", "gemm_all_scatter", "-m", "40", "-n", "64", "-k", "48", "--validate", "--benchmark",
                    "--iters", "2", "--warmup", "1", "--variants", "fused_sequential", "wg_specialized",
@@ -45,6 +49,7 @@ def test_run_rejects_bad_input_before_starting_ranks():
                                                              "9", ok=False)
 
 
+@gpu_per_rank(2)
 def test_sweep_appends_csv_and_plot_writes_pngs(tmp_path):
     out = str(tmp_path)
     args = ["sweep", "--shapes", "32x64x64", "48x32x96", "--iters", "2", "--warmup", "1", "--out", out,
@@ -80,6 +85,7 @@ def test_sweep_appends_csv_and_plot_writes_pngs(tmp_path):
             assert path in out_text and matplotlib.image.imread(path).shape[0] > 100
 
 
+@gpu_per_rank(2)
 def test_graph_timing_times_captured_calls_on_gpus_and_is_refused_on_the_cpu(tmp_path):
     path = str(tmp_path / "graph.csv")
     args = ("run", "gemm_all_reduce", "-m", "64", "-n", "64", "-k", "128", "--validate", "--benchmark", "--iters", "3",
@@ -92,6 +98,12 @@ def test_graph_timing_times_captured_calls_on_gpus_and_is_refused_on_the_cpu(tmp
         df = pd.read_csv(path)
         assert set(df.variant) == {"torch_nccl", "one_shot"} and df.correct.all()
         assert (df.timing == "graph").all() and (df.time_us > 0).all()
+
+
+@pytest.mark.skipif(not (ON_GPU and torch.cuda.device_count() == 1), reason="needs a machine with exactly one GPU")
+def test_more_ranks_than_gpus_is_refused_before_starting_ranks():
+    out = taxonomy("run", "gemm_all_reduce", "-m", "64", "-n", "64", "-k", "64", "-r", "2", ok=False)
+    assert "-r 2: this machine has 1 GPU(s)" in out and "NCCL" in out and "Traceback" not in out
 
 
 def test_append_keeps_commit_hashes_that_look_like_numbers(tmp_path):
