@@ -100,6 +100,19 @@ def test_graph_timing_times_captured_calls_on_gpus_and_is_refused_on_the_cpu(tmp
         assert (df.timing == "graph").all() and (df.time_us > 0).all()
 
 
+def test_more_ranks_than_gpus_is_refused_by_the_host_check(monkeypatch):
+    # the check itself, on any machine: a CUDA backend that sees one GPU
+    import argparse
+
+    from taxonomy import cli
+    monkeypatch.setattr(cli.iris, "BACKEND", "cuda")
+    monkeypatch.setattr(cli.torch.cuda, "device_count", lambda: 1)
+    monkeypatch.delenv("RANK", raising=False)
+    with pytest.raises(SystemExit, match=r"-r 2: this machine has 1 GPU\(s\).*NCCL.*use -r 1 or fewer"):
+        cli._check_machine(argparse.Namespace(timing="eager", num_ranks=2))
+    cli._check_machine(argparse.Namespace(timing="eager", num_ranks=1))  # one rank per GPU: accepted
+
+
 @pytest.mark.skipif(not (ON_GPU and torch.cuda.device_count() == 1), reason="needs a machine with exactly one GPU")
 def test_more_ranks_than_gpus_is_refused_before_starting_ranks():
     out = taxonomy("run", "gemm_all_reduce", "-m", "64", "-n", "64", "-k", "64", "-r", "2", ok=False)
