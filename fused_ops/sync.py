@@ -58,15 +58,27 @@ def role(enter=False, wait=False, arrive=False, exit=False, close=False):
 
 
 @triton.jit
+def _tell_peers(COUNTS, cur_rank, world_size, heap_bases):
+    """COUNTS[cur_rank] += 1 on every peer (a release: what this program has done or acquired is visible first)."""
+    for i in range(1, world_size):
+        iris.signal(COUNTS + cur_rank, 1, cur_rank, (cur_rank + i) % world_size, heap_bases, op="add")
+
+
+@triton.jit
+def _wait_peers(COUNTS, epoch, cur_rank, world_size, heap_bases):
+    """Until COUNTS[r] >= epoch here for every peer r."""
+    for i in range(1, world_size):
+        iris.wait(COUNTS + (cur_rank + i) % world_size, epoch, cur_rank, heap_bases, cmp="ge")
+
+
+@triton.jit
 def begin(SYNC, cur_rank, world_size, heap_bases, ENTRY: tl.constexpr):
     """This call's number (1, 2, ...). With ENTRY, program 0 tells every peer that this rank has entered the call:
     everything before the kernel on this rank's stream is done."""
     epoch = tl.load(SYNC + EPOCH) + 1
     if ENTRY:
         if tl.program_id(0) == 0:
-            for i in range(1, world_size):
-                iris.signal(SYNC + ENTRIES + cur_rank, 1, cur_rank, (cur_rank + i) % world_size, heap_bases,
-                            op="add")
+            _tell_peers(SYNC + ENTRIES, cur_rank, world_size, heap_bases)
     return epoch
 
 
@@ -75,8 +87,7 @@ def entered(SYNC, epoch, seen, cur_rank, world_size, heap_bases):
     """Before a program's first access to a peer's memory: unless `seen` (1: it already waited), wait until every
     peer has entered call `epoch`. Returns 1, for the caller to keep as its `seen`."""
     if seen == 0:
-        for i in range(1, world_size):
-            iris.wait(SYNC + ENTRIES + (cur_rank + i) % world_size, epoch, cur_rank, heap_bases, cmp="ge")
+        _wait_peers(SYNC + ENTRIES, epoch, cur_rank, world_size, heap_bases)
     return 1
 
 
@@ -93,15 +104,10 @@ def end(SYNC, epoch, cur_rank, world_size, heap_bases, EXIT: tl.constexpr, ARRIV
     if ticket == tl.num_programs(0) - 1:
         tl.store(SYNC + DONE, 0)
         if ARRIVE:
-            for i in range(1, world_size):
-                iris.signal(SYNC + ENTRIES + cur_rank, 1, cur_rank, (cur_rank + i) % world_size, heap_bases,
-                            op="add")
+            _tell_peers(SYNC + ENTRIES, cur_rank, world_size, heap_bases)
         if EXIT:
-            exits = SYNC + ENTRIES + world_size
-            for i in range(1, world_size):
-                iris.signal(exits + cur_rank, 1, cur_rank, (cur_rank + i) % world_size, heap_bases, op="add")
-            for i in range(1, world_size):
-                iris.wait(exits + (cur_rank + i) % world_size, epoch, cur_rank, heap_bases, cmp="ge")
+            _tell_peers(SYNC + ENTRIES + world_size, cur_rank, world_size, heap_bases)
+            _wait_peers(SYNC + ENTRIES + world_size, epoch, cur_rank, world_size, heap_bases)
         if CLOSE:
             tl.store(SYNC + EPOCH, epoch)
 

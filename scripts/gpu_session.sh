@@ -90,7 +90,7 @@ for stage in "$@"; do
                done
              done ;;
     world1)  # one GPU, one rank, graph: the fixed cost of a fused call against a bare matmul (torch_nccl at world 1),
-             # for the variants whose kernels now hold their own barriers and call counter, and bulk_sync as a control.
+             # for the variants whose kernels hold their own barriers and call counter (W1_AS/AR/AG/RS pick others).
              # With AB_BASE=<dir base_<sha> holding that commit's tree>, it runs first, then this one, same session.
              for tree in ${AB_BASE:-} $PWD; do
                tag=head; commit=$IRIS_COMMIT

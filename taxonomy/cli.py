@@ -57,7 +57,6 @@ def _commit():
 
 
 def _device_name(ctx):
-
     if ctx.backend == "cuda":
         return f"{ctx.get_num_ranks()}x {torch.cuda.get_device_name(ctx.get_device())}"
     return f"{ctx.get_num_ranks()} CPU ranks (Triton interpreter)"
@@ -76,7 +75,6 @@ def _config_text(config):
 
 def bench_shape(ctx, op, variants, m, n, k, dtype_name, config, iters, warmup, validate, benchmark, timing="eager"):
     """Rows for one shape (rank 0's list is the answer): every variant plus the library-alone times."""
-
     from . import bench
 
     dtype = getattr(torch, dtype_name)
@@ -175,10 +173,11 @@ def _check_machine(args):
     if args.timing == "graph" and iris.BACKEND != "cuda":
         raise SystemExit("--timing graph captures CUDA graphs and needs the CUDA backend (IRIS_BACKEND=cuda on a GPU "
                          "machine); the CPU backend times eagerly (--timing eager)")
-    if iris.BACKEND == "cuda" and not _under_launcher() and args.num_ranks > torch.cuda.device_count():
-        raise SystemExit(f"-r {args.num_ranks}: this machine has {torch.cuda.device_count()} GPU(s). The torch_nccl "
-                         f"baseline and the library-alone timings run NCCL, which refuses two ranks on one GPU; use "
-                         f"-r {torch.cuda.device_count()} or fewer (or IRIS_BACKEND=cpu)")
+    gpus = torch.cuda.device_count() if iris.BACKEND == "cuda" else 0
+    if gpus and not _under_launcher() and args.num_ranks > gpus:
+        raise SystemExit(f"-r {args.num_ranks}: this machine has {gpus} GPU(s). The torch_nccl baseline and the "
+                         f"library-alone timings run NCCL, which refuses two ranks on one GPU; use -r {gpus} or "
+                         f"fewer (or IRIS_BACKEND=cpu)")
 
 
 def cmd_run(args):

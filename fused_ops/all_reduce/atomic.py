@@ -1,6 +1,7 @@
 """Atomic: C is zeroed on every rank, then the persistent GEMM atomically adds each finished tile into every rank's
 C; its first add into a peer waits for that peer's entry (its C is zero by then) and the call ends once every
-rank's adds have landed (fused_ops/sync.py). No workspace; the sum's order varies, so low-precision results vary by ulps."""
+rank's adds have landed (fused_ops/sync.py). No workspace; the sum's order varies, so low-precision results vary by
+ulps."""
 
 import triton
 import triton.language as tl
@@ -13,8 +14,8 @@ from ..registry import register
 
 @triton.jit
 def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, SYNC, cur_rank,
-           world_size, heap_bases, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-           TMA: tl.constexpr, PDL: tl.constexpr = tl.constexpr(False)):
+           world_size, heap_bases, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+           GROUP_M: tl.constexpr, TMA: tl.constexpr, PDL: tl.constexpr = tl.constexpr(False)):
     iris.launched_early(PDL, NEXT_IN_AT_START)
     epoch = sync.begin(SYNC, cur_rank, world_size, heap_bases, ENTRY=True)
     seen = 0
