@@ -16,7 +16,13 @@ then lower the new flag with the old one and wait for it forever (test_variant_c
 consumer before the chain that leads to the next write of it: the last tile of a chunk lowers its inbox flags
 before it counts the chunk final, the side stream lowers the counts it waited on, the last kernel lowers the C
 flags. On the interpreter, which runs programs one after another, the GEMM is two launches (peers' slices, then its
-own), so no program waits on a slice that a later program of a peer computes."""
+own), so no program waits on a slice that a later program of a peer computes.
+
+On GPUs the side stream's waits are enqueued after the GEMM's launch and before gathered_kernel's. Streams share
+hardware queues (CUDA_DEVICE_MAX_CONNECTIONS), and a queue runs its work in order: a stream wait enqueued before the
+launch it waits for hung (scripts/copy_engine_check.py --handshake --wait-first), and the all-reduce hung on two
+H200s (2026-11-23, d7e0f17: every peer's inbox flag stayed 0) while its waits sat behind gathered_kernel's launch,
+which cannot start before the GEMM ends, whose tiles wait for the peer's puts that those waits hold back."""
 
 import os
 
@@ -174,7 +180,7 @@ def run(p, out, even, gather):
             enqueue()
         for phase in ((0,) if cuda else (1, 2)):
             kernel[(programs,)](*args, PHASE=phase, **meta)
+        if cuda:  # GPUs: the stream waits go in after the GEMM they wait for, and before gathered_kernel (module note)
+            enqueue()
         if gather:
             gathered_kernel[(1,)](gathered, nc, per, m, *p.rank_args(), BLOCK_M=bm, num_warps=1, **iris.pdl_launch())
-        if cuda:  # GPUs: the stream waits go in after the launches (a launch queued behind a pending stream wait hung:
-            enqueue()  # scripts/copy_engine_check.py --handshake --wait-first)
