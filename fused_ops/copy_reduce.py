@@ -24,8 +24,6 @@ launch it waits for hung (scripts/copy_engine_check.py --handshake --wait-first)
 H200s (2026-11-23, d7e0f17: every peer's inbox flag stayed 0) while its waits sat behind gathered_kernel's launch,
 which cannot start before the GEMM ends, whose tiles wait for the peer's puts that those waits hold back."""
 
-import os
-
 import torch
 import triton
 import triton.language as tl
@@ -35,10 +33,6 @@ from .comm import chunk_blocks
 from .gemm import NEXT_IN_AT_START, c_tile, first_unit, gemm_tile, operands, tile_coords
 
 
-# Not validated on two GPUs (no 2-GPU machine was lent after they were written), so opt-in there. A one-GPU miniature
-# of their handshake (scripts/copy_engine_check.py --handshake) hung when the stream wait was enqueued before the
-# kernel it waits for was launched, and ran when launched first, as run() now does.
-BACKENDS = ("cpu", "cuda") if os.environ.get("FUSED_OPS_COPY_REDUCE_ON_GPU") == "1" else ("cpu",)
 
 
 @triton.jit

@@ -6,7 +6,7 @@ set -uo pipefail
 # CSVs record IRIS_COMMIT; git on the device copy can be stale (it once said e72067e for a tree at 5324bd4)
 : "${IRIS_COMMIT:?set IRIS_COMMIT=<sha of the checkout being run>}"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export PYTHONUNBUFFERED=1 IRIS_BACKEND=cuda PYTHONPATH=$PWD FUSED_OPS_COPY_REDUCE_ON_GPU=${FUSED_OPS_COPY_REDUCE_ON_GPU:-0}
+export PYTHONUNBUFFERED=1 IRIS_BACKEND=cuda PYTHONPATH=$PWD
 OUT=${OUT:-out}; mkdir -p "$OUT"
 status=0
 run() {  # run LOG CMD...: full output to $OUT/LOG, its tail here

@@ -8,8 +8,6 @@ from ..registry import register
 
 
 @register("gemm_all_reduce", "copy_engine", "copy-engine", "two-shot on the copy engines: partial chunks put to their "
-                                                           "owner, reduced in its GEMM epilogue, put back; no barrier (GPU: "
-                                                           "opt-in, FUSED_OPS_COPY_REDUCE_ON_GPU=1)",
-          backends=copy_reduce.BACKENDS)
+                                                           "owner, reduced in its GEMM epilogue, put back; no barrier")
 def run(p):
     copy_reduce.run(p, p.c, even=False, gather=True)

@@ -8,8 +8,7 @@ from ..registry import register
 
 
 @register("gemm_reduce_scatter", "copy_engine", "copy-engine", "partial chunks put to their owner by the copy engines, "
-                                                               "reduced in the owner's GEMM epilogue; barrier first "
-                                                               "(GPU: opt-in, FUSED_OPS_COPY_REDUCE_ON_GPU=1)",
-          backends=copy_reduce.BACKENDS)
+                                                               "reduced in the owner's GEMM epilogue; barrier first")
+
 def run(p):
     copy_reduce.run(p, p.c, even=True, gather=False)
