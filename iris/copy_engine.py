@@ -21,7 +21,9 @@ whatever shares its hardware queue: CUDA spreads streams over CUDA_DEVICE_MAX_CO
 with 1 (as some training frameworks set) a wait for a kernel launched after it would block that kernel; wait()
 refuses to run then. And launch a kernel that a stream wait waits for before enqueuing the wait: on an H200 the
 other order hung at the kernel's first launch (scripts/copy_engine_check.py --handshake --wait-first), while the
-CopyEngine can be created (forked) before the launch as usual.
+CopyEngine can be created (forked) before the launch as usual. For the same reason, enqueue the waits before
+launching anything that cannot start until that kernel ends (a kernel after it on its stream): waits queued behind
+such a launch deadlocked the copy-engine all-reduce across two GPUs (fused_ops/copy_reduce.py).
 
 On the CPU backend a worker thread plays the side stream: it runs the same operations in order, polling flags with
 a deadline (IRIS_WAIT_TIMEOUT_S), concurrently with the interpreter's kernels; join() waits for it and re-raises
