@@ -11,7 +11,8 @@ Lookup order:
    variant where torch_nccl cannot run (the CPU backend, ranks sharing a GPU).
 Rows in the table rank every variant of a swept shape, fastest first; a fused variant only ranks above
 `torch_nccl` where it won by a margin (see scripts/tune_table.py), so noise does not pick a loser. Variants that
-cannot run here (backend, dtype, baselines when ranks share a GPU) are skipped in rank order.
+cannot run here (backend, dtype, baselines when ranks share a GPU, in graph mode the variants a CUDA graph may not
+capture) are skipped in rank order.
 """
 
 import csv
@@ -45,10 +46,11 @@ def _load():
     return _table
 
 
-def _runnable(ctx, op, name, dtype):
+def _runnable(ctx, op, name, dtype, timing="eager"):
     v = registry.get(op, name)
     return (ctx.backend in v.backends and str(dtype).replace("torch.", "") in v.dtypes and
-            not (v.one_gpu_per_rank and ctx.backend == "cuda" and ctx.ranks_per_device > 1))
+            not (v.one_gpu_per_rank and ctx.backend == "cuda" and ctx.ranks_per_device > 1) and
+            (v.capture or timing != "graph"))
 
 
 def _gpu(ctx):
@@ -79,16 +81,16 @@ def choose(ctx, op, m, n, k, dtype, exclude=(), timing=None):
     """The variant `auto` runs for this rank's call (global M, N, K: the same on every rank, so all agree), in this
     timing mode (default: the call's, mode(ctx))."""
     key = (op, m, n, k, dtype, ctx.get_num_ranks(), ctx.backend)
-    if _tuned.get(key) not in (None, *exclude):
+    timing = timing or mode(ctx)
+    if _tuned.get(key) not in (None, *exclude) and _runnable(ctx, op, _tuned[key], dtype, timing):
         return _tuned[key]
     if _picked_from[0] is not _load():
         _picked.clear()
         _picked_from[0] = _load()
-    timing = timing or mode(ctx)
     sig = (key, exclude, ctx.ranks_per_device, timing)
     if sig not in _picked:
         ranked = [name for name in ranking(ctx, op, m, n, k, dtype, timing) if name in registry.OPS[op].variants and
-                  name not in exclude and _runnable(ctx, op, name, dtype)]
+                  name not in exclude and _runnable(ctx, op, name, dtype, timing)]
         _picked[sig] = ranked[0] if ranked else _fallback(ctx, op, dtype, exclude)
     return _picked[sig]
 

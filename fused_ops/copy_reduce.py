@@ -22,7 +22,9 @@ On GPUs the side stream's waits are enqueued after the GEMM's launch and before 
 hardware queues (CUDA_DEVICE_MAX_CONNECTIONS), and a queue runs its work in order: a stream wait enqueued before the
 launch it waits for hung (scripts/copy_engine_check.py --handshake --wait-first), and the all-reduce hung on two
 H200s (2026-11-23, d7e0f17: every peer's inbox flag stayed 0) while its waits sat behind gathered_kernel's launch,
-which cannot start before the GEMM ends, whose tiles wait for the peer's puts that those waits hold back."""
+which cannot start before the GEMM ends, whose tiles wait for the peer's puts that those waits hold back. A CUDA
+graph keeps no such order (nor promises that its branches run at once), so these variants are never captured
+(registry: Variant.capture)."""
 
 import torch
 import triton

@@ -84,13 +84,24 @@ def _variant(ctx, op, variant, a, b, c, heap_output=True, exclude=()):
                "only take turns")
         raise ValueError(f"{op}/{variant} needs one GPU per rank: {why} ({ctx.ranks_per_device} ranks share each GPU "
                          f"here)")
+    check_capture(ctx.backend, v)
     return v
+
+
+def check_capture(backend, v):
+    """Refuse a variant that a CUDA graph may not capture (registry: capture=False) while the stream is capturing."""
+    if not v.capture and backend == "cuda" and torch.cuda.is_current_stream_capturing():
+        raise ValueError(f"{v.op}/{v.name} cannot be captured into a CUDA graph: work on one of its streams waits on "
+                         f"flags raised on another, which needs both to run at once, and CUDA does not promise that "
+                         f"for the branches of a graph (a captured tensor-parallel MLP step with copy-engine variants "
+                         f"deadlocked on two H200s). Call it outside capture, or pick another variant for graphs "
+                         f"(variant='auto' does)")
 
 
 def _run(ctx, v, config, make, *tensors):
     """v.run(make()), replayed from a captured graph when these operands were seen before (iris/replay.py): one
     graph launch instead of the host work and the 2-5 Triton launches of a call. Baselines run as users run them."""
-    if v.pattern == "baseline" or ctx.tracer is not None:
+    if v.pattern == "baseline" or ctx.tracer is not None or not v.capture:
         return v.run(make())
     key = (v.op, v.name, config, *map(tensor_key, tensors))
     ctx.replay(key, lambda: v.run(make()))

@@ -27,6 +27,13 @@ class Variant:
     cpu_note: str = ""
     split_k: bool = False  # its GEMM loop runs Config.split_k slices of K per tile (fused_ops.gemm.gemm_unit)
     shard_tiles: bool = False  # default tiles sized for one rank's shard of M: the GEMM on it hides the peers' copies
+    # False: work on one stream of a call waits on a flag that work on another stream of the same call raises (a
+    # kernel and the copy engines, or two kernels). That is correct only while both run at once: launched in the
+    # right order on streams, they do; CUDA promises no such concurrency between the branches of a graph, and a
+    # captured tensor-parallel MLP step with copy-engine variants in it deadlocked (results/README.md). Such a
+    # variant is refused under a caller's CUDA-graph capture, `auto` skips it there, and its eager calls launch
+    # straight to the streams instead of replaying a graph of their launches (iris/replay.py).
+    capture: bool = True
 
     @property
     def one_gpu_per_rank(self):
@@ -53,14 +60,14 @@ def define_op(name, layout):
 
 
 def register(op, name, pattern, summary, backends=("cpu", "cuda"), dtypes=("float16", "bfloat16", "float32"),
-             cpu_dtypes=None, cpu_note="", split_k=False, shard_tiles=False):
+             cpu_dtypes=None, cpu_note="", split_k=False, shard_tiles=False, capture=True):
     if pattern not in PATTERNS:
         raise ValueError(f"unknown pattern class {pattern!r}; known: {sorted(PATTERNS)}")
 
     def wrap(fn):
         OPS[op].variants[name] = Variant(op, name, pattern, summary, fn, tuple(backends), tuple(dtypes),
                                          None if cpu_dtypes is None else tuple(cpu_dtypes), cpu_note, split_k,
-                                         shard_tiles)
+                                         shard_tiles, capture)
         return fn
 
     return wrap
@@ -70,11 +77,12 @@ def list_ops():
     return list(OPS)
 
 
-def list_variants(op, backend=None, dtype=None):
-    """Variant names of `op`, optionally only those that run on `backend` and support `dtype` (e.g. "float16")."""
+def list_variants(op, backend=None, dtype=None, capture=False):
+    """Variant names of `op`, optionally only those that run on `backend` and support `dtype` (e.g. "float16"), and
+    with capture=True only those that a CUDA graph may capture."""
     variants = _op(op).variants.values()
     return [v.name for v in variants if (backend is None or backend in v.backends) and
-            (dtype is None or str(dtype).replace("torch.", "") in v.dtypes_on(backend))]
+            (dtype is None or str(dtype).replace("torch.", "") in v.dtypes_on(backend)) and (v.capture or not capture)]
 
 
 def _op(op):

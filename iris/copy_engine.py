@@ -23,7 +23,10 @@ refuses to run then. And launch a kernel that a stream wait waits for before enq
 other order hung at the kernel's first launch (scripts/copy_engine_check.py --handshake --wait-first), while the
 CopyEngine can be created (forked) before the launch as usual. For the same reason, enqueue the waits before
 launching anything that cannot start until that kernel ends (a kernel after it on its stream): waits queued behind
-such a launch deadlocked the copy-engine all-reduce across two GPUs (fused_ops/copy_reduce.py).
+such a launch deadlocked the copy-engine all-reduce across two GPUs (fused_ops/copy_reduce.py). Captured into a
+CUDA graph, the side stream becomes a branch of the graph: CUDA then picks the order and promises no concurrency
+between branches, so a kernel and a stream wait that wait on each other's flags may deadlock there (a captured
+tensor-parallel MLP step with the catalog's copy-engine variants did); the catalog refuses to capture them.
 
 On the CPU backend a worker thread plays the side stream: it runs the same operations in order, polling flags with
 a deadline (IRIS_WAIT_TIMEOUT_S), concurrently with the interpreter's kernels; join() waits for it and re-raises

@@ -123,15 +123,21 @@ def sweep_ranks(ctx, jobs, config, iters, warmup, validate, out, timing="eager")
     return rows
 
 
-def _variants(op, names, backend, dtype):
-    """The named variants (plus torch_nccl, the baseline of every speedup); by default every variant that runs here,
-    and on GPUs also `auto` (the sweep checks that it never loses to the baseline)."""
-    available = registry.list_variants(op, backend, dtype)
+def _variants(op, names, backend, dtype, timing="eager"):
+    """The named variants (plus torch_nccl, the baseline of every speedup); by default every variant that runs here
+    (in graph timing, that a CUDA graph may capture), and on GPUs also `auto` (the sweep checks that it never loses
+    to the baseline)."""
+    graph = timing == "graph"
+    available = registry.list_variants(op, backend, dtype, capture=graph)
     if not names:
         return available + (["auto"] if backend == "cuda" else [])
     for name in names:
         if name != "auto":
-            registry.get(op, name, backend)  # unknown names fail here, before any rank starts
+            v = registry.get(op, name, backend)  # unknown names fail here, before any rank starts
+            if graph and not v.capture:
+                raise SystemExit(f"{op}/{name} cannot be captured into a CUDA graph (its streams wait on each "
+                                 f"other's flags: fused_ops/registry.py, Variant.capture), so --timing graph cannot "
+                                 f"time it; time it with --timing eager")
     available.append("auto")
     chosen = [v for v in names if v in available]
     if "torch_nccl" not in chosen:
@@ -183,7 +189,7 @@ def _check_machine(args):
 def cmd_run(args):
     _check_machine(args)
     dtype = DTYPES[args.datatype]
-    variants = _variants(args.op, args.variants, iris.BACKEND, dtype) if args.benchmark else (
+    variants = _variants(args.op, args.variants, iris.BACKEND, dtype, args.timing) if args.benchmark else (
         args.variants or registry.list_variants(args.op, iris.BACKEND, dtype))
     for v in variants:
         if v != "auto":
@@ -221,7 +227,7 @@ def cmd_sweep(args):
     _check_machine(args)
     shapes = [tuple(int(x) for x in s.lower().split("x")) for s in args.shapes] if args.shapes else default_shapes()
     dtype = DTYPES[args.datatype]
-    jobs = [(op, _variants(op, args.variants, iris.BACKEND, dtype), shape, dtype) for op in args.ops
+    jobs = [(op, _variants(op, args.variants, iris.BACKEND, dtype, args.timing), shape, dtype) for op in args.ops
             for shape in shapes]
     rows = on_ranks(sweep_ranks, args, jobs, _config(args), args.iters, args.warmup, not args.no_validate,
                     os.path.abspath(args.out), args.timing)

@@ -25,10 +25,16 @@ def r_choose(ctx):
         out["fp16_borrows_bf16"] = auto.choose(ctx, op, 64, 64, 64, torch.float16)  # bf16 graph rows, borrowed
         auto._table[(auto._gpu(ctx), w, op, "bfloat16", "eager")] = [((64, 64, 64), ["atomic", "torch_nccl"])]
         out["eager_rows"] = auto.choose(ctx, op, 64, 64, 64, torch.bfloat16)
+        auto._table[(auto._gpu(ctx), w, op, "float32", "graph")] = [((64, 64, 64), ["copy_engine", "one_shot"])]
+        auto._table[(auto._gpu(ctx), w, op, "float32", "eager")] = [((64, 64, 64), ["copy_engine", "one_shot"])]
+        out["copy_engine_eager"] = auto.choose(ctx, op, 64, 64, 64, torch.float32)
+        auto._tuned[(op, 64, 64, 64, torch.float32, w, ctx.backend)] = "copy_engine"
         auto.mode = lambda ctx: "graph"  # as under CUDA-graph capture
         out["graph_rows"] = auto.choose(ctx, op, 64, 64, 64, torch.bfloat16)
+        out["copy_engine_graph"] = auto.choose(ctx, op, 64, 64, 64, torch.float32)  # tuned or ranked: not captured
     finally:
         auto._table, auto.mode = saved, saved_mode
+        auto._tuned.clear()
     a, b, ref = reference.make_inputs(op, 4, w, ctx.get_rank(), 32, 32, 32 * w, torch.float32, ctx.get_device())
     c = ctx.zeros(32, 32)
     times = auto.tune(ctx, op, a, b, c, iters=1)
@@ -49,6 +55,7 @@ def test_auto_choice_rules(ranks2):
         assert out == {"default": "torch_nccl" if gpu else "one_shot", "near_small": "torch_symm_mem" if gpu else
                        "two_shot", "near_big": "atomic", "excluded": "torch_symm_mem" if gpu else "torch_nccl",
                        "fp16_borrows_bf16": "two_shot", "eager_rows": "atomic", "graph_rows": "two_shot",
+                       "copy_engine_eager": "copy_engine", "copy_engine_graph": "one_shot",
                        "tuned_all": True, "tuned_pick": True, "auto_correct": True}, out
 
 

@@ -248,9 +248,26 @@ def test_registry_lists_every_variant_with_its_pattern():
     assert fused_ops.list_variants("gemm_all_reduce") == ["torch_nccl", "torch_symm_mem", "bulk_sync", "atomic",
                                                           "one_shot", "two_shot", "wg_specialized", "copy_engine"]
     assert "torch_symm_mem" not in fused_ops.list_variants("gemm_all_reduce", "cpu")
+    # their streams wait on each other's flags: never inside a CUDA graph (registry: Variant.capture)
+    assert [(op, v) for op in fused_ops.list_ops() for v in fused_ops.list_variants(op)
+            if v not in fused_ops.list_variants(op, capture=True)] == [
+        ("gemm_all_scatter", "producer_consumer"), ("gemm_all_reduce", "copy_engine"), ("all_gather_gemm", "copy_engine"),
+        ("gemm_reduce_scatter", "copy_engine")]
     for op in fused_ops.OPS.values():
         for v in op.variants.values():
             assert v.pattern in fused_ops.PATTERNS and v.summary
+
+
+def test_uncapturable_variants_are_refused_under_capture_on_the_host(monkeypatch):
+    from fused_ops import ops
+    ce, one_shot = fused_ops.get("gemm_all_reduce", "copy_engine"), fused_ops.get("gemm_all_reduce", "one_shot")
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
+    ops.check_capture("cuda", ce)  # eager: runs
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: True)
+    ops.check_capture("cuda", one_shot)  # capturable
+    ops.check_capture("cpu", ce)  # the CPU backend never captures
+    with pytest.raises(ValueError, match="gemm_all_reduce/copy_engine cannot be captured into a CUDA graph"):
+        ops.check_capture("cuda", ce)
 
 
 def r_gathered(ctx, variant, on_heap):

@@ -100,6 +100,15 @@ def test_graph_timing_times_captured_calls_on_gpus_and_is_refused_on_the_cpu(tmp
         assert (df.timing == "graph").all() and (df.time_us > 0).all()
 
 
+def test_graph_timing_leaves_out_what_a_graph_may_not_capture():
+    from taxonomy.cli import _variants
+    assert "copy_engine" in _variants("gemm_reduce_scatter", None, "cuda", "bfloat16", "eager")
+    graph = _variants("gemm_reduce_scatter", None, "cuda", "bfloat16", "graph")
+    assert "copy_engine" not in graph and "fused" in graph and "auto" in graph
+    with pytest.raises(SystemExit, match="gemm_reduce_scatter/copy_engine cannot be captured"):
+        _variants("gemm_reduce_scatter", ["copy_engine"], "cuda", "bfloat16", "graph")
+
+
 def test_more_ranks_than_gpus_is_refused_by_the_host_check(monkeypatch):
     # the check itself, on any machine: a CUDA backend that sees one GPU
     import argparse

@@ -8,6 +8,7 @@ from ..registry import register
 
 
 @register("gemm_all_reduce", "copy_engine", "copy-engine", "two-shot on the copy engines: partial chunks put to their "
-                                                           "owner, reduced in its GEMM epilogue, put back; no barrier")
+                                                           "owner, reduced in its GEMM epilogue, put back; no barrier",
+          capture=False)
 def run(p):
     copy_reduce.run(p, p.c, even=False, gather=True)

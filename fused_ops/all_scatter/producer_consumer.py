@@ -24,7 +24,7 @@ def side_stream(device):
 
 @register("gemm_all_scatter", "producer_consumer", "producer-consumer", "GEMM kernel and scatter kernel on two "
                                                                         "streams, linked by per-tile flags; barrier",
-          split_k=True)
+          split_k=True, capture=False)
 def run(p):
     c, col0 = p.c, p.rank * p.n
     ws = p.workspace(in_kernel=True)

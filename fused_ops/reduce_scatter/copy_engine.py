@@ -8,7 +8,7 @@ from ..registry import register
 
 
 @register("gemm_reduce_scatter", "copy_engine", "copy-engine", "partial chunks put to their owner by the copy engines, "
-                                                               "reduced in the owner's GEMM epilogue; barrier first")
-
+                                                               "reduced in the owner's GEMM epilogue; barrier first",
+          capture=False)
 def run(p):
     copy_reduce.run(p, p.c, even=True, gather=False)
