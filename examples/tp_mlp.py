@@ -136,16 +136,20 @@ def time_block(ctx, layout, variant, mode, tokens, hidden, iters=10, repeats=3):
     return times[0], times[1], result
 
 
-def bench(ctx, shapes, out_dir):
+def bench(ctx, shapes, out_dir, layouts=tuple(LAYOUTS), modes=("eager", "compile", "graph")):
     import fused_ops
 
     rows, stamp = [], dict(device=f"{ctx.get_num_ranks()}x {torch.cuda.get_device_name(ctx.get_device())}",
                            date=datetime.date.today().isoformat(), commit=_commit(),
                            command="python examples/tp_mlp.py " + " ".join(sys.argv[1:]))
     for tokens, hidden in shapes:
-        for layout in LAYOUTS:
-            for mode in ("eager", "compile", "graph"):
-                res = {v: time_block(ctx, layout, v, mode, tokens, hidden) for v in VARIANTS}
+        for layout in layouts:
+            for mode in modes:
+                res = {}
+                for v in VARIANTS:
+                    if ctx.get_rank() == 0:  # a failure (a spin-wait timeout, say) then names what ran
+                        print(f"[bench] {layout} {mode} M={tokens} H={hidden} {v}", flush=True)
+                    res[v] = time_block(ctx, layout, v, mode, tokens, hidden)
                 base_f, base_fb, base_y = res["torch_nccl"]
                 m_local = tokens // ctx.get_num_ranks()
                 gather, reduce = LAYOUTS[layout]
@@ -200,7 +204,7 @@ def main(ctx, args):
     if args.bench:
         if ctx.backend != "cuda":
             raise SystemExit("--bench times CUDA graphs and NCCL: run it on GPUs")
-        bench(ctx, [tuple(int(v) for v in s.split("x")) for s in args.shapes], args.out)
+        bench(ctx, [tuple(int(v) for v in s.split("x")) for s in args.shapes], args.out, args.layouts, args.modes)
 
 
 if __name__ == "__main__":
@@ -208,6 +212,8 @@ if __name__ == "__main__":
     p.add_argument("--bench", action="store_true")
     p.add_argument("--shapes", nargs="+", default=["4096x4096", "16384x4096", "4096x8192", "16384x8192"],
                    help="TOKENSxHIDDEN (the FFN is 4x hidden)")
+    p.add_argument("--layouts", nargs="+", choices=list(LAYOUTS), default=list(LAYOUTS))
+    p.add_argument("--modes", nargs="+", choices=["eager", "compile", "graph"], default=["eager", "compile", "graph"])
     p.add_argument("--out", default="results")
     p.add_argument("-n", "--num_ranks", type=int, default=2)
     p.add_argument("--heap_size", type=float, default=8 << 30)

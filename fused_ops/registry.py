@@ -1,5 +1,6 @@
 """One registry for the catalog: ops, their variants by name, and each variant's pattern class."""
 
+import os
 from dataclasses import dataclass, field
 
 PATTERNS = {
@@ -12,6 +13,11 @@ PATTERNS = {
     "copy-engine": "one persistent GEMM on every SM; the copy engines move the data on a side stream, ordered with "
                    "the GEMM by per-chunk flags (raised and awaited by the stream itself)",
 }
+
+
+# FUSED_OPS_CAPTURE_UNSAFE=op/variant[,op/variant...]: let these variants be captured anyway, to find out on GPUs
+# which of them a CUDA graph deadlocks (scripts/gpu_session.sh mlpcapture). Not for use otherwise.
+CAPTURE_UNSAFE = set(filter(None, os.environ.get("FUSED_OPS_CAPTURE_UNSAFE", "").split(",")))
 
 
 @dataclass
@@ -34,6 +40,10 @@ class Variant:
     # variant is refused under a caller's CUDA-graph capture, `auto` skips it there, and its eager calls launch
     # straight to the streams instead of replaying a graph of their launches (iris/replay.py).
     capture: bool = True
+
+    def __post_init__(self):
+        if f"{self.op}/{self.name}" in CAPTURE_UNSAFE:  # diagnosis only: may deadlock (Variant.capture)
+            self.capture = True
 
     @property
     def one_gpu_per_rank(self):

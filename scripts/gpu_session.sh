@@ -117,6 +117,14 @@ for stage in "$@"; do
                run autoeager_$op.log timeout 200 python3 -m taxonomy sweep -r 1 --ops $op --variants torch_nccl auto \
                  --out "$OUT/autoeager" --iters 20 --shapes 128x4096x4096 1024x4096x4096 --warmup 3 --timing eager
              done ;;
+    mlpcapture)  # the tensor-parallel MLP, sequence parallel, captured into a CUDA graph: with the guard (the
+             # copy-engine variants are not captured), then with it lifted for one of them at a time, to learn which
+             # one a graph deadlocks (a 10 s spin-wait timeout ends such a run and names rank, program and flag)
+             for unsafe in "" all_gather_gemm/copy_engine gemm_reduce_scatter/copy_engine; do
+               FUSED_OPS_CAPTURE_UNSAFE=$unsafe IRIS_WAIT_TIMEOUT_S=10 run mlpcapture_${unsafe//\//_}.log timeout 300 \
+                 python3 examples/tp_mlp.py --bench --shapes ${MLP_SHAPE:-16384x8192} --layouts sequence_parallel \
+                 --modes graph --out "$OUT/mlpcapture/${unsafe//\//_}"
+             done ;;
     *) echo "unknown stage $stage"; status=1 ;;
   esac
 done

@@ -1,6 +1,7 @@
 """Every variant of every catalog op against a float64 reference: 2 and 4 ranks, fp16/fp32 (+bf16 on GPUs),
 edge tiles, many calls in a row with fresh inputs and a poisoned output (stale flags are this field's classic bug)."""
 
+import os
 import random
 import time
 
@@ -268,6 +269,16 @@ def test_uncapturable_variants_are_refused_under_capture_on_the_host(monkeypatch
     ops.check_capture("cpu", ce)  # the CPU backend never captures
     with pytest.raises(ValueError, match="gemm_all_reduce/copy_engine cannot be captured into a CUDA graph"):
         ops.check_capture("cuda", ce)
+
+
+def test_the_capture_guard_can_be_lifted_per_variant_for_diagnosis():
+    import subprocess
+    import sys
+    code = ("import fused_ops as f; print([v for o in f.list_ops() for v in f.list_variants(o) "
+            "if v not in f.list_variants(o, capture=True)])")
+    env = dict(os.environ, FUSED_OPS_CAPTURE_UNSAFE="all_gather_gemm/copy_engine,gemm_reduce_scatter/copy_engine")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['producer_consumer', 'copy_engine']", out
 
 
 def r_gathered(ctx, variant, on_heap):
