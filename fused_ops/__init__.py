@@ -18,6 +18,7 @@ from . import all_gather, all_reduce, all_scatter, reduce_scatter  # noqa: F401,
 
 # Keep list order meaningful: baselines first, then from least to most overlapped.
 _ORDER = ["torch_nccl", "torch_symm_mem", "torch_async_tp", "bulk_sync", "fused_sequential", "atomic", "one_shot",
-          "two_shot", "pull", "fused", "producer_consumer", "push", "wg_specialized", "copy_engine"]
+          "two_shot", "pull", "fused", "producer_consumer", "push", "wg_specialized", "copy_engine_phased",
+          "copy_engine"]
 for _op in OPS.values():
     _op.variants = dict(sorted(_op.variants.items(), key=lambda kv: _ORDER.index(kv[0])))

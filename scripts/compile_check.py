@@ -123,7 +123,8 @@ def catalog_kernels():
             ("fused_ops.all_gather.push", "kernel", [dict(g, COMM_SMS=16, COPY_K=256, TMA=t) for t in (0, 1, 2)
                                                      for g in (gemm, deep)]),
             ("fused_ops.all_gather.copy_engine", "kernel",
-             [dict(gemm, TMA=t) for t in (0, 1, 2)] + [dict(deep, TMA=1)]),
+             [dict(gemm, TMA=t) for t in (0, 1, 2)] + [dict(deep, TMA=1)] +
+             [dict(gemm, TMA=t, PHASE=ph) for t in (0, 1) for ph in (1, 2)]),
             ("fused_ops.copy_reduce", "kernel", [dict(gemm, TMA=t, EVEN=e, GATHER=not e) for t in (0, 1, 2)
                                                  for e in (False, True)] +
              [dict(deep, TMA=1, EVEN=True, GATHER=False)]),
@@ -158,7 +159,7 @@ def host_descriptor_kernels(gemm):
             out.append((m, n, {**auto_signature(m, n), "A": a, "B": b[tma]}, [dict(gemm, TMA=tma, **cx)]))
         out += [("fused_ops.all_gather.copy_engine", "kernel",
                  {**auto_signature("fused_ops.all_gather.copy_engine", "kernel"), "A": a, "G": a, "B": b[tma]},
-                 [dict(gemm, TMA=tma)]),
+                 [dict(gemm, TMA=tma, PHASE=ph) for ph in (0, 1, 2)]),
                 ("fused_ops.all_gather.push", "kernel", {**auto_signature("fused_ops.all_gather.push", "kernel"),
                                                          "B": b[tma]}, [dict(gemm, COMM_SMS=16, COPY_K=256, TMA=tma)]),
                 ("fused_ops.copy_reduce", "kernel", {**auto_signature("fused_ops.copy_reduce", "kernel"), "B": b[tma]},

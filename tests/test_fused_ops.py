@@ -241,7 +241,7 @@ def test_bad_input_raises_before_launch(ranks2, case):
 def test_registry_lists_every_variant_with_its_pattern():
     assert fused_ops.list_ops() == ["gemm_all_scatter", "gemm_all_reduce", "all_gather_gemm", "gemm_reduce_scatter"]
     assert fused_ops.list_variants("all_gather_gemm") == ["torch_nccl", "torch_async_tp", "bulk_sync", "pull", "push",
-                                                           "copy_engine"]
+                                                           "copy_engine_phased", "copy_engine"]
     assert fused_ops.list_variants("gemm_reduce_scatter") == ["torch_nccl", "torch_async_tp", "bulk_sync", "fused",
                                                               "wg_specialized", "copy_engine"]
     assert fused_ops.list_variants("gemm_all_scatter") == ["torch_nccl", "bulk_sync", "fused_sequential",

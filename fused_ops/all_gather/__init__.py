@@ -1,2 +1,2 @@
 """AllGather + GEMM variants: one file each."""
-from . import bulk_sync, copy_engine, pull, push, torch_async_tp, torch_nccl  # noqa: F401
+from . import bulk_sync, copy_engine, copy_engine_phased, pull, push, torch_async_tp, torch_nccl  # noqa: F401

@@ -24,7 +24,10 @@ from ..registry import register
 @triton.jit
 def kernel(A, G, B, C, M_LOCAL, N, K, stride_am, stride_gm, stride_bk, stride_bn, stride_cm, stride_cn, flags, done,
            CHUNK_BLOCKS, cur_rank, world_size, heap_bases, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-           BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr, PDL: tl.constexpr = tl.constexpr(False)):
+           BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr, PDL: tl.constexpr = tl.constexpr(False),
+           PHASE: tl.constexpr = tl.constexpr(0)):
+    """PHASE 0: every shard, the peers' tiles each waiting on its chunk's flag. 1: this rank's own shard only; 2: the
+    peers' shards only, with no flags (the copies completed before this launch: copy_engine_phased)."""
     iris.launched_early(PDL, NEXT_IN_AT_START)
     blocks = tl.cdiv(M_LOCAL, BLOCK_M)  # row blocks per shard; shard s starts at row s * blocks * BLOCK_M of G
     chunks = tl.cdiv(blocks, CHUNK_BLOCKS)
@@ -33,7 +36,12 @@ def kernel(A, G, B, C, M_LOCAL, N, K, stride_am, stride_gm, stride_bk, stride_bn
     programs = tl.num_programs(0)
     # The persistent order over all shards' tiles (tile t on program t % programs), walked shard by shard so that
     # each shard's operand is set up once and one tile loop serves all of them (one pipeline's shared memory).
-    for shard in range(world_size):  # 0: this rank's own rows, ready at once; then the peers in the copies' order
+    first, last = 0, world_size
+    if PHASE == 1:
+        last = 1
+    if PHASE == 2:
+        first = 1
+    for shard in range(first, last):  # 0: this rank's own rows, ready at once; then the peers in the copies' order
         src = (cur_rank + shard) % world_size
         if shard == 0:
             rows, base, stride, block0 = M_LOCAL, A, stride_am, 0
@@ -43,10 +51,11 @@ def kernel(A, G, B, C, M_LOCAL, N, K, stride_am, stride_gm, stride_bk, stride_bn
         lo = shard * per_shard
         for tile in range(first_unit(lo), lo + per_shard, programs):
             lb, pid_n = tile_coords(tile - lo, blocks, num_pid_n, GROUP_M)
-            if shard > 0:
-                iris.wait(flags + src * chunks + lb // CHUNK_BLOCKS, 1, cur_rank, heap_bases)
-                if TMA:  # the chunk was written by the copy engine; TMA reads through the async proxy
-                    iris.fence_proxy_async()
+            if PHASE == 0:
+                if shard > 0:
+                    iris.wait(flags + src * chunks + lb // CHUNK_BLOCKS, 1, cur_rank, heap_bases)
+                    if TMA:  # the chunk was written by the copy engine; TMA reads through the async proxy
+                        iris.fence_proxy_async()
             acc = gemm_tile(a_op, b_op, block0 + lb, pid_n, rows, N, K, stride, 1, stride_bk, stride_bn, BLOCK_M,
                             BLOCK_N, BLOCK_K, TMA)
             ptrs, mask = c_tile(C + src * M_LOCAL * stride_cm, lb, pid_n, M_LOCAL, N, stride_cm, stride_cn, 0, BLOCK_M,
@@ -54,22 +63,21 @@ def kernel(A, G, B, C, M_LOCAL, N, K, stride_am, stride_gm, stride_bk, stride_bn
             tl.store(ptrs, acc.to(C.dtype.element_ty), mask=mask)
     # Every peer chunk's flag was seen at 1 by some tile before its program counted itself in here, so the last one
     # in lowers them all after the copy engine's writes: no flag is stale for the next call or graph replay.
-    if tl.atomic_add(done, 1, sem="acq_rel", scope="gpu") == tl.num_programs(0) - 1:
-        for f in range(world_size * chunks):
-            tl.store(flags + f, 0)
-        tl.store(done, 0)
+    if PHASE == 0:
+        if tl.atomic_add(done, 1, sem="acq_rel", scope="gpu") == tl.num_programs(0) - 1:
+            for f in range(world_size * chunks):
+                tl.store(flags + f, 0)
+            tl.store(done, 0)
 
 
 @register("all_gather_gemm", "copy_engine", "copy-engine", "copy engines pull peers' A chunks on a side stream and "
                                                            "raise flags from the stream; one GEMM on every SM",
           shard_tiles=True, capture=False)
 def run(p):
-    a, c, bm = p.staged_a(), p.c, p.cfg.block_m
-    blocks, col_blocks = triton.cdiv(p.m_local, bm), triton.cdiv(p.n, p.cfg.block_n)
+    a, g, blocks, col_blocks = operands_and_buffer(p)
     programs = min(p.cfg.gemm_sms, p.world * blocks * col_blocks)
-    per = chunk_blocks(blocks, col_blocks, programs, bm, p.k * a.element_size())
+    per = chunk_blocks(blocks, col_blocks, programs, p.cfg.block_m, p.k * a.element_size())
     chunks = triton.cdiv(blocks, per)
-    g = p.buffer("gathered_a_by_block", (p.world * blocks * bm, p.k), a.dtype)
     flags = p.buffer(f"chunk_flags_x{chunks}", (p.world * chunks,), torch.int32)
     done = p.buffer("programs_done", (1,), torch.int32)
     p.ctx.device_barrier()
@@ -77,16 +85,37 @@ def run(p):
         for i in range(1, p.world):  # in the order the GEMM consumes them
             src = (p.rank + i) % p.world
             for j in range(chunks):
-                lo, hi = j * per * bm, min((j + 1) * per * bm, p.m_local)
-                row0 = src * blocks * bm
+                lo, hi = j * per * p.cfg.block_m, min((j + 1) * per * p.cfg.block_m, p.m_local)
+                row0 = src * blocks * p.cfg.block_m
                 ce.get(g[row0 + lo:row0 + hi], a[lo:hi], src, flag=flags[src * chunks + j:src * chunks + j + 1])
-        kernel[(programs,)](*p.operands(a), *p.operands(g, p.b), c, p.m_local, p.n, p.k, a.stride(0), g.stride(0),
-                            p.b.stride(0), p.b.stride(1), c.stride(0), c.stride(1), flags, done, per, *p.rank_args(),
-                            BLOCK_M=bm, BLOCK_N=p.cfg.block_n, BLOCK_K=p.cfg.block_k, GROUP_M=p.cfg.group_m, TMA=p.tma,
-                            num_warps=p.cfg.num_warps, num_stages=p.cfg.num_stages, **iris.pdl_launch())
-    if p.a_gathered is not None:  # the caller wants A gathered as well: rows back together, without the padding
+        launch(p, a, g, flags, done, per, programs, 0)
+    finish(p, a, g, blocks)
+
+
+def operands_and_buffer(p):
+    """A on the heap (peers copy it), the gathered buffer (each shard at a multiple of BLOCK_M rows), the shard's row
+    blocks and the column blocks."""
+    a, bm = p.staged_a(), p.cfg.block_m
+    blocks = triton.cdiv(p.m_local, bm)
+    g = p.buffer("gathered_a_by_block", (p.world * blocks * bm, p.k), a.dtype)
+    return a, g, blocks, triton.cdiv(p.n, p.cfg.block_n)
+
+
+def launch(p, a, g, flags, done, per, programs, phase, pdl=True):
+    c = p.c
+    kernel[(programs,)](*p.operands(a), *p.operands(g, p.b), c, p.m_local, p.n, p.k, a.stride(0), g.stride(0),
+                        p.b.stride(0), p.b.stride(1), c.stride(0), c.stride(1), flags, done, per, *p.rank_args(),
+                        BLOCK_M=p.cfg.block_m, BLOCK_N=p.cfg.block_n, BLOCK_K=p.cfg.block_k, GROUP_M=p.cfg.group_m,
+                        TMA=p.tma, num_warps=p.cfg.num_warps, num_stages=p.cfg.num_stages, PHASE=phase,
+                        **(iris.pdl_launch() if pdl else {}))
+
+
+def finish(p, a, g, blocks):
+    """The gathered A for a caller who asked for it, then the closing barrier: peers have finished copying this rank's
+    A before it may change."""
+    if p.a_gathered is not None:  # rows back together, without the padding
         out = p.gathered_buffer().view(p.world, p.m_local, p.k)
-        g_shards = g.view(p.world, blocks * bm, p.k)
+        g_shards = g.view(p.world, blocks * p.cfg.block_m, p.k)
         for r in range(p.world):
             out[r].copy_(a if r == p.rank else g_shards[r, :p.m_local])
     p.ctx.device_barrier()

@@ -1,0 +1,30 @@
+"""Copy engine, phased: the `copy_engine` variant with stream order in place of flags, so a CUDA graph may hold it.
+After a barrier, a side stream pulls each peer's whole shard of A while a persistent GEMM runs this rank's own rows;
+a second GEMM launch, which the stream orders after the copies (in a graph: an edge), runs the peers' rows. Nothing
+waits on a flag raised by other work of this GPU, so any order a graph picks for its branches is correct; they
+overlap when the graph runs them at once. The cost: no peer row starts before every copy has landed, and a second
+launch. A barrier last, as in `copy_engine`."""
+
+import torch
+
+from ..registry import register
+from .copy_engine import finish, launch, operands_and_buffer
+
+
+@register("all_gather_gemm", "copy_engine_phased", "copy-engine", "copy engines pull the peers' shards while a GEMM "
+                                                                  "runs the own rows; a second GEMM, after the copies "
+                                                                  "by stream order, runs the peers' rows: no flags",
+          shard_tiles=True)
+def run(p):
+    a, g, blocks, col_blocks = operands_and_buffer(p)
+    unused = p.buffer("no_flags", (1,), torch.int32)  # the kernel's flag arguments, not read in phases 1 and 2
+    p.ctx.device_barrier()
+    with p.ctx.copy_engine() as ce:
+        for i in range(1, p.world):
+            src = (p.rank + i) % p.world
+            row0 = src * blocks * p.cfg.block_m
+            ce.get(g[row0:row0 + p.m_local], a, src)
+        launch(p, a, g, unused, unused, blocks, min(p.cfg.gemm_sms, blocks * col_blocks), 1)
+    # leaving the block, this stream waits for the copies; no PDL: the launch must not overtake that wait
+    launch(p, a, g, unused, unused, blocks, min(p.cfg.gemm_sms, (p.world - 1) * blocks * col_blocks), 2, pdl=False)
+    finish(p, a, g, blocks)
