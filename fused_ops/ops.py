@@ -80,8 +80,8 @@ def _variant(ctx, op, variant, a, b, c, heap_output=True, exclude=()):
                         f"{a.dtype}{note}")
     if v.one_gpu_per_rank and ctx.backend == "cuda" and ctx.ranks_per_device > 1:
         why = ("NCCL and SymmetricMemory refuse two ranks on one device" if v.pattern == "baseline" else
-               "its GEMM spins on flags that the peers' copy engines raise, and kernels of two processes on one GPU "
-               "only take turns")
+               "its kernels wait on what the peers' copy engines deliver (flags, barriers), and kernels of two "
+               "processes on one GPU only take turns")
         raise ValueError(f"{op}/{variant} needs one GPU per rank: {why} ({ctx.ranks_per_device} ranks share each GPU "
                          f"here)")
     check_capture(ctx.backend, v)
