@@ -35,8 +35,6 @@ from .comm import chunk_blocks
 from .gemm import NEXT_IN_AT_START, c_tile, first_unit, gemm_tile, operands, tile_coords
 
 
-
-
 @triton.jit
 def slice_rows(s, M, world_size, BLOCK_M: tl.constexpr, EVEN: tl.constexpr):
     """Rows [lo, hi) owned by rank s: M / world each (EVEN: reduce-scatter's layout), or whole row blocks."""

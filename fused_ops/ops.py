@@ -100,7 +100,8 @@ def check_capture(backend, v):
 
 def _run(ctx, v, config, make, *tensors):
     """v.run(make()), replayed from a captured graph when these operands were seen before (iris/replay.py): one
-    graph launch instead of the host work and the 2-5 Triton launches of a call. Baselines run as users run them."""
+    graph launch instead of the host work and the 2-5 Triton launches of a call. Baselines run as users run them, and
+    variants a graph may not hold (registry: Variant.capture) launch straight to their streams."""
     if v.pattern == "baseline" or ctx.tracer is not None or not v.capture:
         return v.run(make())
     key = (v.op, v.name, config, *map(tensor_key, tensors))

@@ -81,7 +81,7 @@ for stage in "$@"; do
              for t in ${CE_TIMINGS:-eager}; do  # graph timing refuses them (registry: Variant.capture)
                for op in ${CE_OPS:-all_gather_gemm gemm_all_reduce gemm_reduce_scatter}; do
                  case $op in
-                   all_gather_gemm) vs="torch_nccl torch_async_tp bulk_sync push copy_engine" ;;
+                   all_gather_gemm) vs="torch_nccl torch_async_tp bulk_sync push copy_engine_phased copy_engine" ;;
                    gemm_all_reduce) vs="torch_nccl torch_symm_mem bulk_sync one_shot two_shot wg_specialized copy_engine" ;;
                    gemm_reduce_scatter) vs="torch_nccl torch_async_tp bulk_sync fused copy_engine" ;;
                  esac
