@@ -51,10 +51,11 @@ def kernel(A, B, OUT, S, I, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
            final, CHUNK_BLOCKS, MAX_CHUNKS, SLICE_ROWS, cur_rank, world_size, heap_bases, BLOCK_M: tl.constexpr,
            BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr,
            EVEN: tl.constexpr, GATHER: tl.constexpr, PHASE: tl.constexpr = tl.constexpr(0),
-           PDL: tl.constexpr = tl.constexpr(False)):
+           PDL: tl.constexpr = tl.constexpr(False), FLAGS: tl.constexpr = tl.constexpr(True)):
     """S (the peers' slices' partials, M x N) and the inbox I (world x SLICE_ROWS x N) are contiguous. OUT: all of C
     (GATHER: this rank's slice at its rows, counted on `final`), or this rank's slice alone. PHASE 0: every slice in
-    one launch; 1: the peers' slices only; 2: this rank's own slice only."""
+    one launch; 1: the peers' slices only; 2: this rank's own slice only. FLAGS=False (run_phased): no flag is
+    raised or awaited, and the own slice is stored as this rank's partial, without the inbox."""
     iris.launched_early(PDL, NEXT_IN_AT_START)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     programs = tl.num_programs(0)
@@ -79,7 +80,11 @@ def kernel(A, B, OUT, S, I, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
             if i < world_size:  # a peer's rows: the partial goes to the copy engine, chunk by chunk
                 ptrs, mask = c_tile(S + lo * N, lb, pid_n, hi - lo, N, N, 1, 0, BLOCK_M, BLOCK_N)
                 tl.store(ptrs, acc.to(S.dtype.element_ty), mask=mask)
-                iris.signal(ready + s * MAX_CHUNKS + j, 1, cur_rank, cur_rank, heap_bases, op="add")
+                if FLAGS:
+                    iris.signal(ready + s * MAX_CHUNKS + j, 1, cur_rank, cur_rank, heap_bases, op="add")
+            elif not FLAGS:
+                ptrs, mask = c_tile(OUT, lb, pid_n, hi - lo, N, stride_om, 1, 0, BLOCK_M, BLOCK_N)
+                tl.store(ptrs, acc.to(OUT.dtype.element_ty), mask=mask)
             else:
                 for q in range(1, world_size):
                     src = (cur_rank + q) % world_size
@@ -111,6 +116,30 @@ def gathered_kernel(flags, MAX_CHUNKS, CHUNK_BLOCKS, M, cur_rank, world_size, he
         for j in range(tl.cdiv(tl.cdiv(hi - lo, BLOCK_M), CHUNK_BLOCKS)):
             iris.wait(flags + src * MAX_CHUNKS + j, 1, cur_rank, heap_bases)
             tl.store(flags + src * MAX_CHUNKS + j, 0)
+
+
+@triton.jit
+def inbox_add_kernel(OUT, I, ROWS, N, stride_om, arrived, consumed, cur_rank, world_size, heap_bases,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """OUT (this rank's slice, ROWS x N, holding its own partial) += every peer's partial in the inbox I (world x
+    ROWS x N, contiguous), once each peer's copy has raised arrived[peer]. The last program lowers the flags."""
+    for q in range(1, world_size):
+        iris.wait(arrived + (cur_rank + q) % world_size, 1, cur_rank, heap_bases)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    for t in range(tl.program_id(0), tl.cdiv(ROWS, BLOCK_M) * num_pid_n, tl.num_programs(0)):
+        rows = (t // num_pid_n) * BLOCK_M + tl.arange(0, BLOCK_M)
+        cols = (t % num_pid_n) * BLOCK_N + tl.arange(0, BLOCK_N)
+        mask = (rows[:, None] < ROWS) & (cols[None, :] < N)
+        ptrs = OUT + rows[:, None] * stride_om + cols[None, :]
+        acc = tl.load(ptrs, mask=mask).to(tl.float32)
+        for q in range(1, world_size):
+            src = (cur_rank + q) % world_size
+            acc += tl.load(I + src * ROWS * N + rows[:, None] * N + cols[None, :], mask=mask).to(tl.float32)
+        tl.store(ptrs, acc.to(OUT.dtype.element_ty), mask=mask)
+    if tl.atomic_add(consumed, 1, sem="acq_rel", scope="gpu") == tl.num_programs(0) - 1:
+        for q in range(world_size):  # every program has seen every flag: lower them for the next call
+            tl.store(arrived + q, 0)
+        tl.store(consumed, 0)
 
 
 def _slice_rows(s, m, world, bm, even):
@@ -178,3 +207,35 @@ def run(p, out, even, gather):
             enqueue()
         if gather:
             gathered_kernel[(1,)](gathered, nc, per, m, *p.rank_args(), BLOCK_M=bm, num_warps=1, **iris.pdl_launch())
+
+
+def run_phased(p):
+    """The reduce-scatter with stream order in place of flags between this GPU's own streams, so a CUDA graph may
+    hold it (gemm_reduce_scatter/copy_engine_phased). After a barrier (peers have read their inboxes of the last
+    call), one launch computes the peers' slices; the side stream, forked after it, puts each into its owner's inbox
+    and raises the owner's `arrived` flag, while a second launch computes this rank's own slice, as its partial,
+    straight into C. After the join a small kernel adds the inbox into C, waiting on the peers' flags: raised by
+    their copies, which depend only on their first launch, so the wait ends whatever order a graph runs the
+    branches in (nothing on this GPU waits on a flag of this GPU)."""
+    bm, world, rank, m, n, out = p.cfg.block_m, p.world, p.rank, p.m, p.n, p.c
+    rows = m // world
+    col_blocks = triton.cdiv(n, p.cfg.block_n)
+    tiles = triton.cdiv(rows, bm) * col_blocks  # of one slice
+    partials = p.buffer("partials", (m, n), out.dtype)
+    inbox = p.buffer("inbox", (world, rows, n), out.dtype)
+    arrived, consumed = p.buffer("arrived", (world,), torch.int32), p.buffer("inbox_read", (1,), torch.int32)
+    args = (p.a, *p.operands(b=p.b), out, partials, inbox, m, n, p.k, p.a.stride(0), p.a.stride(1), p.b.stride(0),
+            p.b.stride(1), out.stride(0), arrived, arrived, consumed, arrived, 1, 1, rows, *p.rank_args())
+    meta = dict(BLOCK_M=bm, BLOCK_N=p.cfg.block_n, BLOCK_K=p.cfg.block_k, GROUP_M=p.cfg.group_m, TMA=p.tma,
+                EVEN=True, GATHER=False, FLAGS=False, num_warps=p.cfg.num_warps, num_stages=p.cfg.num_stages)
+    p.ctx.device_barrier()
+    kernel[(min(p.cfg.gemm_sms, (world - 1) * tiles),)](*args, PHASE=1, **meta, **iris.pdl_launch())
+    with p.ctx.copy_engine() as ce:  # forks here: the copies follow the peers' slices by stream order
+        for i in range(1, world):
+            s = (rank + i) % world
+            ce.put(inbox[rank], partials[s * rows:(s + 1) * rows], s, flag=arrived[rank:rank + 1])
+        kernel[(min(p.cfg.gemm_sms, tiles),)](*args, PHASE=2, **meta, **iris.pdl_launch())
+    # leaving the block, this stream waits for its copies; no PDL: the launch must not overtake that wait
+    inbox_add_kernel[(min(p.cfg.gemm_sms, tiles),)](out, inbox, rows, n, out.stride(0), arrived, consumed,
+                                                    *p.rank_args(), BLOCK_M=bm, BLOCK_N=p.cfg.block_n,
+                                                    num_warps=p.cfg.num_warps)

@@ -85,7 +85,7 @@ def auto_signature(module, name, dtype="bf16"):
         elif arg == "PARTIALS":
             sig[arg] = p("fp32")
         elif arg in ("flags", "EPOCH", "SYNC", "FLAGS", "EPOCHS", "COUNTS", "done", "ready", "inflags", "consumed",
-                     "final"):
+                     "final", "arrived"):
             sig[arg] = p("i32")
         elif arg in ("heap_bases", "TRACE"):
             sig[arg] = p("i64")
@@ -127,8 +127,10 @@ def catalog_kernels():
              [dict(gemm, TMA=t, PHASE=ph) for t in (0, 1) for ph in (1, 2)]),
             ("fused_ops.copy_reduce", "kernel", [dict(gemm, TMA=t, EVEN=e, GATHER=not e) for t in (0, 1, 2)
                                                  for e in (False, True)] +
-             [dict(deep, TMA=1, EVEN=True, GATHER=False)]),
+             [dict(deep, TMA=1, EVEN=True, GATHER=False)] +
+             [dict(gemm, TMA=t, EVEN=True, GATHER=False, FLAGS=False, PHASE=ph) for t in (0, 1) for ph in (1, 2)]),
             ("fused_ops.copy_reduce", "gathered_kernel", [{"BLOCK_M": 128}]),
+            ("fused_ops.copy_reduce", "inbox_add_kernel", [{"BLOCK_M": 128, "BLOCK_N": 256, "num_warps": 8}]),
             ("fused_ops.all_gather.bulk_sync", "gather_kernel",
              [{"BLOCK_M": 128, "COPY_K": 256},
               {"BLOCK_M": 128, "COPY_K": 256, "ROLE": sync.role(enter=True, wait=True)}])]
@@ -163,7 +165,8 @@ def host_descriptor_kernels(gemm):
                 ("fused_ops.all_gather.push", "kernel", {**auto_signature("fused_ops.all_gather.push", "kernel"),
                                                          "B": b[tma]}, [dict(gemm, COMM_SMS=16, COPY_K=256, TMA=tma)]),
                 ("fused_ops.copy_reduce", "kernel", {**auto_signature("fused_ops.copy_reduce", "kernel"), "B": b[tma]},
-                 [dict(gemm, TMA=tma, EVEN=False, GATHER=True)])]
+                 [dict(gemm, TMA=tma, EVEN=False, GATHER=True)] +
+                 [dict(gemm, TMA=tma, EVEN=True, GATHER=False, FLAGS=False, PHASE=ph) for ph in (1, 2)])]
     return out
 
 

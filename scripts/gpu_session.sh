@@ -83,7 +83,7 @@ for stage in "$@"; do
                  case $op in
                    all_gather_gemm) vs="torch_nccl torch_async_tp bulk_sync push copy_engine_phased copy_engine" ;;
                    gemm_all_reduce) vs="torch_nccl torch_symm_mem bulk_sync one_shot two_shot wg_specialized copy_engine" ;;
-                   gemm_reduce_scatter) vs="torch_nccl torch_async_tp bulk_sync fused copy_engine" ;;
+                   gemm_reduce_scatter) vs="torch_nccl torch_async_tp bulk_sync fused copy_engine_phased copy_engine" ;;
                  esac
                  run sweep_ce_${op}_$t.log timeout ${SWEEP_TIMEOUT:-300} python3 -m taxonomy sweep --ops $op \
                    --variants $vs --out "$OUT/ce_$t" --iters 8 --warmup 2 --timing $t ${SWEEP_ARGS:-}

@@ -243,7 +243,7 @@ def test_registry_lists_every_variant_with_its_pattern():
     assert fused_ops.list_variants("all_gather_gemm") == ["torch_nccl", "torch_async_tp", "bulk_sync", "pull", "push",
                                                            "copy_engine_phased", "copy_engine"]
     assert fused_ops.list_variants("gemm_reduce_scatter") == ["torch_nccl", "torch_async_tp", "bulk_sync", "fused",
-                                                              "wg_specialized", "copy_engine"]
+                                                              "wg_specialized", "copy_engine_phased", "copy_engine"]
     assert fused_ops.list_variants("gemm_all_scatter") == ["torch_nccl", "bulk_sync", "fused_sequential",
                                                            "producer_consumer", "wg_specialized"]
     assert fused_ops.list_variants("gemm_all_reduce") == ["torch_nccl", "torch_symm_mem", "bulk_sync", "atomic",

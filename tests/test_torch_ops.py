@@ -193,7 +193,7 @@ def r_captured_forward(ctx, col, row):
 
 @gpu_per_rank(2)
 @pytest.mark.skipif(not ON_GPU, reason="CUDA graphs: GPU only (the CPU backend has no capture)")
-@pytest.mark.parametrize("col,row", [("auto", "auto"), ("push", "fused"), ("copy_engine_phased", "fused")])
+@pytest.mark.parametrize("col,row", [("auto", "auto"), ("push", "fused"), ("copy_engine_phased", "copy_engine_phased")])
 def test_captured_forward_replays_fresh_and_refuses_what_a_graph_may_not_hold(ranks2, col, row):
     assert ranks2.run(r_captured_forward, col, row) == ["ok", "ok"]
 
