@@ -59,6 +59,7 @@ class CopyEngine:
     def __init__(self, ctx):
         self.ctx = ctx
         self.cuda = ctx.backend == "cuda"
+        self._then, self._done = None, False
         if self.cuda:
             self.main = torch.cuda.current_stream(ctx.device)
             self.stream = _STREAMS.setdefault(ctx.device, torch.cuda.Stream(ctx.device))
@@ -106,8 +107,22 @@ class CopyEngine:
         self._enqueue(lambda s: _driver().stream_wait_value32(s, flag.data_ptr(), value),
                       lambda: self._poll(flag, value))
 
+    def then(self, launch):
+        """launch() enqueues kernels that follow every operation enqueued so far and run alongside the current
+        stream's work: a GEMM over the rows the copies brought, say, which then starts on the SMs that the current
+        stream's kernel frees instead of after it ends. Nothing may be enqueued after it. CPU: launch() runs in
+        join(), once the worker has finished (the interpreter runs one kernel at a time)."""
+        self._check_open_for("then")
+        if self.cuda:
+            with torch.cuda.stream(self.stream):
+                launch()
+        else:
+            self._then = launch
+        self._done = True
+
     def join(self):
-        """The current stream waits for every operation enqueued so far (CPU: the worker finishes them)."""
+        """The current stream waits for every operation enqueued so far (CPU: the worker finishes them, then what
+        then() was given runs)."""
         if self.cuda:
             self.main.wait_stream(self.stream)
             return
@@ -115,6 +130,8 @@ class CopyEngine:
         self._worker.join()
         if self._error:
             raise self._error[0]
+        if self._then is not None:
+            self._then()
 
     def __enter__(self):
         return self
@@ -130,8 +147,13 @@ class CopyEngine:
             self._worker.join()
 
     # -------------------------------------------------------------------------------------------- internals
+    def _check_open_for(self, what):
+        if self._done:
+            raise RuntimeError(f"CopyEngine.{what}: nothing may be enqueued after then()")
+
     def _enqueue(self, on_gpu, on_cpu):
         """GPUs: on_gpu(the side stream's handle) enqueues the operation now. CPU: the worker runs on_cpu() in turn."""
+        self._check_open_for("operation")
         if self.cuda:
             on_gpu(self.stream.cuda_stream)
         else:

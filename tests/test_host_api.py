@@ -92,6 +92,8 @@ def r_expect_error(ctx, case):
         "copy_engine size": lambda: _ce(ctx, lambda ce: ce.get(ctx.zeros(4), ctx.zeros(5), 0)),
         "copy_engine rank": lambda: _ce(ctx, lambda ce: ce.get(ctx.zeros(4), ctx.zeros(4), ctx.get_num_ranks())),
         "copy_engine flag": lambda: _ce(ctx, lambda ce: ce.get(ctx.zeros(4), ctx.zeros(4), 0, flag=ctx.zeros(2))),
+        "copy_engine after then": lambda: _ce(ctx, lambda ce: (ce.then(lambda: None),
+                                                               ce.write(ctx.zeros(1, dtype=torch.int32), 1))),
     }
     try:
         calls[case]()
@@ -116,6 +118,7 @@ ERRORS = {
     "copy_engine size": ("ValueError", "same dtype and size"),
     "copy_engine rank": ("ValueError", "rank 2 is not a rank"),
     "copy_engine flag": ("ValueError", "one-element int32 tensor"),
+    "copy_engine after then": ("RuntimeError", "nothing may be enqueued after then()"),
 }
 
 
@@ -168,7 +171,8 @@ def test_scratch_releases_allocations(ranks2):
 def r_copy_engine(ctx):
     """get: dst[r] <- rank r's row `rank` of a heap tensor (a different random one per rank), one flag per copy.
     put: after a stream wait that the main stream releases, row `rank` of every peer's inbox <- this rank's row,
-    raising the peer's flag. Eagerly, then (on GPUs) from a captured CUDA graph replayed twice."""
+    raising the peer's flag; then() adds 1 to what the gets brought. Eagerly, then (on GPUs) from a captured CUDA
+    graph replayed twice."""
     world, rank, dev = ctx.get_num_ranks(), ctx.get_rank(), ctx.get_device()
     rows = [torch.randn(world, 37, generator=torch.Generator().manual_seed(r)) for r in range(world)]
     src = ctx.as_symmetric(rows[rank].to(dev))
@@ -188,11 +192,12 @@ def r_copy_engine(ctx):
                 if r != rank:
                     ce.put(inbox[rank], src[rank], r, flag=inflags[rank:rank + 1])
             ce.write(go[0:1], 0)
+            ce.then(lambda: dst.add_(1))  # after the gets: it sees what they brought
 
     def check():
         ctx.barrier()  # every peer's puts have landed here
         got_in = [torch.equal(inbox[r].cpu(), rows[r][r]) for r in range(world) if r != rank]
-        ok = (torch.equal(dst.cpu(), want) and flags.tolist() == [1] * world and all(got_in) and
+        ok = (torch.equal(dst.cpu(), want + 1) and flags.tolist() == [1] * world and all(got_in) and
               inflags.tolist() == [int(r != rank) for r in range(world)] and go.tolist()[0] == 0)
         dst.fill_(float("nan"))
         inbox.fill_(float("nan"))

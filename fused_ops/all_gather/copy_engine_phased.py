@@ -1,9 +1,9 @@
 """Copy engine, phased: the `copy_engine` variant with stream order in place of flags, so a CUDA graph may hold it.
 After a barrier, a side stream pulls each peer's whole shard of A while a persistent GEMM runs this rank's own rows;
-a second GEMM launch, which the stream orders after the copies (in a graph: an edge), runs the peers' rows. Nothing
-waits on a flag raised by other work of this GPU, so any order a graph picks for its branches is correct; they
-overlap when the graph runs them at once. The cost: no peer row starts before every copy has landed, and a second
-launch. A barrier last, as in `copy_engine`."""
+a second GEMM launch on the side stream, ordered after the copies (in a graph: an edge), runs the peers' rows, on
+the SMs the first leaves free in its last wave. Nothing waits on a flag raised by other work of this GPU, so any
+order a graph picks for its branches is correct; they overlap when the graph runs them at once. The cost: no peer
+row starts before every copy has landed, and a second launch. A barrier last, as in `copy_engine`."""
 
 import torch
 
@@ -25,6 +25,8 @@ def run(p):
             row0 = src * blocks * p.cfg.block_m
             ce.get(g[row0:row0 + p.m_local], a, src)
         launch(p, a, g, unused, unused, blocks, min(p.cfg.gemm_sms, blocks * col_blocks), 1)
-    # leaving the block, this stream waits for the copies; no PDL: the launch must not overtake that wait
-    launch(p, a, g, unused, unused, blocks, min(p.cfg.gemm_sms, (p.world - 1) * blocks * col_blocks), 2, pdl=False)
+        # the peers' rows after the copies, on their stream: they start on the SMs the own rows' last wave leaves
+        # free, not after it. No PDL: the launch must not overtake the copies.
+        ce.then(lambda: launch(p, a, g, unused, unused, blocks,
+                               min(p.cfg.gemm_sms, (p.world - 1) * blocks * col_blocks), 2, pdl=False))
     finish(p, a, g, blocks)
