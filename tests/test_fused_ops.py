@@ -320,6 +320,23 @@ def test_all_gather_splits_k_when_rows_are_few(ranks2, variant):
     assert fused_ops.all_gather.bulk_sync.k_parts(2, 4, 600, 128) == 2  # the split this test relies on
 
 
+def r_phased_peers_on_side_stream(ctx, dawdle):
+    """all_gather_gemm/copy_engine_phased with the peers' rows launched on the copies' stream (CopyEngine.then),
+    the path it takes from K = SIDE_MIN_K, which the small test shapes do not reach."""
+    from fused_ops.all_gather import copy_engine_phased
+
+    saved, copy_engine_phased.SIDE_MIN_K = copy_engine_phased.SIDE_MIN_K, 0
+    try:
+        return r_check(ctx, "all_gather_gemm", "copy_engine_phased", "float32", 80, 96, 144, 4, {}, dawdle=dawdle)
+    finally:  # rank processes serve later tests too
+        copy_engine_phased.SIDE_MIN_K = saved
+
+
+def test_all_gather_phased_peers_on_the_copies_stream(ranks):
+    errs = ranks.run(r_phased_peers_on_side_stream, 3)
+    assert all(isinstance(e, float) for e in errs), errs
+
+
 def r_copy_engine_chunks(ctx, op, m, calls, chunk_bytes):
     """r_check of `op`/copy_engine with chunks of `chunk_bytes`, one program: returns the flags per shard (slice) this
     makes, the error, and the sums of every flag and count the variant keeps (all must be back at 0)."""

@@ -1,14 +1,23 @@
 """Copy engine, phased: the `copy_engine` variant with stream order in place of flags, so a CUDA graph may hold it.
 After a barrier, a side stream pulls each peer's whole shard of A while a persistent GEMM runs this rank's own rows;
-a second GEMM launch on the side stream, ordered after the copies (in a graph: an edge), runs the peers' rows, on
-the SMs the first leaves free in its last wave. Nothing waits on a flag raised by other work of this GPU, so any
-order a graph picks for its branches is correct; they overlap when the graph runs them at once. The cost: no peer
-row starts before every copy has landed, and a second launch. A barrier last, as in `copy_engine`."""
+a second GEMM launch, ordered after the copies (in a graph: an edge), runs the peers' rows: on the side stream at
+long K, where it fills the SMs the first leaves free in its last wave (SIDE_MIN_K), else after the first. Nothing
+waits on a flag raised by other work of this GPU, so any order a graph picks for its branches is correct; they
+overlap when the graph runs them at once. The cost: no peer row starts before every copy has landed, and a second
+launch. A barrier last, as in `copy_engine`."""
 
 import torch
 
 from ..registry import register
 from .copy_engine import finish, launch, operands_and_buffer
+
+
+# The peers' rows go on the copies' stream from this K (2x H200, 00f8000, results/world2_00f8000/): there they overlap
+# the own rows' last wave, which pays where tiles take long (8192x4608x36864: 2452 -> 2112 us; 128x16384^2: 168 -> 145
+# us; every K >= 8192 shape 1.00-1.16x), and costs a few microseconds of fixed latency (a kernel after a copy on
+# another stream, the closing barrier's launch no longer overlapped) that short tiles do not win back (K = 4096:
+# 0.87-0.99x, 1024x4096^2: 48 -> 55 us).
+SIDE_MIN_K = 8192
 
 
 @register("all_gather_gemm", "copy_engine_phased", "copy-engine", "copy engines pull the peers' shards while a GEMM "
@@ -25,8 +34,10 @@ def run(p):
             row0 = src * blocks * p.cfg.block_m
             ce.get(g[row0:row0 + p.m_local], a, src)
         launch(p, a, g, unused, unused, blocks, min(p.cfg.gemm_sms, blocks * col_blocks), 1)
-        # the peers' rows after the copies, on their stream: they start on the SMs the own rows' last wave leaves
-        # free, not after it. No PDL: the launch must not overtake the copies.
-        ce.then(lambda: launch(p, a, g, unused, unused, blocks,
-                               min(p.cfg.gemm_sms, (p.world - 1) * blocks * col_blocks), 2, pdl=False))
+        peers = lambda: launch(p, a, g, unused, unused, blocks,  # noqa: E731 - no PDL: it must not overtake the copies
+                               min(p.cfg.gemm_sms, (p.world - 1) * blocks * col_blocks), 2, pdl=False)
+        if p.k >= SIDE_MIN_K:  # on the copies' stream: they start on the SMs the own rows' last wave leaves free
+            ce.then(peers)
+    if p.k < SIDE_MIN_K:  # after the own rows, on this stream (leaving the block, it waited for the copies)
+        peers()
     finish(p, a, g, blocks)
