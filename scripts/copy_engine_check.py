@@ -6,6 +6,7 @@ results/copy_engine/one_gpu_check.log) the host-API checks passed and the first 
 after the kernel's own bounded wait should have ended it: run it under `timeout`.
 
     IRIS_BACKEND=cuda python scripts/copy_engine_check.py [--handshake]
+    IRIS_BACKEND=cuda IRIS_WAIT_TIMEOUT_S=5 python scripts/copy_engine_check.py --graph-probe   # two GPUs
 """
 
 import os
@@ -60,7 +61,68 @@ def check(ctx):
     return results
 
 
-if __name__ == "__main__":
+@triton.jit
+def spin_kernel(go, cur_rank, heap_bases):
+    """Every program waits for `go`: a persistent GEMM holding every SM while it waits for a copy's flag."""
+    iris.wait(go, 1, cur_rank, heap_bases)
+
+
+def graph_probe(ctx):
+    """Why did a captured MLP step with copy-engine variants deadlock (results/tp_mlp_ec4af0e.log) when their eager
+    calls never did? Each rank launches a kernel with one program per SM that waits for `go`; a side stream then
+    raises `go`, after a 16 MiB copy from the peer's heap or right away. Eager, then captured into a CUDA graph and
+    replayed, each wait bounded by IRIS_WAIT_TIMEOUT_S. A timeout only in the graph with the copy: the captured peer
+    copy needs an SM (it ran as a kernel). A timeout in the graph without it too: the graph ran its branches one after
+    the other. Two ranks, one GPU each."""
+    if ctx.backend != "cuda":
+        raise SystemExit("--graph-probe needs two GPUs (IRIS_BACKEND=cuda)")
+    sms, rank = ctx.get_cu_count(), ctx.get_rank()
+    peer = (rank + 1) % ctx.get_num_ranks()
+    src, dst, go = ctx.zeros(1 << 22), ctx.zeros(1 << 22), ctx.zeros(1, dtype=torch.int32)
+    src.fill_(rank + 1.0)
+
+    def step(copy):
+        ce = ctx.copy_engine()
+        spin_kernel[(sms,)](go, rank, ctx.get_heap_bases())
+        if copy:
+            ce.get(dst, src, peer)
+        ce.write(go, 1)
+        ce.join()
+        go.zero_()
+
+    results = {}
+    for copy in (False, True):
+        for mode in ("eager", "graph"):
+            step(copy)  # compiled and warm before any capture
+            torch.cuda.synchronize()
+            ctx.barrier()
+            dst.zero_()
+            if mode == "graph":
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    step(copy)
+                ctx.barrier()
+            t0 = time.perf_counter()
+            if mode == "graph":
+                graph.replay()
+            else:
+                step(copy)
+            torch.cuda.synchronize()
+            took = (time.perf_counter() - t0) * 1e6
+            try:
+                ctx.check_device_errors()
+                outcome = "ok" if not copy or bool((dst == peer + 1.0).all()) else "wrong data"
+            except iris.DeviceWaitTimeout as err:
+                outcome = f"timed out: {str(err)[:80]}"
+            results[f"{'copy' if copy else 'no copy'}, {mode}"] = f"{outcome} ({took:.0f} us)"
+            ctx.barrier()
+    return results
+
+
+if __name__ == "__main__" and "--graph-probe" in sys.argv:
+    for r, out in enumerate(iris.spawn(graph_probe, 2)):
+        print(f"rank {r}: {out}", flush=True)
+elif __name__ == "__main__":
     out = iris.spawn(check, 1)[0]
     print(out)
     if not all(out["host_api_test"]):

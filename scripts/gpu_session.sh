@@ -125,6 +125,8 @@ for stage in "$@"; do
                  python3 examples/tp_mlp.py --bench --shapes ${MLP_SHAPE:-16384x8192} --layouts sequence_parallel \
                  --modes graph --out "$OUT/mlpcapture/${unsafe//\//_}"
              done ;;
+    graphprobe)  # does a captured peer copy need an SM, or does a graph run its branches one after the other?
+             IRIS_WAIT_TIMEOUT_S=5 run graph_probe.log timeout 120 python3 scripts/copy_engine_check.py --graph-probe ;;
     *) echo "unknown stage $stage"; status=1 ;;
   esac
 done
