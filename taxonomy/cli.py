@@ -1,8 +1,9 @@
-"""python -m taxonomy {list,run,sweep,plot}: the catalog from the command line.
+"""python -m taxonomy {list,run,sweep,compare,summary,plot}: the catalog from the command line.
 
     python -m taxonomy list
     python -m taxonomy run gemm_all_reduce -m 1024 -n 8192 -k 8192 --datatype bf16 --validate --benchmark -r 2
     python -m taxonomy sweep --ops gemm_all_scatter gemm_all_reduce --out results
+    python -m taxonomy summary results results/graph
     python -m taxonomy plot --out results
 
 `run` and `sweep` spawn their own ranks (-r), or join the ranks of torchrun / mpirun when launched under them.
@@ -292,6 +293,63 @@ def cmd_compare(args):
     return 0
 
 
+def summary_table(dirs):
+    """One row per (op, timing, world size, dtype, device) of the sweeps in `dirs`: the fastest fused variant per
+    shape over torch_nccl (geo-mean and best shape), how many shapes it takes within 10% of the overlap limit
+    max(t_gemm, t_comm), how often it beats the fastest of PyTorch's other ops, `auto`'s geo-mean and worst shape,
+    and which variants win. The figures issue #6 states its targets in, from any sweep directory."""
+    import numpy as np
+    import pandas as pd
+
+    frames = []
+    for d in dirs:
+        files = [f for f in (os.path.join(d, f"{op}.csv") for op in registry.list_ops()) if os.path.exists(f)]
+        if not files:
+            raise SystemExit(f"summary: no <op>.csv in {d}")
+        frames += [read_csv(f) for f in files]
+    df = pd.concat(frames, ignore_index=True)
+    df = df[df["time_us"].notna()]
+    df["shape"] = df.m.astype(str) + "x" + df.n.astype(str) + "x" + df.k.astype(str)
+    geo = lambda s: float(np.exp(np.log(s).mean()))  # noqa: E731
+    rows = []
+    for (op, timing, world, dtype, device), g in df.groupby(["op", "timing", "world_size", "dtype", "device"]):
+        base = g[g.variant == "torch_nccl"].groupby("shape").time_us.median()
+        fused = g[(g.pattern != "baseline") & (g.variant != "auto")]
+        best = fused.loc[fused.groupby("shape").time_us.idxmin()].set_index("shape").reindex(base.index).dropna(
+            subset=["time_us"])
+        if best.empty:
+            continue
+        speedup = base[best.index] / best.time_us
+        row = {"op": op, "timing": timing, "ranks": world, "dtype": dtype, "device": device, "shapes": len(best),
+               "best_geo": geo(speedup), "best_max": speedup.max(), "best_max_shape": speedup.idxmax(),
+               "within_10pct_of_limit": f"{int((best.time_us <= 1.1 * best.overlap_limit_us).sum())}/{len(best)}",
+               "winners": " ".join(f"{v}:{n}" for v, n in best.variant.value_counts().items())}
+        peers = g[(g.pattern == "baseline") & (g.variant != "torch_nccl")]
+        if len(peers):
+            fastest = peers.groupby("shape").time_us.min().reindex(best.index)
+            row.update(peer=" ".join(sorted(peers.variant.unique())),
+                       faster_than_peer=f"{int((best.time_us < fastest).sum())}/{len(best)}",
+                       vs_peer_geo=geo((fastest / best.time_us).dropna()))
+        auto = g[g.variant == "auto"].groupby("shape").time_us.median()
+        if len(auto):
+            ratio = base[auto.index] / auto
+            row.update(auto_geo=geo(ratio), auto_worst=ratio.min(), auto_worst_shape=ratio.idxmin())
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def cmd_summary(args):
+    table = summary_table(args.dirs)
+    if args.csv:
+        table.to_csv(args.csv, index=False)
+    import pandas as pd
+
+    with pd.option_context("display.width", 250, "display.max_columns", None, "display.float_format",
+                           "{:.3f}".format):
+        print(table.to_string(index=False))
+    return 0
+
+
 def parser():
     p = argparse.ArgumentParser(prog="python -m taxonomy", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -335,6 +393,11 @@ def parser():
                          help="sweep --out directories; several after one label are rounds of it, pooled (median)")
     compare.add_argument("--csv", default=None, help="also write the table here")
 
+    summary = sub.add_parser("summary", help="per op and timing: best fused variant (geo-mean, max), shapes near the "
+                                             "overlap limit, wins over PyTorch's fused ops, auto's worst shape")
+    summary.add_argument("dirs", nargs="+", metavar="DIR", help="sweep --out directories (e.g. results results/graph)")
+    summary.add_argument("--csv", default=None, help="also write the table here")
+
     plot = sub.add_parser("plot", help="speedup and time-breakdown PNGs from <out>/<op>.csv")
     plot.add_argument("--out", default="results")
     plot.add_argument("--ops", nargs="+", default=registry.list_ops())
@@ -343,5 +406,5 @@ def parser():
 
 def main(argv=None):
     args = parser().parse_args(argv)
-    return {"list": cmd_list, "run": cmd_run, "sweep": cmd_sweep, "plot": cmd_plot,
-            "compare": cmd_compare}[args.cmd](args) or 0
+    return {"list": cmd_list, "run": cmd_run, "sweep": cmd_sweep, "plot": cmd_plot, "compare": cmd_compare,
+            "summary": cmd_summary}[args.cmd](args) or 0

@@ -156,3 +156,29 @@ def test_compare_pools_rounds_and_gives_ratios_to_the_first_run(tmp_path):
     assert table.loc["two_shot", "new/base"] == 1.5
     os.makedirs(tmp_path / "empty")
     assert "no <op>.csv" in taxonomy("compare", str(tmp_path / "b1"), str(tmp_path / "empty"), ok=False)
+
+
+def test_summary_gives_the_targets_figures_per_op_and_timing(tmp_path):
+    rows = []
+    for shape, times, limit in (((128, 256, 512), {"torch_nccl": 20.0, "torch_symm_mem": 16.0, "one_shot": 10.0,
+                                                   "two_shot": 12.0, "auto": 10.5}, 9.5),
+                                ((1024, 256, 512), {"torch_nccl": 40.0, "torch_symm_mem": 30.0, "one_shot": 36.0,
+                                                    "two_shot": 32.0, "auto": 44.0}, 25.0)):
+        for v, t in times.items():
+            rows.append(dict(op="gemm_all_reduce", variant=v, pattern=fused_ops.get("gemm_all_reduce", v).pattern
+                             if v != "auto" else "auto", m=shape[0], n=shape[1], k=shape[2], dtype="bfloat16",
+                             world_size=2, timing="graph", time_us=t, overlap_limit_us=limit, device="2x GPU",
+                             commit="0123abc"))
+    os.makedirs(tmp_path / "s")
+    pd.DataFrame(rows).reindex(columns=COLUMNS).to_csv(tmp_path / "s" / "gemm_all_reduce.csv", index=False)
+    csv = tmp_path / "summary.csv"
+    out = taxonomy("summary", str(tmp_path / "s"), "--csv", str(csv))
+    assert "gemm_all_reduce" in out
+    row = pd.read_csv(csv).iloc[0]
+    # best fused per shape: one_shot 10 (2.0x), two_shot 32 (1.25x): geo sqrt(2.5), max at 128x256x512
+    assert abs(row.best_geo - 2.5 ** 0.5) < 1e-9 and row.best_max == 2.0 and row.best_max_shape == "128x256x512"
+    assert row.within_10pct_of_limit == "1/2"  # 10 <= 1.1 * 9.5; 32 > 1.1 * 25
+    assert row.faster_than_peer == "1/2" and abs(row.vs_peer_geo - (1.6 * 30 / 32) ** 0.5) < 1e-9
+    assert abs(row.auto_worst - 40 / 44) < 1e-9 and row.auto_worst_shape == "1024x256x512"
+    assert row.winners in ("one_shot:1 two_shot:1", "two_shot:1 one_shot:1") and row.shapes == 2
+    assert "no <op>.csv" in taxonomy("summary", str(tmp_path), ok=False)
