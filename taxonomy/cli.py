@@ -309,6 +309,8 @@ def summary_table(dirs):
         frames += [read_csv(f) for f in files]
     df = pd.concat(frames, ignore_index=True)
     df = df[df["time_us"].notna()]
+    for col, default in (("timing", "eager"), ("device", "unknown")):  # sweeps from before these columns
+        df[col] = df[col].fillna(default) if col in df else default
     df["shape"] = df.m.astype(str) + "x" + df.n.astype(str) + "x" + df.k.astype(str)
     geo = lambda s: float(np.exp(np.log(s).mean()))  # noqa: E731
     rows = []
