@@ -69,8 +69,9 @@ def spin_kernel(go, cur_rank, heap_bases):
 
 def graph_probe(ctx):
     """Why did a captured MLP step with copy-engine variants deadlock (results/tp_mlp_ec4af0e.log) when their eager
-    calls never did? Each rank launches a kernel with one program per SM that waits for `go`; a side stream then
-    raises `go`, after a 16 MiB copy from the peer's heap or right away. Eager, then captured into a CUDA graph and
+    calls never did? Each rank launches a kernel that fills every SM's thread slots and waits for `go` (a GEMM block
+    leaves room beside it; this leaves none, so any SM-based copy must wait for it); a side stream then raises `go`,
+    after a 16 MiB copy from the peer's heap or right away. Eager, then captured into a CUDA graph and
     replayed, each wait bounded by IRIS_WAIT_TIMEOUT_S. A timeout only in the graph with the copy: the captured peer
     copy needs an SM (it ran as a kernel). A timeout in the graph without it too: the graph ran its branches one after
     the other. Two ranks, one GPU each."""
@@ -83,7 +84,8 @@ def graph_probe(ctx):
 
     def step(copy):
         ce = ctx.copy_engine()
-        spin_kernel[(sms,)](go, rank, ctx.get_heap_bases())
+        # 16 programs of 128 threads per SM: every thread slot of every SM taken
+        spin_kernel[(16 * sms,)](go, rank, ctx.get_heap_bases(), num_warps=4)
         if copy:
             ce.get(dst, src, peer)
         ce.write(go, 1)
