@@ -25,7 +25,8 @@ from fused_ops import reference  # noqa: E402
 
 DEFAULT = ["all_gather_gemm/copy_engine", "all_gather_gemm/copy_engine_phased",
            "all_gather_gemm/copy_engine_phased:noreplay", "gemm_all_reduce/copy_engine",
-           "gemm_reduce_scatter/copy_engine", "gemm_reduce_scatter/copy_engine_phased", "gemm_reduce_scatter/fused:noreplay"]
+           "gemm_reduce_scatter/copy_engine", "gemm_reduce_scatter/copy_engine_phased",
+           "gemm_reduce_scatter/fused:noreplay"]
 
 
 def case(ctx, spec, shape, calls, top):
