@@ -149,6 +149,15 @@ def _slice_rows(s, m, world, bm, even):
     return (s * blocks // world) * bm, min(((s + 1) * blocks // world) * bm, m)
 
 
+def _kernel_args(p, out, partials, inbox, flags, chunk_blocks, max_chunks, slice_rows, **constexprs):
+    """`kernel`'s arguments and launch options for this call; flags: (ready, inflags, consumed, final)."""
+    args = (p.a, *p.operands(b=p.b), out, partials, inbox, p.m, p.n, p.k, p.a.stride(0), p.a.stride(1),
+            p.b.stride(0), p.b.stride(1), out.stride(0), *flags, chunk_blocks, max_chunks, slice_rows, *p.rank_args())
+    meta = dict(BLOCK_M=p.cfg.block_m, BLOCK_N=p.cfg.block_n, BLOCK_K=p.cfg.block_k, GROUP_M=p.cfg.group_m,
+                TMA=p.tma, num_warps=p.cfg.num_warps, num_stages=p.cfg.num_stages, **constexprs)
+    return args, meta
+
+
 def run(p, out, even, gather):
     """One call: `out` is all of C (gather: the all-reduce) or this rank's slice (the reduce-scatter)."""
     bm, world, rank, m, n = p.cfg.block_m, p.world, p.rank, p.m, p.n
@@ -191,12 +200,8 @@ def run(p, out, even, gather):
                 for i in range(1, world):
                     ce.put(out[r0:r1], out[r0:r1], (rank + i) % world, flag=gathered[rank * nc + j:][:1])
 
-    args = (p.a, *p.operands(b=p.b), out, ws["partials"], ws["inbox"], m, n, p.k, p.a.stride(0), p.a.stride(1),
-            p.b.stride(0), p.b.stride(1), out.stride(0), ready, inflags, ws[f"consumed_x{nc}"], final, per, nc,
-            slice_rows_max, *p.rank_args())
-    meta = dict(BLOCK_M=bm, BLOCK_N=p.cfg.block_n, BLOCK_K=p.cfg.block_k, GROUP_M=p.cfg.group_m, TMA=p.tma,
-                EVEN=even, GATHER=gather, num_warps=p.cfg.num_warps, num_stages=p.cfg.num_stages,
-                **iris.pdl_launch())
+    args, meta = _kernel_args(p, out, ws["partials"], ws["inbox"], (ready, inflags, ws[f"consumed_x{nc}"], final),
+                              per, nc, slice_rows_max, EVEN=even, GATHER=gather, **iris.pdl_launch())
     cuda = p.ctx.backend == "cuda"
     with ce:
         if not cuda:  # the worker must hold its operations before the interpreter runs the kernels to completion
@@ -224,10 +229,9 @@ def run_phased(p):
     partials = p.buffer("partials", (m, n), out.dtype)
     inbox = p.buffer("inbox", (world, rows, n), out.dtype)
     arrived, consumed = p.buffer("arrived", (world,), torch.int32), p.buffer("inbox_read", (1,), torch.int32)
-    args = (p.a, *p.operands(b=p.b), out, partials, inbox, m, n, p.k, p.a.stride(0), p.a.stride(1), p.b.stride(0),
-            p.b.stride(1), out.stride(0), arrived, arrived, consumed, arrived, 1, 1, rows, *p.rank_args())
-    meta = dict(BLOCK_M=bm, BLOCK_N=p.cfg.block_n, BLOCK_K=p.cfg.block_k, GROUP_M=p.cfg.group_m, TMA=p.tma,
-                EVEN=True, GATHER=False, FLAGS=False, num_warps=p.cfg.num_warps, num_stages=p.cfg.num_stages)
+    # no flags in the kernel: any int32 heap words serve as its flag arguments
+    args, meta = _kernel_args(p, out, partials, inbox, (arrived, arrived, consumed, arrived), 1, 1, rows, EVEN=True,
+                              GATHER=False, FLAGS=False)
     p.ctx.device_barrier()
     kernel[(min(p.cfg.gemm_sms, (world - 1) * tiles),)](*args, PHASE=1, **meta, **iris.pdl_launch())
     with p.ctx.copy_engine() as ce:  # forks here: the copies follow the peers' slices by stream order

@@ -252,22 +252,39 @@ def cmd_plot(args):
     return 0 if written else 1
 
 
+def read_sweeps(dirs, command):
+    """The rows of every <op>.csv in the sweep directories `dirs`, with a `shape` column (MxNxK)."""
+    import pandas as pd
+
+    frames = []
+    for d in dirs:
+        files = [f for f in (os.path.join(d, f"{op}.csv") for op in registry.list_ops()) if os.path.exists(f)]
+        if not files:
+            raise SystemExit(f"{command}: no <op>.csv in {d}")
+        frames += [read_csv(f) for f in files]
+    df = pd.concat(frames, ignore_index=True)
+    df["shape"] = df.m.astype(str) + "x" + df.n.astype(str) + "x" + df.k.astype(str)
+    return df
+
+
+def _print_table(table, csv, index):
+    """Print a result table (and write it to `csv` when given)."""
+    import pandas as pd
+
+    if csv:
+        table.to_csv(csv, index=index)
+    with pd.option_context("display.width", 250, "display.max_rows", None, "display.max_columns", None,
+                           "display.float_format", "{:.3f}".format):
+        print(table.to_string(index=index))
+
+
 def compare_table(runs):
     """Median time_us per (op, variant, shape, dtype, world_size, timing) of each labelled run, and each later
     label's ratio to the first. `runs`: [(label, [sweep directories])]; a label's directories (rounds of one
     configuration) are pooled. Rows missing from a run stay empty."""
     import pandas as pd
 
-    frames = []
-    for label, dirs in runs:
-        for d in dirs:
-            files = [f for f in (os.path.join(d, f"{op}.csv") for op in registry.list_ops()) if os.path.exists(f)]
-            if not files:
-                raise SystemExit(f"compare: no <op>.csv in {d}")
-            for f in files:
-                frames.append(read_csv(f).assign(run=label))
-    df = pd.concat(frames, ignore_index=True)
-    df["shape"] = df.m.astype(str) + "x" + df.n.astype(str) + "x" + df.k.astype(str)
+    df = pd.concat([read_sweeps(dirs, "compare").assign(run=label) for label, dirs in runs], ignore_index=True)
     keys = ["op", "variant", "shape", "dtype", "world_size", "timing"]
     table = df.pivot_table(index=keys, columns="run", values="time_us", aggfunc="median")
     labels = [label for label, _ in runs]
@@ -283,13 +300,7 @@ def cmd_compare(args):
         label, _, dirs = spec.rpartition("=")
         dirs = dirs.split(",")
         runs.append((label or os.path.basename(os.path.normpath(dirs[0])), dirs))
-    table = compare_table(runs)
-    if args.csv:
-        table.to_csv(args.csv)
-    import pandas as pd
-
-    with pd.option_context("display.width", 200, "display.max_rows", None, "display.float_format", "{:.3f}".format):
-        print(table.to_string())
+    _print_table(compare_table(runs), args.csv, index=True)
     return 0
 
 
@@ -301,17 +312,10 @@ def summary_table(dirs):
     import numpy as np
     import pandas as pd
 
-    frames = []
-    for d in dirs:
-        files = [f for f in (os.path.join(d, f"{op}.csv") for op in registry.list_ops()) if os.path.exists(f)]
-        if not files:
-            raise SystemExit(f"summary: no <op>.csv in {d}")
-        frames += [read_csv(f) for f in files]
-    df = pd.concat(frames, ignore_index=True)
+    df = read_sweeps(dirs, "summary")
     df = df[df["time_us"].notna()]
     for col, default in (("timing", "eager"), ("device", "unknown")):  # sweeps from before these columns
         df[col] = df[col].fillna(default) if col in df else default
-    df["shape"] = df.m.astype(str) + "x" + df.n.astype(str) + "x" + df.k.astype(str)
     geo = lambda s: float(np.exp(np.log(s).mean()))  # noqa: E731
     rows = []
     for (op, timing, world, dtype, device), g in df.groupby(["op", "timing", "world_size", "dtype", "device"]):
@@ -341,14 +345,7 @@ def summary_table(dirs):
 
 
 def cmd_summary(args):
-    table = summary_table(args.dirs)
-    if args.csv:
-        table.to_csv(args.csv, index=False)
-    import pandas as pd
-
-    with pd.option_context("display.width", 250, "display.max_columns", None, "display.float_format",
-                           "{:.3f}".format):
-        print(table.to_string(index=False))
+    _print_table(summary_table(args.dirs), args.csv, index=False)
     return 0
 
 

@@ -27,6 +27,11 @@ SIDE_MIN_K = 8192
 def run(p):
     a, g, blocks, col_blocks = operands_and_buffer(p)
     unused = p.buffer("no_flags", (1,), torch.int32)  # the kernel's flag arguments, not read in phases 1 and 2
+
+    def peers():  # no PDL: the launch must not overtake the copies
+        launch(p, a, g, unused, unused, blocks, min(p.cfg.gemm_sms, (p.world - 1) * blocks * col_blocks), 2, pdl=False)
+
+    side = p.k >= SIDE_MIN_K  # on the copies' stream: they start on the SMs the own rows' last wave leaves free
     p.ctx.device_barrier()
     with p.ctx.copy_engine() as ce:
         for i in range(1, p.world):
@@ -34,10 +39,8 @@ def run(p):
             row0 = src * blocks * p.cfg.block_m
             ce.get(g[row0:row0 + p.m_local], a, src)
         launch(p, a, g, unused, unused, blocks, min(p.cfg.gemm_sms, blocks * col_blocks), 1)
-        peers = lambda: launch(p, a, g, unused, unused, blocks,  # noqa: E731 - no PDL: it must not overtake the copies
-                               min(p.cfg.gemm_sms, (p.world - 1) * blocks * col_blocks), 2, pdl=False)
-        if p.k >= SIDE_MIN_K:  # on the copies' stream: they start on the SMs the own rows' last wave leaves free
+        if side:
             ce.then(peers)
-    if p.k < SIDE_MIN_K:  # after the own rows, on this stream (leaving the block, it waited for the copies)
+    if not side:  # after the own rows, on this stream (leaving the block, it waited for the copies)
         peers()
     finish(p, a, g, blocks)
