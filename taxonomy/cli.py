@@ -267,7 +267,7 @@ def read_sweeps(dirs, command):
     return df
 
 
-def _print_table(table, csv, index):
+def _show_frame(table, csv, index):
     """Print a result table (and write it to `csv` when given)."""
     import pandas as pd
 
@@ -300,7 +300,7 @@ def cmd_compare(args):
         label, _, dirs = spec.rpartition("=")
         dirs = dirs.split(",")
         runs.append((label or os.path.basename(os.path.normpath(dirs[0])), dirs))
-    _print_table(compare_table(runs), args.csv, index=True)
+    _show_frame(compare_table(runs), args.csv, index=True)
     return 0
 
 
@@ -345,7 +345,7 @@ def summary_table(dirs):
 
 
 def cmd_summary(args):
-    _print_table(summary_table(args.dirs), args.csv, index=False)
+    _show_frame(summary_table(args.dirs), args.csv, index=False)
     return 0
 
 
