@@ -31,6 +31,7 @@ CANDIDATES = {"default": None,
               "128x256x64 s4 w8": Config(128, 256, 64, 8, None, None, 4, 8),
               "128x128x64 s4 w8": Config(128, 128, 64, 8, None, None, 4, 8),
               "128x128x64 s4 w4": Config(128, 128, 64, 8, None, None, 4, 4),
+              "128x128x64 s6 w8": Config(128, 128, 64, 8, None, None, 6, 8),
               "64x128x64 s4 w4": Config(64, 128, 64, 8, None, None, 4, 4),
               "64x64x128 s4 w4": Config(64, 64, 128, 8, None, None, 4, 4),
               "64x128x128 s3 w4": Config(64, 128, 128, 8, None, None, 3, 4),
@@ -50,7 +51,6 @@ SMALL_M_CANDIDATES = {"128x128x64 s4 w8 k2": Config(128, 128, 64, 8, None, None,
                       "64x64x256 s3 w4": Config(64, 64, 256, 8, None, None, 3, 4),
                       "64x128x64 s6 w4": Config(64, 128, 64, 8, None, None, 6, 4),
                       "64x128x64 s8 w4": Config(64, 128, 64, 8, None, None, 8, 4),
-                      "128x128x64 s6 w8": Config(128, 128, 64, 8, None, None, 6, 8),
                       "128x128x64 s6 w8 k2": Config(128, 128, 64, 8, None, None, 6, 8, split_k=2)}
 
 def shapes(small=False):
@@ -62,11 +62,24 @@ def shapes(small=False):
     return full + [s for h in hs for m in (128, 256, 512) for s in ((m, h, h // 2), (m, h // 2, h))]
 
 
+def rank_shapes(world=2):
+    """The GEMMs one rank runs in the default sweep's fused ops where M >= 1024 (where the 128-row tiles run): N / world
+    (all-scatter, and one all-gather shard: M / world rows too), K / world (all-reduce, reduce-scatter), and M / world
+    rows by K / world (one phase of the phased reduce-scatter). Their tile counts decide how full the last wave is."""
+    full = [(m, h, h) for h in (4096, 8192, 16384) for m in (1024, 4096, 16384)] + [(8192, 4608, 36864)]
+    out = []
+    for m, n, k in full:
+        for s in ((m, n // world, k), (m, n, k // world), (m // world, n // world, k), (m // world, n, k // world)):
+            if s not in out:
+                out.append(s)
+    return out
+
+
 def run(ctx, args, run_stamp):
     variant = OPS["gemm_all_scatter"].variants["bulk_sync"]
     pdl = bool(iris.pdl_launch())  # programmatic dependent launch, as the fused ops launch (IRIS_PDL=0: off)
     rows = []
-    for m, n, k in args.shapes or shapes(args.small):
+    for m, n, k in args.shapes or (rank_shapes() if args.rank_shapes else shapes(args.small)):
         g = torch.Generator(device=ctx.get_device()).manual_seed(m + n + k)
         a = torch.randn(m, k, device=ctx.get_device(), dtype=torch.bfloat16, generator=g)
         b = torch.randn(k, n, device=ctx.get_device(), dtype=torch.bfloat16, generator=g)
@@ -119,6 +132,8 @@ def main():
     p.add_argument("--out", default="results")
     p.add_argument("--small", action="store_true", help="M <= 1024 only (where tiles are few)")
     p.add_argument("--shapes", nargs="+", type=lambda s: tuple(map(int, s.split("x"))), help="MxNxK ... instead")
+    p.add_argument("--rank-shapes", action="store_true", help="the GEMMs a rank runs in the 2-GPU default sweep, "
+                                                              "M >= 1024 (rank_shapes)")
     p.add_argument("--configs", nargs="+", help="only these candidate names (e.g. default '64x128x64 s8 w4')")
     args = p.parse_args()
     unknown = set(args.configs or ()) - set(CANDIDATES) - set(SMALL_M_CANDIDATES)

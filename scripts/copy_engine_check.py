@@ -6,7 +6,7 @@ results/copy_engine/one_gpu_check.log) the host-API checks passed and the first 
 after the kernel's own bounded wait should have ended it: run it under `timeout`.
 
     IRIS_BACKEND=cuda python scripts/copy_engine_check.py [--handshake]
-    IRIS_BACKEND=cuda IRIS_WAIT_TIMEOUT_S=5 python scripts/copy_engine_check.py --graph-probe   # two GPUs
+    IRIS_BACKEND=cuda IRIS_WAIT_TIMEOUT_S=5 python scripts/copy_engine_check.py --graph-probe   # two GPUs, or one
 """
 
 import os
@@ -74,9 +74,10 @@ def graph_probe(ctx):
     after a 16 MiB copy from the peer's heap or right away. Eager, then captured into a CUDA graph and
     replayed, each wait bounded by IRIS_WAIT_TIMEOUT_S. A timeout only in the graph with the copy: the captured peer
     copy needs an SM (it ran as a kernel). A timeout in the graph without it too: the graph ran its branches one after
-    the other. Two ranks, one GPU each."""
+    the other. Two ranks, one GPU each; on one GPU, one rank whose "peer" is itself (a same-device copy, which
+    answers the second question but not the first: a graph may treat a peer copy differently)."""
     if ctx.backend != "cuda":
-        raise SystemExit("--graph-probe needs two GPUs (IRIS_BACKEND=cuda)")
+        raise SystemExit("--graph-probe needs CUDA GPUs (IRIS_BACKEND=cuda)")
     sms, rank = ctx.get_cu_count(), ctx.get_rank()
     peer = (rank + 1) % ctx.get_num_ranks()
     src, dst, go = ctx.zeros(1 << 22), ctx.zeros(1 << 22), ctx.zeros(1, dtype=torch.int32)
@@ -95,34 +96,39 @@ def graph_probe(ctx):
     results = {}
     for copy in (False, True):
         for mode in ("eager", "graph"):
-            step(copy)  # compiled and warm before any capture
-            torch.cuda.synchronize()
-            ctx.barrier()
-            dst.zero_()
-            if mode == "graph":
-                graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph):
-                    step(copy)
-                ctx.barrier()
+            case = f"{'copy' if copy else 'no copy'}, {mode}"
             t0 = time.perf_counter()
-            if mode == "graph":
-                graph.replay()
-            else:
-                step(copy)
-            torch.cuda.synchronize()
-            took = (time.perf_counter() - t0) * 1e6
-            try:
+            try:  # each case on its own: a timed-out wait is reported and the next case still runs
+                step(copy)  # compiled and warm before any capture
+                torch.cuda.synchronize()
+                ctx.check_device_errors()
+                ctx.barrier()
+                dst.zero_()
+                if mode == "graph":
+                    graph = torch.cuda.CUDAGraph()
+                    with torch.cuda.graph(graph):
+                        step(copy)
+                    ctx.barrier()
+                t0 = time.perf_counter()
+                if mode == "graph":
+                    graph.replay()
+                else:
+                    step(copy)
+                torch.cuda.synchronize()
                 ctx.check_device_errors()
                 outcome = "ok" if not copy or bool((dst == peer + 1.0).all()) else "wrong data"
-            except iris.DeviceWaitTimeout as err:
-                outcome = f"timed out: {str(err)[:80]}"
-            results[f"{'copy' if copy else 'no copy'}, {mode}"] = f"{outcome} ({took:.0f} us)"
+            except Exception as err:  # a timed-out wait (DeviceWaitTimeout), or a capture CUDA refused
+                go.zero_()
+                torch.cuda.synchronize()
+                outcome = f"{type(err).__name__}: {str(err)[:100]}"
+            results[case] = f"{outcome} ({(time.perf_counter() - t0) * 1e6:.0f} us)"
+            print(f"rank {rank}: {case}: {results[case]}", flush=True)
             ctx.barrier()
     return results
 
 
 if __name__ == "__main__" and "--graph-probe" in sys.argv:
-    for r, out in enumerate(iris.spawn(graph_probe, 2)):
+    for r, out in enumerate(iris.spawn(graph_probe, min(2, torch.cuda.device_count()))):
         print(f"rank {r}: {out}", flush=True)
 elif __name__ == "__main__":
     out = iris.spawn(check, 1)[0]
