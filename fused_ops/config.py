@@ -36,16 +36,23 @@ class Config:
 # 256x8192x8192 0.89 -> 0.98x, 256x8192x16384 0.86 -> 0.98x; -1 to -4% at three shapes; results/gemm_04aeb7e.csv).
 HOPPER_TILES = ((128, 256, 64, 3, 8, 0.75), (128, 128, 64, 6, 8, 0.75), (64, 128, 128, 4, 4, 0.4),
                 (64, 64, 128, 4, 4, 0))
+# A persistent grid runs its tiles in waves of one per program, and a last wave that is partly empty costs a whole one.
+# A 128x128 tile (6 stages, 8 warps) takes 0.48-0.55 of a 128x256 tile's time (median 0.51 over the 40 GEMMs a rank
+# runs in the 2-GPU default sweep, results/wave_a8219b8/), so it is the better pick where its waves times this cost
+# come to fewer than the 128x256 tile's waves: at the three such GEMMs, 1.11-1.19x (4096x2304x36864 0.74 -> 0.88x
+# torch.matmul), and no other GEMM of the 40 switches.
+HALF_TILE_COST = 0.52
 
 
 def default_config(ctx, m, n_local, k, dtype, comm_programs=False):
     """Per-device defaults. CPU: small tiles keep the interpreter quick. Hopper: the 128x256x64, 3-stage, 8-warp
     persistent configuration (0.93-1.07x torch.matmul at M >= 1024); smaller tiles where that leaves SMs idle (M <=
-    512: 0.85-1.10x). Whole tiles: split-K (Config(split_k=2)) was the default where rows are few and K long until
-    whole 64x128x128 tiles beat it at all three shapes where it applied, once the GEMM's descriptors came from the
-    host and it stopped letting the next kernel in at its start (128x8192x8192 0.86 -> 1.00x, 256x4096x8192 0.91 ->
-    1.03x, 128x8192x16384 1.04 -> 1.12x; results/gemm_small_21da4a4.csv). comm_programs: the variant gives comm_sms
-    of the SMs to communication programs, so its GEMM gets the rest."""
+    512: 0.85-1.10x), or where its last wave would leave many idle (HALF_TILE_COST). Whole tiles: split-K
+    (Config(split_k=2)) was the default where rows are few and K long until whole 64x128x128 tiles beat it at all
+    three shapes where it applied, once the GEMM's descriptors came from the host and it stopped letting the next
+    kernel in at its start (128x8192x8192 0.86 -> 1.00x, 256x4096x8192 0.91 -> 1.03x, 128x8192x16384 1.04 -> 1.12x;
+    results/gemm_small_21da4a4.csv). comm_programs: the variant gives comm_sms of the SMs to communication
+    programs, so its GEMM gets the rest."""
     sms = ctx.get_cu_count() // ctx.ranks_per_device  # ranks sharing a GPU share its SMs: spinning grids must fit
     if ctx.backend == "cpu":
         return Config(32, 32, 32, 4, sms, 2, 1, 4, False, 1)
@@ -54,9 +61,13 @@ def default_config(ctx, m, n_local, k, dtype, comm_programs=False):
     if dtype == torch.float32:
         small = m <= 512
         return Config(64 if small else 128, 128, 32, 8, gemm, comm, 4 if small else 3, 4 if small else 8, None, 1)
+    tiles = lambda bm, bn: -(-m // bm) * -(-n_local // bn)  # noqa: E731
     for bm, bn, bk, stages, warps, fill in HOPPER_TILES:
-        if -(-m // bm) * -(-n_local // bn) >= fill * sms:
+        if tiles(bm, bn) >= fill * sms:
             break
+    waves = lambda bm, bn: -(-tiles(bm, bn) // gemm)  # noqa: E731
+    if (bm, bn) == HOPPER_TILES[0][:2] and waves(*HOPPER_TILES[1][:2]) * HALF_TILE_COST < waves(bm, bn):
+        bm, bn, bk, stages, warps, _ = HOPPER_TILES[1]  # fuller waves of smaller tiles
     return Config(bm, bn, bk, 8, gemm, comm, stages, warps, None, 1)
 
 

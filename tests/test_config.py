@@ -32,6 +32,20 @@ def test_hopper_tiles_follow_the_tile_count():
         assert cfg.gemm_sms == 132 and cfg.num_warps in (4, 8)
 
 
+def test_half_tiles_where_the_last_wave_would_idle():
+    # 288 tiles of 128 x 256 take 3 waves of 132 programs, 2.18 of them busy; 576 of 128 x 128 take 5 at ~0.52 each
+    # (results/wave_a8219b8/: 0.74 -> 0.88x torch.matmul at 4096 x 2304 x 36864)
+    big, mid = (t[:3] for t in HOPPER_TILES[:2])
+    for m, n, k in ((4096, 2304, 36864), (8192, 2304, 36864), (4096, 4608, 18432)):
+        cfg = default_config(_GPU(), m, n, k, torch.bfloat16)
+        assert _tile(cfg) == mid and (cfg.num_stages, cfg.num_warps) == HOPPER_TILES[1][3:5], (m, n, k)
+    # full last waves keep the large tile: 1152 tiles (8.7 waves) against 2304 (17.5 waves, 18 x 0.52 > 9)
+    for m, n in ((8192, 4608), (16384, 8192), (1024, 4096)):
+        assert _tile(default_config(_GPU(), m, n, 4096, torch.bfloat16)) == big, (m, n)
+    # the waves are the GEMM's programs': 576 tiles over 116 (4.97 waves) keep the large tile
+    assert _tile(default_config(_GPU(), 8192, 2304, 36864, torch.bfloat16, comm_programs=True)) == big
+
+
 def test_shared_gpu_counts_its_share_of_sms():
     # 2 ranks per GPU: 66 SMs each, so 512 x 4096 (64 tiles of 128 x 256 >= 0.75 * 66) keeps the largest tile
     cfg = default_config(_GPU(ranks_per_device=2), 512, 4096, 4096, torch.bfloat16)
