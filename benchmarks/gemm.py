@@ -32,6 +32,9 @@ CANDIDATES = {"default": None,
               "128x128x64 s4 w8": Config(128, 128, 64, 8, None, None, 4, 8),
               "128x128x64 s4 w4": Config(128, 128, 64, 8, None, None, 4, 4),
               "128x128x64 s6 w8": Config(128, 128, 64, 8, None, None, 6, 8),
+              # the last, partial wave's tiles split along K (split_k as the defaults choose it for the tail)
+              "128x256x64 s3 w8 tail": Config(128, 256, 64, 8, None, None, 3, 8, split_tail=True),
+              "128x128x64 s6 w8 tail": Config(128, 128, 64, 8, None, None, 6, 8, split_tail=True),
               "64x128x64 s4 w4": Config(64, 128, 64, 8, None, None, 4, 4),
               "64x64x128 s4 w4": Config(64, 64, 128, 8, None, None, 4, 4),
               "64x128x128 s3 w4": Config(64, 128, 128, 8, None, None, 3, 4),
@@ -78,6 +81,9 @@ def rank_shapes(world=2):
 def run(ctx, args, run_stamp):
     variant = OPS["gemm_all_scatter"].variants["bulk_sync"]
     pdl = bool(iris.pdl_launch())  # programmatic dependent launch, as the fused ops launch (IRIS_PDL=0: off)
+    import pandas as pd
+
+    os.makedirs(args.out, exist_ok=True)
     rows = []
     for m, n, k in args.shapes or (rank_shapes() if args.rank_shapes else shapes(args.small)):
         g = torch.Generator(device=ctx.get_device()).manual_seed(m + n + k)
@@ -91,11 +97,11 @@ def run(ctx, args, run_stamp):
                 continue
             if cfg is not None and cfg.block_m == 64 and m > 4096:
                 continue  # 64-row tiles are for small M
-            if cfg is not None and cfg.split_k is None:  # whole tiles: not the default's split (until 2026-11-23
-                cfg = dataclasses.replace(cfg, split_k=1)  # they inherited it where the split-K rule fires)
+            if cfg is not None and cfg.split_k is None and not cfg.split_tail:  # whole tiles: not the default's
+                cfg = dataclasses.replace(cfg, split_k=1, split_tail=False)  # split (the default may split a tail)
             _problem.HOST_DESCRIPTORS = "device-built" not in name
             p = Problem(ctx, "gemm_all_scatter", variant, a, b, c, m, n, k, cfg)
-            if p.cfg.split_k > 1 and p.num_tiles >= ctx.get_cu_count():
+            if p.cfg.split_k > 1 and not p.cfg.split_tail and p.num_tiles >= ctx.get_cu_count():
                 continue  # tiles enough for every SM: nothing for split-K to fill
             flags, epoch = p.no_sync()
 
@@ -109,18 +115,15 @@ def run(ctx, args, run_stamp):
             rows.append(dict(m=m, n=n, k=k, config=name, host_descriptors=_problem.HOST_DESCRIPTORS, pdl=pdl,
                              block_m=p.cfg.block_m, block_n=p.cfg.block_n,
                              block_k=p.cfg.block_k, num_stages=p.cfg.num_stages, num_warps=p.cfg.num_warps,
-                             split_k=p.cfg.split_k,
+                             split_k=p.cfg.split_k, split_tail=p.cfg.split_tail,
                              tma=p.tma, time_us=t, torch_us=t_torch, vs_torch=t_torch / t,
                              tflops=2 * m * n * k / t / 1e6, rel_error=err, correct=err < 1e-2, dtype="bfloat16",
                              **run_stamp))
             _problem.HOST_DESCRIPTORS = True
             print(f"{m:>6d}x{n}x{k} {name:18s} {t:9.1f} µs  torch {t_torch:9.1f}  {t_torch / t:5.2f}x  err {err:.1e}",
                   flush=True)
-    import pandas as pd
-
-    df = pd.DataFrame(rows)
-    os.makedirs(args.out, exist_ok=True)
-    df.to_csv(os.path.join(args.out, "gemm.csv"), index=False)
+        df = pd.DataFrame(rows)  # after every shape: a run cut short keeps what it measured
+        df.to_csv(os.path.join(args.out, "gemm.csv"), index=False)
     d = df[df.config == "default"].set_index(["m", "n", "k"])
     best = df.loc[df.groupby(["m", "n", "k"]).vs_torch.idxmax()].set_index(["m", "n", "k"])
     print(d[["vs_torch"]].join(best[["config", "vs_torch"]], rsuffix="_best").to_string())

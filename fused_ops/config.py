@@ -21,6 +21,8 @@ class Config:
     tma: bool = None       # device-side TMA descriptors for A and B (None: when the strides allow it, on CUDA)
     split_k: int = None    # slices of K per output tile (split-K: more programs when tiles are few); variants with
                            # split_k support only (fused_ops.list_variants shows them; others reject it)
+    split_tail: bool = None  # split only the tiles of the last, partial wave (the full waves run whole tiles), so
+                             # their slices fill the SMs that wave would leave idle
 
     def merged(self, defaults):
         return replace(defaults, **{f.name: getattr(self, f.name) for f in fields(self)
@@ -42,9 +44,34 @@ HOPPER_TILES = ((128, 256, 64, 3, 8, 0.75), (128, 128, 64, 6, 8, 0.75), (64, 128
 # come to fewer than the 128x256 tile's waves: at the three such GEMMs, 1.11-1.19x (4096x2304x36864 0.74 -> 0.88x
 # torch.matmul), and no other GEMM of the 40 switches.
 HALF_TILE_COST = 0.52
+# Or, for variants whose GEMM loop splits tiles (registry split_k), keep the large tile and split only the last wave's
+# tiles along K (Config.split_tail): their slices run one per program, so that wave takes 1/split_k of a tile's time
+# plus the slices' fixup (each slice stores an fp32 partial, the last one reads them all back), TAIL_FIXUP of a wave.
+# Slices keep at least MIN_SLICE_BLOCKS blocks of K so that the pipeline fills.
+TAIL_FIXUP = 0.1
+MAX_TAIL_SPLIT = 8
+MIN_SLICE_BLOCKS = 8
 
 
-def default_config(ctx, m, n_local, k, dtype, comm_programs=False):
+def tail_split(tiles, programs, k, block_k):
+    """split_k for the tiles of the last, partial wave: as many slices as the programs that wave leaves idle can take
+    (1 where there is no partial wave after a full one)."""
+    waves, tail = divmod(tiles, programs)
+    if waves == 0 or tail == 0:
+        return 1
+    return max(1, min(programs // tail, MAX_TAIL_SPLIT, -(-k // block_k) // MIN_SLICE_BLOCKS))
+
+
+def resolve(cfg, user, m, n_local, k):
+    """The merged config, with split_k chosen for split_tail where the caller left split_k unset (the default's may
+    be for other tiles or programs; split_tail=False without split_k means whole tiles)."""
+    if user is None or user.split_k is None:
+        tiles = -(-m // cfg.block_m) * -(-n_local // cfg.block_n)
+        cfg = replace(cfg, split_k=tail_split(tiles, cfg.gemm_sms, k, cfg.block_k) if cfg.split_tail else 1)
+    return cfg
+
+
+def default_config(ctx, m, n_local, k, dtype, comm_programs=False, split=False):
     """Per-device defaults. CPU: small tiles keep the interpreter quick. Hopper: the 128x256x64, 3-stage, 8-warp
     persistent configuration (0.93-1.07x torch.matmul at M >= 1024); smaller tiles where that leaves SMs idle (M <=
     512: 0.85-1.10x), or where its last wave would leave many idle (HALF_TILE_COST). Whole tiles: split-K
@@ -52,23 +79,32 @@ def default_config(ctx, m, n_local, k, dtype, comm_programs=False):
     three shapes where it applied, once the GEMM's descriptors came from the host and it stopped letting the next
     kernel in at its start (128x8192x8192 0.86 -> 1.00x, 256x4096x8192 0.91 -> 1.03x, 128x8192x16384 1.04 -> 1.12x;
     results/gemm_small_21da4a4.csv). comm_programs: the variant gives comm_sms of the SMs to communication
-    programs, so its GEMM gets the rest."""
+    programs, so its GEMM gets the rest. split: its GEMM loop can split tiles, so the last wave may be split instead
+    (TAIL_FIXUP)."""
     sms = ctx.get_cu_count() // ctx.ranks_per_device  # ranks sharing a GPU share its SMs: spinning grids must fit
     if ctx.backend == "cpu":
-        return Config(32, 32, 32, 4, sms, 2, 1, 4, False, 1)
+        return Config(32, 32, 32, 4, sms, 2, 1, 4, False, 1, False)
     comm = min(16, max(1, sms // 4))
     gemm = sms - comm if comm_programs else sms
     if dtype == torch.float32:
         small = m <= 512
-        return Config(64 if small else 128, 128, 32, 8, gemm, comm, 4 if small else 3, 4 if small else 8, None, 1)
+        return Config(64 if small else 128, 128, 32, 8, gemm, comm, 4 if small else 3, 4 if small else 8, None, 1,
+                      False)
     tiles = lambda bm, bn: -(-m // bm) * -(-n_local // bn)  # noqa: E731
     for bm, bn, bk, stages, warps, fill in HOPPER_TILES:
         if tiles(bm, bn) >= fill * sms:
             break
     waves = lambda bm, bn: -(-tiles(bm, bn) // gemm)  # noqa: E731
-    if (bm, bn) == HOPPER_TILES[0][:2] and waves(*HOPPER_TILES[1][:2]) * HALF_TILE_COST < waves(bm, bn):
-        bm, bn, bk, stages, warps, _ = HOPPER_TILES[1]  # fuller waves of smaller tiles
-    return Config(bm, bn, bk, 8, gemm, comm, stages, warps, None, 1)
+    if (bm, bn) != HOPPER_TILES[0][:2]:
+        return Config(bm, bn, bk, 8, gemm, comm, stages, warps, None, 1, False)
+    # the large tile, in whole waves (cost in its waves), with the last one split, or smaller tiles in fuller waves
+    s = tail_split(tiles(bm, bn), gemm, k, bk) if split else 1
+    costs = {"whole": waves(bm, bn), "half": waves(*HOPPER_TILES[1][:2]) * HALF_TILE_COST,
+             "tail": tiles(bm, bn) // gemm + 1 / s + TAIL_FIXUP if s > 1 else float("inf")}
+    pick = min(costs, key=lambda name: (costs[name], name != "whole"))
+    if pick == "half":
+        bm, bn, bk, stages, warps, _ = HOPPER_TILES[1]
+    return Config(bm, bn, bk, 8, gemm, comm, stages, warps, None, s if pick == "tail" else 1, pick == "tail")
 
 
 def check(cfg, ctx, variant):
@@ -80,6 +116,8 @@ def check(cfg, ctx, variant):
         v = getattr(cfg, name)
         if not isinstance(v, int) or v < 1:
             raise ValueError(f"config.{name}={v!r}: expected a positive integer")
+    if not isinstance(cfg.split_tail, bool):
+        raise ValueError(f"config.split_tail={cfg.split_tail!r}: expected True or False")
     if cfg.split_k > cfg.gemm_sms:
         raise ValueError(f"config.split_k={cfg.split_k} exceeds gemm_sms={cfg.gemm_sms}: a tile's slices run side by "
                          f"side, one program each")

@@ -112,39 +112,62 @@ def first_unit(base):
 
 
 @triton.jit
-def num_units(M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT_K: tl.constexpr):
-    """Work units of a persistent loop: every output tile, SPLIT_K times (one unit per slice of K)."""
-    return tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N) * SPLIT_K
+def num_units(M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT_K: tl.constexpr, WHOLE=0):
+    """Work units of a persistent loop: tiles [0, WHOLE) one unit each, every later tile SPLIT_K units, one per slice
+    of K (Problem.whole_tiles: WHOLE = 0 splits every tile; the full waves' tiles split only the last wave's)."""
+    tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+    if SPLIT_K == 1:
+        return tiles
+    else:
+        return WHOLE + (tiles - WHOLE) * SPLIT_K
+
+
+@triton.jit
+def unit_tile(unit, SPLIT_K: tl.constexpr, WHOLE=0):
+    """(tile, slice, last): the tile work unit `unit` belongs to, its slice of K (0 for a whole tile), and whether it
+    is the tile's last unit."""
+    if SPLIT_K == 1:
+        return unit, 0, True
+    else:
+        j = unit - WHOLE
+        split = j >= 0
+        s = tl.where(split, j % SPLIT_K, 0)
+        tile = tl.where(split, WHOLE + j // SPLIT_K, unit)
+        return tile, s, (j < 0) | (s == SPLIT_K - 1)
 
 
 @triton.jit
 def gemm_unit(a_op, b_op, unit, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, PARTIALS, COUNTS,
               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-              TMA: tl.constexpr, SPLIT_K: tl.constexpr):
-    """(tile, pid_m, pid_n, acc, done) of work unit `unit`: split s = unit % SPLIT_K of tile unit // SPLIT_K, over the
-    s-th slice of K's blocks. When a tile is split, its slices' partial sums meet in PARTIALS (fp32) and the last
-    slice to finish adds them up, in slice order, so the result does not depend on which one finished last: `done`
-    is true for that one only, and only its `acc` is the tile. Nobody waits, so any schedule of units is safe."""
-    tile = unit // SPLIT_K
+              TMA: tl.constexpr, SPLIT_K: tl.constexpr, WHOLE=0, SUM_SLICES: tl.constexpr = tl.constexpr(True)):
+    """(tile, pid_m, pid_n, acc, done) of work unit `unit` (num_units): a whole tile, or slice s of a split tile's K
+    blocks. A split tile's slices meet in PARTIALS (fp32) and the last slice to finish adds them up, in slice order,
+    so the result does not depend on which one finished last: `done` is true for that one only, and only its `acc` is
+    the tile. Nobody waits, so any schedule of units is safe. SUM_SLICES=False: every slice is `done` with its own
+    partial sum (a variant that adds tiles atomically adds the slices too)."""
+    tile, s, _ = unit_tile(unit, SPLIT_K, WHOLE)
     pid_m, pid_n = tile_coords(tile, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     if SPLIT_K == 1:
         acc = gemm_tile(a_op, b_op, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M,
                         BLOCK_N, BLOCK_K, TMA)
         done = True
     else:
-        s = unit % SPLIT_K
+        split = unit >= WHOLE
         k_blocks = tl.cdiv(K, BLOCK_K)
-        per = tl.cdiv(k_blocks, SPLIT_K)
+        per = tl.where(split, tl.cdiv(k_blocks, SPLIT_K), k_blocks)
         acc = gemm_k_blocks(a_op, b_op, pid_m, pid_n, s * per, tl.minimum(s * per + per, k_blocks), M, N, K,
                             stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
-        acc, done = sum_slices(acc, tile, s, PARTIALS, COUNTS, SPLIT_K)
+        done = unit >= 0
+        if SUM_SLICES:
+            if split:
+                acc, done = sum_slices(acc, tile - WHOLE, s, PARTIALS, COUNTS, SPLIT_K)
     return tile, pid_m, pid_n, acc, done
 
 
 @triton.jit
 def sum_slices(acc, tile, s, PARTIALS, COUNTS, SPLIT_K: tl.constexpr):
-    """Publish slice s of `tile`, count it in; the last one in sums all slices and re-arms the count for the next
-    call (each call brings the count from 0 to SPLIT_K, so a count is never stale)."""
+    """Publish slice s of split tile number `tile` (counting split tiles only), count it in; the last one in sums all
+    slices and re-arms the count for the next call (each call brings the count from 0 to SPLIT_K: never stale)."""
     BLOCK_M: tl.constexpr = acc.shape[0]
     BLOCK_N: tl.constexpr = acc.shape[1]
     offs = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
@@ -181,20 +204,20 @@ def gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stri
               epoch, cur_rank, world_size, heap_bases, start, step, SIGNAL: tl.constexpr, BLOCK_M: tl.constexpr,
               BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr,
               TRACE=None, TRACING: tl.constexpr = tl.constexpr(False), PARTIALS=None, COUNTS=None,
-              SPLIT_K: tl.constexpr = tl.constexpr(1)):
-    """Work units start, start+step, ... of C[:, col0:col0+N] = A @ B (tiles, or tiles x SPLIT_K slices of K), each
+              SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0):
+    """Work units start, start+step, ... of C[:, col0:col0+N] = A @ B (tiles, or slices of K: num_units), each
     finished tile stored locally. Then, per tile: SIGNAL="local": set this rank's flags[tile] = the call's epoch;
     "arrive": add 1 to flags[tile] on every rank."""
     a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
-    for unit in range(start, num_units(M, N, BLOCK_M, BLOCK_N, SPLIT_K), step):
-        record(TRACE, GEMM, unit // SPLIT_K, TRACING)
+    for unit in range(start, num_units(M, N, BLOCK_M, BLOCK_N, SPLIT_K, WHOLE), step):
+        record(TRACE, GEMM, unit_tile(unit, SPLIT_K, WHOLE)[0], TRACING)
         tile, pid_m, pid_n, acc, done = gemm_unit(a_op, b_op, unit, M, N, K, stride_am, stride_ak, stride_bk,
                                                   stride_bn, PARTIALS, COUNTS, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                                                  TMA, SPLIT_K)
+                                                  TMA, SPLIT_K, WHOLE)
         if done:
             ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, col0, BLOCK_M, BLOCK_N)
             tl.store(ptrs, acc.to(C.dtype.element_ty), mask=mask)
-        record(TRACE, -GEMM, unit // SPLIT_K, TRACING)
+        record(TRACE, -GEMM, tile, TRACING)
         if done:
             if SIGNAL == "local":
                 iris.signal(flags + tile, epoch, cur_rank, cur_rank, heap_bases)
@@ -208,7 +231,7 @@ def gemm_kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, st
                 SYNC, slot_size, cur_rank, world_size, heap_bases, SIGNAL: tl.constexpr, BLOCK_M: tl.constexpr,
                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr,
                 TRACE=None, TRACING: tl.constexpr = tl.constexpr(False), PDL: tl.constexpr = tl.constexpr(False),
-                PARTIALS=None, COUNTS=None, SPLIT_K: tl.constexpr = tl.constexpr(1),
+                PARTIALS=None, COUNTS=None, SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0,
                 ROLE: tl.constexpr = tl.constexpr(0)):
     """The persistent GEMM alone, one kernel of a call of several (ROLE: its part in the call's synchronization,
     fused_ops/sync.py); C is the call's slot of a double buffer when slot_size is not 0."""
@@ -217,5 +240,5 @@ def gemm_kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, st
     C = call_slot(C, epoch, slot_size)
     gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, col0, flags, epoch,
               cur_rank, world_size, heap_bases, tl.program_id(0), tl.num_programs(0), SIGNAL, BLOCK_M, BLOCK_N,
-              BLOCK_K, GROUP_M, TMA, TRACE, TRACING, PARTIALS, COUNTS, SPLIT_K)
+              BLOCK_K, GROUP_M, TMA, TRACE, TRACING, PARTIALS, COUNTS, SPLIT_K, WHOLE)
     sync.finish(SYNC, epoch, ROLE, cur_rank, world_size, heap_bases)

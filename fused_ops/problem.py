@@ -34,8 +34,9 @@ class Problem:
         self.heap_bases = ctx.get_heap_bases()
         rows = m_local if variant.shard_tiles else m
         defaults = _config.default_config(ctx, rows, n, k, a.dtype,
-                                          variant.pattern in ("producer-consumer", "workgroup-specialized"))
-        self.cfg = (config or _config.Config()).merged(defaults)
+                                          variant.pattern in ("producer-consumer", "workgroup-specialized"),
+                                          split=variant.split_k)
+        self.cfg = _config.resolve((config or _config.Config()).merged(defaults), config, m, n, k)
         _config.check(self.cfg, ctx, variant)
         self.tma = self._tma_mode()
         if self.tma and ctx.backend == "cuda":
@@ -43,7 +44,26 @@ class Problem:
             # such as torch's op checks run ops in contexts of their own.
             triton.set_allocator(_tma_allocator)
         self.num_tiles = triton.cdiv(m, self.cfg.block_m) * triton.cdiv(n, self.cfg.block_n)
-        self.num_units = self.num_tiles * self.cfg.split_k  # work units of the GEMM loop (gemm.gemm_unit)
+        self.whole = self.whole_tiles()
+        # work units of the GEMM loop (gemm.num_units, gemm.gemm_unit): whole tiles, then split_k slices per tile
+        self.num_units = self.whole + (self.num_tiles - self.whole) * self.cfg.split_k
+
+    def whole_tiles(self):
+        """How many tiles (the first in the loop's order) run whole, one unit each; the others are split_k slices of
+        K. Split-K: none. split_tail: the tiles of the full waves of gemm_sms programs, so that only the last wave's
+        tiles are split, their slices one per program, and that wave's SMs are not left idle."""
+        cfg, tiles = self.cfg, self.num_tiles
+        if cfg.split_k == 1:
+            return tiles
+        if not cfg.split_tail:
+            return 0
+        waves, tail = divmod(tiles, cfg.gemm_sms)
+        if waves == 0 or tail * cfg.split_k > cfg.gemm_sms:
+            raise ValueError(f"config.split_tail with split_k={cfg.split_k}: {tiles} tiles over gemm_sms="
+                             f"{cfg.gemm_sms} programs leave {tail} in a last wave after {waves} full ones; it needs "
+                             f"at least one full wave and tail x split_k <= gemm_sms (here split_k <= "
+                             f"{cfg.gemm_sms // max(tail, 1)}), else plain split-K (split_tail=False)")
+        return tiles - tail
 
     def _tma_mode(self):
         """0: pointer path; 1: TMA, B row-major; 2: TMA, B stored transposed (column-major, a weight's .t()).
@@ -85,14 +105,18 @@ class Problem:
     def tiles(self):
         return dict(BLOCK_M=self.cfg.block_m, BLOCK_N=self.cfg.block_n, GROUP_M=self.cfg.group_m)
 
-    def meta(self):
-        """Constexprs and launch options of a kernel that runs the GEMM (with split-K: its slices' workspace)."""
+    def meta(self, sum_slices=True):
+        """Constexprs and launch options of a kernel that runs the GEMM (with split-K: its slices' workspace, unless
+        the kernel adds slices atomically: sum_slices=False)."""
         meta = dict(self.tiles(), BLOCK_K=self.cfg.block_k, TMA=self.tma, num_warps=self.cfg.num_warps,
                     num_stages=self.cfg.num_stages, **iris.pdl_launch())
         if self.cfg.split_k > 1:
-            slices = self.num_units * self.cfg.block_m * self.cfg.block_n  # one fp32 tile per unit
-            meta.update(SPLIT_K=self.cfg.split_k, PARTIALS=self.buffer("split_k_partials", (slices,), torch.float32),
-                        COUNTS=self.buffer("split_k_counts", (self.num_tiles,), torch.int32))
+            meta.update(SPLIT_K=self.cfg.split_k, WHOLE=self.whole)
+        if self.cfg.split_k > 1 and sum_slices:
+            split = max(1, self.num_tiles - self.whole)  # (a tail of 0 tiles still gets a valid pointer)
+            slices = split * self.cfg.split_k * self.cfg.block_m * self.cfg.block_n  # one fp32 tile per slice
+            meta.update(PARTIALS=self.buffer("split_k_partials", (slices,), torch.float32),
+                        COUNTS=self.buffer("split_k_counts", (split,), torch.int32))
         return meta
 
     def trace_args(self):
@@ -102,8 +126,11 @@ class Problem:
     def gemm_programs(self, programs):
         """Programs of a persistent GEMM loop: at most one per work unit and, with split-K, a multiple of split_k, so
         a tile's slices run side by side on consecutive programs (and, on the interpreter, which runs programs one
-        after another, the last of them holds the tile's last slice)."""
+        after another, the last of them holds the tile's last slice). split_tail: all of them (the full waves are a
+        multiple of the programs, and the last wave's slices fit in one more, whole_tiles)."""
         s = self.cfg.split_k
+        if s > 1 and self.whole:
+            return programs
         return max(s, min(programs, self.num_units) // s * s)
 
     def grid(self, programs):

@@ -66,7 +66,8 @@ def _device_name(ctx):
 def _config(args):
     return fused_ops.Config(block_m=args.BLK_M, block_n=args.BLK_N, block_k=args.BLK_K, group_m=args.gsize_m,
                             gemm_sms=args.gemm_sms, comm_sms=args.comm_sms, num_stages=args.num_stages,
-                            num_warps=args.num_warps, split_k=args.split_k)
+                            num_warps=args.num_warps, split_k=args.split_k,
+                            split_tail=None if args.split_tail is None else args.split_tail == "on")
 
 
 def _config_text(config):
@@ -365,6 +366,8 @@ def parser():
         for name in ("BLK_M", "BLK_N", "BLK_K", "gsize_m", "gemm_sms", "comm_sms", "num_stages", "num_warps",
                      "split_k"):
             sp.add_argument(f"--{name}", f"--{name.lower().replace('_', '-')}", dest=name, type=int, default=None)
+        sp.add_argument("--split_tail", "--split-tail", choices=("on", "off"), default=None,
+                        help="split only the last, partial wave's tiles along K (default: per shape)")
         sp.add_argument("--variants", nargs="+", default=None)
         sp.add_argument("--timing", choices=("eager", "graph"), default="eager",
                         help="eager: one call after a barrier, host launch included; graph: calls captured in a CUDA "

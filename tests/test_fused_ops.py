@@ -12,6 +12,7 @@ import fused_ops
 import iris
 from conftest import FLOAT_DTYPES, ON_GPU
 from fused_ops import reference
+from fused_ops.config import HOPPER_TILES
 
 
 def r_check(ctx, op, variant, dtype_name, m, n, k, calls, cfg, b_transposed=False, dawdle=None):
@@ -126,6 +127,40 @@ def test_split_k(ranks, op, variant):
     assert all(isinstance(e, float) for e in errs), errs
 
 
+def gemm_tiles(op, m, n, world, block_m, block_n):
+    """Output tiles of the GEMM one rank runs: N sharded for all-scatter and all-gather, K for the other two."""
+    cols = n // world if op in ("gemm_all_scatter", "all_gather_gemm") else n
+    return -(-m // block_m) * -(-cols // block_n)
+
+
+def r_check_tail_splits(ctx, op, variant, m, n, k, tiles_cfg, splits, dtype_name="float32"):
+    """r_check with only the last wave's tiles split: gemm_sms = tiles - 2 leaves a wave of 2 tiles after a full one,
+    split into each of `splits` slices, and into as many as the defaults choose (split_k unset; MIN_SLICE_BLOCKS lowered
+    here, so that this small K splits)."""
+    programs = gemm_tiles(op, m, n, ctx.get_num_ranks(), tiles_cfg["block_m"], tiles_cfg["block_n"]) - 2
+    worst, kept = 0.0, fused_ops.config.MIN_SLICE_BLOCKS
+    fused_ops.config.MIN_SLICE_BLOCKS = 1  # (the rank process lives on: restored below)
+    try:
+        for s in splits + (None,):
+            err = r_check(ctx, op, variant, dtype_name, m, n, k, 3, dict(tiles_cfg, gemm_sms=programs, split_k=s,
+                                                                         split_tail=True))
+            if not isinstance(err, float):
+                return f"split_k={s}, gemm_sms={programs}: {err}"
+            worst = max(worst, err)
+    finally:
+        fused_ops.config.MIN_SLICE_BLOCKS = kept
+    return worst
+
+
+@pytest.mark.parametrize("op,variant", SPLIT_K_CASES, ids=[f"{o}-{v}" for o, v in SPLIT_K_CASES])
+def test_split_tail(ranks, op, variant):
+    # 48 x 96 x 144 in 16 x 16 tiles: 6 to 18 tiles per rank, the last 2 of them split (2 slices, then the default's
+    # choice: 2 to 8), the others whole; three calls in a row each.
+    errs = ranks.run(r_check_tail_splits, op, variant, 48, 96, 144, {"block_m": 16, "block_n": 16, "block_k": 16},
+                     (2,))
+    assert all(isinstance(e, float) for e in errs), errs
+
+
 @pytest.mark.parametrize("op", fused_ops.list_ops())
 def test_more_tiles_than_programs_and_tma_path(ranks2, op):
     # Many more tiles than the 4 GEMM programs (+2 comm); operands through tensor descriptors where a variant uses
@@ -167,6 +202,19 @@ def test_hopper_default_tiles(ranks2, op):
             assert all(isinstance(e, float) for e in errs), (variant, cfg, errs)
 
 
+@pytest.mark.skipif(not ON_GPU, reason="Hopper tiles and pipelines are compiled on GPUs only (test_split_tail runs the "
+                                        "same schedule under the interpreter)")
+@pytest.mark.parametrize("op,variant", SPLIT_K_CASES, ids=[f"{o}-{v}" for o, v in SPLIT_K_CASES])
+def test_hopper_split_tail(ranks2, op, variant):
+    # The default's large tile with its last wave split, bf16: 1024 x 2048 x 4096 leaves 32 or 64 tiles per rank, the
+    # last 2 split into 2 slices, then into the default's choice (8: slices of 8 K blocks)
+    if shares_gpus(ranks2, op, variant):
+        return
+    big = dict(zip(("block_m", "block_n", "block_k", "num_stages", "num_warps"), HOPPER_TILES[0][:5]), comm_sms=2)
+    errs = ranks2.run(r_check_tail_splits, op, variant, 1024, 2048, 4096, big, (2,), "bfloat16")
+    assert all(isinstance(e, float) for e in errs), errs
+
+
 def r_errors(ctx, case):
     dev, w = ctx.get_device(), ctx.get_num_ranks()
     a = torch.randn(8, 16, device=dev)
@@ -194,6 +242,11 @@ def r_errors(ctx, case):
                                                                  config=fused_ops.Config(split_k=2)),
         "split-K over SMs": lambda: fused_ops.gemm_all_reduce(ctx, a, b, ctx.zeros(8, 8), variant="bulk_sync",
                                                               config=fused_ops.Config(split_k=8, gemm_sms=4)),
+        "split tail, no full wave": lambda: fused_ops.gemm_all_reduce(ctx, a, b, ctx.zeros(8, 8), variant="bulk_sync",
+                                                                      config=fused_ops.Config(split_k=2,
+                                                                                              split_tail=True)),
+        "split tail, bad flag": lambda: fused_ops.gemm_all_reduce(ctx, a, b, ctx.zeros(8, 8), variant="bulk_sync",
+                                                                  config=fused_ops.Config(split_tail="yes")),
         "fp16 atomic on cpu": lambda: fused_ops.gemm_all_reduce(ctx, a.half(), b.half(),
                                                                 ctx.zeros(8, 8, dtype=torch.float16), variant="atomic"),
     }
@@ -221,6 +274,8 @@ ERRORS = {
     "unsupported dtype": ("TypeError", "supports bfloat16, float32 on the cuda backend, not torch.float16"),
     "split-K unsupported": ("ValueError", "runs whole tiles only; split-K variants of gemm_all_reduce: bulk_sync"),
     "split-K over SMs": ("ValueError", "split_k=8 exceeds gemm_sms=4"),
+    "split tail, no full wave": ("ValueError", "leave 1 in a last wave after 0 full ones; it needs at least one full"),
+    "split tail, bad flag": ("ValueError", "config.split_tail='yes': expected True or False"),
     "fp16 atomic on cpu": ("TypeError", "float16 atomic add is not atomic across rank processes"),
 }
 if iris.BACKEND == "cuda":

@@ -1,30 +1,31 @@
 """Atomic: C is zeroed on every rank, then the persistent GEMM atomically adds each finished tile into every rank's
 C; its first add into a peer waits for that peer's entry (its C is zero by then) and the call ends once every
 rank's adds have landed (fused_ops/sync.py). No workspace; the sum's order varies, so low-precision results vary by
-ulps."""
+ulps. With split-K, each slice of a tile is added on its own (so a low-precision C takes world x split_k roundings)."""
 
 import triton
 import triton.language as tl
 
 import iris
 from .. import sync
-from ..gemm import NEXT_IN_AT_START, c_tile, gemm_tile, operands, tile_coords
+from ..gemm import NEXT_IN_AT_START, c_tile, gemm_unit, num_units, operands
 from ..registry import register
 
 
 @triton.jit
 def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, SYNC, cur_rank,
            world_size, heap_bases, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-           GROUP_M: tl.constexpr, TMA: tl.constexpr, PDL: tl.constexpr = tl.constexpr(False)):
+           GROUP_M: tl.constexpr, TMA: tl.constexpr, PDL: tl.constexpr = tl.constexpr(False),
+           SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0):
     iris.launched_early(PDL, NEXT_IN_AT_START)
     epoch = sync.begin(SYNC, cur_rank, world_size, heap_bases, ENTRY=True)
     seen = 0
     a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
-    num_pid_m, num_pid_n = tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N)
-    for tile in range(tl.program_id(0), num_pid_m * num_pid_n, tl.num_programs(0)):
-        pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
-        acc = gemm_tile(a_op, b_op, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M,
-                        BLOCK_N, BLOCK_K, TMA)
+    for unit in range(tl.program_id(0), num_units(M, N, BLOCK_M, BLOCK_N, SPLIT_K, WHOLE), tl.num_programs(0)):
+        # a split tile's slices are added like tiles: the atomics sum them (no partials, no waiting)
+        _, pid_m, pid_n, acc, _ = gemm_unit(a_op, b_op, unit, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                                            None, None, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, TMA, SPLIT_K, WHOLE,
+                                            SUM_SLICES=False)
         ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N)
         val = acc.to(C.dtype.element_ty)
         seen = sync.entered(SYNC, epoch, seen, cur_rank, world_size, heap_bases)
@@ -37,10 +38,10 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_
 @register("gemm_all_reduce", "atomic", "fused sequential", "zero C, persistent GEMM atomically adds each tile into "
                                                            "every rank's C; barriers in the kernel",
           cpu_dtypes=("float32",), cpu_note="the Triton interpreter's float16 atomic add is not atomic across rank "
-                                            "processes")
+                                            "processes", split_k=True)
 def run(p):
     c = p.c
     ws = p.workspace(in_kernel=True)
     c.zero_()
     kernel[p.grid(p.cfg.gemm_sms)](*p.gemm_args(), c, c.stride(0), c.stride(1), ws["sync"], *p.rank_args(),
-                                   **p.meta())
+                                   **p.meta(sum_slices=False))

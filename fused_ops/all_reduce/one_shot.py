@@ -11,7 +11,7 @@ import iris
 from iris.tracing import GEMM, REDUCE, WAIT, record
 from .. import sync
 from ..comm import reduce_tile
-from ..gemm import NEXT_IN_AT_START, c_tile, call_slot, gemm_unit, num_units, operands
+from ..gemm import NEXT_IN_AT_START, c_tile, call_slot, gemm_unit, num_units, operands, unit_tile
 from ..registry import register
 
 
@@ -20,16 +20,16 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, P, stri
            cur_rank, world_size, heap_bases, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
            GROUP_M: tl.constexpr, TMA: tl.constexpr, TRACE=None, TRACING: tl.constexpr = tl.constexpr(False),
            PDL: tl.constexpr = tl.constexpr(False), PARTIALS=None, COUNTS=None,
-           SPLIT_K: tl.constexpr = tl.constexpr(1)):
+           SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0):
     iris.launched_early(PDL, NEXT_IN_AT_START)
     epoch = sync.begin(SYNC, cur_rank, world_size, heap_bases, ENTRY=False)
     P = call_slot(P, epoch, M * N)
     a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
-    for unit in range(tl.program_id(0), num_units(M, N, BLOCK_M, BLOCK_N, SPLIT_K), tl.num_programs(0)):
-        record(TRACE, GEMM, unit // SPLIT_K, TRACING)
+    for unit in range(tl.program_id(0), num_units(M, N, BLOCK_M, BLOCK_N, SPLIT_K, WHOLE), tl.num_programs(0)):
+        record(TRACE, GEMM, unit_tile(unit, SPLIT_K, WHOLE)[0], TRACING)
         tile, pid_m, pid_n, acc, done = gemm_unit(a_op, b_op, unit, M, N, K, stride_am, stride_ak, stride_bk,
                                                   stride_bn, PARTIALS, COUNTS, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                                                  TMA, SPLIT_K)
+                                                  TMA, SPLIT_K, WHOLE)
         record(TRACE, -GEMM, tile, TRACING)
         if done:  # the tile is whole (with split-K: on the program that finished its last slice)
             ptrs, mask = c_tile(P, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N)

@@ -9,7 +9,7 @@ import triton.language as tl
 import iris
 from iris.tracing import GEMM, STORE, record
 from .. import sync
-from ..gemm import NEXT_IN_AT_START, c_tile, gemm_unit, num_units, operands
+from ..gemm import NEXT_IN_AT_START, c_tile, gemm_unit, num_units, operands, unit_tile
 from ..registry import register
 
 
@@ -18,16 +18,16 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_
            world_size, heap_bases, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
            GROUP_M: tl.constexpr, TMA: tl.constexpr, TRACE=None, TRACING: tl.constexpr = tl.constexpr(False),
            PDL: tl.constexpr = tl.constexpr(False), PARTIALS=None, COUNTS=None,
-           SPLIT_K: tl.constexpr = tl.constexpr(1)):
+           SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0):
     iris.launched_early(PDL, NEXT_IN_AT_START)
     epoch = sync.begin(SYNC, cur_rank, world_size, heap_bases, ENTRY=True)
     seen = 0
     a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
-    for unit in range(tl.program_id(0), num_units(M, N, BLOCK_M, BLOCK_N, SPLIT_K), tl.num_programs(0)):
-        record(TRACE, GEMM, unit // SPLIT_K, TRACING)
+    for unit in range(tl.program_id(0), num_units(M, N, BLOCK_M, BLOCK_N, SPLIT_K, WHOLE), tl.num_programs(0)):
+        record(TRACE, GEMM, unit_tile(unit, SPLIT_K, WHOLE)[0], TRACING)
         tile, pid_m, pid_n, acc, done = gemm_unit(a_op, b_op, unit, M, N, K, stride_am, stride_ak, stride_bk,
                                                   stride_bn, PARTIALS, COUNTS, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                                                  TMA, SPLIT_K)
+                                                  TMA, SPLIT_K, WHOLE)
         record(TRACE, -GEMM, tile, TRACING)
         if done:
             ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, cur_rank * N, BLOCK_M, BLOCK_N)

@@ -18,7 +18,7 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_
            cur_rank, world_size, heap_bases, GEMM_SMS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
            BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr, TRACE=None,
            TRACING: tl.constexpr = tl.constexpr(False), PDL: tl.constexpr = tl.constexpr(False), PARTIALS=None,
-           COUNTS=None, SPLIT_K: tl.constexpr = tl.constexpr(1)):
+           COUNTS=None, SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0):
     iris.launched_early(PDL, NEXT_IN_AT_START)
     pid = tl.program_id(0)
     col0 = cur_rank * N
@@ -26,7 +26,7 @@ def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_
     if pid < GEMM_SMS:
         gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, col0, flags,
                   epoch, cur_rank, world_size, heap_bases, pid, GEMM_SMS, "local", BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                  TMA, TRACE, TRACING, PARTIALS, COUNTS, SPLIT_K)
+                  TMA, TRACE, TRACING, PARTIALS, COUNTS, SPLIT_K, WHOLE)
     else:
         scatter_loop(C, M, N, stride_cm, stride_cn, col0, flags, epoch, cur_rank, world_size, heap_bases,
                      pid - GEMM_SMS, tl.num_programs(0) - GEMM_SMS, True, BLOCK_M, BLOCK_N, GROUP_M, TRACE,

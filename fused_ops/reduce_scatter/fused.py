@@ -7,7 +7,7 @@ import triton
 import triton.language as tl
 
 import iris
-from ..gemm import NEXT_IN_AT_START, call_slot, gemm_unit, num_units, operands, tile_coords
+from ..gemm import NEXT_IN_AT_START, call_slot, gemm_unit, num_units, operands, tile_coords, unit_tile
 from ..registry import register
 from .. import sync
 from .owner import inbox, owns, push_partial, reduce_owned
@@ -17,25 +17,25 @@ from .owner import inbox, owns, push_partial, reduce_owned
 def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, INBOX, flags, SYNC, M_LOCAL,
            cur_rank, world_size, heap_bases, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
            GROUP_M: tl.constexpr, TMA: tl.constexpr, PDL: tl.constexpr = tl.constexpr(False), PARTIALS=None,
-           COUNTS=None, SPLIT_K: tl.constexpr = tl.constexpr(1)):
+           COUNTS=None, SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0):
     iris.launched_early(PDL, NEXT_IN_AT_START)
     epoch = sync.begin(SYNC, cur_rank, world_size, heap_bases, ENTRY=False)
     INBOX = call_slot(INBOX, epoch, world_size * M_LOCAL * N)
     a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
-    units = num_units(M, N, BLOCK_M, BLOCK_N, SPLIT_K)
+    units = num_units(M, N, BLOCK_M, BLOCK_N, SPLIT_K, WHOLE)
     for unit in range(tl.program_id(0), units, tl.num_programs(0)):
         tile, pid_m, pid_n, acc, done = gemm_unit(a_op, b_op, unit, M, N, K, stride_am, stride_ak, stride_bk,
                                                   stride_bn, PARTIALS, COUNTS, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                                                  TMA, SPLIT_K)
+                                                  TMA, SPLIT_K, WHOLE)
         if done:
             push_partial(acc, INBOX, pid_m, pid_n, M, N, M_LOCAL, flags, tile, cur_rank, world_size, heap_bases,
                          BLOCK_M, BLOCK_N)
     # Each tile is summed by the program of its last unit, the same one on every rank: the interpreter runs a rank's
     # programs one after another, and that program is the last of them to contribute to the tile.
     for unit in range(tl.program_id(0), units, tl.num_programs(0)):
-        tile = unit // SPLIT_K
+        tile, _, last = unit_tile(unit, SPLIT_K, WHOLE)
         pid_m, pid_n = tile_coords(tile, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
-        if (tile * SPLIT_K + SPLIT_K - 1 == unit) & owns(pid_m, M, M_LOCAL, cur_rank, BLOCK_M):  # its last slice
+        if last & owns(pid_m, M, M_LOCAL, cur_rank, BLOCK_M):
             reduce_owned(INBOX, C, stride_cm, pid_m, pid_n, M, N, M_LOCAL, flags, tile, epoch, cur_rank, world_size,
                          heap_bases, BLOCK_M, BLOCK_N)
     sync.end(SYNC, epoch, cur_rank, world_size, heap_bases, EXIT=False)
