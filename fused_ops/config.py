@@ -45,10 +45,14 @@ HOPPER_TILES = ((128, 256, 64, 3, 8, 0.75), (128, 128, 64, 6, 8, 0.75), (64, 128
 # torch.matmul), and no other GEMM of the 40 switches.
 HALF_TILE_COST = 0.52
 # Or, for variants whose GEMM loop splits tiles (registry split_k), keep the large tile and split only the last wave's
-# tiles along K (Config.split_tail): their slices run one per program, so that wave takes 1/split_k of a tile's time
-# plus the slices' fixup (each slice stores an fp32 partial, the last one reads them all back), TAIL_FIXUP of a wave.
-# Slices keep at least MIN_SLICE_BLOCKS blocks of K so that the pipeline fills.
-TAIL_FIXUP = 0.1
+# tiles along K (Config.split_tail), one slice per program: that wave then costs 1/split_k of a tile, plus the fixup
+# (each slice stores an fp32 partial tile, the last one reads them all back), about what PARTIAL_BLOCKS blocks of K
+# cost per partial. Picked only where the model says it saves TAIL_MARGIN of the time: the 1-GPU measurements of the
+# 40 per-rank GEMMs (results/wave_38b2d51/) scatter by about that much from config to config. There it took
+# 4096x2304x36864 from 0.75 (128x256 tiles) and 0.88 (128x128) to 1.00x torch.matmul; at short K its fixup costs
+# more than it saves (16384x8192x4096, 8 slices of 8 blocks: 1.00 -> 0.97x), which the model now declines.
+PARTIAL_BLOCKS = 4
+TAIL_MARGIN = 0.97
 MAX_TAIL_SPLIT = 8
 MIN_SLICE_BLOCKS = 8
 
@@ -80,7 +84,7 @@ def default_config(ctx, m, n_local, k, dtype, comm_programs=False, split=False):
     kernel in at its start (128x8192x8192 0.86 -> 1.00x, 256x4096x8192 0.91 -> 1.03x, 128x8192x16384 1.04 -> 1.12x;
     results/gemm_small_21da4a4.csv). comm_programs: the variant gives comm_sms of the SMs to communication
     programs, so its GEMM gets the rest. split: its GEMM loop can split tiles, so the last wave may be split instead
-    (TAIL_FIXUP)."""
+    (PARTIAL_BLOCKS)."""
     sms = ctx.get_cu_count() // ctx.ranks_per_device  # ranks sharing a GPU share its SMs: spinning grids must fit
     if ctx.backend == "cpu":
         return Config(32, 32, 32, 4, sms, 2, 1, 4, False, 1, False)
@@ -99,10 +103,12 @@ def default_config(ctx, m, n_local, k, dtype, comm_programs=False, split=False):
         return Config(bm, bn, bk, 8, gemm, comm, stages, warps, None, 1, False)
     # the large tile, in whole waves (cost in its waves), with the last one split, or smaller tiles in fuller waves
     s = tail_split(tiles(bm, bn), gemm, k, bk) if split else 1
-    costs = {"whole": waves(bm, bn), "half": waves(*HOPPER_TILES[1][:2]) * HALF_TILE_COST,
-             "tail": tiles(bm, bn) // gemm + 1 / s + TAIL_FIXUP if s > 1 else float("inf")}
+    costs = {"whole": waves(bm, bn), "half": waves(*HOPPER_TILES[1][:2]) * HALF_TILE_COST}
     pick = min(costs, key=lambda name: (costs[name], name != "whole"))
-    if pick == "half":
+    tail = tiles(bm, bn) // gemm + 1 / s + (s + 1) * PARTIAL_BLOCKS / -(-k // bk)
+    if s > 1 and tail < TAIL_MARGIN * costs[pick]:
+        pick = "tail"
+    elif pick == "half":
         bm, bn, bk, stages, warps, _ = HOPPER_TILES[1]
     return Config(bm, bn, bk, 8, gemm, comm, stages, warps, None, s if pick == "tail" else 1, pick == "tail")
 

@@ -67,3 +67,25 @@ def test_whole_tiles_by_default_split_k_on_request():
     assert spec.split_k == 1 and spec.gemm_sms == 116
     # a caller's split is kept
     assert Config(split_k=2).merged(default_config(_GPU(), 128, 8192, 16384, torch.bfloat16)).split_k == 2
+
+
+def test_split_tail_where_the_last_wave_is_short_and_k_long():
+    from fused_ops.config import resolve
+    # 288 tiles of 128 x 256: 2 full waves of 132 and 24 tiles, split 5 ways (120 programs); K = 36864 is 576 blocks,
+    # so the fixup is small against the wave it saves (results/wave_38b2d51/: 0.75x whole, 0.88x half, 1.00x split)
+    cfg = default_config(_GPU(), 4096, 2304, 36864, torch.bfloat16, split=True)
+    assert _tile(cfg) == HOPPER_TILES[0][:3] and (cfg.split_k, cfg.split_tail) == (5, True)
+    # only for variants whose loop splits tiles; the others keep the smaller tiles' fuller waves
+    assert _tile(default_config(_GPU(), 4096, 2304, 36864, torch.bfloat16)) == HOPPER_TILES[1][:3]
+    # short K: 8 slices of 8 blocks would cost more in fixup than they save (16384 x 8192 x 4096: 1.00 -> 0.97x)
+    for m, n, k in ((16384, 8192, 4096), (8192, 4096, 4096), (1024, 4096, 4096)):
+        cfg = default_config(_GPU(), m, n, k, torch.bfloat16, split=True)
+        assert (cfg.split_k, cfg.split_tail) == (1, False), (m, n, k)
+    # a caller's overrides: split_tail=False means whole tiles; other tiles get their own tail's split_k
+    base = default_config(_GPU(), 4096, 2304, 36864, torch.bfloat16, split=True)
+    off = Config(split_tail=False)
+    assert resolve(off.merged(base), off, 4096, 2304, 36864).split_k == 1
+    half = Config(block_n=128)
+    assert resolve(half.merged(base), half, 4096, 2304, 36864).split_k == 2  # 576 tiles: 48 left after 4 waves
+    given = Config(split_k=3)
+    assert resolve(given.merged(base), given, 4096, 2304, 36864).split_k == 3
