@@ -23,8 +23,6 @@ from . import sync
 # reduce kernels that close a two-kernel call (bulk_sync 128x8192^2: 1.10x at the start trigger;
 # results/world1_two_kernel_*/).
 NEXT_IN_AT_START = tl.constexpr(os.environ.get("FUSED_OPS_PDL_NEXT", "exit") == "start")
-# Experimental: the TMA K loop warp-specialized by Triton (a producer warp for the loads; FUSED_OPS_WARP_SPEC=1).
-WARP_SPECIALIZE = tl.constexpr(os.environ.get("FUSED_OPS_WARP_SPEC", "0") == "1")
 
 
 @triton.jit
@@ -76,7 +74,7 @@ def gemm_k_blocks(a_op, b_op, pid_m, pid_n, kb0, kb1, M, N, K, stride_am, stride
     """The tile's product over K blocks [kb0, kb1) only (the whole tile: 0, cdiv(K, BLOCK_K))."""
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     if TMA:
-        for kk in tl.range(kb0, kb1, warp_specialize=WARP_SPECIALIZE):
+        for kk in range(kb0, kb1):
             a = a_op.load([pid_m * BLOCK_M, kk * BLOCK_K])
             if TMA == 2:
                 b = b_op.load([pid_n * BLOCK_N, kk * BLOCK_K]).T
