@@ -4,6 +4,7 @@
     fused_ops.list_variants("gemm_all_reduce")      # ['torch_nccl', 'torch_symm_mem', 'bulk_sync', ...]
     fused_ops.gemm_all_reduce(ctx, a, b, c, variant="one_shot", config=fused_ops.Config(block_n=128))
     fused_ops.gemm_all_reduce(ctx, a, b, c)         # variant="auto": the fastest measured here (fused_ops/auto.py)
+    fused_ops.plan(ctx, "gemm_all_reduce", a, b, c) # what that call would run: (variant, Config)
 
 As PyTorch operators with autograd: fused_ops.library; tensor-parallel layers: fused_ops.nn.
 """
@@ -11,7 +12,7 @@ As PyTorch operators with autograd: fused_ops.library; tensor-parallel layers: f
 import iris  # noqa: F401  (first: on the CPU backend it turns the interpreter on before kernels are defined)
 
 from .config import Config, default_config  # noqa: F401
-from .ops import all_gather_gemm, gemm_all_reduce, gemm_all_scatter, gemm_reduce_scatter  # noqa: F401
+from .ops import all_gather_gemm, gemm_all_reduce, gemm_all_scatter, gemm_reduce_scatter, plan  # noqa: F401
 from .registry import OPS, PATTERNS, get, list_ops, list_variants  # noqa: F401
 from .auto import tune  # noqa: F401
 from . import all_gather, all_reduce, all_scatter, reduce_scatter  # noqa: F401,E402  (registers variants)

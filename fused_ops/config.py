@@ -24,6 +24,14 @@ class Config:
     split_tail: bool = None  # split only the tiles of the last, partial wave (the full waves run whole tiles), so
                              # their slices fill the SMs that wave would leave idle
 
+    def describe(self):
+        """One line for logs and CSVs: tiles, pipeline, programs, split."""
+        text = (f"{self.block_m}x{self.block_n}x{self.block_k} s{self.num_stages} w{self.num_warps}, "
+                f"{self.gemm_sms} GEMM programs")
+        if self.split_k > 1:
+            text += f", split_k {self.split_k}" + (" (last wave)" if self.split_tail else "")
+        return text
+
     def merged(self, defaults):
         return replace(defaults, **{f.name: getattr(self, f.name) for f in fields(self)
                                     if getattr(self, f.name) is not None})

@@ -117,6 +117,20 @@ def _set_up_capture_pick(ctx, op, variant, a, b, again, exclude=()):
             again(other)
 
 
+def plan(ctx, op, a, b, c, variant="auto", config=None):
+    """(variant, config) that `op` would run on these operands: auto's pick, and the launch configuration with the
+    per-device defaults filled in (None for the baselines, which run torch's own kernels). Launches nothing; checks
+    the operands and the variant as a call does, but not c's shape."""
+    v = _variant(ctx, op, variant, a, b, c, heap_output=op in ("gemm_all_scatter", "gemm_all_reduce"))
+    if v.pattern == "baseline":
+        return v.name, None
+    world, m, n = ctx.get_num_ranks(), a.shape[0], b.shape[1]
+    m_local = {"all_gather_gemm": m, "gemm_reduce_scatter": m // world}.get(op)
+    if op == "all_gather_gemm":
+        m *= world
+    return v.name, Problem(ctx, op, v, a, b, c, m, n, a.shape[1], config, m_local=m_local).cfg
+
+
 def gemm_all_scatter(ctx, a, b, c, variant="auto", config=None):
     v = _variant(ctx, "gemm_all_scatter", variant, a, b, c)
     m, n_local, world = a.shape[0], b.shape[1], ctx.get_num_ranks()

@@ -128,8 +128,10 @@ def measure(ctx, op, variant, m, n, k, dtype, config, iters, warmup, validate=Tr
     run = getattr(fused_ops, op)
     with ctx.scratch():
         c = ctx.zeros(*reference.local_shapes(op, m, n, k, world)[2], dtype=dtype)
+        ran = None
         if validate:
             a, b, ref = reference.make_inputs(op, 1, world, rank, m, n, k, dtype, dev)
+            ran = _ran(ctx, op, a, b, c, variant, config)
 
             def check():
                 c.fill_(float("nan"))
@@ -144,6 +146,7 @@ def measure(ctx, op, variant, m, n, k, dtype, config, iters, warmup, validate=Tr
         t = None
         if iters:
             sets = _inputs(ctx, op, m, n, k, dtype, seed=20_000)
+            ran = ran or _ran(ctx, op, *sets[0], c, variant, config)
             t = Timer(ctx, timing)(lambda i: run(ctx, *sets[i % ROTATE], c, variant=variant, config=config), iters,
                                    warmup)
             del sets
@@ -152,4 +155,10 @@ def measure(ctx, op, variant, m, n, k, dtype, config, iters, warmup, validate=Tr
             err = float("nan") if err != err or again != again else max(err, again)
             del ref
     correct = bool(err <= reference.TOLERANCE[dtype]) if validate else None
-    return dict(time_us=t, max_rel_error=err if validate else float("nan"), correct=correct)
+    return dict(time_us=t, max_rel_error=err if validate else float("nan"), correct=correct, ran=ran)
+
+
+def _ran(ctx, op, a, b, c, variant, config):
+    """What the call runs, for the CSV: the variant (auto's pick) and its launch configuration."""
+    name, cfg = fused_ops.plan(ctx, op, a, b, c, variant, config)
+    return name if cfg is None else f"{name}: {cfg.describe()}"

@@ -24,7 +24,7 @@ from fused_ops import reference, registry
 DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
 COLUMNS = ["op", "variant", "pattern", "m", "n", "k", "dtype", "world_size", "timing", "time_us", "tflops",
            "speedup", "speedup_vs_best_peer", "gemm_only_us", "comm_only_us", "overlap_limit_us", "no_overlap_us",
-           "correct", "max_rel_error", "config", "device", "date", "commit", "command"]
+           "correct", "max_rel_error", "config", "ran", "device", "date", "commit", "command"]
 
 
 def default_shapes():
@@ -97,7 +97,7 @@ def bench_shape(ctx, op, variants, m, n, k, dtype_name, config, iters, warmup, v
                          gemm_only_us=gemm_us, comm_only_us=comm_us,
                          overlap_limit_us=max(gemm_us, comm_us) if benchmark else None,
                          no_overlap_us=gemm_us + comm_us if benchmark else None, correct=res["correct"],
-                         max_rel_error=res["max_rel_error"], config=_config_text(config)))
+                         max_rel_error=res["max_rel_error"], config=_config_text(config), ran=res["ran"]))
     if benchmark:
         by = {r["variant"]: r["time_us"] for r in rows}
         peers = [by[p] for p in bench.PEERS if p in by]
@@ -166,8 +166,9 @@ def _print_table(rows):
 
     df = pd.DataFrame(rows)
     keep = [c for c in ["variant", "pattern", "time_us", "tflops", "speedup", "speedup_vs_best_peer", "correct",
-                        "max_rel_error"] if c in df and df[c].notna().any()]
-    with pd.option_context("display.width", 160, "display.float_format", "{:.3f}".format):
+                        "max_rel_error", "ran"] if c in df and df[c].notna().any()]
+    with pd.option_context("display.width", 220, "display.max_colwidth", 90,
+                           "display.float_format", "{:.3f}".format):
         print(df[keep].to_string(index=False))
     if df.get("gemm_only_us") is not None and df["gemm_only_us"].notna().any():
         r = df.iloc[0]
@@ -212,7 +213,7 @@ def read_csv(path):
     """A results CSV with its text columns kept as text: a short commit hash such as 8e02100 is a float to pandas."""
     import pandas as pd
 
-    return pd.read_csv(path, dtype={"commit": str, "config": str, "command": str})
+    return pd.read_csv(path, dtype={"commit": str, "config": str, "ran": str, "command": str})
 
 
 def _append(rows, path):

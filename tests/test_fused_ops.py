@@ -202,6 +202,24 @@ def test_hopper_default_tiles(ranks2, op):
             assert all(isinstance(e, float) for e in errs), (variant, cfg, errs)
 
 
+def r_plan(ctx):
+    world, rank, dev = ctx.get_num_ranks(), ctx.get_rank(), ctx.get_device()
+    a, b, _ = reference.make_inputs("gemm_all_reduce", 1, world, rank, 48, 96, 144, torch.float32, dev)
+    c = ctx.zeros(48, 96)
+    cfg = fused_ops.Config(block_m=16, block_n=16, block_k=16, gemm_sms=16, split_k=2, split_tail=True)
+    name, got = fused_ops.plan(ctx, "gemm_all_reduce", a, b, c, "bulk_sync", cfg)
+    auto, _ = fused_ops.plan(ctx, "gemm_all_reduce", a, b, c)
+    base = fused_ops.plan(ctx, "gemm_all_reduce", a, b, c, "torch_nccl")
+    return name, got.describe(), auto in fused_ops.list_variants("gemm_all_reduce"), base
+
+
+def test_plan_names_what_a_call_runs(ranks2):
+    # 3 x 6 tiles of 16 over 16 programs: one full wave, the last 2 tiles split in 2; the defaults fill the rest
+    for name, text, auto_known, base in ranks2.run(r_plan):
+        assert name == "bulk_sync" and auto_known and base == ("torch_nccl", None)
+        assert text.startswith("16x16x16 s") and text.endswith("16 GEMM programs, split_k 2 (last wave)"), text
+
+
 @pytest.mark.skipif(not ON_GPU, reason="Hopper tiles and pipelines are compiled on GPUs only (test_split_tail runs the "
                                         "same schedule under the interpreter)")
 @pytest.mark.parametrize("op,variant", SPLIT_K_CASES, ids=[f"{o}-{v}" for o, v in SPLIT_K_CASES])
