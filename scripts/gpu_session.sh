@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU pass for this session's work, by stages, on a 2-GPU machine. Writes logs, CSVs and PNGs under $OUT; exits
 # non-zero if any stage failed.
-# Usage (device machine): IRIS_COMMIT=<sha> bash scripts/gpu_session.sh tests grid traces catalog | tp | sweep
+# Usage (device machine): IRIS_COMMIT=<sha> bash scripts/gpu_session.sh tests grid traces catalog | tp | sweep | wave
 set -uo pipefail
 # CSVs record IRIS_COMMIT; git on the device copy can be stale (it once said e72067e for a tree at 5324bd4)
 : "${IRIS_COMMIT:?set IRIS_COMMIT=<sha of the checkout being run>}"
@@ -124,6 +124,23 @@ for stage in "$@"; do
                FUSED_OPS_CAPTURE_UNSAFE=$unsafe IRIS_WAIT_TIMEOUT_S=10 run mlpcapture_${unsafe//\//_}.log timeout 300 \
                  python3 examples/tp_mlp.py --bench --shapes ${MLP_SHAPE:-16384x8192} --layouts sequence_parallel \
                  --modes graph --out "$OUT/mlpcapture/${unsafe//\//_}"
+             done ;;
+    wave)    # the 8192x4608x36864 shape, graph: the defaults (128x128 tiles or a split last wave where the 128x256
+             # tile's last wave is short) against the 128x256 whole tiles that were the default before 2fb602b
+             for tiles in defaults whole; do
+               flags=""; [ $tiles = whole ] && flags="--BLK_M 128 --BLK_N 256 --BLK_K 64 --num_stages 3 --num_warps 8 \
+                 --split_k 1 --split_tail off"
+               for op in gemm_all_scatter gemm_all_reduce all_gather_gemm gemm_reduce_scatter; do
+                 case $op in
+                   gemm_all_scatter) vs="bulk_sync fused_sequential wg_specialized" ;;
+                   gemm_all_reduce) vs="torch_symm_mem bulk_sync atomic one_shot" ;;
+                   all_gather_gemm) vs="torch_async_tp bulk_sync copy_engine_phased" ;;
+                   gemm_reduce_scatter) vs="torch_async_tp bulk_sync fused copy_engine_phased" ;;
+                 esac
+                 run wave_${tiles}_$op.log timeout ${SWEEP_TIMEOUT:-200} python3 -m taxonomy sweep --ops $op \
+                   --variants $vs --out "$OUT/wave/$tiles" --iters 8 --warmup 2 --timing graph \
+                   --shapes ${WAVE_SHAPES:-8192x4608x36864} $flags
+               done
              done ;;
     graphprobe)  # does a captured peer copy need an SM, or does a graph run its branches one after the other?
              IRIS_WAIT_TIMEOUT_S=5 run graph_probe.log timeout 120 python3 scripts/copy_engine_check.py --graph-probe ;;
