@@ -75,12 +75,13 @@ def tail_split(tiles, programs, k, block_k):
 
 
 def resolve(cfg, user, m, n_local, k):
-    """The merged config, with split_k chosen for split_tail where the caller left split_k unset (the default's may
-    be for other tiles or programs; split_tail=False without split_k means whole tiles)."""
-    if user is None or user.split_k is None:
-        tiles = -(-m // cfg.block_m) * -(-n_local // cfg.block_n)
-        cfg = replace(cfg, split_k=tail_split(tiles, cfg.gemm_sms, k, cfg.block_k) if cfg.split_tail else 1)
-    return cfg
+    """The merged config made coherent. A caller's split_k without split_tail is plain split-K, as it always was; with
+    split_k unset, split_tail (the caller's or the default's) gets the split_k of these tiles' last wave (the
+    default's may be for other tiles or programs), and split_tail=False means whole tiles."""
+    if user is not None and user.split_k is not None:
+        return cfg if user.split_tail is not None else replace(cfg, split_tail=False)
+    tiles = -(-m // cfg.block_m) * -(-n_local // cfg.block_n)
+    return replace(cfg, split_k=tail_split(tiles, cfg.gemm_sms, k, cfg.block_k) if cfg.split_tail else 1)
 
 
 def default_config(ctx, m, n_local, k, dtype, comm_programs=False, split=False):

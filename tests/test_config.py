@@ -87,5 +87,7 @@ def test_split_tail_where_the_last_wave_is_short_and_k_long():
     assert resolve(off.merged(base), off, 4096, 2304, 36864).split_k == 1
     half = Config(block_n=128)
     assert resolve(half.merged(base), half, 4096, 2304, 36864).split_k == 2  # 576 tiles: 48 left after 4 waves
-    given = Config(split_k=3)
-    assert resolve(given.merged(base), given, 4096, 2304, 36864).split_k == 3
+    given = Config(split_k=3)  # plain split-K, as before split_tail existed
+    assert (lambda c: (c.split_k, c.split_tail))(resolve(given.merged(base), given, 4096, 2304, 36864)) == (3, False)
+    both = Config(split_k=3, split_tail=True)
+    assert (lambda c: (c.split_k, c.split_tail))(resolve(both.merged(base), both, 4096, 2304, 36864)) == (3, True)
