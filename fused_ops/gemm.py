@@ -135,16 +135,37 @@ def unit_tile(unit, SPLIT_K: tl.constexpr, WHOLE=0):
 
 
 @triton.jit
+def unit_start(tile, SPLIT_K: tl.constexpr, WHOLE=0):
+    """The first work unit of `tile` (num_units): a loop over a range of tiles runs units [unit_start(lo),
+    unit_start(hi))."""
+    if SPLIT_K == 1:
+        return tile
+    else:
+        return tl.where(tile <= WHOLE, tile, WHOLE + (tile - WHOLE) * SPLIT_K)
+
+
+@triton.jit
 def gemm_unit(a_op, b_op, unit, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, PARTIALS, COUNTS,
               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
               TMA: tl.constexpr, SPLIT_K: tl.constexpr, WHOLE=0, SUM_SLICES: tl.constexpr = tl.constexpr(True)):
-    """(tile, pid_m, pid_n, acc, done) of work unit `unit` (num_units): a whole tile, or slice s of a split tile's K
-    blocks. A split tile's slices meet in PARTIALS (fp32) and the last slice to finish adds them up, in slice order,
-    so the result does not depend on which one finished last: `done` is true for that one only, and only its `acc` is
-    the tile. Nobody waits, so any schedule of units is safe. SUM_SLICES=False: every slice is `done` with its own
-    partial sum (a variant that adds tiles atomically adds the slices too)."""
+    """(tile, pid_m, pid_n, acc, done) of work unit `unit` (num_units) of the M x N output's tiles in grouped order
+    (unit_acc)."""
     tile, s, _ = unit_tile(unit, SPLIT_K, WHOLE)
     pid_m, pid_n = tile_coords(tile, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+    acc, done = unit_acc(a_op, b_op, unit, tile, s, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk,
+                         stride_bn, PARTIALS, COUNTS, BLOCK_M, BLOCK_N, BLOCK_K, TMA, SPLIT_K, WHOLE, SUM_SLICES)
+    return tile, pid_m, pid_n, acc, done
+
+
+@triton.jit
+def unit_acc(a_op, b_op, unit, tile, s, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, PARTIALS,
+             COUNTS, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, TMA: tl.constexpr,
+             SPLIT_K: tl.constexpr, WHOLE=0, SUM_SLICES: tl.constexpr = tl.constexpr(True)):
+    """(acc, done) of work unit `unit`, of `tile` at (pid_m, pid_n): the whole tile, or slice s of its K blocks. A
+    split tile's slices meet in PARTIALS (fp32) and the last slice to finish adds them up, in slice order, so the
+    result does not depend on which one finished last: `done` is true for that one only, and only its `acc` is the
+    tile. Nobody waits, so any schedule of units is safe. SUM_SLICES=False: every slice is `done` with its own partial
+    sum (a variant that adds tiles atomically adds the slices too)."""
     if SPLIT_K == 1:
         acc = gemm_tile(a_op, b_op, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M,
                         BLOCK_N, BLOCK_K, TMA)
@@ -159,7 +180,7 @@ def gemm_unit(a_op, b_op, unit, M, N, K, stride_am, stride_ak, stride_bk, stride
         if SUM_SLICES:
             if split:
                 acc, done = sum_slices(acc, tile - WHOLE, s, PARTIALS, COUNTS, SPLIT_K)
-    return tile, pid_m, pid_n, acc, done
+    return acc, done
 
 
 @triton.jit

@@ -1,6 +1,7 @@
 """Host side of one catalog call: validated operands, the merged config, cached workspace and the launch arguments
 every variant shares, so a variant file holds only what differs: its kernel and its launch sequence."""
 
+import functools
 import os
 
 import torch
@@ -35,7 +36,7 @@ class Problem:
         rows = m_local if variant.shard_tiles else m
         defaults = _config.default_config(ctx, rows, n, k, a.dtype,
                                           variant.pattern in ("producer-consumer", "workgroup-specialized"),
-                                          split=variant.split_k)
+                                          split=variant.split_k and variant.split_default)
         self.cfg = _config.resolve((config or _config.Config()).merged(defaults), config, m, n, k)
         _config.check(self.cfg, ctx, variant)
         self.tma = self._tma_mode()
@@ -44,9 +45,18 @@ class Problem:
             # such as torch's op checks run ops in contexts of their own.
             triton.set_allocator(_tma_allocator)
         self.num_tiles = triton.cdiv(m, self.cfg.block_m) * triton.cdiv(n, self.cfg.block_n)
-        self.whole = self.whole_tiles()
-        # work units of the GEMM loop (gemm.num_units, gemm.gemm_unit): whole tiles, then split_k slices per tile
-        self.num_units = self.whole + (self.num_tiles - self.whole) * self.cfg.split_k
+        if not variant.shard_tiles:  # one GEMM over all tiles: a split config that does not fit fails here, on the host
+            self.whole
+
+    @functools.cached_property
+    def whole(self):
+        return self.whole_tiles()
+
+    @functools.cached_property
+    def num_units(self):
+        """Work units of the shared GEMM loop (gemm.num_units, gemm.gemm_unit): whole tiles, then split_k slices per
+        split tile. (Variants that launch phases or shards split each launch instead: launch_split.)"""
+        return self.whole + (self.num_tiles - self.whole) * self.cfg.split_k
 
     def whole_tiles(self):
         """How many tiles (the first in the loop's order) run whole, one unit each; the others are split_k slices of
@@ -64,6 +74,23 @@ class Problem:
                              f"at least one full wave and tail x split_k <= gemm_sms (here split_k <= "
                              f"{cfg.gemm_sms // max(tail, 1)}), else plain split-K (split_tail=False)")
         return tiles - tail
+
+    def launch_split(self, tiles, programs, name):
+        """(kernel arguments, programs) of a GEMM launch over `tiles` tiles (a phase or shards of the call's GEMM)
+        and at most `programs` programs, split as the config says: its split_k cut down where this launch's last wave
+        leaves fewer idle programs (whole tiles where none), and partials of its own (such launches may run at
+        once)."""
+        cfg, s, whole = self.cfg, self.cfg.split_k, 0
+        if s > 1 and cfg.split_tail:
+            waves, tail = divmod(tiles, programs)
+            s = min(s, programs // tail) if waves and tail else 1
+            whole = tiles - tail
+        if s == 1:
+            return {}, min(programs, tiles)
+        split = tiles - whole
+        slices = split * s * cfg.block_m * cfg.block_n
+        return dict(SPLIT_K=s, WHOLE=whole, PARTIALS=self.buffer(f"{name}_partials", (slices,), torch.float32),
+                    COUNTS=self.buffer(f"{name}_counts", (split,), torch.int32)), min(programs, whole + split * s)
 
     def _tma_mode(self):
         """0: pointer path; 1: TMA, B row-major; 2: TMA, B stored transposed (column-major, a weight's .t()).

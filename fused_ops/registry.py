@@ -33,6 +33,7 @@ class Variant:
     cpu_note: str = ""
     split_k: bool = False  # its GEMM loop runs Config.split_k slices of K per tile (fused_ops.gemm.gemm_unit)
     shard_tiles: bool = False  # default tiles sized for one rank's shard of M: the GEMM on it hides the peers' copies
+    split_default: bool = True  # the defaults may split its tiles (config.default_config); False: on request only
     # False: work on one stream of a call waits on a flag that work on another stream of the same call raises (a
     # kernel and the copy engines, or two kernels). That is correct only while both run at once: launched in the
     # right order on streams, they do; CUDA promises no such concurrency between the branches of a graph, and a
@@ -70,14 +71,14 @@ def define_op(name, layout):
 
 
 def register(op, name, pattern, summary, backends=("cpu", "cuda"), dtypes=("float16", "bfloat16", "float32"),
-             cpu_dtypes=None, cpu_note="", split_k=False, shard_tiles=False, capture=True):
+             cpu_dtypes=None, cpu_note="", split_k=False, shard_tiles=False, capture=True, split_default=True):
     if pattern not in PATTERNS:
         raise ValueError(f"unknown pattern class {pattern!r}; known: {sorted(PATTERNS)}")
 
     def wrap(fn):
         OPS[op].variants[name] = Variant(op, name, pattern, summary, fn, tuple(backends), tuple(dtypes),
                                          None if cpu_dtypes is None else tuple(cpu_dtypes), cpu_note, split_k,
-                                         shard_tiles, capture)
+                                         shard_tiles, split_default, capture)
         return fn
 
     return wrap

@@ -141,7 +141,13 @@ for stage in "$@"; do
                    --variants $vs --out "$OUT/wave/$tiles" --iters 8 --warmup 2 --timing graph \
                    --shapes ${WAVE_SHAPES:-8192x4608x36864} $flags
                done
-             done ;;
+             done
+             # the phased all-gather with 128x256 tiles and each launch's last wave split (split_tail on request only:
+             # its two launches overlap, which the defaults' wave model does not see)
+             run wave_tail_all_gather_gemm.log timeout ${SWEEP_TIMEOUT:-200} python3 -m taxonomy sweep \
+               --ops all_gather_gemm --variants torch_async_tp copy_engine_phased --out "$OUT/wave/tail" --iters 8 \
+               --warmup 2 --timing graph --shapes ${WAVE_SHAPES:-8192x4608x36864} --BLK_M 128 --BLK_N 256 --BLK_K 64 \
+               --num_stages 3 --num_warps 8 --split_tail on ;;
     graphprobe)  # does a captured peer copy need an SM, or does a graph run its branches one after the other?
              IRIS_WAIT_TIMEOUT_S=5 run graph_probe.log timeout 120 python3 scripts/copy_engine_check.py --graph-probe ;;
     *) echo "unknown stage $stage"; status=1 ;;

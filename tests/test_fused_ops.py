@@ -127,17 +127,19 @@ def test_split_k(ranks, op, variant):
     assert all(isinstance(e, float) for e in errs), errs
 
 
-def gemm_tiles(op, m, n, world, block_m, block_n):
-    """Output tiles of the GEMM one rank runs: N sharded for all-scatter and all-gather, K for the other two."""
+def gemm_tiles(op, variant, m, n, world, block_m, block_n):
+    """Output tiles of the GEMM one rank runs: N sharded for all-scatter and all-gather, K for the other two; one
+    shard's rows for variants that launch a GEMM per shard or phase (registry shard_tiles)."""
     cols = n // world if op in ("gemm_all_scatter", "all_gather_gemm") else n
-    return -(-m // block_m) * -(-cols // block_n)
+    rows = m // world if fused_ops.get(op, variant).shard_tiles else m
+    return -(-rows // block_m) * -(-cols // block_n)
 
 
 def r_check_tail_splits(ctx, op, variant, m, n, k, tiles_cfg, splits, dtype_name="float32"):
     """r_check with only the last wave's tiles split: gemm_sms = tiles - 2 leaves a wave of 2 tiles after a full one,
     split into each of `splits` slices, and into as many as the defaults choose (split_k unset; MIN_SLICE_BLOCKS lowered
-    here, so that this small K splits)."""
-    programs = gemm_tiles(op, m, n, ctx.get_num_ranks(), tiles_cfg["block_m"], tiles_cfg["block_n"]) - 2
+    here, so that this small K splits). A launch over several shards has a longer tail, split fewer ways."""
+    programs = gemm_tiles(op, variant, m, n, ctx.get_num_ranks(), tiles_cfg["block_m"], tiles_cfg["block_n"]) - 2
     worst, kept = 0.0, fused_ops.config.MIN_SLICE_BLOCKS
     fused_ops.config.MIN_SLICE_BLOCKS = 1  # (the rank process lives on: restored below)
     try:
@@ -155,8 +157,10 @@ def r_check_tail_splits(ctx, op, variant, m, n, k, tiles_cfg, splits, dtype_name
 @pytest.mark.parametrize("op,variant", SPLIT_K_CASES, ids=[f"{o}-{v}" for o, v in SPLIT_K_CASES])
 def test_split_tail(ranks, op, variant):
     # 48 x 96 x 144 in 16 x 16 tiles: 6 to 18 tiles per rank, the last 2 of them split (2 slices, then the default's
-    # choice: 2 to 8), the others whole; three calls in a row each.
-    errs = ranks.run(r_check_tail_splits, op, variant, 48, 96, 144, {"block_m": 16, "block_n": 16, "block_k": 16},
+    # choice: 2 to 8), the others whole; three calls in a row each. Variants with a GEMM per shard: 160 rows, 6 or 15
+    # tiles per shard.
+    m = 160 if fused_ops.get(op, variant).shard_tiles else 48
+    errs = ranks.run(r_check_tail_splits, op, variant, m, 96, 144, {"block_m": 16, "block_n": 16, "block_k": 16},
                      (2,))
     assert all(isinstance(e, float) for e in errs), errs
 

@@ -17,7 +17,7 @@ import triton.language as tl
 
 import iris
 from ..comm import chunk_blocks
-from ..gemm import NEXT_IN_AT_START, c_tile, first_unit, gemm_tile, operands, tile_coords
+from ..gemm import NEXT_IN_AT_START, c_tile, first_unit, operands, tile_coords, unit_acc, unit_start, unit_tile
 from ..registry import register
 
 
@@ -25,9 +25,12 @@ from ..registry import register
 def kernel(A, G, B, C, M_LOCAL, N, K, stride_am, stride_gm, stride_bk, stride_bn, stride_cm, stride_cn, flags, done,
            CHUNK_BLOCKS, cur_rank, world_size, heap_bases, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
            BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr, PDL: tl.constexpr = tl.constexpr(False),
-           PHASE: tl.constexpr = tl.constexpr(0)):
+           PHASE: tl.constexpr = tl.constexpr(0), PARTIALS=None, COUNTS=None, SPLIT_K: tl.constexpr = tl.constexpr(1),
+           WHOLE=0):
     """PHASE 0: every shard, the peers' tiles each waiting on its chunk's flag. 1: this rank's own shard only; 2: the
-    peers' shards only, with no flags (the copies completed before this launch: copy_engine_phased)."""
+    peers' shards only, with no flags (the copies completed before this launch: copy_engine_phased). The launch's
+    tiles, shard after shard, are work units as in the shared loop (gemm.num_units: split-K, or only the last wave's
+    tiles split)."""
     iris.launched_early(PDL, NEXT_IN_AT_START)
     blocks = tl.cdiv(M_LOCAL, BLOCK_M)  # row blocks per shard; shard s starts at row s * blocks * BLOCK_M of G
     chunks = tl.cdiv(blocks, CHUNK_BLOCKS)
@@ -48,19 +51,22 @@ def kernel(A, G, B, C, M_LOCAL, N, K, stride_am, stride_gm, stride_bk, stride_bn
         else:
             rows, base, stride, block0 = world_size * blocks * BLOCK_M, G, stride_gm, src * blocks
         a_op, b_op = operands(base, B, rows, N, K, stride, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
-        lo = shard * per_shard
-        for tile in range(first_unit(lo), lo + per_shard, programs):
+        lo = (shard - first) * per_shard  # the launch's tiles, numbered from 0
+        for unit in range(first_unit(unit_start(lo, SPLIT_K, WHOLE)), unit_start(lo + per_shard, SPLIT_K, WHOLE),
+                          programs):
+            tile, s, _ = unit_tile(unit, SPLIT_K, WHOLE)
             lb, pid_n = tile_coords(tile - lo, blocks, num_pid_n, GROUP_M)
             if PHASE == 0:
                 if shard > 0:
                     iris.wait(flags + src * chunks + lb // CHUNK_BLOCKS, 1, cur_rank, heap_bases)
                     if TMA:  # the chunk was written by the copy engine; TMA reads through the async proxy
                         iris.fence_proxy_async()
-            acc = gemm_tile(a_op, b_op, block0 + lb, pid_n, rows, N, K, stride, 1, stride_bk, stride_bn, BLOCK_M,
-                            BLOCK_N, BLOCK_K, TMA)
-            ptrs, mask = c_tile(C + src * M_LOCAL * stride_cm, lb, pid_n, M_LOCAL, N, stride_cm, stride_cn, 0, BLOCK_M,
-                                BLOCK_N)
-            tl.store(ptrs, acc.to(C.dtype.element_ty), mask=mask)
+            acc, whole = unit_acc(a_op, b_op, unit, tile, s, block0 + lb, pid_n, rows, N, K, stride, 1, stride_bk,
+                                  stride_bn, PARTIALS, COUNTS, BLOCK_M, BLOCK_N, BLOCK_K, TMA, SPLIT_K, WHOLE)
+            if whole:  # (a split tile: on the program that summed its slices)
+                ptrs, mask = c_tile(C + src * M_LOCAL * stride_cm, lb, pid_n, M_LOCAL, N, stride_cm, stride_cn, 0,
+                                    BLOCK_M, BLOCK_N)
+                tl.store(ptrs, acc.to(C.dtype.element_ty), mask=mask)
     # Every peer chunk's flag was seen at 1 by some tile before its program counted itself in here, so the last one
     # in lowers them all after the copy engine's writes: no flag is stale for the next call or graph replay.
     if PHASE == 0:
@@ -72,7 +78,7 @@ def kernel(A, G, B, C, M_LOCAL, N, K, stride_am, stride_gm, stride_bk, stride_bn
 
 @register("all_gather_gemm", "copy_engine", "copy-engine", "copy engines pull peers' A chunks on a side stream and "
                                                            "raise flags from the stream; one GEMM on every SM",
-          shard_tiles=True, capture=False)
+          shard_tiles=True, capture=False, split_k=True, split_default=False)
 def run(p):
     a, g, blocks, col_blocks = operands_and_buffer(p)
     programs = min(p.cfg.gemm_sms, p.world * blocks * col_blocks)
@@ -88,7 +94,7 @@ def run(p):
                 lo, hi = j * per * p.cfg.block_m, min((j + 1) * per * p.cfg.block_m, p.m_local)
                 row0 = src * blocks * p.cfg.block_m
                 ce.get(g[row0 + lo:row0 + hi], a[lo:hi], src, flag=flags[src * chunks + j:src * chunks + j + 1])
-        launch(p, a, g, flags, done, per, programs, 0)
+        launch(p, a, g, flags, done, per, 0)
     finish(p, a, g, blocks)
 
 
@@ -101,13 +107,18 @@ def operands_and_buffer(p):
     return a, g, blocks, triton.cdiv(p.n, p.cfg.block_n)
 
 
-def launch(p, a, g, flags, done, per, programs, phase, pdl=True):
+def launch(p, a, g, flags, done, per, phase, pdl=True):
+    """One launch of the kernel: every shard (phase 0), this rank's own (1) or the peers' (2), on at most gemm_sms
+    programs, split as the config says (Problem.launch_split)."""
     c = p.c
+    shards = {0: p.world, 1: 1, 2: p.world - 1}[phase]
+    tiles = shards * triton.cdiv(p.m_local, p.cfg.block_m) * triton.cdiv(p.n, p.cfg.block_n)
+    split, programs = p.launch_split(tiles, p.cfg.gemm_sms, f"phase{phase}")
     kernel[(programs,)](*p.operands(a), *p.operands(g, p.b), c, p.m_local, p.n, p.k, a.stride(0), g.stride(0),
                         p.b.stride(0), p.b.stride(1), c.stride(0), c.stride(1), flags, done, per, *p.rank_args(),
                         BLOCK_M=p.cfg.block_m, BLOCK_N=p.cfg.block_n, BLOCK_K=p.cfg.block_k, GROUP_M=p.cfg.group_m,
                         TMA=p.tma, num_warps=p.cfg.num_warps, num_stages=p.cfg.num_stages, PHASE=phase,
-                        **(iris.pdl_launch() if pdl else {}))
+                        **split, **(iris.pdl_launch() if pdl else {}))
 
 
 def finish(p, a, g, blocks):

@@ -23,13 +23,13 @@ SIDE_MIN_K = 8192
 @register("all_gather_gemm", "copy_engine_phased", "copy-engine", "copy engines pull the peers' shards while a GEMM "
                                                                   "runs the own rows; a second GEMM, after the copies "
                                                                   "by stream order, runs the peers' rows: no flags",
-          shard_tiles=True)
+          shard_tiles=True, split_k=True, split_default=False)
 def run(p):
-    a, g, blocks, col_blocks = operands_and_buffer(p)
+    a, g, blocks, _ = operands_and_buffer(p)
     unused = p.buffer("no_flags", (1,), torch.int32)  # the kernel's flag arguments, not read in phases 1 and 2
 
     def peers():  # no PDL: the launch must not overtake the copies
-        launch(p, a, g, unused, unused, blocks, min(p.cfg.gemm_sms, (p.world - 1) * blocks * col_blocks), 2, pdl=False)
+        launch(p, a, g, unused, unused, blocks, 2, pdl=False)
 
     side = p.k >= SIDE_MIN_K  # on the copies' stream: they start on the SMs the own rows' last wave leaves free
     p.ctx.device_barrier()
@@ -38,7 +38,7 @@ def run(p):
             src = (p.rank + i) % p.world
             row0 = src * blocks * p.cfg.block_m
             ce.get(g[row0:row0 + p.m_local], a, src)
-        launch(p, a, g, unused, unused, blocks, min(p.cfg.gemm_sms, blocks * col_blocks), 1)
+        launch(p, a, g, unused, unused, blocks, 1)
         if side:
             ce.then(peers)
     if not side:  # after the own rows, on this stream (leaving the block, it waited for the copies)
