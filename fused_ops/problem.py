@@ -37,7 +37,7 @@ class Problem:
         defaults = _config.default_config(ctx, rows, n, k, a.dtype,
                                           variant.pattern in ("producer-consumer", "workgroup-specialized"),
                                           split=variant.split_k and variant.split_default)
-        self.cfg = _config.resolve((config or _config.Config()).merged(defaults), config, m, n, k)
+        self.cfg = _config.resolve((config or _config.Config()).merged(defaults), config, rows, n, k)
         _config.check(self.cfg, ctx, variant)
         self.tma = self._tma_mode()
         if self.tma and ctx.backend == "cuda":
