@@ -111,7 +111,7 @@ def catalog_kernels():
             ("fused_ops.all_scatter.wg_specialized", "kernel", [dict(g, GEMM_SMS=116),
                                                                 dict(g, GEMM_SMS=116, TRACING=True),
                                                                 dict(k2, GEMM_SMS=116)]),
-            ("fused_ops.all_reduce.atomic", "kernel", [g]),
+            ("fused_ops.all_reduce.atomic", "kernel", [g, k2]),
             ("fused_ops.all_reduce.one_shot", "kernel", [g, dict(g, TRACING=True), k2]),
             ("fused_ops.all_reduce.two_shot", "kernel", [g]),
             ("fused_ops.all_reduce.wg_specialized", "kernel", [dict(g, GEMM_SMS=116), dict(k2, GEMM_SMS=116)]),
@@ -124,7 +124,8 @@ def catalog_kernels():
                                                      for g in (gemm, deep)]),
             ("fused_ops.all_gather.copy_engine", "kernel",
              [dict(gemm, TMA=t) for t in (0, 1, 2)] + [dict(deep, TMA=1)] +
-             [dict(gemm, TMA=t, PHASE=ph) for t in (0, 1) for ph in (1, 2)]),
+             [dict(gemm, TMA=t, PHASE=ph) for t in (0, 1) for ph in (1, 2)] +
+             [dict(gemm, TMA=1, PHASE=ph, SPLIT_K=2) for ph in (0, 1)]),  # split-K / a split last wave
             ("fused_ops.copy_reduce", "kernel", [dict(gemm, TMA=t, EVEN=e, GATHER=not e) for t in (0, 1, 2)
                                                  for e in (False, True)] +
              [dict(deep, TMA=1, EVEN=True, GATHER=False)] +
