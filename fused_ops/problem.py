@@ -85,7 +85,7 @@ class Problem:
             waves, tail = divmod(tiles, programs)
             s = min(s, programs // tail) if waves and tail else 1
             whole = tiles - tail
-        if s == 1:
+        if s == 1 or tiles == 0:
             return {}, min(programs, tiles)
         split = tiles - whole
         slices = split * s * cfg.block_m * cfg.block_n

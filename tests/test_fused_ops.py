@@ -210,6 +210,22 @@ def test_hopper_default_tiles(ranks2, op):
             assert all(isinstance(e, float) for e in errs), (variant, cfg, errs)
 
 
+def r_one_rank_splits(ctx):
+    tiles = {"block_m": 16, "block_n": 16, "block_k": 16}
+    out = []
+    for variant in ("copy_engine_phased", "copy_engine"):
+        for cfg in (dict(tiles, split_k=2), dict(tiles, gemm_sms=13, split_k=3, split_tail=True)):
+            out.append((variant, cfg, r_check(ctx, "all_gather_gemm", variant, "float32", 80, 48, 64, 3, cfg)))
+    return out
+
+
+def test_one_rank_all_gather_splits():
+    # One rank: the copy-engine all-gather has no peer shard, and the phased variant's second launch no tile to run
+    # (15 tiles over 13 programs: the last 2 split in 3)
+    for variant, cfg, err in iris.spawn(r_one_rank_splits, 1)[0]:
+        assert isinstance(err, float), (variant, cfg, err)
+
+
 def r_plan(ctx):
     world, rank, dev = ctx.get_num_ranks(), ctx.get_rank(), ctx.get_device()
     a, b, _ = reference.make_inputs("gemm_all_reduce", 1, world, rank, 48, 96, 144, torch.float32, dev)
