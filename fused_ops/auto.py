@@ -28,6 +28,7 @@ DEFAULT = {"gemm_all_scatter": "fused_sequential", "gemm_all_reduce": "one_shot"
 TABLE = os.path.join(os.path.dirname(__file__), "tuned.csv")
 _table = None
 _tuned = {}  # (op, m, n, k, dtype, world, backend) -> variant name, from tune()
+_tuned_config = {}  # the same keys -> the Config that won with that variant (None: its defaults), from tune()
 _picked = {}  # the table's pick per call signature (a lookup per call costs more than the small calls it picks for)
 _picked_from = [None]  # the table those picks came from (tests swap tables)
 _set_up = set()  # shapes whose capture-mode pick has run eagerly (capture_pick_to_set_up)
@@ -122,41 +123,65 @@ def _fallback(ctx, op, dtype, exclude):
     return DEFAULT[op]
 
 
-def tune(ctx, op, a, b, c, variants=None, iters=10, **kwargs):
-    """Collective: time every runnable variant on these operands (CUDA events, the slowest rank counts), remember
-    the fastest for this shape and return {variant: microseconds}. Call it once per shape before a long run."""
+def tune(ctx, op, a, b, c, variants=None, iters=10, configs=(), **kwargs):
+    """Collective: time every runnable variant on these operands (CUDA events, the slowest rank counts), each with
+    its defaults and with each of `configs` it accepts (Configs; "search": config.candidates, the tiles and splits
+    the defaults choose among), remember the fastest variant and config for this shape, and return {variant:
+    microseconds} (its best config's). `auto` calls on this shape then run that variant with that config, unless
+    they pass a config of their own. Call it once per shape before a long run."""
+    from . import config as _config, ops
+
+    m, n, k = global_shape(ctx, op, a, b)
+    if isinstance(configs, str):
+        configs = _config.candidates(ctx, a.dtype)
+    names = [v for v in (variants or registry.list_variants(op)) if _runnable(ctx, op, v, a.dtype)]
+    times, best = {}, {}
+    for name in names:
+        for cfg in (None, *(() if registry.get(op, name).pattern == "baseline" else configs)):
+            try:  # a config the variant refuses is refused on the host, on every rank alike
+                ops.plan(ctx, op, a, b, c, name, cfg)
+            except ValueError:
+                continue
+            t = _time_calls(ctx, lambda: getattr(ops, op)(ctx, a, b, c, variant=name, config=cfg, **kwargs), iters)
+            if t < times.get(name, float("inf")):
+                times[name], best[name] = t, cfg
+    key = (op, m, n, k, a.dtype, ctx.get_num_ranks(), ctx.backend)
+    _tuned[key] = min(times, key=times.get)
+    _tuned_config[key] = best[_tuned[key]]
+    return times
+
+
+def tuned_config(ctx, op, m, n, k, dtype, variant):
+    """The config tune() found best for `variant` on this shape (global M, N, K), or None."""
+    key = (op, m, n, k, dtype, ctx.get_num_ranks(), ctx.backend)
+    return _tuned_config.get(key) if _tuned.get(key) == variant else None
+
+
+def _time_calls(ctx, call, iters):
+    """Microseconds per call, after two warm-up calls, the slowest rank's (collective)."""
+    import time
+
     import torch.distributed as dist
 
-    from . import ops
-
-    run = getattr(ops, op)
-    m, n, k = global_shape(ctx, op, a, b)
-    names = [v for v in (variants or registry.list_variants(op)) if _runnable(ctx, op, v, a.dtype)]
-    times = {}
-    for name in names:
-        for _ in range(2):
-            run(ctx, a, b, c, variant=name, **kwargs)
-        ctx.barrier()
-        if ctx.backend == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(iters):
-                run(ctx, a, b, c, variant=name, **kwargs)
-            end.record()
-            end.synchronize()
-            t = torch.tensor([start.elapsed_time(end) * 1e3 / iters], dtype=torch.float64)
-        else:
-            import time
-            t0 = time.perf_counter()
-            for _ in range(iters):
-                run(ctx, a, b, c, variant=name, **kwargs)
-            t = torch.tensor([(time.perf_counter() - t0) * 1e6 / iters], dtype=torch.float64)
-        ctx.barrier()
-        t = t.to(ctx.get_device()) if ctx.backend == "cuda" else t
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        times[name] = t.item()
-    _tuned[(op, m, n, k, a.dtype, ctx.get_num_ranks(), ctx.backend)] = min(times, key=times.get)
-    return times
+    for _ in range(2):
+        call()
+    ctx.barrier()
+    if ctx.backend == "cuda":
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(iters):
+            call()
+        end.record()
+        end.synchronize()
+        t = torch.tensor([start.elapsed_time(end) * 1e3 / iters], dtype=torch.float64, device=ctx.get_device())
+    else:
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            call()
+        t = torch.tensor([(time.perf_counter() - t0) * 1e6 / iters], dtype=torch.float64)
+    ctx.barrier()
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return t.item()
 
 
 def global_shape(ctx, op, a, b):

@@ -122,6 +122,18 @@ def default_config(ctx, m, n_local, k, dtype, comm_programs=False, split=False):
     return Config(bm, bn, bk, 8, gemm, comm, stages, warps, None, s if pick == "tail" else 1, pick == "tail")
 
 
+def candidates(ctx, dtype):
+    """Launch configurations worth timing against the defaults (fused_ops.tune(configs="search")): on Hopper, each
+    16-bit tile whole, and the largest with its last wave split; on the CPU, two tile sizes."""
+    if ctx.backend == "cpu":
+        return [Config(16, 16, 16, split_k=1, split_tail=False), Config(32, 32, 32, split_k=1, split_tail=False)]
+    if dtype == torch.float32:
+        return []
+    whole = [Config(bm, bn, bk, num_stages=st, num_warps=w, split_k=1, split_tail=False)
+             for bm, bn, bk, st, w, _ in HOPPER_TILES]
+    return whole + [replace(whole[0], split_k=None, split_tail=True)]
+
+
 def check(cfg, ctx, variant):
     for name in ("block_m", "block_n", "block_k"):
         v = getattr(cfg, name)

@@ -68,10 +68,14 @@ def _check(ctx, op, a, b, c, heap_output=True):
         raise ValueError(f"{where} c must be contiguous")
 
 
-def _variant(ctx, op, variant, a, b, c, heap_output=True, exclude=()):
+def _variant(ctx, op, variant, a, b, c, config, heap_output=True, exclude=()):
+    """(the variant to run, its config): auto's pick, with the config tune() found for it here when the caller
+    gave none."""
     _check(ctx, op, a, b, c, heap_output)
     if variant == "auto":
-        variant = auto.choose(ctx, op, *auto.global_shape(ctx, op, a, b), a.dtype, exclude)
+        shape = auto.global_shape(ctx, op, a, b)
+        variant = auto.choose(ctx, op, *shape, a.dtype, exclude)
+        config = config if config is not None else auto.tuned_config(ctx, op, *shape, a.dtype, variant)
     v = registry.get(op, variant, ctx.backend)
     allowed = v.dtypes_on(ctx.backend)
     if str(a.dtype).replace("torch.", "") not in allowed:
@@ -85,7 +89,7 @@ def _variant(ctx, op, variant, a, b, c, heap_output=True, exclude=()):
         raise ValueError(f"{op}/{variant} needs one GPU per rank: {why} ({ctx.ranks_per_device} ranks share each GPU "
                          f"here)")
     check_capture(ctx.backend, v)
-    return v
+    return v, config
 
 
 def check_capture(backend, v):
@@ -121,7 +125,7 @@ def plan(ctx, op, a, b, c, variant="auto", config=None):
     """(variant, config) that `op` would run on these operands: auto's pick, and the launch configuration with the
     per-device defaults filled in (None for the baselines, which run torch's own kernels). Launches nothing; checks
     the operands and the variant as a call does, but not c's shape."""
-    v = _variant(ctx, op, variant, a, b, c, heap_output=op in ("gemm_all_scatter", "gemm_all_reduce"))
+    v, config = _variant(ctx, op, variant, a, b, c, config, heap_output=op in ("gemm_all_scatter", "gemm_all_reduce"))
     if v.pattern == "baseline":
         return v.name, None
     world, m, n = ctx.get_num_ranks(), a.shape[0], b.shape[1]
@@ -132,22 +136,22 @@ def plan(ctx, op, a, b, c, variant="auto", config=None):
 
 
 def gemm_all_scatter(ctx, a, b, c, variant="auto", config=None):
-    v = _variant(ctx, "gemm_all_scatter", variant, a, b, c)
+    v, cfg = _variant(ctx, "gemm_all_scatter", variant, a, b, c, config)
     m, n_local, world = a.shape[0], b.shape[1], ctx.get_num_ranks()
     if tuple(c.shape) != (m, n_local * world):
         raise ValueError(f"gemm_all_scatter: c must be M x N = {m} x {n_local * world} (b holds N/world = {n_local} "
                          f"columns on each of {world} ranks), got {tuple(c.shape)}")
-    _run(ctx, v, config, lambda: Problem(ctx, "gemm_all_scatter", v, a, b, c, m, n_local, a.shape[1], config), a, b, c)
+    _run(ctx, v, cfg, lambda: Problem(ctx, "gemm_all_scatter", v, a, b, c, m, n_local, a.shape[1], cfg), a, b, c)
     _set_up_capture_pick(ctx, "gemm_all_scatter", variant, a, b, lambda v: gemm_all_scatter(ctx, a, b, c, v, config))
     return c
 
 
 def gemm_all_reduce(ctx, a, b, c, variant="auto", config=None):
-    v = _variant(ctx, "gemm_all_reduce", variant, a, b, c)
+    v, cfg = _variant(ctx, "gemm_all_reduce", variant, a, b, c, config)
     m, n = a.shape[0], b.shape[1]
     if tuple(c.shape) != (m, n):
         raise ValueError(f"gemm_all_reduce: c must be M x N = {m} x {n}, got {tuple(c.shape)}")
-    _run(ctx, v, config, lambda: Problem(ctx, "gemm_all_reduce", v, a, b, c, m, n, a.shape[1], config), a, b, c)
+    _run(ctx, v, cfg, lambda: Problem(ctx, "gemm_all_reduce", v, a, b, c, m, n, a.shape[1], cfg), a, b, c)
     _set_up_capture_pick(ctx, "gemm_all_reduce", variant, a, b, lambda v: gemm_all_reduce(ctx, a, b, c, v, config))
     return c
 
@@ -156,7 +160,7 @@ def all_gather_gemm(ctx, a, b, c, variant="auto", config=None, a_gathered=None):
     # c is written by this rank only: it may live anywhere on the device; `a` is read by peers (staged on the heap
     # when it is not there already).
     exclude = ("pull",) if a_gathered is not None else ()
-    v = _variant(ctx, "all_gather_gemm", variant, a, b, c, heap_output=False, exclude=exclude)
+    v, cfg = _variant(ctx, "all_gather_gemm", variant, a, b, c, config, heap_output=False, exclude=exclude)
     world = ctx.get_num_ranks()
     m_local, k = a.shape
     m, n_local = m_local * world, b.shape[1]
@@ -169,9 +173,9 @@ def all_gather_gemm(ctx, a, b, c, variant="auto", config=None, a_gathered=None):
                              f"{tuple(a_gathered.shape)} {a_gathered.dtype}")
     if not a.is_contiguous():
         raise ValueError("all_gather_gemm: a must be contiguous (its rows are copied and read by peers)")
-    make = lambda: Problem(ctx, "all_gather_gemm", v, a, b, c, m, n_local, k, config, m_local=m_local,  # noqa: E731
+    make = lambda: Problem(ctx, "all_gather_gemm", v, a, b, c, m, n_local, k, cfg, m_local=m_local,  # noqa: E731
                            a_gathered=a_gathered)
-    _run(ctx, v, config, make, a, b, c, a_gathered)
+    _run(ctx, v, cfg, make, a, b, c, a_gathered)
     if a_gathered is not None and v.pattern != "baseline" and not ctx.is_symmetric(a_gathered):
         a_gathered.copy_(make().gathered_buffer())
     _set_up_capture_pick(ctx, "all_gather_gemm", variant, a, b,
@@ -180,15 +184,15 @@ def all_gather_gemm(ctx, a, b, c, variant="auto", config=None, a_gathered=None):
 
 
 def gemm_reduce_scatter(ctx, a, b, c, variant="auto", config=None):
-    v = _variant(ctx, "gemm_reduce_scatter", variant, a, b, c, heap_output=False)
+    v, cfg = _variant(ctx, "gemm_reduce_scatter", variant, a, b, c, config, heap_output=False)
     world = ctx.get_num_ranks()
     m, n = a.shape[0], b.shape[1]
     if m % world:
         raise ValueError(f"gemm_reduce_scatter: M={m} must be divisible by the world size {world}")
     if tuple(c.shape) != (m // world, n):
         raise ValueError(f"gemm_reduce_scatter: c must be M/world x N = {m // world} x {n}, got {tuple(c.shape)}")
-    _run(ctx, v, config, lambda: Problem(ctx, "gemm_reduce_scatter", v, a, b, c, m, n, a.shape[1], config,
-                                         m_local=m // world), a, b, c)
+    _run(ctx, v, cfg, lambda: Problem(ctx, "gemm_reduce_scatter", v, a, b, c, m, n, a.shape[1], cfg,
+                                      m_local=m // world), a, b, c)
     _set_up_capture_pick(ctx, "gemm_reduce_scatter", variant, a, b,
                          lambda v: gemm_reduce_scatter(ctx, a, b, c, v, config))
     return c

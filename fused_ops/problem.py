@@ -189,7 +189,8 @@ class Problem:
         slot by its parity (gemm.call_slot). By default it is advanced here, before the variant's launches (the
         copy_engine variants); `in_kernel=True`: the variant's kernels advance it themselves (sync.begin/end, and
         sync.role for calls of two kernels), with no launch for it."""
-        key = (self.op, self.variant.name, self.m, self.n, self.k, self.c.dtype, tuple(sorted(buffers)))
+        # per config too: flags are per tile, and arrival counts per flag assume every call of the workspace used it
+        key = (self.op, self.variant.name, self.m, self.n, self.k, self.c.dtype, tuple(sorted(buffers)), self.cfg)
 
         def make(ctx):
             ws = {"flags": ctx.zeros(self.num_tiles, dtype=torch.int32),

@@ -48,6 +48,37 @@ def r_choose(ctx):
     return out
 
 
+def r_tune_configs(ctx):
+    op, w = "gemm_all_reduce", ctx.get_num_ranks()
+    a, b, ref = reference.make_inputs(op, 5, w, ctx.get_rank(), 48, 48, 48 * w, torch.float32, ctx.get_device())
+    c = ctx.zeros(48, 48)
+    try:
+        # two fused variants, each with its defaults and the two candidate tiles; split-K only where it runs
+        split = fused_ops.Config(block_m=16, block_n=16, block_k=16, split_k=2)
+        times = auto.tune(ctx, op, a, b, c, variants=["one_shot", "two_shot"], iters=1,
+                          configs=fused_ops.config.candidates(ctx, torch.float32) + [split])
+        pick = auto.choose(ctx, op, 48, 48, 48 * w, torch.float32)
+        tuned = auto.tuned_config(ctx, op, 48, 48, 48 * w, torch.float32, pick)
+        planned = fused_ops.plan(ctx, op, a, b, c)  # auto, no config: the tuned one
+        given = fused_ops.plan(ctx, op, a, b, c, config=fused_ops.Config(block_m=64))  # the caller's wins
+        c.fill_(float("nan"))
+        ctx.barrier()
+        fused_ops.gemm_all_reduce(ctx, a, b, c)
+        return (sorted(times), pick == min(times, key=times.get), planned[0] == pick,
+                tuned is None or planned[1] == tuned.merged(planned[1]), given[1].block_m,
+                reference.rel_error(c, ref) < reference.TOLERANCE[torch.float32])
+    finally:
+        auto._tuned.clear()
+        auto._tuned_config.clear()
+
+
+@gpu_per_rank(2)
+def test_tune_searches_configs_and_auto_uses_the_winner(ranks2):
+    for names, pick_fastest, planned_pick, planned_cfg, given_block_m, correct in ranks2.run(r_tune_configs):
+        assert names == ["one_shot", "two_shot"] and pick_fastest and planned_pick and planned_cfg and correct
+        assert given_block_m == 64
+
+
 @gpu_per_rank(2)
 def test_auto_choice_rules(ranks2):
     for out in ranks2.run(r_choose):

@@ -210,6 +210,24 @@ def test_hopper_default_tiles(ranks2, op):
             assert all(isinstance(e, float) for e in errs), (variant, cfg, errs)
 
 
+def r_alternate_configs(ctx, op, variant):
+    small, big = {"block_m": 16, "block_n": 16, "block_k": 16}, {"block_m": 32, "block_n": 32, "block_k": 32}
+    for cfg in (small, big, small, big):
+        err = r_check(ctx, op, variant, "float32", 64, 64, 64, 2, cfg)
+        if not isinstance(err, float):
+            return f"{cfg}: {err}"
+    return err
+
+
+@pytest.mark.parametrize("op,variant", [("gemm_all_reduce", "one_shot"), ("gemm_reduce_scatter", "fused"),
+                                        ("gemm_all_scatter", "wg_specialized")])
+def test_configs_alternate_on_one_shape(ranks2, op, variant):
+    # Per-tile flags count arrivals over every call of their workspace: calls with other tiles on the same shape need
+    # a workspace of their own (they shared one, and the second config's tiles waited for arrivals that never came)
+    errs = ranks2.run(r_alternate_configs, op, variant)
+    assert all(isinstance(e, float) for e in errs), errs
+
+
 def r_one_rank_splits(ctx):
     tiles = {"block_m": 16, "block_n": 16, "block_k": 16}
     out = []
