@@ -148,10 +148,11 @@ def check(cfg, ctx, variant):
     if cfg.split_k > cfg.gemm_sms:
         raise ValueError(f"config.split_k={cfg.split_k} exceeds gemm_sms={cfg.gemm_sms}: a tile's slices run side by "
                          f"side, one program each")
-    if cfg.split_k > 1 and not variant.split_k and variant.pattern != "baseline":  # baselines: torch.matmul
+    if (cfg.split_k > 1 or cfg.split_tail) and not variant.split_k and variant.pattern != "baseline":  # torch's
         able = [v.name for v in OPS[variant.op].variants.values() if v.split_k]
-        raise ValueError(f"config.split_k={cfg.split_k}: {variant.op}/{variant.name} runs whole tiles only; split-K "
-                         f"variants of {variant.op}: {', '.join(able) or 'none'}")
+        what = "config.split_tail" if cfg.split_tail else f"config.split_k={cfg.split_k}"
+        raise ValueError(f"{what}: {variant.op}/{variant.name} runs whole tiles only; split-K variants of "
+                         f"{variant.op}: {', '.join(able) or 'none'}")
     if ctx.backend == "cuda" and variant.pattern in ("producer-consumer", "workgroup-specialized"):
         sms = ctx.get_cu_count() // ctx.ranks_per_device
         if cfg.gemm_sms + cfg.comm_sms > sms:

@@ -314,6 +314,8 @@ def r_errors(ctx, case):
                                                                                               split_tail=True)),
         "split tail, bad flag": lambda: fused_ops.gemm_all_reduce(ctx, a, b, ctx.zeros(8, 8), variant="bulk_sync",
                                                                   config=fused_ops.Config(split_tail="yes")),
+        "split tail unsupported": lambda: fused_ops.gemm_all_reduce(ctx, a, b, ctx.zeros(8, 8), variant="two_shot",
+                                                                    config=fused_ops.Config(split_tail=True)),
         "fp16 atomic on cpu": lambda: fused_ops.gemm_all_reduce(ctx, a.half(), b.half(),
                                                                 ctx.zeros(8, 8, dtype=torch.float16), variant="atomic"),
     }
@@ -343,6 +345,7 @@ ERRORS = {
     "split-K over SMs": ("ValueError", "split_k=8 exceeds gemm_sms=4"),
     "split tail, no full wave": ("ValueError", "leave 1 in a last wave after 0 full ones; it needs at least one full"),
     "split tail, bad flag": ("ValueError", "config.split_tail='yes': expected True or False"),
+    "split tail unsupported": ("ValueError", "config.split_tail: gemm_all_reduce/two_shot runs whole tiles only"),
     "fp16 atomic on cpu": ("TypeError", "float16 atomic add is not atomic across rank processes"),
 }
 if iris.BACKEND == "cuda":
