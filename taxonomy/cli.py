@@ -209,6 +209,34 @@ def cmd_run(args):
     return 0 if all(r["correct"] is not False for r in rows) else 1
 
 
+def tune_shape(ctx, op, variants, m, n, k, dtype_name, search, iters):
+    """fused_ops.tune on this shape (fresh random operands), then what `auto` would run here: rank 0's answer."""
+    dtype = getattr(torch, dtype_name)
+    world, rank = ctx.get_num_ranks(), ctx.get_rank()
+    reference.check_divisible(op, m, n, k, world)
+    with ctx.scratch():
+        a, b, _ = reference.make_inputs(op, 1, world, rank, m, n, k, dtype, ctx.get_device())
+        c = ctx.zeros(*reference.local_shapes(op, m, n, k, world)[2], dtype=dtype)
+        times = fused_ops.auto.tune(ctx, op, a, b, c, variants=variants, iters=iters,
+                                    configs="search" if search else ())
+        name, cfg = fused_ops.plan(ctx, op, a, b, c)
+    return times, name if cfg is None else f"{name}: {cfg.describe()}"
+
+
+def cmd_tune(args):
+    _check_machine(args)
+    dtype = DTYPES[args.datatype]
+    out = on_ranks(tune_shape, args, args.op, args.variants, args.m, args.n, args.k, dtype, args.search, args.iters)
+    if out is None:
+        return 0
+    times, picked = out
+    for name, us in sorted(times.items(), key=lambda kv: kv[1]):
+        print(f"  {name:<20} {us:10.1f} us")
+    print(f"auto's pick for {args.op} {args.m}x{args.n}x{args.k} after this tuning: {picked} (the tuning lives in "
+          f"the process that ran it: call fused_ops.tune in yours, or pass this variant and config)")
+    return 0
+
+
 def read_csv(path):
     """A results CSV with its text columns kept as text: a short commit hash such as 8e02100 is a float to pandas."""
     import pandas as pd
@@ -384,6 +412,15 @@ def parser():
     run.add_argument("--output_file", "--output-file", default=None, help="append the rows to this CSV")
     common(run)
 
+    tune = sub.add_parser("tune", help="fused_ops.tune on one shape: every variant timed, the fastest (and with "
+                                       "--search its tiles and split) picked for auto")
+    tune.add_argument("op", choices=registry.list_ops())
+    tune.add_argument("-m", type=int, required=True)
+    tune.add_argument("-n", type=int, required=True)
+    tune.add_argument("-k", type=int, required=True)
+    tune.add_argument("--search", action="store_true", help="also time each variant with fused_ops.config.candidates")
+    common(tune)
+
     sweep = sub.add_parser("sweep", help="shapes x variants, appended to <out>/<op>.csv")
     sweep.add_argument("--ops", nargs="+", default=registry.list_ops(), choices=registry.list_ops())
     sweep.add_argument("--shapes", nargs="+", default=None, help="MxNxK ... (default: tensor-parallel layer grid)")
@@ -410,4 +447,4 @@ def parser():
 def main(argv=None):
     args = parser().parse_args(argv)
     return {"list": cmd_list, "run": cmd_run, "sweep": cmd_sweep, "plot": cmd_plot, "compare": cmd_compare,
-            "summary": cmd_summary}[args.cmd](args) or 0
+            "summary": cmd_summary, "tune": cmd_tune}[args.cmd](args) or 0

@@ -1,6 +1,7 @@
 """The taxonomy CLI on the CPU backend: list, run, sweep (CSV contents) and plot (PNGs written)."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -182,3 +183,13 @@ def test_summary_gives_the_targets_figures_per_op_and_timing(tmp_path):
     assert abs(row.auto_worst - 40 / 44) < 1e-9 and row.auto_worst_shape == "1024x256x512"
     assert row.winners in ("one_shot:1 two_shot:1", "two_shot:1 one_shot:1") and row.shapes == 2
     assert "no <op>.csv" in taxonomy("summary", str(tmp_path), ok=False)
+
+
+@gpu_per_rank(2)
+def test_tune_times_variants_and_names_autos_pick():
+    out = taxonomy("tune", "gemm_all_reduce", "-m", "32", "-n", "32", "-k", "64", "--variants", "one_shot", "two_shot",
+                   "--iters", "1", "--search", "--datatype", "fp32")
+    times = dict(re.findall(r"^\s+(\w+)\s+([\d.]+) us$", out, re.M))
+    assert sorted(times) == ["one_shot", "two_shot"], out
+    fastest = min(times, key=lambda v: float(times[v]))
+    assert re.search(rf"after this tuning: {fastest}: \d+x\d+x\d+ s\d+ w\d+, \d+ GEMM programs", out), out
