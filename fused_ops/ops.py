@@ -126,13 +126,15 @@ def plan(ctx, op, a, b, c, variant="auto", config=None):
     per-device defaults filled in (None for the baselines, which run torch's own kernels). Launches nothing; checks
     the operands and the variant as a call does, but not c's shape."""
     v, config = _variant(ctx, op, variant, a, b, c, config, heap_output=op in ("gemm_all_scatter", "gemm_all_reduce"))
-    if v.pattern == "baseline":
-        return v.name, None
-    world, m, n = ctx.get_num_ranks(), a.shape[0], b.shape[1]
-    m_local = {"all_gather_gemm": m, "gemm_reduce_scatter": m // world}.get(op)
-    if op == "all_gather_gemm":
-        m *= world
-    return v.name, Problem(ctx, op, v, a, b, c, m, n, a.shape[1], config, m_local=m_local).cfg
+    return (v.name, None) if v.pattern == "baseline" else (v.name, _problem(ctx, op, v, a, b, c, config).cfg)
+
+
+def _problem(ctx, op, v, a, b, c, config, a_gathered=None):
+    """The Problem of this rank's GEMM: (M x K) @ (K x N) over its operands' shapes, with the rows of one shard for
+    the row-sharded ops."""
+    world, m, n, k = ctx.get_num_ranks(), a.shape[0], b.shape[1], a.shape[1]
+    m, m_local = {"all_gather_gemm": (m * world, m), "gemm_reduce_scatter": (m, m // world)}.get(op, (m, None))
+    return Problem(ctx, op, v, a, b, c, m, n, k, config, m_local=m_local, a_gathered=a_gathered)
 
 
 def gemm_all_scatter(ctx, a, b, c, variant="auto", config=None):
@@ -141,7 +143,7 @@ def gemm_all_scatter(ctx, a, b, c, variant="auto", config=None):
     if tuple(c.shape) != (m, n_local * world):
         raise ValueError(f"gemm_all_scatter: c must be M x N = {m} x {n_local * world} (b holds N/world = {n_local} "
                          f"columns on each of {world} ranks), got {tuple(c.shape)}")
-    _run(ctx, v, cfg, lambda: Problem(ctx, "gemm_all_scatter", v, a, b, c, m, n_local, a.shape[1], cfg), a, b, c)
+    _run(ctx, v, cfg, lambda: _problem(ctx, "gemm_all_scatter", v, a, b, c, cfg), a, b, c)
     _set_up_capture_pick(ctx, "gemm_all_scatter", variant, a, b, lambda v: gemm_all_scatter(ctx, a, b, c, v, config))
     return c
 
@@ -151,7 +153,7 @@ def gemm_all_reduce(ctx, a, b, c, variant="auto", config=None):
     m, n = a.shape[0], b.shape[1]
     if tuple(c.shape) != (m, n):
         raise ValueError(f"gemm_all_reduce: c must be M x N = {m} x {n}, got {tuple(c.shape)}")
-    _run(ctx, v, cfg, lambda: Problem(ctx, "gemm_all_reduce", v, a, b, c, m, n, a.shape[1], cfg), a, b, c)
+    _run(ctx, v, cfg, lambda: _problem(ctx, "gemm_all_reduce", v, a, b, c, cfg), a, b, c)
     _set_up_capture_pick(ctx, "gemm_all_reduce", variant, a, b, lambda v: gemm_all_reduce(ctx, a, b, c, v, config))
     return c
 
@@ -173,8 +175,7 @@ def all_gather_gemm(ctx, a, b, c, variant="auto", config=None, a_gathered=None):
                              f"{tuple(a_gathered.shape)} {a_gathered.dtype}")
     if not a.is_contiguous():
         raise ValueError("all_gather_gemm: a must be contiguous (its rows are copied and read by peers)")
-    make = lambda: Problem(ctx, "all_gather_gemm", v, a, b, c, m, n_local, k, cfg, m_local=m_local,  # noqa: E731
-                           a_gathered=a_gathered)
+    make = lambda: _problem(ctx, "all_gather_gemm", v, a, b, c, cfg, a_gathered)  # noqa: E731
     _run(ctx, v, cfg, make, a, b, c, a_gathered)
     if a_gathered is not None and v.pattern != "baseline" and not ctx.is_symmetric(a_gathered):
         a_gathered.copy_(make().gathered_buffer())
@@ -191,8 +192,7 @@ def gemm_reduce_scatter(ctx, a, b, c, variant="auto", config=None):
         raise ValueError(f"gemm_reduce_scatter: M={m} must be divisible by the world size {world}")
     if tuple(c.shape) != (m // world, n):
         raise ValueError(f"gemm_reduce_scatter: c must be M/world x N = {m // world} x {n}, got {tuple(c.shape)}")
-    _run(ctx, v, cfg, lambda: Problem(ctx, "gemm_reduce_scatter", v, a, b, c, m, n, a.shape[1], cfg,
-                                      m_local=m // world), a, b, c)
+    _run(ctx, v, cfg, lambda: _problem(ctx, "gemm_reduce_scatter", v, a, b, c, cfg), a, b, c)
     _set_up_capture_pick(ctx, "gemm_reduce_scatter", variant, a, b,
                          lambda v: gemm_reduce_scatter(ctx, a, b, c, v, config))
     return c
