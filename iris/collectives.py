@@ -234,8 +234,9 @@ def _launch(ctx, kind, x, y, n, op="sum", staged=False, root=0, config=None, asy
     meta = dict(KIND=kind, OP=op, STAGED=staged, ACC=acc, BLOCK=block, num_warps=_warps(cfg, block))
     key = ("collective", kind, tensor_key(x), tensor_key(y), tensor_key(s), n, root, op, staged, block, programs,
            async_op)
-    return _run(ctx, key, lambda: collective_kernel[(programs,)](*args, **meta, **iris.pdl_launch()), (x, y), async_op,
-                prepare)
+    meta.update(iris.pdl_launch())
+    return _run(ctx, key, lambda: collective_kernel[(programs,)](*args, **meta), (x, y), async_op, prepare,
+                (collective_kernel, (programs,), args, meta))
 
 
 def _block(cfg, default):
@@ -360,8 +361,9 @@ def _tile_launch(ctx, kind, tensor, out, n, op, variant, config, async_op, prepa
     args = (tensor, out, n, tensor.numel(), *ws.args(), ctx.get_rank(), ctx.get_num_ranks(), ctx.get_heap_bases())
     meta = dict(KIND=kind, OP=op, VARIANT=variant, BLOCK=block, num_warps=_warps(cfg, block))
     key = ("tile", kind, tensor_key(tensor), tensor_key(out), op, variant, block, async_op)
-    return _run(ctx, key, lambda: tile_collective_kernel[(tiles,)](*args, **meta, **iris.pdl_launch()), (tensor, out),
-                async_op, prepare)
+    meta.update(iris.pdl_launch())
+    return _run(ctx, key, lambda: tile_collective_kernel[(tiles,)](*args, **meta), (tensor, out), async_op, prepare,
+                (tile_collective_kernel, (tiles,), args, meta))
 
 
 def _push_block(nbytes):
@@ -384,17 +386,18 @@ def _prepared(ctx, name, *parts):
         return None, None
 
 
-def _run(ctx, key, launch, tensors, async_op, prepare):
+def _run(ctx, key, launch, tensors, async_op, prepare, direct=None):
     """launch() through the replay cache under `key`, on the current stream or a side stream (_on_stream). With
     prepare=(signature, result) remember the call, so that the next call with the same signature skips the checks
-    and the argument set-up (about 12 µs of host time) and, once captured, is a bare graph replay."""
+    and the argument set-up (about 12 µs of host time) and becomes a direct relaunch of its one kernel
+    (direct=(kernel, grid, args, meta), iris.relaunch), or else a bare graph replay."""
     call = lambda: _on_stream(ctx, lambda: ctx.replay(key, launch), tensors, async_op)  # noqa: E731
     if prepare is not None and prepare[0] is not None:
         sig, result = prepare
         if async_op:
             ctx.replay.prepare(sig, call)
         else:
-            ctx.replay.prepare(sig, lambda: call() or result, key=key, result=result)
+            ctx.replay.prepare(sig, lambda: call() or result, key=key, result=result, direct=direct)
     return call()
 
 

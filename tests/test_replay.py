@@ -187,3 +187,90 @@ def test_a_prepared_call_becomes_a_bare_replay_of_its_graph():
     outer[0] = False
     cache.clear()
     assert cache.prepared("sig") is None
+
+
+def test_a_prepared_one_kernel_call_is_relaunched_directly_and_falls_back_to_its_graph(monkeypatch):
+    from iris import relaunch
+
+    ran, relaunched, built = [], [], []
+
+    def of(kernel, grid, args, meta):
+        built.append((kernel, grid, args, meta))
+        return (lambda: relaunched.append(1)) if kernel == "plain" else None
+
+    monkeypatch.setattr(relaunch.Relaunch, "of", staticmethod(of))
+
+    def front_door(cache, kernel):
+        call = cache.prepared("sig")
+        if call is not None:
+            return call()
+        launch = lambda: cache("key", lambda: ran.append(1))  # noqa: E731
+        cache.prepare("sig", lambda: launch() or "out", key="key", result="out", direct=(kernel, (3,), (1, 2), {}))
+        return launch() or "out"
+
+    cache = ReplayCache(True, capacity=4, capture=FakeGraph, capturing=lambda: False)
+    assert [front_door(cache, "plain") for _ in range(5)] == ["out"] * 5
+    # the first two calls launch (and capture) as before; from the third, the kernel is relaunched: no replay
+    assert len(ran) == 2 and relaunched == [1, 1, 1] and built == [("plain", (3,), (1, 2), {})]
+    assert cache.graphs["key"].replays == 1  # the second call's
+    for kernel, enabled in (("odd", True), ("plain", False)):  # no Relaunch for it, or relaunch off: graph replays
+        cache, ran[:], relaunched[:], built[:] = ReplayCache(True, 4, FakeGraph, lambda: False), [], [], []
+        cache.relaunch = enabled
+        assert [front_door(cache, kernel) for _ in range(5)] == ["out"] * 5
+        assert len(ran) == 5 and relaunched == [] and cache.graphs["key"].replays == 4
+        assert len(built) == (1 if enabled else 0)  # asked once, not on every call
+
+
+def _fake_compiled(signature, **md):
+    import collections
+
+    fields = dict(num_warps=4, shared=1024, launch_pdl=True, num_ctas=1, global_scratch_size=0, profile_scratch_size=0)
+    fields.update(md)
+    meta = collections.namedtuple("Meta", sorted(fields))(**fields)
+    return type("Compiled", (), dict(metadata=meta, src=type("Src", (), dict(signature=signature))(), function=0x1234,
+                                     name="k"))()
+
+
+def test_relaunch_packs_pointers_and_scalars_in_kernel_order_and_fills_the_launch_config():
+    import ctypes
+
+    from iris import relaunch
+
+    x = torch.arange(4, dtype=torch.float32)
+    sig = dict(X="*fp32", n="i32", big="i64", one="constexpr", scale="fp32", flags="*i32", KIND="constexpr")
+    compiled = _fake_compiled(sig, num_warps=8, shared=4096)
+    values = relaunch.pack(compiled, dict(X=x, n=7, big=1 << 40, one=1, scale=0.5, flags=0xABC0, KIND="ar"))
+    got = [v.value for v in values]
+    assert got == [x.data_ptr(), 7, 1 << 40, 0.5, 0xABC0, 0, 0]  # constexprs take no slot; two null scratch slots
+    calls = []
+
+    def launch(config, function, params, extra):
+        cfg = ctypes.cast(config, ctypes.POINTER(relaunch._Config)).contents
+        ptrs = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))
+        kinds = [ctypes.c_uint64, ctypes.c_int32, ctypes.c_int64, ctypes.c_float, ctypes.c_uint64]
+        args = [ctypes.cast(ptrs[i], ctypes.POINTER(k)).contents.value for i, k in enumerate(kinds)]
+        calls.append(((cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ), cfg.blockDimX, cfg.sharedMemBytes, cfg.hStream,
+                      cfg.numAttrs, cfg.attrs[0].id, cfg.attrs[0].value.i, function.value, args, extra))
+        return 0
+
+    r = relaunch.Relaunch(compiled, (5,), values, (x,), 0, launch=launch, stream=lambda device: 0x77)
+    r()
+    r()
+    assert calls == [((5, 1, 1), 256, 4096, 0x77, 1, relaunch._PROGRAMMATIC_STREAM_SERIALIZATION, 1, 0x1234,
+                      [x.data_ptr(), 7, 1 << 40, 0.5, 0xABC0], None)] * 2
+    no_pdl = relaunch.Relaunch(_fake_compiled(sig, launch_pdl=False), (2, 3), values, (), 0, launch=launch,
+                               stream=lambda device: 0)
+    no_pdl()
+    assert calls[-1][0] == (2, 3, 1) and calls[-1][4] == 0
+    failing = relaunch.Relaunch(compiled, (1,), values, (), 0, launch=lambda *a: 1, stream=lambda device: 0)
+    with pytest.raises(RuntimeError, match="cuLaunchKernelEx failed with CUDA driver error 1; IRIS_RELAUNCH=0"):
+        failing()
+
+
+@pytest.mark.parametrize("sig,md", [(dict(x="bf16"), {}), (dict(x="*fp32"), dict(global_scratch_size=64)),
+                                    (dict(x="*fp32"), dict(profile_scratch_size=8)),
+                                    (dict(x="tensordesc<bf16[64, 64]>"), {})])
+def test_relaunch_refuses_kernels_it_cannot_pack(sig, md):
+    from iris import relaunch
+
+    assert relaunch.pack(_fake_compiled(sig, **md), dict(x=torch.zeros(1))) is None
