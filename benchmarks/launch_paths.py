@@ -94,9 +94,11 @@ def ways(out, ns, pdl, programs):
     def graph_ctypes():
         rt.cudaGraphLaunch(exec_handle, ctypes.c_void_p(get_stream(device)))
 
-    return {"jit": lambda: spin_kernel[(programs,)](out, ns, **meta), "run": run,
-            "relaunch": Relaunch.of(spin_kernel, (programs,), (out, ns), meta), "graph": g1.replay,
-            "graph_ctypes": graph_ctypes, "graph10": g10.replay}
+    relaunch, why = Relaunch.build(spin_kernel, (programs,), (out, ns), meta)
+    if relaunch is None:
+        print(f"no relaunch: {why}", flush=True)
+    return {"jit": lambda: spin_kernel[(programs,)](out, ns, **meta), "run": run, "relaunch": relaunch,
+            "graph": g1.replay, "graph_ctypes": graph_ctypes, "graph10": g10.replay}
 
 
 def collective_calls(ctx, nbytes):
@@ -171,6 +173,8 @@ def main():
         for ns in args.ns:
             fns = ways(out, ns, pdl, programs)
             for name, fn in fns.items():
+                if fn is None:
+                    continue
                 for _ in range(20):
                     fn()
                 host, gpu = per_call(fn, calls=20 if name == "graph10" else 200)

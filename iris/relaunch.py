@@ -55,6 +55,11 @@ def _launch_fn():
     return _driver.cuLaunchKernelEx
 
 
+def _hooked(hook):
+    """A launch hook is set: Triton 3.6 keeps a HookChain there, empty unless a profiler added to it."""
+    return hook is not None and bool(getattr(hook, "calls", True))
+
+
 def pack(compiled, args):
     """(ctypes values of the kernel's parameters, in its order) for `args` by parameter name, or None where the
     kernel takes something other than pointers and scalars. Constexpr (and specialized) parameters take no slot;
@@ -77,6 +82,15 @@ def pack(compiled, args):
     return values + [ctypes.c_uint64(0), ctypes.c_uint64(0)]
 
 
+def _current_device():
+    return torch.cuda.current_device()
+
+
+def _current_stream():
+    """device index -> the raw handle of its current stream (what Triton's launch path asks torch for)."""
+    return torch._C._cuda_getCurrentRawStream
+
+
 class Relaunch:
     """launch(): the bound call again, on the current stream."""
 
@@ -94,30 +108,41 @@ class Relaunch:
                               1 if md.launch_pdl else 0)
         self.params = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
         self._launch = launch or _launch_fn()
-        self._stream = stream or torch._C._cuda_getCurrentRawStream
+        self._stream = stream or _current_stream()
 
     @classmethod
     def of(cls, kernel, grid, args, meta):
         """The Relaunch of kernel[grid](*args, **meta), a launch that has run before (so it is compiled), or None
-        where this kernel does not qualify or Triton launch hooks are set (a profiler expects to see launches)."""
+        where it does not qualify (`build` says why)."""
+        return cls.build(kernel, grid, args, meta)[0]
+
+    @classmethod
+    def build(cls, kernel, grid, args, meta):
+        """(Relaunch or None, why not). Triton launch hooks keep the Triton path: a profiler expects its launches."""
         import triton
 
         knobs = triton.knobs.runtime
-        if not ENABLED or knobs.launch_enter_hook is not None or knobs.launch_exit_hook is not None:
-            return None
+        if not ENABLED:
+            return None, "IRIS_RELAUNCH=0"
+        if _hooked(knobs.launch_enter_hook) or _hooked(knobs.launch_exit_hook):
+            return None, "Triton launch hooks are set"
         compiled = kernel.warmup(*args, grid=grid, **meta)
         compiled = compiled.result() if hasattr(compiled, "result") else compiled
+        if compiled is None:
+            return None, "Triton returned no compiled kernel for these arguments"
         compiled.run  # noqa: B018 - loads the module (and its function handle) once
         md = compiled.metadata
         if getattr(md, "num_ctas", 1) != 1 or getattr(md, "launch_cooperative_grid", False):
-            return None
+            return None, "clusters or a cooperative launch"
         names = kernel.arg_names
         bound = dict(zip(names, args))
         bound.update({k: v for k, v in meta.items() if k in names})
         values = pack(compiled, bound)
         if values is None:
-            return None
-        return cls(compiled, grid, values, tuple(args), torch.cuda.current_device())
+            return None, (f"a parameter other than pointers and scalars, or scratch memory: signature "
+                          f"{dict(compiled.src.signature)}, scratch {getattr(md, 'global_scratch_size', 0)} + "
+                          f"{getattr(md, 'profile_scratch_size', 0)} bytes")
+        return cls(compiled, grid, values, tuple(args), _current_device()), ""
 
     def __call__(self):
         self.config.hStream = self._stream(self.device)

@@ -19,6 +19,7 @@ from collections import OrderedDict
 import torch
 
 from . import relaunch as _relaunch
+from .logging import logger
 
 ENABLED = os.environ.get("IRIS_REPLAY", "1") != "0"
 CAPACITY = int(os.environ.get("IRIS_REPLAY_CAPACITY", "64"))
@@ -128,9 +129,11 @@ class _Replayer:
             self.relaunch()
             return self.result
         if self.direct is not None and self.cache.relaunch:  # the kernel has run (compiled) before it was prepared
-            self.relaunch, self.direct = _relaunch.Relaunch.of(*self.direct), None
+            self.relaunch, why = _relaunch.Relaunch.build(*self.direct)
+            self.direct = None
             if self.relaunch is not None:
                 return self()
+            logger.info("launch replay: %s is replayed as a graph, not relaunched: %s", self.key[:2], why)
         if self.graph is None or self.cache._capturing():
             out = self.call()
             self.graph = self.graph or self.cache.graphs.get(self.key)
