@@ -12,8 +12,9 @@ dependent launch (PDL). The ways:
 A graph replay cannot overlap the previous replay's tail; a direct launch with PDL can. One GPU, no peers.
 
 With --collectives, eager calls of iris.collectives (push variants, 4 KiB to 1 MiB, -n ranks) are timed the same way
-three ways in one run: prepared calls relaunched directly (the default), prepared calls replaying a graph
-(relaunch off), and the calls captured ten to a graph (the floor).
+three ways in one run: prepared calls relaunched directly (whatever their size; by default only calls of
+relaunch.MIN_BYTES and more are), prepared calls launching their graph (relaunch off), and the calls captured ten to a
+graph (the floor).
 
     python benchmarks/launch_paths.py [--out DIR] [--collectives [-n RANKS]]
 """
@@ -35,6 +36,7 @@ import iris  # noqa: E402
 from iris import collectives as coll  # noqa: E402
 from iris import device as dev  # noqa: E402
 from iris._cudart import CudaRuntime  # noqa: E402
+from iris import relaunch  # noqa: E402
 from iris.relaunch import Relaunch  # noqa: E402
 
 
@@ -123,6 +125,7 @@ def bench_collectives(ctx, sizes, st):
                 for way, on in (("relaunch", True), ("graph_replay", False)):
                     ctx.replay.clear()
                     ctx.replay.relaunch = on
+                    relaunch.MIN_BYTES = 0  # every size, whatever the default threshold
                     for _ in range(10):
                         fn()
                     ctx.barrier()

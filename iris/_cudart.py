@@ -35,9 +35,19 @@ def _find_cudart():
 
 
 class CudaRuntime:
+    _shared = None
+
     def __init__(self):
         self.lib = _find_cudart()
         self.lib.cudaGetErrorString.restype = ctypes.c_char_p
+        self.lib.cudaGraphLaunch.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+
+    @classmethod
+    def shared(cls):
+        """One instance per process (loading the library is not free)."""
+        if cls._shared is None:
+            cls._shared = cls()
+        return cls._shared
 
     def _check(self, code, what):
         if code != 0:

@@ -40,7 +40,8 @@ may live anywhere. Every rank makes the same calls with the same sizes. Collecti
 async_op=True runs them on a side stream and returns a handle whose wait() makes the current stream wait. At most
 one async collective per context may be in flight at a time. The first call for a size creates its workspace,
 which needs a host barrier; make that call before capturing a CUDA graph. Repeated eager calls on the same tensors
-replay a captured launch (iris/replay.py): a few µs of host time instead of Triton's launch path.
+replay a captured launch (iris/replay.py), or from 1 MiB relaunch their kernel (iris/relaunch.py): a few µs of host
+time instead of Triton's launch path.
 """
 
 import weakref
@@ -52,7 +53,7 @@ import triton
 import triton.language as tl
 
 from . import device as iris
-from . import tile
+from . import relaunch, tile
 from .distributed import all_gather_single
 from .replay import tensor_key
 
@@ -236,7 +237,7 @@ def _launch(ctx, kind, x, y, n, op="sum", staged=False, root=0, config=None, asy
            async_op)
     meta.update(iris.pdl_launch())
     return _run(ctx, key, lambda: collective_kernel[(programs,)](*args, **meta), (x, y), async_op, prepare,
-                (collective_kernel, (programs,), args, meta))
+                _direct(collective_kernel, (programs,), args, meta, x, y))
 
 
 def _block(cfg, default):
@@ -283,7 +284,7 @@ def _scratch(ctx, numel, dtype):
 
 def all_reduce(ctx, tensor, op="sum", variant="auto", out=None, config=None, async_op=False):
     """Reduce `tensor` over ranks into `out` (default: in place). Returns `out` (or a Work with async_op)."""
-    sig, call = _prepared(ctx, "all_reduce", tensor, out, op, variant, config, async_op)
+    sig, call = _prepared(ctx, ("all_reduce", _tk(tensor), _tk(out), op, variant, config, async_op))
     if call is not None:
         return call()
     out = tensor if out is None else out
@@ -363,7 +364,14 @@ def _tile_launch(ctx, kind, tensor, out, n, op, variant, config, async_op, prepa
     key = ("tile", kind, tensor_key(tensor), tensor_key(out), op, variant, block, async_op)
     meta.update(iris.pdl_launch())
     return _run(ctx, key, lambda: tile_collective_kernel[(tiles,)](*args, **meta), (tensor, out), async_op, prepare,
-                (tile_collective_kernel, (tiles,), args, meta))
+                _direct(tile_collective_kernel, (tiles,), args, meta, tensor, out))
+
+
+def _direct(kernel, grid, args, meta, *tensors):
+    """The `direct` launch of a prepared call (iris.relaunch), for calls of relaunch.MIN_BYTES and more."""
+    if max(t.numel() * t.element_size() for t in tensors) >= relaunch.MIN_BYTES:
+        return kernel, grid, args, meta
+    return None
 
 
 def _push_block(nbytes):
@@ -373,17 +381,23 @@ def _push_block(nbytes):
     return 2048 if nbytes <= 512 << 10 else 16384
 
 
-def _prepared(ctx, name, *parts):
+def _prepared(ctx, sig):
     """(signature, prepared call) of a front-door call. The call is None until a first call with this signature
-    has passed the checks, and always while launch replay is off. A tensor's signature is what the checks look at:
-    address (hence heap or not, and the device: unified addressing gives each device's memory its own addresses),
-    shape, strides, dtype. Built inline: it is most of a prepared call's host time."""
+    has passed the checks, and always while launch replay is off. Each front door spells its signature out with _tk
+    (a generic loop over the arguments cost twice as much: it is most of a prepared call's host time)."""
     try:
-        sig = (name, *[(p.data_ptr(), p.shape, p.stride(), p.dtype) if isinstance(p, torch.Tensor) else p
-                       for p in parts])
         return sig, ctx.replay.prepared(sig)
     except TypeError:  # an unhashable argument: the checks will say what is wrong with it
         return None, None
+
+
+def _tk(t):
+    """What the checks look at of a tensor: address (hence heap or not, and the device: unified addressing gives
+    each device's memory its own addresses), shape, strides, dtype; anything else as itself."""
+    try:
+        return t.data_ptr(), t.shape, t.stride(), t.dtype
+    except AttributeError:
+        return t
 
 
 def _run(ctx, key, launch, tensors, async_op, prepare, direct=None):
@@ -426,7 +440,7 @@ def _overlaps(a, b):
 def all_gather(ctx, output, input, variant="auto", config=None, async_op=False):
     """output (world * input.numel() elements) <- every rank's input, rank r's at slice r. "direct": peers store
     into `output`, which must be on the heap; "push": through inboxes (output anywhere; the latency variant)."""
-    sig, call = _prepared(ctx, "all_gather", output, input, variant, config, async_op)
+    sig, call = _prepared(ctx, ("all_gather", _tk(output), _tk(input), variant, config, async_op))
     if call is not None:
         return call()
     w = ctx.get_num_ranks()
@@ -453,7 +467,7 @@ def reduce_scatter(ctx, output, input, op="sum", variant="auto", config=None, as
     """output (this rank's slice) <- slice `rank` of input (world * output.numel()) reduced over ranks. "pull":
     every rank reads its slice from every rank's input, which must be on the heap; "push": every rank sends slice r
     to rank r's inbox (input anywhere; the latency variant); "auto" pushes up to 1 MiB of input."""
-    sig, call = _prepared(ctx, "reduce_scatter", output, input, op, variant, config, async_op)
+    sig, call = _prepared(ctx, ("reduce_scatter", _tk(output), _tk(input), op, variant, config, async_op))
     if call is not None:
         return call()
     if variant == "auto" and isinstance(input, torch.Tensor):
@@ -478,7 +492,7 @@ def reduce_scatter(ctx, output, input, op="sum", variant="auto", config=None, as
 
 def all_to_all(ctx, output, input, variant="auto", config=None, async_op=False):
     """Slice c of input (world equal slices) goes to rank c, where it lands at slice `rank` of output (on the heap)."""
-    sig, call = _prepared(ctx, "all_to_all", output, input, variant, config, async_op)
+    sig, call = _prepared(ctx, ("all_to_all", _tk(output), _tk(input), variant, config, async_op))
     if call is not None:
         return call()
     _check(ctx, "all_to_all", variant, "sum", {"output": output, "input": input}, {"output": "write into"})
@@ -496,7 +510,7 @@ def all_to_all(ctx, output, input, variant="auto", config=None, async_op=False):
 
 def broadcast(ctx, tensor, src=0, variant="auto", out=None, config=None, async_op=False):
     """out (default: tensor, in place) <- rank src's tensor (on the heap)."""
-    sig, call = _prepared(ctx, "broadcast", tensor, src, out, variant, config, async_op)
+    sig, call = _prepared(ctx, ("broadcast", _tk(tensor), src, _tk(out), variant, config, async_op))
     if call is not None:
         return call()
     out = tensor if out is None else out

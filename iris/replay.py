@@ -13,6 +13,7 @@ Off on the CPU backend, under an outer capture (the launches join that capture),
 with IRIS_REPLAY=0. The cache is cleared when heap memory it may point into is released (ctx.scratch(), close()).
 """
 
+import ctypes
 import os
 from collections import OrderedDict
 
@@ -112,21 +113,25 @@ class ReplayCache:
 
 
 class _Replayer:
-    """A prepared call whose launches have a graph: graph.replay() and nothing else (no key hashing, no lookups; an
-    eager 4 KiB all-reduce went from 14.4 to 5.9 µs per call, results/collectives.csv). It keeps its graph when the
-    LRU drops it from the cache; clear() drops both. A call of one plain kernel is relaunched directly instead
-    (iris.relaunch: its programmatic dependent launch overlaps the previous call, which a graph launch cannot; under
-    an outer capture the launch joins that graph like any other)."""
+    """A prepared call that only launches: its graph (no key hashing, no lookups; an eager 4 KiB all-reduce went
+    from 14.4 to 5.9 µs per call, results/collectives.csv), launched with cudaGraphLaunch (_graph_launcher), or,
+    for a call of one plain kernel given `direct`, that kernel relaunched (iris.relaunch: its programmatic dependent
+    launch overlaps the previous call's kernel, which a graph launch cannot). It keeps its graph when the LRU drops
+    it from the cache; clear() drops both. Under an outer capture a graph is not launched: the call runs, so its
+    launches join that capture (a relaunch is a plain kernel launch, which joins it as it is)."""
 
-    __slots__ = ("cache", "call", "key", "result", "graph", "direct", "relaunch")
+    __slots__ = ("cache", "call", "key", "result", "graph", "direct", "relaunch", "launch_graph")
 
     def __init__(self, cache, call, key, result, direct=None):
         self.cache, self.call, self.key, self.result, self.graph = cache, call, key, result, None
-        self.direct, self.relaunch = direct, None
+        self.direct, self.relaunch, self.launch_graph = direct, None, None
 
     def __call__(self):
         if self.relaunch is not None:
             self.relaunch()
+            return self.result
+        if self.launch_graph is not None and not self.cache._capturing():
+            self.launch_graph()
             return self.result
         if self.direct is not None and self.cache.relaunch:  # the kernel has run (compiled) before it was prepared
             self.relaunch, why = _relaunch.Relaunch.build(*self.direct)
@@ -134,12 +139,35 @@ class _Replayer:
             if self.relaunch is not None:
                 return self()
             logger.info("launch replay: %s is replayed as a graph, not relaunched: %s", self.key[:2], why)
-        if self.graph is None or self.cache._capturing():
-            out = self.call()
-            self.graph = self.graph or self.cache.graphs.get(self.key)
-            return out
-        self.graph.replay()
-        return self.result
+        out = self.call()
+        if self.graph is None:
+            self.graph = self.cache.graphs.get(self.key)
+            self.launch_graph = None if self.graph is None else _graph_launcher(self.graph)
+        return out
+
+
+def _graph_launcher(graph):
+    """graph.replay() as one cudaGraphLaunch on the current stream, through ctypes: torch's replay() also advances
+    the RNG offsets of captured random kernels (there are none in these graphs) and asks the driver its version,
+    about 1 µs of host time per call (benchmarks/launch_paths.py: graph vs graph_ctypes). A stand-in graph without
+    a raw executable (tests) keeps its replay()."""
+    raw = getattr(graph, "raw_cuda_graph_exec", None)
+    if raw is None or not torch.cuda.is_available():
+        return graph.replay
+    from ._cudart import CudaRuntime
+
+    lib = CudaRuntime.shared().lib
+    exec_handle, device = ctypes.c_void_p(raw()), torch.cuda.current_device()
+    stream = torch._C._cuda_getCurrentRawStream
+
+    def launch():
+        code = lib.cudaGraphLaunch(exec_handle, ctypes.c_void_p(stream(device)))
+        if code != 0:
+            raise RuntimeError(f"launch replay: cudaGraphLaunch failed with CUDA error {code}; IRIS_REPLAY=0 runs "
+                               f"without replay")
+
+    launch.graph = graph  # keep the executable alive with its launcher
+    return launch
 
 
 def _bounded_put(table, key, value, limit):

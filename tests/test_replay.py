@@ -287,8 +287,11 @@ def test_relaunch_build_binds_arguments_by_name_and_steps_aside_for_launch_hooks
     compiled.run = None  # a loaded module
     warmups = []
 
-    class Kernel:
+    class Kernel(triton.runtime.JITFunction):
         arg_names = ["X", "n", "BLOCK"]
+
+        def __init__(self):  # a stand-in: no function to compile
+            pass
 
         def warmup(self, *args, grid, **meta):
             warmups.append((args, grid, meta))
@@ -319,5 +322,17 @@ def test_relaunch_build_binds_arguments_by_name_and_steps_aside_for_launch_hooks
             assert relaunch.Relaunch.build(Kernel(), (4,), (x, 9), dict(BLOCK=64))[0] is None
     finally:
         hooks.launch_enter_hook = saved
+    interpreted = relaunch.Relaunch.build(object(), (4,), (x, 9), {})
+    assert interpreted[0] is None and "not a compiled Triton kernel" in interpreted[1]
     monkeypatch.setattr(relaunch, "ENABLED", False)
     assert relaunch.Relaunch.build(Kernel(), (4,), (x, 9), dict(BLOCK=64)) == (None, "IRIS_RELAUNCH=0")
+
+
+def test_collectives_relaunch_only_calls_of_relaunch_min_bytes_and_more(monkeypatch):
+    from iris import collectives, relaunch
+
+    small, large = torch.zeros(1000), torch.zeros(1 << 18)  # 4 KB and 1 MiB of float32
+    assert collectives._direct("k", (1,), (small,), {}, small, small) is None
+    assert collectives._direct("k", (1,), (small,), {}, small, large) == ("k", (1,), (small,), {})
+    monkeypatch.setattr(relaunch, "MIN_BYTES", 0)
+    assert collectives._direct("k", (1,), (small,), {}, small, small) is not None
