@@ -54,6 +54,7 @@ class ReplayCache:
         self._streams = {}
         self._prepared = OrderedDict()  # front-door signature -> its checked, set-up call (iris.collectives)
         self._offered = OrderedDict()
+        self._launchers = {}  # key -> _graph_launcher(graphs[key])
         self.captures = 0
         self.relaunch = _relaunch.ENABLED  # one-kernel prepared calls launch directly (iris.relaunch), not a graph
 
@@ -79,10 +80,13 @@ class ReplayCache:
                 raise RuntimeError(f"launch replay: capturing the launches of {key[:2]!r} failed ({e}); replay is now "
                                    f"off in this process. Please report it; IRIS_REPLAY=0 runs without it") from e
             self.captures += 1
-            _bounded_put(self.graphs, key, graph, self.capacity)
+            self._launchers.pop(_bounded_put(self.graphs, key, graph, self.capacity), None)
         else:
             self.graphs.move_to_end(key)
-        graph.replay()
+        launcher = self._launchers.get(key)
+        if launcher is None:
+            launcher = self._launchers[key] = _graph_launcher(graph)
+        launcher()
 
     def prepared(self, sig):
         """The call a front door prepared for this signature (None while replay is off or for a new signature)."""
@@ -107,6 +111,7 @@ class ReplayCache:
 
     def clear(self):
         self.graphs.clear()
+        self._launchers.clear()
         self.seen.clear()
         self._prepared.clear()
         self._offered.clear()
@@ -171,10 +176,11 @@ def _graph_launcher(graph):
 
 
 def _bounded_put(table, key, value, limit):
-    """table[key] = value, dropping the least recently added entry beyond `limit`."""
+    """table[key] = value, dropping the least recently added entry beyond `limit`; returns the dropped key."""
     table[key] = value
     if len(table) > limit:
-        table.popitem(last=False)
+        return table.popitem(last=False)[0]
+    return None
 
 
 def tensor_key(t):

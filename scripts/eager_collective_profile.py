@@ -15,6 +15,7 @@ import torch  # noqa: E402
 
 import iris  # noqa: E402
 from iris import collectives as coll  # noqa: E402
+from iris import relaunch as rl  # noqa: E402
 
 
 def per_call_us(fn, calls=2000):
@@ -30,22 +31,25 @@ def per_call_us(fn, calls=2000):
 def main(ctx):
     x, y = ctx.randn(2048, dtype=torch.bfloat16), ctx.zeros(2048, dtype=torch.bfloat16)
     call = lambda: coll.all_reduce(ctx, x, variant="push", out=y)  # noqa: E731
+    rl.MIN_BYTES = 0  # a 4 KiB call relaunched too, to compare
     for relaunch in (True, False):
         ctx.replay.clear()
         ctx.replay.relaunch = relaunch
         for _ in range(20):
             call()
-        sig, prepared = coll._prepared(ctx, "all_reduce", x, y, "sum", "push", None, False)
+        sig = lambda: coll._prepared(ctx, ("all_reduce", coll._tk(x), coll._tk(y), "sum", "push", None, False))  # noqa
+        prepared = sig()[1]
         print(f"relaunch={relaunch}: prepared call is {type(prepared).__name__}, relaunch "
               f"{type(getattr(prepared, 'relaunch', None)).__name__}")
         pieces = {"whole call": call,
-                  "signature + lookup": lambda: coll._prepared(ctx, "all_reduce", x, y, "sum", "push", None, False),
+                  "signature + lookup": sig,
                   "prepared call alone": prepared,
                   "capture check": torch.cuda.is_current_stream_capturing}
         if prepared.relaunch is not None:
             pieces["relaunch alone"] = prepared.relaunch
         if prepared.graph is not None:
-            pieces["graph.replay alone"] = prepared.graph.replay
+            pieces["graph launch alone"] = prepared.launch_graph
+            pieces["torch graph.replay"] = prepared.graph.replay
         for name, fn in pieces.items():
             print(f"  {name:22s} {min(per_call_us(fn) for _ in range(3)):6.2f} us/call")
         prof = cProfile.Profile()

@@ -40,8 +40,9 @@ def test_cache_evicts_the_least_recent_graph_and_forgets_on_clear():
     for key in ("a", "a", "b", "b", "a", "c", "c"):  # capture a, b; touch a; capture c evicts b
         cache(key, lambda: None)
     assert list(cache.graphs) == ["a", "c"] and cache.captures == 3
+    assert sorted(cache._launchers) == ["a", "c"]  # an evicted graph's launcher goes with it
     cache.clear()
-    assert not cache.graphs and not cache.seen
+    assert not cache.graphs and not cache.seen and not cache._launchers
     cache("a", lambda: None)
     assert cache.captures == 3  # seen once again, not captured
 
