@@ -1,10 +1,11 @@
-"""Where an eager call of a catalog variant spends its host time, on two GPUs: for each case, the host time per call
+"""Where an eager call of a catalog variant spends its host time, on two GPUs (-n ranks): for each case, the host time per call
 (20 calls in a row, no synchronization in between), any host<->device synchronization inside a call
 (torch.cuda.set_sync_debug_mode), and rank 0's cProfile of those calls, heaviest functions first. Launch replay on
 and off (iris/replay.py), so a variant that may not be replayed (registry: Variant.capture) can be compared with
 capturable ones launched the same way.
 
     IRIS_BACKEND=cuda python scripts/eager_host_profile.py [op/variant[:noreplay] ...] [--shape MxNxK] [--top 25]
+        [-n 2]
 """
 
 import argparse
@@ -91,12 +92,13 @@ def main():
     p.add_argument("--shape", nargs="+", default=["1024x4096x4096", "16384x8192x8192"])
     p.add_argument("--calls", type=int, default=20)
     p.add_argument("--top", type=int, default=25)
+    p.add_argument("-n", "--num_ranks", type=int, default=2)
     args = p.parse_args()
     if os.environ.get("IRIS_BACKEND") != "cuda":
         raise SystemExit("set IRIS_BACKEND=cuda: this profiles the GPU path's host time")
     shapes = [tuple(int(v) for v in s.split("x")) for s in args.shape]
 
-    results = iris.launch.spawn(body, 2, args.cases, shapes, args.calls, args.top, heap_size=6 << 30)
+    results = iris.launch.spawn(body, args.num_ranks, args.cases, shapes, args.calls, args.top, heap_size=6 << 30)
     for spec, host, per_call, syncs in results[0]:
         print(f"{spec:60s} host {host:8.1f} us  back-to-back {per_call:8.1f} us  syncs {len(syncs)}")
 

@@ -150,6 +150,11 @@ for stage in "$@"; do
                --num_stages 3 --num_warps 8 --split_tail on ;;
     graphprobe)  # does a captured peer copy need an SM, or does a graph run its branches one after the other?
              IRIS_WAIT_TIMEOUT_S=5 run graph_probe.log timeout 120 python3 scripts/copy_engine_check.py --graph-probe ;;
+    launch)  # eager launch paths: a spin kernel launched each way, then the collectives' prepared calls relaunched
+             # or launching their graph, 2 ranks (iris/relaunch.py; MIN_BYTES is set from the second part)
+             run launch_paths.log timeout 120 python3 benchmarks/launch_paths.py --out "$OUT/launch_paths"
+             run launch_paths_collectives.log timeout 300 python3 benchmarks/launch_paths.py --collectives \
+               -n ${NRANKS:-2} --out "$OUT/launch_paths" ;;
     *) echo "unknown stage $stage"; status=1 ;;
   esac
 done
