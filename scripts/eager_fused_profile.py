@@ -1,0 +1,68 @@
+"""Host time of a replayed eager catalog call, split: the whole call, its graph's launch alone (ctypes
+cudaGraphLaunch, and torch's replay()), and the graph's node count. One GPU, world 1.
+
+    python scripts/eager_fused_profile.py [op/variant ...] [--shape MxNxK]
+"""
+
+import argparse
+import ctypes
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import torch  # noqa: E402
+
+import fused_ops  # noqa: E402
+import iris  # noqa: E402
+from fused_ops import reference  # noqa: E402
+from iris._cudart import CudaRuntime  # noqa: E402
+
+
+def per_call_us(fn, calls=20):
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    dt = (time.perf_counter() - t0) * 1e6 / calls
+    torch.cuda.synchronize()
+    return dt
+
+
+def node_count(graph):
+    lib = CudaRuntime.shared().lib
+    n = ctypes.c_size_t(0)
+    lib.cudaGraphGetNodes(ctypes.c_void_p(graph.raw_cuda_graph()), None, ctypes.byref(n))
+    return n.value
+
+
+def body(ctx, specs, shape):
+    m, n, k = shape
+    for spec in specs:
+        op, variant = spec.split("/")
+        a, b = reference.make_inputs(op, 7, 1, 0, m, n, k, torch.bfloat16, ctx.get_device(), reference=False)[:2]
+        c = ctx.zeros(*reference.local_shapes(op, m, n, k, 1)[2], dtype=torch.bfloat16)
+        run = getattr(fused_ops, op)
+        call = lambda: run(ctx, a, b, c, variant=variant)  # noqa: E731
+        for _ in range(6):
+            call()
+        (key, graph), = [(kk, g) for kk, g in ctx.replay.graphs.items() if kk[:2] == (op, variant)][-1:]
+        launcher = ctx.replay._launchers[key]
+        whole = min(per_call_us(call) for _ in range(10))
+        alone = min(per_call_us(launcher) for _ in range(10))
+        torch_replay = min(per_call_us(graph.replay) for _ in range(10))
+        print(f"{spec:40s} {m}x{n}x{k}: whole call {whole:6.2f} us, graph launch alone {alone:6.2f} us, torch "
+              f"replay {torch_replay:6.2f} us, {node_count(graph)} nodes", flush=True)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("specs", nargs="*", default=["gemm_all_reduce/one_shot", "gemm_all_scatter/fused_sequential",
+                                                 "gemm_reduce_scatter/fused", "all_gather_gemm/pull"])
+    p.add_argument("--shape", default="128x4096x4096")
+    args = p.parse_args()
+    iris.spawn(body, 1, args.specs, tuple(int(v) for v in args.shape.split("x")), heap_size=1 << 30)
+
+
+if __name__ == "__main__":
+    main()
