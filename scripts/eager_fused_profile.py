@@ -1,11 +1,10 @@
 """Host time of a replayed eager catalog call, split: the whole call, its graph's launch alone (ctypes
-cudaGraphLaunch, and torch's replay()), and the graph's node count. One GPU, world 1.
+cudaGraphLaunch, and torch's replay()), and the Triton kernels in it. One GPU, world 1.
 
     python scripts/eager_fused_profile.py [op/variant ...] [--shape MxNxK]
 """
 
 import argparse
-import ctypes
 import os
 import sys
 import time
@@ -16,7 +15,6 @@ import torch  # noqa: E402
 import fused_ops  # noqa: E402
 import iris  # noqa: E402
 from fused_ops import reference  # noqa: E402
-from iris._cudart import CudaRuntime  # noqa: E402
 
 
 def per_call_us(fn, calls=20):
@@ -29,11 +27,19 @@ def per_call_us(fn, calls=20):
     return dt
 
 
-def node_count(graph):
-    lib = CudaRuntime.shared().lib
-    n = ctypes.c_size_t(0)
-    lib.cudaGraphGetNodes(ctypes.c_void_p(graph.raw_cuda_graph()), None, ctypes.byref(n))
-    return n.value
+def kernel_launches(call):
+    """Kernels one eager call launches (Triton's launch path, replay off), counted with Triton's launch hook."""
+    import triton
+
+    seen = []
+    hook = lambda *a: seen.append(1)  # noqa: E731
+    triton.knobs.runtime.launch_enter_hook.add(hook)
+    try:
+        call()
+        torch.cuda.synchronize()
+    finally:
+        triton.knobs.runtime.launch_enter_hook.remove(hook)
+    return len(seen)
 
 
 def body(ctx, specs, shape):
@@ -51,8 +57,11 @@ def body(ctx, specs, shape):
         whole = min(per_call_us(call) for _ in range(10))
         alone = min(per_call_us(launcher) for _ in range(10))
         torch_replay = min(per_call_us(graph.replay) for _ in range(10))
+        ctx.replay.enabled = False
+        kernels = kernel_launches(call)
+        ctx.replay.enabled = True
         print(f"{spec:40s} {m}x{n}x{k}: whole call {whole:6.2f} us, graph launch alone {alone:6.2f} us, torch "
-              f"replay {torch_replay:6.2f} us, {node_count(graph)} nodes", flush=True)
+              f"replay {torch_replay:6.2f} us, {kernels} Triton kernels", flush=True)
 
 
 def main():
