@@ -148,6 +148,7 @@ def tune(ctx, op, a, b, c, variants=None, iters=10, configs=(), **kwargs):
     key = (op, m, n, k, a.dtype, ctx.get_num_ranks(), ctx.backend)
     _tuned[key] = min(times, key=times.get)
     _tuned_config[key] = best[_tuned[key]]
+    ctx.replay.forget_prepared()  # prepared auto calls would keep their old pick
     return times
 
 

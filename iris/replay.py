@@ -101,6 +101,11 @@ class ReplayCache:
             _bounded_put(self._prepared, sig, call if key is None else _Replayer(self, call, key, result, direct),
                          self.capacity)
 
+    def forget_prepared(self):
+        """Drop the prepared calls (their checks and picks are made again): what `auto` picks has changed."""
+        self._prepared.clear()
+        self._offered.clear()
+
     def _first_sighting(self, seen, key):
         """True (and remembered, a bounded number of keys) the first time; False, and forgotten, the second."""
         if key in seen:
@@ -184,5 +189,10 @@ def _bounded_put(table, key, value, limit):
 
 
 def tensor_key(t):
-    """What a launch reads of a tensor argument: address, shape, strides, dtype."""
-    return None if t is None else (t.data_ptr(), tuple(t.shape), t.stride(), t.dtype)
+    """What a launch (or a front door's checks) reads of a tensor argument: address (hence heap or not, and the
+    device: unified addressing gives each device's memory its own addresses), shape, strides, dtype; any other
+    argument as itself. Most of a prepared call's host time is building these: keep it lean."""
+    try:
+        return t.data_ptr(), t.shape, t.stride(), t.dtype
+    except AttributeError:
+        return t

@@ -144,8 +144,67 @@ def test_repeated_calls_on_the_same_buffers_see_fresh_values(ranks):
         assert worst["push"] < 1e-4 and worst["one_shot"] < 1e-4 and worst["all_gather"] == 0, worst
         assert max(worst["gemm"], worst["copy_engine"]) < reference.TOLERANCE[torch.float32], worst  # TF32 on GPUs
         # each of the four call sites is captured once (second call) and replayed after, copy_engine's never; the
-        # three collective calls skip their checks from the third call on (prepared calls)
-        assert captures == 4 and prepared == 3, (captures, prepared)
+        # three collective calls and the catalog call skip their checks from the third call on (prepared calls)
+        assert captures == 4 and prepared == 4, (captures, prepared)
+
+
+def r_prepared_catalog_calls(ctx):
+    """Catalog calls on the same operands with fresh values: how many ran in full (checks, auto's pick, set-up),
+    and the worst error, through the phases a prepared call must respect."""
+    import iris
+    from fused_ops import ops
+
+    w, rank, dev = ctx.get_num_ranks(), ctx.get_rank(), ctx.get_device()
+    outer, full, worst = [False], [], [0.0]
+    saved, variant = ctx.replay, ops._variant
+    ctx.replay = ReplayCache(True, capture=FakeGraph, capturing=lambda: outer[0])
+    ops._variant = lambda *a, **k: full.append(1) or variant(*a, **k)
+    m, n, k = 32, 48, 32 * w
+    a_full = torch.empty(m, k // w, device=dev)
+    b_full = torch.empty(k // w, n, device=dev)
+    c = ctx.zeros(m, n)
+    counts = {}
+
+    def call(seed):
+        a, b, ref = reference.make_inputs("gemm_all_reduce", seed, w, rank, m, n, k, torch.float32, dev)
+        a_full.copy_(a)
+        b_full.copy_(b)
+        c.fill_(float("nan"))
+        fused_ops.gemm_all_reduce(ctx, a_full, b_full, c, variant="auto")
+        worst[0] = max(worst[0], reference.rel_error(c, ref))
+
+    try:
+        for seed in range(5):
+            call(seed)
+        counts["eager"] = len(full)
+        with iris.Tracer(ctx, capacity=64):
+            call(10)
+        counts["traced"] = len(full)
+        outer[0] = True  # a user's capture: the call runs in full (auto picks for graphs there)
+        call(11)
+        outer[0] = False
+        counts["captured"] = len(full)
+        call(12)
+        counts["after"] = len(full)
+        fused_ops.tune(ctx, "gemm_all_reduce", a_full, b_full, c, variants=["one_shot", "atomic"], iters=1)
+        full.clear()
+        for seed in range(20, 24):
+            call(seed)
+        counts["after_tune"] = len(full)
+    finally:
+        ctx.replay, ops._variant = saved, variant
+    return counts, worst[0]
+
+
+def test_prepared_catalog_calls_skip_the_checks_but_not_tracing_capture_or_tuning(ranks):
+    for counts, worst in ranks.run(r_prepared_catalog_calls):
+        assert worst < reference.TOLERANCE[torch.float32], worst
+        # in full: the first two calls and the prepared call's first run; the fourth and fifth launch the graph
+        assert counts["eager"] == 3, counts
+        # traced and captured calls run in full; the next eager call is prepared again
+        assert counts["traced"] == 4 and counts["captured"] == 5 and counts["after"] == 5, counts
+        # tune() forgets prepared calls: auto picks again (two offers, then the prepared call's first run)
+        assert counts["after_tune"] == 3, counts
 
 
 def test_prepared_calls_are_kept_from_the_second_offer_and_dropped_on_clear():
