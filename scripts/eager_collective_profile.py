@@ -37,7 +37,8 @@ def main(ctx):
         ctx.replay.relaunch = relaunch
         for _ in range(20):
             call()
-        sig = lambda: coll._prepared(ctx, ("all_reduce", coll.tensor_key(x), coll.tensor_key(y), "sum", "push", None, False))  # noqa
+        key = (coll.tensor_key(x), coll.tensor_key(y), "sum", "push", None, False)
+        sig = lambda: coll._prepared(ctx, ("all_reduce", *key))  # noqa: E731
         prepared = sig()[1]
         print(f"relaunch={relaunch}: prepared call is {type(prepared).__name__}, relaunch "
               f"{type(getattr(prepared, 'relaunch', None)).__name__}")
