@@ -37,8 +37,11 @@ def main(ctx):
         ctx.replay.relaunch = relaunch
         for _ in range(20):
             call()
-        key = (coll.tensor_key(x), coll.tensor_key(y), "sum", "push", None, False)
-        sig = lambda: coll._prepared(ctx, ("all_reduce", *key))  # noqa: E731
+        tk = coll.tensor_key
+
+        def sig():  # what the front door computes before its prepared call
+            return coll._prepared(ctx, ("all_reduce", tk(x), tk(y), "sum", "push", None, False))
+
         prepared = sig()[1]
         print(f"relaunch={relaunch}: prepared call is {type(prepared).__name__}, relaunch "
               f"{type(getattr(prepared, 'relaunch', None)).__name__}")
