@@ -16,7 +16,7 @@ three ways in one run: prepared calls relaunched directly (whatever their size; 
 relaunch.MIN_BYTES and more are), prepared calls launching their graph (relaunch off), and the calls captured ten to a
 graph (the floor).
 
-    python benchmarks/launch_paths.py [--out DIR] [--collectives [-n RANKS]]
+    python benchmarks/launch_paths.py [--out DIR] [--collectives [-n RANKS]] [--plot DIR/launch_paths.csv]
 """
 
 import argparse
@@ -158,13 +158,45 @@ def run_collectives(ctx, args, st):
                                   index=False)
 
 
+def plot(df, path):
+    """µs per call of back-to-back calls against the kernel's own time, one line per way, PDL off and on; the
+    dotted line is the kernel time itself."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    for ax, pdl in zip(axes, (False, True)):
+        d = df[df.pdl == pdl]
+        for way, g in d.groupby("way", sort=False):
+            g = g.sort_values("kernel_ns")
+            ax.plot(g.kernel_ns / 1e3, g.per_call_us, marker="o", ms=3, label=f"{way} (host {g.host_us.median():.1f}"
+                    f" us/call)")
+        ax.plot(d.kernel_ns / 1e3, d.kernel_ns / 1e3, ":", color="k", lw=0.8, label="the kernel alone")
+        ax.set(title=f"PDL {'on' if pdl else 'off'}", xlabel="kernel time (us, every SM)", ylabel="us per call")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    r = df.iloc[0]
+    fig.suptitle(f"One kernel per eager call, back to back: {r.device}, {r.date} ({r.commit})")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default=None)
     p.add_argument("--ns", type=int, nargs="+", default=[0, 2000, 4000, 6000, 8000])
     p.add_argument("--collectives", action="store_true")
     p.add_argument("-n", "--num_ranks", type=int, default=1)
+    p.add_argument("--plot", metavar="CSV", help="only redraw launch_paths.png next to this launch_paths.csv")
     args = p.parse_args()
+    if args.plot:
+        import pandas as pd
+
+        plot(pd.read_csv(args.plot), os.path.join(os.path.dirname(args.plot), "launch_paths.png"))
+        return
     if args.collectives:
         st = stamp(args.num_ranks, "benchmarks/launch_paths.py")
         iris.spawn(run_collectives, args.num_ranks, args, st, heap_size=1 << 30)
@@ -190,7 +222,9 @@ def main():
         import pandas as pd
 
         os.makedirs(args.out, exist_ok=True)
-        pd.DataFrame(rows).to_csv(os.path.join(args.out, "launch_paths.csv"), index=False)
+        df = pd.DataFrame(rows)
+        df.to_csv(os.path.join(args.out, "launch_paths.csv"), index=False)
+        plot(df, os.path.join(args.out, "launch_paths.png"))
 
 
 if __name__ == "__main__":

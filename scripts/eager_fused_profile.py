@@ -1,5 +1,6 @@
-"""Host time of a replayed eager catalog call, split: the whole call, its graph's launch alone (ctypes
-cudaGraphLaunch, and torch's replay()), and the Triton kernels in it. One GPU, world 1.
+"""Host time of a replayed eager catalog call, split: the whole call (prepared, and not: the checks, auto's pick
+and the replay key on every call), its graph's launch alone (ctypes cudaGraphLaunch, and torch's replay()), and
+the Triton kernels in it. One GPU, world 1.
 
     python scripts/eager_fused_profile.py [op/variant ...] [--shape MxNxK]
 """
@@ -55,12 +56,16 @@ def body(ctx, specs, shape):
         (key, graph), = [(kk, g) for kk, g in ctx.replay.graphs.items() if kk[:2] == (op, variant)][-1:]
         launcher = ctx.replay._launchers[key]
         whole = min(per_call_us(call) for _ in range(10))
+        ctx.replay.prepared = lambda sig: None  # every call in full up to its graph launch, as before prepared calls
+        unprepared = min(per_call_us(call) for _ in range(10))
+        del ctx.replay.prepared
         alone = min(per_call_us(launcher) for _ in range(10))
         torch_replay = min(per_call_us(graph.replay) for _ in range(10))
         ctx.replay.enabled = False
         kernels = kernel_launches(call)
         ctx.replay.enabled = True
-        print(f"{spec:40s} {m}x{n}x{k}: whole call {whole:6.2f} us, graph launch alone {alone:6.2f} us, torch "
+        print(f"{spec:40s} {m}x{n}x{k}: whole call {whole:6.2f} us (not prepared {unprepared:6.2f} us), graph "
+              f"launch alone {alone:6.2f} us, torch "
               f"replay {torch_replay:6.2f} us, {kernels} Triton kernels", flush=True)
 
 
