@@ -30,6 +30,20 @@ def timed(fn, calls=30, repeats=3):
     return statistics.median(samples)
 
 
+def host_us(fn, calls=20, repeats=3):
+    """Host µs per call of `calls` calls in a row with no synchronization between them (the GPU drained before and
+    after), the best of `repeats`: what the host spends issuing a call, while the GPU queue is not full."""
+    best = float("inf")
+    for _ in range(repeats):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.perf_counter() - t0) * 1e6 / calls)
+        torch.cuda.synchronize()
+    return best
+
+
 def _captured(fn, calls=10):
     """A CUDA graph of `calls` calls of fn, replayed once (fn has run eagerly before: capture forbids compiling and
     allocating)."""

@@ -8,24 +8,14 @@ import cProfile
 import os
 import pstats
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import torch  # noqa: E402
 
 import iris  # noqa: E402
+from benchmarks.harness import host_us  # noqa: E402
 from iris import collectives as coll  # noqa: E402
 from iris import relaunch as rl  # noqa: E402
-
-
-def per_call_us(fn, calls=2000):
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    dt = (time.perf_counter() - t0) * 1e6 / calls
-    torch.cuda.synchronize()
-    return dt
 
 
 def main(ctx):
@@ -55,7 +45,7 @@ def main(ctx):
             pieces["graph launch alone"] = prepared.launch_graph
             pieces["torch graph.replay"] = prepared.graph.replay
         for name, fn in pieces.items():
-            print(f"  {name:22s} {min(per_call_us(fn) for _ in range(3)):6.2f} us/call")
+            print(f"  {name:22s} {host_us(fn, calls=2000):6.2f} us/call")
         prof = cProfile.Profile()
         prof.enable()
         for _ in range(2000):

@@ -8,24 +8,14 @@ the Triton kernels in it. One GPU, world 1.
 import argparse
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import torch  # noqa: E402
 
 import fused_ops  # noqa: E402
 import iris  # noqa: E402
+from benchmarks.harness import host_us  # noqa: E402
 from fused_ops import reference  # noqa: E402
-
-
-def per_call_us(fn, calls=20):
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    dt = (time.perf_counter() - t0) * 1e6 / calls
-    torch.cuda.synchronize()
-    return dt
 
 
 def kernel_launches(call):
@@ -55,12 +45,12 @@ def body(ctx, specs, shape):
             call()
         (key, graph), = [(kk, g) for kk, g in ctx.replay.graphs.items() if kk[:2] == (op, variant)][-1:]
         launcher = ctx.replay._launchers[key]
-        whole = min(per_call_us(call) for _ in range(10))
+        whole = host_us(call, repeats=10)
         ctx.replay.prepared = lambda sig: None  # every call in full up to its graph launch, as before prepared calls
-        unprepared = min(per_call_us(call) for _ in range(10))
+        unprepared = host_us(call, repeats=10)
         del ctx.replay.prepared
-        alone = min(per_call_us(launcher) for _ in range(10))
-        torch_replay = min(per_call_us(graph.replay) for _ in range(10))
+        alone = host_us(launcher, repeats=10)
+        torch_replay = host_us(graph.replay, repeats=10)
         ctx.replay.enabled = False
         kernels = kernel_launches(call)
         ctx.replay.enabled = True
