@@ -399,3 +399,81 @@ def test_collectives_relaunch_only_calls_of_relaunch_min_bytes_and_more(monkeypa
     assert collectives._direct("k", (1,), (small,), {}, small, large) == ("k", (1,), (small,), {})
     monkeypatch.setattr(relaunch, "MIN_BYTES", 0)
     assert collectives._direct("k", (1,), (small,), {}, small, small) is not None
+
+
+def r_relaunched_collectives(ctx, calls):
+    """Collectives whose prepared calls relaunch their kernel (MIN_BYTES lowered so small calls qualify): eager calls
+    with fresh values every call, then the same calls captured into a user's CUDA graph and replayed. Returns the
+    worst error per collective and whether each prepared call was a relaunch."""
+    from iris import relaunch
+
+    w, rank = ctx.get_num_ranks(), ctx.get_rank()
+    saved = relaunch.MIN_BYTES
+    relaunch.MIN_BYTES = 0
+    ctx.replay.clear()
+    n = 3000
+    x, y = ctx.zeros(n), ctx.zeros(n)
+    shard, gathered = ctx.zeros(n // w), ctx.zeros(n // w * w)
+    ops = {"all_reduce/push": lambda: coll.all_reduce(ctx, x, variant="push", out=y),
+           "all_reduce/one_shot": lambda: coll.all_reduce(ctx, x, variant="one_shot", out=y),
+           "all_gather/push": lambda: coll.all_gather(ctx, gathered, shard, variant="push"),
+           "reduce_scatter/push": lambda: coll.reduce_scatter(ctx, shard, x, variant="push")}
+    worst, relaunched = {}, {}
+
+    def fresh(seed):
+        every = torch.randn(w, n, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+        x.copy_(every[rank].float())
+        shard.copy_(every[rank, :n // w].float())
+        y.fill_(float("nan"))
+        gathered.fill_(float("nan"))
+        return every
+
+    def check(name, every):
+        want = {"all_gather/push": lambda: every[:, :n // w].reshape(-1),
+                "reduce_scatter/push": lambda: every.sum(0)[rank * (n // w):(rank + 1) * (n // w)]}.get(
+                    name, lambda: every.sum(0))()
+        got = {"all_gather/push": gathered, "reduce_scatter/push": shard}.get(name, y)
+        worst[name] = max(worst.get(name, 0.0), float((got.double().cpu() - want).abs().max()))
+
+    try:
+        for name, op in ops.items():
+            for call in range(calls):
+                every = fresh(100 * call + len(name))
+                ctx.barrier()  # every rank's inputs are written before any peer reads them
+                op()
+                torch.cuda.synchronize()
+                ctx.barrier()
+                check(name, every)
+            prepared = next(p for s, p in ctx.replay._prepared.items() if s[0] == name.split("/")[0] and
+                            name.split("/")[1] in s)
+            relaunched[name] = prepared.relaunch is not None
+            every = fresh(5000 + len(name))  # back to back, no host sync: each launch overlaps the last (PDL)
+            ctx.barrier()
+            for _ in range(calls):
+                op()
+            torch.cuda.synchronize()
+            ctx.barrier()
+            check(name, every)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                op()
+            for replay in range(3):
+                every = fresh(7000 + replay)
+                torch.cuda.synchronize()
+                ctx.barrier()
+                graph.replay()
+                torch.cuda.synchronize()
+                ctx.barrier()
+                check(name, every)
+            del graph
+    finally:
+        relaunch.MIN_BYTES = saved
+        ctx.replay.clear()
+    return worst, relaunched
+
+
+@pytest.mark.skipif(not ON_GPU, reason="relaunching needs compiled kernels: GPUs only (the CPU backend interprets)")
+def test_relaunched_collectives_are_fresh_calls_eager_and_inside_a_users_graph(ranks):
+    for worst, relaunched in ranks.run(r_relaunched_collectives, 6):
+        assert all(relaunched.values()), relaunched
+        assert max(worst.values()) < 1e-4, worst
