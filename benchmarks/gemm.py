@@ -38,7 +38,13 @@ CANDIDATES = {"default": None,
               "64x128x64 s4 w4": Config(64, 128, 64, 8, None, None, 4, 4),
               "64x64x128 s4 w4": Config(64, 64, 128, 8, None, None, 4, 4),
               "64x128x128 s3 w4": Config(64, 128, 128, 8, None, None, 3, 4),
-              "64x256x64 s4 w4": Config(64, 256, 64, 8, None, None, 4, 4)}
+              "64x256x64 s4 w4": Config(64, 256, 64, 8, None, None, 4, 4),
+              # two programs per SM ("x2": gemm_sms = 2 x SMs, set per device): where both fit (shared memory,
+              # registers), one program's epilogue overlaps the other's main loop, as warp specialization would
+              "128x128x64 s2 w8 x2": Config(128, 128, 64, 8, None, None, 2, 8),
+              "128x128x64 s3 w8 x2": Config(128, 128, 64, 8, None, None, 3, 8),
+              "128x128x64 s3 w4 x2": Config(128, 128, 64, 8, None, None, 3, 4),
+              "128x256x64 s2 w8 x2": Config(128, 256, 64, 8, None, None, 2, 8)}
 # Where tiles are few (M <= 1024): split-K ("kS": S slices of K per tile), and more shapes of tile, pipeline depth
 # and warps.
 SMALL_M_CANDIDATES = {"128x128x64 s4 w8 k2": Config(128, 128, 64, 8, None, None, 4, 8, split_k=2),
@@ -99,6 +105,8 @@ def run(ctx, args, run_stamp):
                 continue  # 64-row tiles are for small M
             if cfg is not None and cfg.split_k is None and not cfg.split_tail:  # whole tiles: not the default's
                 cfg = dataclasses.replace(cfg, split_k=1, split_tail=False)  # split (the default may split a tail)
+            if name.endswith(" x2"):
+                cfg = dataclasses.replace(cfg, gemm_sms=2 * ctx.get_cu_count())
             _problem.HOST_DESCRIPTORS = "device-built" not in name
             p = Problem(ctx, "gemm_all_scatter", variant, a, b, c, m, n, k, cfg)
             if p.cfg.split_k > 1 and not p.cfg.split_tail and p.num_tiles >= ctx.get_cu_count():
@@ -106,17 +114,19 @@ def run(ctx, args, run_stamp):
             flags, epoch = p.no_sync()
 
             def call():
-                gemm_kernel[p.grid(p.cfg.gemm_sms)](*p.gemm_args(), c, c.stride(0), c.stride(1), 0, flags, epoch, 0,
-                                                    *p.rank_args(), SIGNAL="none", **p.meta())
+                return gemm_kernel[p.grid(p.cfg.gemm_sms)](*p.gemm_args(), c, c.stride(0), c.stride(1), 0, flags,
+                                                           epoch, 0, *p.rank_args(), SIGNAL="none", **p.meta())
             c.fill_(float("nan"))
-            call()
+            compiled = call()
             err = ((c.double() - ref).norm() / ref.norm()).item()
             t, t_torch = paired_graph_us(call, lambda: torch.matmul(a, b, out=c))  # torch again, in turns
             rows.append(dict(m=m, n=n, k=k, config=name, host_descriptors=_problem.HOST_DESCRIPTORS, pdl=pdl,
                              block_m=p.cfg.block_m, block_n=p.cfg.block_n,
                              block_k=p.cfg.block_k, num_stages=p.cfg.num_stages, num_warps=p.cfg.num_warps,
                              split_k=p.cfg.split_k, split_tail=p.cfg.split_tail,
-                             tma=p.tma, time_us=t, torch_us=t_torch, vs_torch=t_torch / t,
+                             tma=p.tma, programs=p.grid(p.cfg.gemm_sms)[0],
+                             shared_kb=compiled.metadata.shared / 1024 if compiled is not None else None,
+                             regs=getattr(compiled, "n_regs", None), time_us=t, torch_us=t_torch, vs_torch=t_torch / t,
                              tflops=2 * m * n * k / t / 1e6, rel_error=err, correct=err < 1e-2, dtype="bfloat16",
                              **run_stamp))
             _problem.HOST_DESCRIPTORS = True
