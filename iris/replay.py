@@ -24,6 +24,7 @@ from .logging import logger
 
 ENABLED = os.environ.get("IRIS_REPLAY", "1") != "0"
 CAPACITY = int(os.environ.get("IRIS_REPLAY_CAPACITY", "64"))
+PREPARED = os.environ.get("IRIS_PREPARED", "1") != "0"  # 0: every call checks and sets up (graphs still replay)
 
 
 def _capture(launch, stream):
@@ -97,7 +98,7 @@ class ReplayCache:
         signatures in repeated use (at most `capacity`) keep memory alive. With `key` (the replay key of call's
         launches), the prepared call becomes a bare replay of their graph once it exists, returning `result`; with
         direct=(kernel, grid, args, meta) as well (call's one launch), a direct relaunch of that kernel instead."""
-        if self.enabled and not self._first_sighting(self._offered, sig):
+        if self.enabled and PREPARED and not self._first_sighting(self._offered, sig):
             _bounded_put(self._prepared, sig, call if key is None else _Replayer(self, call, key, result, direct),
                          self.capacity)
 

@@ -477,3 +477,13 @@ def test_relaunched_collectives_are_fresh_calls_eager_and_inside_a_users_graph(r
     for worst, relaunched in ranks.run(r_relaunched_collectives, 6):
         assert all(relaunched.values()), relaunched
         assert max(worst.values()) < 1e-4, worst
+
+
+def test_prepared_calls_can_be_turned_off(monkeypatch):
+    from iris import replay
+
+    monkeypatch.setattr(replay, "PREPARED", False)
+    cache = ReplayCache(True, capacity=4, capture=FakeGraph, capturing=lambda: False)
+    for _ in range(3):
+        cache.prepare("sig", lambda: "call", key="key", result="out")
+    assert cache.prepared("sig") is None
