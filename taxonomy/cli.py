@@ -190,13 +190,13 @@ def _check_machine(args):
 
 
 def cmd_run(args):
-    _check_machine(args)
     dtype = DTYPES[args.datatype]
     variants = _variants(args.op, args.variants, iris.BACKEND, dtype, args.timing) if args.benchmark else (
         args.variants or registry.list_variants(args.op, iris.BACKEND, dtype))
     for v in variants:
         if v != "auto":
             registry.get(args.op, v, iris.BACKEND)
+    _check_machine(args)  # after the arguments: a misspelled variant is named as such on any machine
     if not (args.validate or args.benchmark):
         args.validate = True
     rows = on_ranks(bench_shape, args, args.op, variants, args.m, args.n, args.k, dtype, _config(args), args.iters,
@@ -255,11 +255,11 @@ def _append(rows, path):
 
 
 def cmd_sweep(args):
-    _check_machine(args)
     shapes = [tuple(int(x) for x in s.lower().split("x")) for s in args.shapes] if args.shapes else default_shapes()
     dtype = DTYPES[args.datatype]
     jobs = [(op, _variants(op, args.variants, iris.BACKEND, dtype, args.timing), shape, dtype) for op in args.ops
             for shape in shapes]
+    _check_machine(args)
     rows = on_ranks(sweep_ranks, args, jobs, _config(args), args.iters, args.warmup, not args.no_validate,
                     os.path.abspath(args.out), args.timing)
     if rows is None:
