@@ -196,7 +196,12 @@ def cmd_run(args):
     for v in variants:
         if v != "auto":
             registry.get(args.op, v, iris.BACKEND)
-    _check_machine(args)  # after the arguments: a misspelled variant is named as such on any machine
+    if not _under_launcher():  # a launcher's world size is known on the ranks only (checked there too)
+        try:
+            reference.check_divisible(args.op, args.m, args.n, args.k, args.num_ranks)
+        except ValueError as e:
+            raise SystemExit(str(e)) from None
+    _check_machine(args)  # after the arguments: bad input is named as such on any machine
     if not (args.validate or args.benchmark):
         args.validate = True
     rows = on_ranks(bench_shape, args, args.op, variants, args.m, args.n, args.k, dtype, _config(args), args.iters,
