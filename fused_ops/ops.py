@@ -124,11 +124,8 @@ def _prepared(ctx, op, a, b, c, variant, config, *extra):
     used while an iris.Tracer records, and fused_ops.tune drops them (auto's picks change)."""
     if ctx.tracer is not None:
         return None, None
-    sig = (op, tensor_key(a), tensor_key(b), tensor_key(c), variant, config, *map(tensor_key, extra))
-    try:
-        return sig, ctx.replay.prepared(sig)
-    except TypeError:  # an unhashable argument: the checks will say what is wrong with it
-        return None, None
+    return ctx.replay.lookup((op, tensor_key(a), tensor_key(b), tensor_key(c), variant, config,
+                              *map(tensor_key, extra)))
 
 
 def _set_up_capture_pick(ctx, op, variant, a, b, again, exclude=()):

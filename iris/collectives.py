@@ -284,7 +284,7 @@ def _scratch(ctx, numel, dtype):
 
 def all_reduce(ctx, tensor, op="sum", variant="auto", out=None, config=None, async_op=False):
     """Reduce `tensor` over ranks into `out` (default: in place). Returns `out` (or a Work with async_op)."""
-    sig, call = _prepared(ctx, ("all_reduce", tensor_key(tensor), tensor_key(out), op, variant, config, async_op))
+    sig, call = ctx.replay.lookup(("all_reduce", tensor_key(tensor), tensor_key(out), op, variant, config, async_op))
     if call is not None:
         return call()
     out = tensor if out is None else out
@@ -381,16 +381,6 @@ def _push_block(nbytes):
     return 2048 if nbytes <= 512 << 10 else 16384
 
 
-def _prepared(ctx, sig):
-    """(signature, prepared call) of a front-door call. The call is None until a first call with this signature
-    has passed the checks, and always while launch replay is off. Each front door spells its signature out with
-    tensor_key (a generic loop over the arguments cost twice as much: it is most of a prepared call's host time)."""
-    try:
-        return sig, ctx.replay.prepared(sig)
-    except TypeError:  # an unhashable argument: the checks will say what is wrong with it
-        return None, None
-
-
 def _run(ctx, key, launch, tensors, async_op, prepare, direct=None):
     """launch() through the replay cache under `key`, on the current stream or a side stream (_on_stream). With
     prepare=(signature, result) remember the call, so that the next call with the same signature skips the checks
@@ -431,7 +421,7 @@ def _overlaps(a, b):
 def all_gather(ctx, output, input, variant="auto", config=None, async_op=False):
     """output (world * input.numel() elements) <- every rank's input, rank r's at slice r. "direct": peers store
     into `output`, which must be on the heap; "push": through inboxes (output anywhere; the latency variant)."""
-    sig, call = _prepared(ctx, ("all_gather", tensor_key(output), tensor_key(input), variant, config, async_op))
+    sig, call = ctx.replay.lookup(("all_gather", tensor_key(output), tensor_key(input), variant, config, async_op))
     if call is not None:
         return call()
     w = ctx.get_num_ranks()
@@ -458,7 +448,8 @@ def reduce_scatter(ctx, output, input, op="sum", variant="auto", config=None, as
     """output (this rank's slice) <- slice `rank` of input (world * output.numel()) reduced over ranks. "pull":
     every rank reads its slice from every rank's input, which must be on the heap; "push": every rank sends slice r
     to rank r's inbox (input anywhere; the latency variant); "auto" pushes up to 1 MiB of input."""
-    sig, call = _prepared(ctx, ("reduce_scatter", tensor_key(output), tensor_key(input), op, variant, config, async_op))
+    sig, call = ctx.replay.lookup(("reduce_scatter", tensor_key(output), tensor_key(input), op, variant, config,
+                                   async_op))
     if call is not None:
         return call()
     if variant == "auto" and isinstance(input, torch.Tensor):
@@ -483,7 +474,7 @@ def reduce_scatter(ctx, output, input, op="sum", variant="auto", config=None, as
 
 def all_to_all(ctx, output, input, variant="auto", config=None, async_op=False):
     """Slice c of input (world equal slices) goes to rank c, where it lands at slice `rank` of output (on the heap)."""
-    sig, call = _prepared(ctx, ("all_to_all", tensor_key(output), tensor_key(input), variant, config, async_op))
+    sig, call = ctx.replay.lookup(("all_to_all", tensor_key(output), tensor_key(input), variant, config, async_op))
     if call is not None:
         return call()
     _check(ctx, "all_to_all", variant, "sum", {"output": output, "input": input}, {"output": "write into"})
@@ -501,7 +492,7 @@ def all_to_all(ctx, output, input, variant="auto", config=None, async_op=False):
 
 def broadcast(ctx, tensor, src=0, variant="auto", out=None, config=None, async_op=False):
     """out (default: tensor, in place) <- rank src's tensor (on the heap)."""
-    sig, call = _prepared(ctx, ("broadcast", tensor_key(tensor), src, tensor_key(out), variant, config, async_op))
+    sig, call = ctx.replay.lookup(("broadcast", tensor_key(tensor), src, tensor_key(out), variant, config, async_op))
     if call is not None:
         return call()
     out = tensor if out is None else out

@@ -93,6 +93,15 @@ class ReplayCache:
         """The call a front door prepared for this signature (None while replay is off or for a new signature)."""
         return self._prepared.get(sig) if self.enabled else None
 
+    def lookup(self, sig):
+        """(sig, prepared call) for a front door, the call None as in prepared(); (None, None) where the signature
+        holds something unhashable (the front door's checks will say what is wrong with it). Front doors spell
+        their signatures out with tensor_key: a generic loop over the arguments cost twice as much."""
+        try:
+            return sig, self.prepared(sig)
+        except TypeError:
+            return None, None
+
     def prepare(self, sig, call, key=None, result=None, direct=None):
         """Remember `call` for `sig` from its second offer on: a prepared call holds its tensors, so only
         signatures in repeated use (at most `capacity`) keep memory alive. With `key` (the replay key of call's

@@ -30,7 +30,7 @@ def main(ctx):
         tk = coll.tensor_key
 
         def sig():  # what the front door computes before its prepared call
-            return coll._prepared(ctx, ("all_reduce", tk(x), tk(y), "sum", "push", None, False))
+            return ctx.replay.lookup(("all_reduce", tk(x), tk(y), "sum", "push", None, False))
 
         prepared = sig()[1]
         print(f"relaunch={relaunch}: prepared call is {type(prepared).__name__}, relaunch "
