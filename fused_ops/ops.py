@@ -119,8 +119,8 @@ def _run(ctx, v, config, make, *tensors, prepare=None):
 def _prepared(ctx, op, a, b, c, variant, config, *extra):
     """(signature, prepared call) of a front-door call: from the third call on the same operands (addresses,
     shapes, strides, dtypes: all the checks look at) with the same variant and config, the call is its graph's
-    launch alone, without the checks, auto's pick and the problem set-up (20-25 µs of host time on an H100 VM,
-    results/launch_7706ed8/). Under an outer capture, a prepared call runs in full (auto picks per mode); none is
+    launch alone, without the checks, auto's pick and the problem set-up (24-53 against 8-16 µs of host time per
+    call on an H100 VM, results/eager_launch/eager_97fa10e/). Under an outer capture, a prepared call runs in full (auto picks per mode); none is
     used while an iris.Tracer records, and fused_ops.tune drops them (auto's picks change)."""
     if ctx.tracer is not None:
         return None, None
