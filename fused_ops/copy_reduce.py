@@ -31,6 +31,7 @@ import triton
 import triton.language as tl
 
 import iris
+from iris.replay import tensor_key
 from .comm import chunk_blocks
 from .gemm import NEXT_IN_AT_START, c_tile, first_unit, gemm_tile, operands, tile_coords
 
@@ -202,14 +203,17 @@ def run(p, out, even, gather):
 
     args, meta = _kernel_args(p, out, ws["partials"], ws["inbox"], (ready, inflags, ws[f"consumed_x{nc}"], final),
                               per, nc, slice_rows_max, EVEN=even, GATHER=gather, **iris.pdl_launch())
+    # everything enqueue() reads: the same key, the same operations (CopyEngine.plan)
+    key = ("copy_reduce", gather, even, m, n, bm, p.cfg.block_n, per, tensor_key(out),
+           *(t.data_ptr() for t in ws.values()))
     cuda = p.ctx.backend == "cuda"
     with ce:
         if not cuda:  # the worker must hold its operations before the interpreter runs the kernels to completion
-            enqueue()
+            ce.plan(key, enqueue)
         for phase in ((0,) if cuda else (1, 2)):
             kernel[(programs,)](*args, PHASE=phase, **meta)
         if cuda:  # GPUs: the stream waits go in after the GEMM they wait for, and before gathered_kernel (module note)
-            enqueue()
+            ce.plan(key, enqueue)
         if gather:
             gathered_kernel[(1,)](gathered, nc, per, m, *p.rank_args(), BLOCK_M=bm, num_warps=1, **iris.pdl_launch())
 

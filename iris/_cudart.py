@@ -68,9 +68,13 @@ class CudaRuntime:
     def memcpy_async(self, dst, src, nbytes, stream):
         """Enqueue a copy of nbytes from src to dst (device addresses, a peer's mapping included: the copy engine
         moves it over NVLink) on `stream` (a cudaStream_t); capturable."""
-        code = self.lib.cudaMemcpyAsync(ctypes.c_void_p(dst), ctypes.c_void_p(src), ctypes.c_size_t(nbytes),
-                                        ctypes.c_int(_MEMCPY_DEFAULT), ctypes.c_void_p(stream))
-        self._check(code, f"cudaMemcpyAsync({nbytes} bytes)")
+        self.memcpy_async_call(dst, src, nbytes, stream)()
+
+    def memcpy_async_call(self, dst, src, nbytes, stream):
+        """memcpy_async as a call that can be made again (prepared())."""
+        return prepared(self._check, f"cudaMemcpyAsync({nbytes} bytes)", self.lib.cudaMemcpyAsync, ctypes.c_void_p(dst),
+                        ctypes.c_void_p(src), ctypes.c_size_t(nbytes), ctypes.c_int(_MEMCPY_DEFAULT),
+                        ctypes.c_void_p(stream))
 
     def ipc_handle(self, ptr):
         """Bytes of the IPC handle of a cudaMalloc'd block. string_at, not the field: a c_char field stops at NUL."""
@@ -118,9 +122,26 @@ class CudaDriver:
             raise RuntimeError(f"{what} failed: CUDA driver error {code} ({(msg.value or b'?').decode()})")
 
     def stream_write_value32(self, stream, address, value):
-        self._check(self.lib.cuStreamWriteValue32_v2(ctypes.c_void_p(stream), ctypes.c_uint64(address),
-                                                     ctypes.c_uint32(value), 0), "cuStreamWriteValue32")
+        self.stream_write_value32_call(stream, address, value)()
 
     def stream_wait_value32(self, stream, address, value):
-        self._check(self.lib.cuStreamWaitValue32_v2(ctypes.c_void_p(stream), ctypes.c_uint64(address),
-                                                    ctypes.c_uint32(value), _WAIT_VALUE_GEQ), "cuStreamWaitValue32")
+        self.stream_wait_value32_call(stream, address, value)()
+
+    def stream_write_value32_call(self, stream, address, value):
+        return prepared(self._check, "cuStreamWriteValue32", self.lib.cuStreamWriteValue32_v2, ctypes.c_void_p(stream),
+                        ctypes.c_uint64(address), ctypes.c_uint32(value), 0)
+
+    def stream_wait_value32_call(self, stream, address, value):
+        return prepared(self._check, "cuStreamWaitValue32", self.lib.cuStreamWaitValue32_v2, ctypes.c_void_p(stream),
+                        ctypes.c_uint64(address), ctypes.c_uint32(value), _WAIT_VALUE_GEQ)
+
+
+def prepared(check, what, fn, *args):
+    """fn(*args) as a call without arguments, its ctypes arguments converted once, raising through check(code, what)
+    on an error: the copy engine replays such calls (iris/copy_engine.py: plans)."""
+    def call():
+        code = fn(*args)
+        if code != 0:
+            check(code, what)
+
+    return call

@@ -33,6 +33,7 @@ a deadline (IRIS_WAIT_TIMEOUT_S), concurrently with the interpreter's kernels; j
 what went wrong there.
 """
 
+import functools
 import os
 import queue
 import threading
@@ -40,7 +41,7 @@ import time
 
 import torch
 
-from . import device as _dev
+from . import device as _dev, replay as _replay
 
 _DRIVER = None
 _STREAMS = {}
@@ -59,10 +60,11 @@ class CopyEngine:
     def __init__(self, ctx):
         self.ctx = ctx
         self.cuda = ctx.backend == "cuda"
-        self._then, self._done = None, False
+        self._then, self._done, self._record = None, False, None
         if self.cuda:
             self.main = torch.cuda.current_stream(ctx.device)
             self.stream = _STREAMS.setdefault(ctx.device, torch.cuda.Stream(ctx.device))
+            self.handle = self.stream.cuda_stream  # one side stream per device: plans hold its handle
             self.stream.wait_stream(self.main)
         else:
             self._ops, self._error, self._stopping = queue.Queue(), [], False
@@ -92,9 +94,11 @@ class CopyEngine:
         operation enqueued before it."""
         rank = self.ctx.cur_rank if rank is None else rank
         self._check_flag("write", flag, rank)
-        target = self._peer(flag, rank)
-        self._enqueue(lambda s: _driver().stream_write_value32(s, self._address(flag, rank), value),
-                      lambda: target.fill_(value))
+        if self.cuda:
+            address = self._address(flag, rank)
+            self._issue(lambda stream: _driver().stream_write_value32_call(stream, address, value))
+        else:
+            self._issue(("_fill", self._peer(flag, rank), value))
 
     def wait(self, flag, value):
         """Operations enqueued after this one start once this rank's one-element int32 heap tensor `flag` >= value
@@ -104,8 +108,39 @@ class CopyEngine:
             raise RuntimeError("CopyEngine.wait: CUDA_DEVICE_MAX_CONNECTIONS=1 puts every stream on one hardware queue, "
                                "where a stream wait for a concurrently running kernel would block that kernel; unset it "
                                "or raise it (the default is 8)")
-        self._enqueue(lambda s: _driver().stream_wait_value32(s, flag.data_ptr(), value),
-                      lambda: self._poll(flag, value))
+        if self.cuda:
+            address = flag.data_ptr()
+            self._issue(lambda stream: _driver().stream_wait_value32_call(stream, address, value))
+        else:
+            self._issue(("_poll", flag, value))
+
+    def plan(self, key, enqueue):
+        """enqueue() makes this call's get/put/write/wait; `key` names everything they depend on (pointers, sizes,
+        ranks, values), or is None. The first call with a key records the operations resolved (addresses, ctypes
+        arguments), and later calls issue the record: no checks, no slicing, no address arithmetic, which cost
+        the catalog's eager copy-engine calls most of their host time (results/eager_host_profile_182b854.log).
+        Records are kept per context, cleared with its replay cache (heap memory released); IRIS_PREPARED=0 turns
+        them off."""
+        if key is None or not _replay.PREPARED:
+            enqueue()
+            return
+        plans = self.ctx.replay.plans
+        ops = plans.get(key)
+        if ops is not None:
+            plans.move_to_end(key)
+            self._check_open_for("operation")
+            for op in ops:
+                if self.cuda:
+                    op()
+                else:
+                    self._submit(op)
+            return
+        self._record = []
+        try:
+            enqueue()
+            _replay.bounded_put(plans, key, self._record, self.ctx.replay.capacity)
+        finally:
+            self._record = None
 
     def then(self, launch):
         """launch() enqueues kernels that follow every operation enqueued so far and run alongside the current
@@ -151,19 +186,38 @@ class CopyEngine:
         if self._done:
             raise RuntimeError(f"CopyEngine.{what}: nothing may be enqueued after then()")
 
-    def _enqueue(self, on_gpu, on_cpu):
-        """GPUs: on_gpu(the side stream's handle) enqueues the operation now. CPU: the worker runs on_cpu() in turn."""
+    def _issue(self, op):
+        """Enqueue one operation. GPUs: op(the side stream's handle) makes its driver call (_cudart.prepared), which
+        runs now; CPU: op is (method, *arguments) for the worker. What is issued is recorded while plan() records."""
         self._check_open_for("operation")
         if self.cuda:
-            on_gpu(self.stream.cuda_stream)
+            op = op(self.handle)
+            op()
         else:
-            self._ops.put(on_cpu)
+            self._submit(op)
+        if self._record is not None:
+            self._record.append(op)
+
+    def _submit(self, op):
+        method, *args = op
+        self._ops.put(functools.partial(getattr(self, method), *args))
 
     def _copy(self, dst_address, src_address, dst, src):
         """dst_address <- src_address on GPUs; on the CPU the same bytes as tensors of this process (dst <- src)."""
-        nbytes = src.numel() * src.element_size()
-        self._enqueue(lambda s: self.ctx.heap.rt.memcpy_async(dst_address, src_address, nbytes, s),
-                      lambda: dst.view(-1).copy_(src.view(-1)))
+        if self.cuda:
+            nbytes = src.numel() * src.element_size()
+            rt = self.ctx.heap.rt
+            self._issue(lambda stream: rt.memcpy_async_call(dst_address, src_address, nbytes, stream))
+        else:
+            self._issue(("_copy_tensor", dst.view(-1), src.view(-1)))
+
+    @staticmethod
+    def _copy_tensor(dst, src):
+        dst.copy_(src)
+
+    @staticmethod
+    def _fill(target, value):
+        target.fill_(value)
 
     def _work(self):
         while True:

@@ -10,7 +10,8 @@ replay (one graph launch, a few µs). Keys seen once cost nothing but a dict ent
 code that never repeats its pointers pays no capture.
 
 Off on the CPU backend, under an outer capture (the launches join that capture), while an iris.Tracer is active, and
-with IRIS_REPLAY=0. The cache is cleared when heap memory it may point into is released (ctx.scratch(), close()).
+with IRIS_REPLAY=0. It also keeps the copy engines' recorded operations (iris/copy_engine.py: CopyEngine.plan), on
+every backend. The cache is cleared when heap memory it may point into is released (ctx.scratch(), close()).
 """
 
 import ctypes
@@ -56,6 +57,7 @@ class ReplayCache:
         self._prepared = OrderedDict()  # front-door signature -> its checked, set-up call (iris.collectives)
         self._offered = OrderedDict()
         self._launchers = {}  # key -> _graph_launcher(graphs[key])
+        self.plans = OrderedDict()  # key -> a copy-engine call's recorded operations (CopyEngine.plan), any backend
         self.captures = 0
         self.relaunch = _relaunch.ENABLED  # one-kernel prepared calls launch directly (iris.relaunch), not a graph
 
@@ -81,7 +83,7 @@ class ReplayCache:
                 raise RuntimeError(f"launch replay: capturing the launches of {key[:2]!r} failed ({e}); replay is now "
                                    f"off in this process. Please report it; IRIS_REPLAY=0 runs without it") from e
             self.captures += 1
-            self._launchers.pop(_bounded_put(self.graphs, key, graph, self.capacity), None)
+            self._launchers.pop(bounded_put(self.graphs, key, graph, self.capacity), None)
         else:
             self.graphs.move_to_end(key)
         launcher = self._launchers.get(key)
@@ -108,7 +110,7 @@ class ReplayCache:
         launches), the prepared call becomes a bare replay of their graph once it exists, returning `result`; with
         direct=(kernel, grid, args, meta) as well (call's one launch), a direct relaunch of that kernel instead."""
         if self.enabled and PREPARED and not self._first_sighting(self._offered, sig):
-            _bounded_put(self._prepared, sig, call if key is None else _Replayer(self, call, key, result, direct),
+            bounded_put(self._prepared, sig, call if key is None else _Replayer(self, call, key, result, direct),
                          self.capacity)
 
     def forget_prepared(self):
@@ -121,11 +123,12 @@ class ReplayCache:
         if key in seen:
             del seen[key]
             return False
-        _bounded_put(seen, key, None, 4 * self.capacity)
+        bounded_put(seen, key, None, 4 * self.capacity)
         return True
 
     def clear(self):
         self.graphs.clear()
+        self.plans.clear()
         self._launchers.clear()
         self.seen.clear()
         self._prepared.clear()
@@ -190,7 +193,7 @@ def _graph_launcher(graph):
     return launch
 
 
-def _bounded_put(table, key, value, limit):
+def bounded_put(table, key, value, limit):
     """table[key] = value, dropping the least recently added entry beyond `limit`; returns the dropped key."""
     table[key] = value
     if len(table) > limit:

@@ -2,10 +2,11 @@
 (20 calls in a row, no synchronization in between), any host<->device synchronization inside a call
 (torch.cuda.set_sync_debug_mode), and rank 0's cProfile of those calls, heaviest functions first. Launch replay on
 and off (iris/replay.py), so a variant that may not be replayed (registry: Variant.capture) can be compared with
-capturable ones launched the same way.
+capturable ones launched the same way; `:noplan`, the copy engines' operations issued through their checked API on
+every call instead of replayed from plans (iris.CopyEngine.plan).
 
-    IRIS_BACKEND=cuda python scripts/eager_host_profile.py [op/variant[:noreplay] ...] [--shape MxNxK] [--top 25]
-        [-n 2]
+    IRIS_BACKEND=cuda python scripts/eager_host_profile.py [op/variant[:noreplay|:noplan] ...] [--shape MxNxK]
+        [--top 25] [-n 2]
 """
 
 import argparse
@@ -39,6 +40,9 @@ def case(ctx, spec, shape, calls, top):
     c = ctx.zeros(*reference.local_shapes(op, m, n, k, world)[2], dtype=torch.bfloat16)
     run = getattr(fused_ops, op)
     ctx.replay.enabled = mode != "noreplay"
+    plan = iris.CopyEngine.plan
+    if mode == "noplan":  # the copy engine's operations issued through the checked API every call
+        iris.CopyEngine.plan = lambda ce, key, enqueue: enqueue()
     for _ in range(6):  # compile, workspaces, replay capture
         run(ctx, a, b, c, variant=variant)
     torch.cuda.synchronize()
@@ -72,7 +76,7 @@ def case(ctx, spec, shape, calls, top):
     prof.disable()
     torch.cuda.synchronize()
     ctx.barrier()
-    ctx.replay.enabled = True
+    ctx.replay.enabled, iris.CopyEngine.plan = True, plan
     if rank == 0:
         text = io.StringIO()
         pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(top)

@@ -155,6 +155,15 @@ for stage in "$@"; do
              run launch_paths.log timeout 120 python3 benchmarks/launch_paths.py --out "$OUT/launch_paths"
              run launch_paths_collectives.log timeout 300 python3 benchmarks/launch_paths.py --collectives \
                -n ${NRANKS:-2} --out "$OUT/launch_paths" ;;
+    ceplan)  # the copy engines' recorded plans: their tests, the host time of a call's operations with and without a
+             # plan (one GPU does), then the catalog's eager copy-engine calls with and without (NRANKS GPUs; at world
+             # 1 they have no peers to copy from, only their waits and writes)
+             run pytest_ceplan.log timeout ${TEST_TIMEOUT:-300} python3 -m pytest -q tests/test_host_api.py \
+               tests/test_fused_ops.py -k "copy_engine or plans"
+             run copy_engine_host.log timeout 120 python3 benchmarks/copy_engine_host.py --out "$OUT"
+             run eager_host_ceplan.log timeout 400 python3 scripts/eager_host_profile.py -n ${NRANKS:-2} --top 12 \
+               gemm_all_reduce/copy_engine gemm_all_reduce/copy_engine:noplan gemm_reduce_scatter/copy_engine \
+               gemm_reduce_scatter/copy_engine:noplan all_gather_gemm/copy_engine all_gather_gemm/copy_engine:noplan ;;
     *) echo "unknown stage $stage"; status=1 ;;
   esac
 done

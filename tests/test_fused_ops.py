@@ -467,7 +467,14 @@ def test_all_gather_phased_peers_on_the_copies_stream(ranks):
 def r_copy_engine_chunks(ctx, op, m, calls, chunk_bytes):
     """r_check of `op`/copy_engine with chunks of `chunk_bytes`, one program: returns the flags per shard (slice) this
     makes, the error, and the sums of every flag and count the variant keeps (all must be back at 0)."""
-    fused_ops.comm.CHUNK_BYTES = chunk_bytes
+    saved, fused_ops.comm.CHUNK_BYTES = fused_ops.comm.CHUNK_BYTES, chunk_bytes
+    try:
+        return _chunks_and_flags(ctx, op, m, calls)
+    finally:  # the rank processes serve later tests
+        fused_ops.comm.CHUNK_BYTES = saved
+
+
+def _chunks_and_flags(ctx, op, m, calls):
     world = ctx.get_num_ranks()
     err = r_check(ctx, op, "copy_engine", "float32", m, 48, 40, calls, {"block_m": 16, "block_n": 16, "block_k": 16,
                                                                          "gemm_sms": 1})
@@ -500,6 +507,39 @@ def test_copy_engine_chunks(ranks, op, m_local):
     got = ranks.run(r_copy_engine_chunks, op, m_local * ranks.world, 5, 1024)
     for chunks, err, left in got:
         assert chunks == 4 and isinstance(err, float) and left and not any(left.values()), (chunks, err, left)
+
+
+def r_copy_engine_plans(ctx, op):
+    """Eight calls of `op`/copy_engine that alternate two shapes and, per shape, two heap copies of A and two
+    outputs, each checked against the reference: the side stream's operations replay from plans
+    (iris.CopyEngine.plan), so a key that missed something they depend on would move the wrong bytes here. Returns
+    the errors and the number of plans recorded."""
+    world, rank, dev = ctx.get_num_ranks(), ctx.get_rank(), ctx.get_device()
+    cfg = fused_ops.Config(block_m=16, block_n=16, block_k=16)
+    shapes = [(16 * world, 32, 24), (32 * world, 48, 40)]
+    local = [reference.local_shapes(op, *shape, world) for shape in shapes]
+    a_copies = [[ctx.zeros(*shapes_[0]) for _ in range(2)] for shapes_ in local]  # on the heap: read in place
+    outs = [[ctx.zeros(*shapes_[2]) for _ in range(2)] for shapes_ in local]
+    errs = []
+    for call in range(8):
+        shape, which = call % 2, call // 2 % 2
+        a, b, ref = reference.make_inputs(op, call, world, rank, *shapes[shape], torch.float32, dev)
+        a, c = a_copies[shape][which].copy_(a), outs[shape][which]
+        c.fill_(float("nan"))
+        ctx.barrier()
+        getattr(fused_ops, op)(ctx, a, b, c, variant="copy_engine", config=cfg)
+        errs.append(reference.rel_error(c, ref))
+    ctx.barrier()
+    return errs, len(ctx.replay.plans)
+
+
+@pytest.mark.parametrize("op", [op for op, m in CE_CHUNK_CASES if m == 64])
+def test_copy_engine_plans_follow_their_operands(ranks, op):
+    if refused_on_shared_gpus(ranks, op, "copy_engine", "float32"):
+        return
+    for errs, plans in ranks.run(r_copy_engine_plans, op):
+        assert all(e <= reference.TOLERANCE[torch.float32] for e in errs), errs
+        assert plans == 4, plans  # one per shape and A (all-gather: the copies read A) or output (the others)
 
 
 def test_copy_engine_chunk_sizes():

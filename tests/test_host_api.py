@@ -169,34 +169,41 @@ def test_scratch_releases_allocations(ranks2):
 
 
 def r_copy_engine(ctx):
-    """get: dst[r] <- rank r's row `rank` of a heap tensor (a different random one per rank), one flag per copy.
-    put: after a stream wait that the main stream releases, row `rank` of every peer's inbox <- this rank's row,
-    raising the peer's flag; then() adds 1 to what the gets brought. Eagerly, then (on GPUs) from a captured CUDA
-    graph replayed twice."""
+    """get: dst[r] <- rank r's row `rank` of a heap tensor (a different random one per rank and call), one flag per
+    copy. put: after a stream wait that the main stream releases, row `rank` of every peer's inbox <- this rank's
+    row, raising the peer's flag; then() adds 1 to what the gets brought. Eagerly; then through a plan (recorded on
+    its first call, replayed on the next two: each must move that call's data); then (on GPUs) the plan replayed
+    into a captured CUDA graph, replayed twice."""
     world, rank, dev = ctx.get_num_ranks(), ctx.get_rank(), ctx.get_device()
-    rows = [torch.randn(world, 37, generator=torch.Generator().manual_seed(r)) for r in range(world)]
-    src = ctx.as_symmetric(rows[rank].to(dev))
+    src = ctx.zeros(world, 37)
     dst = torch.full((world, 37), float("nan"), device=dev)
     inbox = ctx.full((world, 37), float("nan"))
     flags, inflags, go = (ctx.zeros(world, dtype=torch.int32) for _ in range(3))
-    want = torch.stack([rows[r][rank] for r in range(world)])
-    ctx.barrier()
 
-    def copies():
+    def rows(call):
+        return [torch.randn(world, 37, generator=torch.Generator().manual_seed(100 * call + r)) for r in range(world)]
+
+    def copies(key=None):
         with ctx.copy_engine() as ce:
-            for r in range(world):
-                ce.get(dst[r], src[rank], r, flag=flags[r:r + 1])
             go[0:1].fill_(1)  # on the current stream, as a kernel would raise it (launched before the wait)
-            ce.wait(go[0:1], 1)
-            for r in range(world):
-                if r != rank:
-                    ce.put(inbox[rank], src[rank], r, flag=inflags[rank:rank + 1])
-            ce.write(go[0:1], 0)
+
+            def operations():
+                for r in range(world):
+                    ce.get(dst[r], src[rank], r, flag=flags[r:r + 1])
+                ce.wait(go[0:1], 1)
+                for r in range(world):
+                    if r != rank:
+                        ce.put(inbox[rank], src[rank], r, flag=inflags[rank:rank + 1])
+                ce.write(go[0:1], 0)
+
+            ce.plan(key, operations)
             ce.then(lambda: dst.add_(1))  # after the gets: it sees what they brought
 
-    def check():
+    def check(call):
         ctx.barrier()  # every peer's puts have landed here
-        got_in = [torch.equal(inbox[r].cpu(), rows[r][r]) for r in range(world) if r != rank]
+        mine = rows(call)
+        got_in = [torch.equal(inbox[r].cpu(), mine[r][r]) for r in range(world) if r != rank]
+        want = torch.stack([mine[r][rank] for r in range(world)])
         ok = (torch.equal(dst.cpu(), want + 1) and flags.tolist() == [1] * world and all(got_in) and
               inflags.tolist() == [int(r != rank) for r in range(world)] and go.tolist()[0] == 0)
         dst.fill_(float("nan"))
@@ -206,15 +213,24 @@ def r_copy_engine(ctx):
         ctx.barrier()
         return ok
 
-    copies()
-    results = [check()]
+    results, plans = [], []
+    for call, key in enumerate([None, "plan", "plan", "plan"]):
+        src.copy_(rows(call)[rank])
+        ctx.barrier()
+        copies(key)
+        results.append(check(call))
+        plans.append([len(ops) for ops in ctx.replay.plans.values()])
     if ctx.backend == "cuda":
+        src.copy_(rows(9)[rank])
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            copies()
+            copies("plan")
         for _ in range(2):
+            ctx.barrier()
             graph.replay()
-            results.append(check())
+            results.append(check(9))
+    # one plan, recorded on the first keyed call: gets and their flags, a wait, puts and their flags, a write
+    results.append(plans == [[], [4 * world], [4 * world], [4 * world]])
     return results
 
 

@@ -16,6 +16,7 @@ import triton
 import triton.language as tl
 
 import iris
+from iris.replay import tensor_key
 from ..comm import chunk_blocks
 from ..gemm import NEXT_IN_AT_START, c_tile, first_unit, operands, tile_coords, unit_acc, unit_start, unit_tile
 from ..registry import register
@@ -88,12 +89,17 @@ def run(p):
     done = p.buffer("programs_done", (1,), torch.int32)
     p.ctx.device_barrier()
     with p.ctx.copy_engine() as ce:
-        for i in range(1, p.world):  # in the order the GEMM consumes them
-            src = (p.rank + i) % p.world
-            for j in range(chunks):
-                lo, hi = j * per * p.cfg.block_m, min((j + 1) * per * p.cfg.block_m, p.m_local)
-                row0 = src * blocks * p.cfg.block_m
-                ce.get(g[row0 + lo:row0 + hi], a[lo:hi], src, flag=flags[src * chunks + j:src * chunks + j + 1])
+        def pull():
+            for i in range(1, p.world):  # in the order the GEMM consumes them
+                src = (p.rank + i) % p.world
+                for j in range(chunks):
+                    lo, hi = j * per * p.cfg.block_m, min((j + 1) * per * p.cfg.block_m, p.m_local)
+                    row0 = src * blocks * p.cfg.block_m
+                    ce.get(g[row0 + lo:row0 + hi], a[lo:hi], src, flag=flags[src * chunks + j:src * chunks + j + 1])
+
+        # everything pull() reads: the same key, the same operations (CopyEngine.plan)
+        ce.plan(("all_gather_gemm/copy_engine", tensor_key(a), g.data_ptr(), flags.data_ptr(), per, p.cfg.block_m),
+                pull)
         launch(p, a, g, flags, done, per, 0)
     finish(p, a, g, blocks)
 
