@@ -6,6 +6,7 @@ replay off ("eager-noreplay": Triton's launch path on every call; ratios against
 <out>/collectives.csv and collectives.png.
 
     python benchmarks/collectives.py --out results [--max-bytes 1073741824]
+    python benchmarks/collectives.py --targets results/collectives.csv   # issue #7's targets, met or not
 """
 
 import argparse
@@ -148,6 +149,36 @@ def run(ctx, args, stamp):
         df.to_csv(os.path.join(args.out, "collectives.csv"), index=False)
         plot(df, os.path.join(args.out, "collectives.png"))
         print(f"wrote {args.out}/collectives.csv ({len(df)} rows, all correct: {bool(df.correct.all())})")
+        print(targets(df).to_string(index=False))
+
+
+def targets(df):
+    """Issue #7's targets, row by row, from a collectives.csv: our fastest variant per collective, mode and size
+    against the peers measured in the same run. Up to 1 MiB, all_reduce and all_gather: graph >= 1.25x the best
+    peer, eager <= 1/3 of NCCL's eager time; 16-256 MiB, every collective and mode: bus bandwidth >= the best peer's
+    (the same bytes, so the time ratio). Returns a DataFrame with columns collective, mode, bytes, variant, target,
+    value, met."""
+    import pandas as pd
+
+    ours = df[~df.variant.isin(PEER_VARIANTS) & df["mode"].isin(["eager", "graph"])]
+    best = ours.loc[ours.groupby(["collective", "mode", "bytes"]).time_us.idxmin()]
+    rows = []
+    for r in best.itertuples():
+        if r.bytes <= 1 << 20 and r.collective in ("all_reduce", "all_gather"):
+            if r.mode == "graph":
+                target, value, met = ">= 1.25x the best peer", r.best_peer_time_us / r.time_us, None
+                met = value >= 1.25
+            else:
+                target, value = "<= 1/3 of NCCL eager", r.time_us / r.nccl_time_us
+                met = value <= 1 / 3
+        elif 16 << 20 <= r.bytes <= 256 << 20:
+            target, value = "bus bandwidth >= the best peer's", r.best_peer_time_us / r.time_us
+            met = value >= 1.0
+        else:
+            continue
+        rows.append(dict(collective=r.collective, mode=r.mode, bytes=r.bytes, variant=r.variant, target=target,
+                         value=round(value, 3), met=bool(met)))
+    return pd.DataFrame(rows, columns=["collective", "mode", "bytes", "variant", "target", "value", "met"])
 
 
 def plot(df, path):
@@ -200,7 +231,17 @@ def main():
     p.add_argument("--max-bytes", type=int, default=1 << 30)
     p.add_argument("--collectives", nargs="+", default=["all_reduce", "all_gather", "reduce_scatter"])
     p.add_argument("-n", "--num_ranks", type=int, default=2)
+    p.add_argument("--targets", metavar="CSV", help="print issue #7's targets met or not from a collectives.csv; "
+                                                    "runs nothing")
     args = p.parse_args()
+    if args.targets:
+        import pandas as pd
+
+        table = targets(pd.read_csv(args.targets))
+        print(table.to_string(index=False))
+        for (target, mode), group in table.groupby(["target", "mode"], sort=False):
+            print(f"{target} ({mode}): met at {int(group.met.sum())}/{len(group)}")
+        return
     if iris.BACKEND != "cuda":
         print("CPU backend: a smoke run of the harness (gloo, no graphs, no SymmetricMemory); results are not written")
         args.out = None

@@ -237,3 +237,34 @@ def test_auto_all_reduce_picks_by_size_and_world():
     assert pick(2, 4 << 20, ctx=small) == "two_shot" and pick(2, 1 << 20, ctx=small) == "push"
     SmallHeap.available = 1 << 30  # the pick for a size is kept: no flip once memory moved
     assert pick(2, 4 << 20, ctx=small) == "two_shot"
+
+
+def test_benchmark_targets_report():
+    """benchmarks/collectives.py --targets: issue #7's verdicts from a CSV, on our fastest variant per collective,
+    mode and size, against the peers of the same row."""
+    import pandas as pd
+
+    from benchmarks.collectives import targets
+
+    def row(collective, variant, mode, nbytes, t, nccl, best_peer):
+        return dict(collective=collective, variant=variant, mode=mode, bytes=nbytes, time_us=t, nccl_time_us=nccl,
+                    best_peer_time_us=best_peer)
+
+    df = pd.DataFrame([
+        row("all_reduce", "push", "graph", 1 << 20, 8.0, 12.0, 10.0),         # 1.25x the best peer: met
+        row("all_reduce", "one_shot", "graph", 1 << 20, 9.0, 12.0, 10.0),     # slower variant: not the one judged
+        row("all_reduce", "nccl", "graph", 1 << 20, 12.0, 12.0, 10.0),        # a peer: never judged
+        row("all_gather", "push", "graph", 4096, 8.5, 9.0, 10.0),             # 1.18x: missed
+        row("all_reduce", "push", "eager", 1 << 20, 8.0, 23.8, 10.0),         # 0.336 of NCCL eager: missed
+        row("all_gather", "push", "eager", 4096, 6.0, 20.0, 10.0),            # 0.3: met
+        row("reduce_scatter", "push", "graph", 4096, 1.0, 9.0, 9.0),          # no small-size target for it
+        row("reduce_scatter", "pull", "graph", 64 << 20, 200.0, 210.0, 199.0),  # bus bandwidth 0.995: missed
+        row("all_reduce", "two_shot", "eager", 256 << 20, 900.0, 1000.0, 950.0),  # 1.056: met
+        row("all_reduce", "two_shot", "graph", 1 << 30, 1.0, 9.0, 9.0),       # above 256 MiB: no target
+        row("all_reduce", "push", "eager-noreplay", 4096, 1.0, 9.0, 9.0),      # a diagnosis mode: no target
+    ])
+    got = {(r.collective, r.mode, r.bytes): (r.variant, r.met) for r in targets(df).itertuples()}
+    assert got == {("all_reduce", "graph", 1 << 20): ("push", True), ("all_gather", "graph", 4096): ("push", False),
+                   ("all_reduce", "eager", 1 << 20): ("push", False), ("all_gather", "eager", 4096): ("push", True),
+                   ("reduce_scatter", "graph", 64 << 20): ("pull", False),
+                   ("all_reduce", "eager", 256 << 20): ("two_shot", True)}
