@@ -130,10 +130,7 @@ class CopyEngine:
             plans.move_to_end(key)
             self._check_open_for("operation")
             for op in ops:
-                if self.cuda:
-                    op()
-                else:
-                    self._submit(op)
+                self._dispatch(op)
             return
         self._record = []
         try:
@@ -192,15 +189,17 @@ class CopyEngine:
         self._check_open_for("operation")
         if self.cuda:
             op = op(self.handle)
-            op()
-        else:
-            self._submit(op)
+        self._dispatch(op)
         if self._record is not None:
             self._record.append(op)
 
-    def _submit(self, op):
-        method, *args = op
-        self._ops.put(functools.partial(getattr(self, method), *args))
+    def _dispatch(self, op):
+        """A resolved operation: GPUs, its driver call now; CPU, (method, *arguments) onto the worker's queue."""
+        if self.cuda:
+            op()
+        else:
+            method, *args = op
+            self._ops.put(functools.partial(getattr(self, method), *args))
 
     def _copy(self, dst_address, src_address, dst, src):
         """dst_address <- src_address on GPUs; on the CPU the same bytes as tensors of this process (dst <- src)."""
