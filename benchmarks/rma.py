@@ -31,7 +31,7 @@ def rma_bw_kernel(src, dst, n, cur, peer, heap_bases, OP: tl.constexpr, BLOCK: t
         if OP == "put":
             iris.put(src + offs, dst + offs, cur, peer, heap_bases, mask=m)
         elif OP == "get":
-            iris.get(src + offs, dst + offs, peer, cur, heap_bases, mask=m)
+            iris.get(src + offs, dst + offs, cur, peer, heap_bases, mask=m)
         elif OP == "store":
             iris.store(dst + offs, tl.load(src + offs, mask=m), cur, peer, heap_bases, mask=m)
         else:  # load

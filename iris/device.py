@@ -84,8 +84,11 @@ def store(pointer, value, from_rank, to_rank, heap_bases, mask=None):
 
 @triton.jit
 def get(from_ptr, to_ptr, from_rank, to_rank, heap_bases, mask=None):
-    """Remote read, local write: `to_ptr[i] = from_rank's from_ptr[i]` (`to_rank` is the current rank)."""
-    data = tl.load(__translate(from_ptr, to_rank, from_rank, heap_bases), mask=mask)
+    """Remote read, local write: `to_ptr[i] = to_rank's from_ptr[i]` (`from_rank` is the current rank).
+
+    This is the reference's code (its tests call `get(src, dst, cur_rank, peer, ...)`), whose docstring says the
+    opposite; kernels ported from it rely on the code, so this library matches the code."""
+    data = tl.load(__translate(from_ptr, from_rank, to_rank, heap_bases), mask=mask)
     tl.store(to_ptr, data, mask=mask)
 
 

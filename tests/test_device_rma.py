@@ -19,7 +19,7 @@ def rma_kernel(src, dst, n, cur, world, heap_bases, OP: tl.constexpr, BLOCK: tl.
         if OP == "load":
             tl.store(dst + peer * n + offs, iris.load(src + offs, cur, peer, heap_bases, mask=m), mask=m)
         elif OP == "get":
-            iris.get(src + offs, dst + peer * n + offs, peer, cur, heap_bases, mask=m)
+            iris.get(src + offs, dst + peer * n + offs, cur, peer, heap_bases, mask=m)
         elif OP == "store":
             iris.store(dst + cur * n + offs, tl.load(src + offs, mask=m), cur, peer, heap_bases, mask=m)
         elif OP == "put":
