@@ -6,7 +6,7 @@ replay off ("eager-noreplay": Triton's launch path on every call; ratios against
 <out>/collectives.csv and collectives.png.
 
     python benchmarks/collectives.py --out results [--max-bytes 1073741824]
-    python benchmarks/collectives.py --targets results/collectives.csv   # issue #7's targets, met or not
+    python benchmarks/collectives.py --targets results/current/collectives/collectives.csv   # issue #7's targets, met or not
 """
 
 import argparse

@@ -2,7 +2,7 @@
 sliced tensors) or replayed from a plan (iris.CopyEngine.plan), as gemm_all_reduce/copy_engine issues them: per
 chunk a stream wait on a count, a write lowering it, and a put with its flag. The waits are met at once (their flags
 are raised beforehand) and the puts go to this rank's own heap, so one GPU suffices: what is timed is the host's
-part, which is what an eager call of these variants was bound by (results/eager_host_profile_182b854.log).
+part, which is what an eager call of these variants was bound by (results/current/host/eager_host_profile_182b854.log).
 Writes copy_engine_host.csv.
 
     python benchmarks/copy_engine_host.py [--chunks 4 16 64] [--out results]

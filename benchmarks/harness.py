@@ -68,7 +68,7 @@ def graph_us(fn, after_warmup=None):
 def paired_graph_us(fn, ref, rounds=5):
     """(µs per call of fn, of ref), each with 10 calls captured in one CUDA graph, the two graphs replayed in turn
     `rounds` times and the medians taken: a ratio of the two survives the clock and power drift that moved the same
-    large GEMM by 10% between rows of one run (results/gemm_2fca140.csv)."""
+    large GEMM by 10% between rows of one run (results/archive/gemm_2fca140.csv)."""
     graphs = [_captured(fn), _captured(ref)]
     torch.cuda.synchronize()
     samples = ([], [])

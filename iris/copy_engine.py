@@ -118,7 +118,7 @@ class CopyEngine:
         """enqueue() makes this call's get/put/write/wait; `key` names everything they depend on (pointers, sizes,
         ranks, values), or is None. The first call with a key records the operations resolved (addresses, ctypes
         arguments), and later calls issue the record: no checks, no slicing, no address arithmetic, which cost
-        the catalog's eager copy-engine calls most of their host time (results/eager_host_profile_182b854.log).
+        the catalog's eager copy-engine calls most of their host time (results/current/host/eager_host_profile_182b854.log).
         Records are kept per context, cleared with its replay cache (heap memory released); IRIS_PREPARED=0 turns
         them off."""
         if key is None or not _replay.PREPARED:

@@ -4,7 +4,7 @@ An eager call of a one-kernel collective used to replay a captured CUDA graph of
 overlap the previous one: each replay waited for the last to drain, 1.5-2 µs per call on top of the kernel. A direct
 launch with programmatic dependent launch (PDL) can: the next call's kernel is launched while this one runs and waits
 in launched_early() for it. Triton's own launch path costs 15-25 µs of host time, its compiled launcher alone 5-7
-µs; this one is a ctypes call into the driver (benchmarks/launch_paths.py; results/eager_launch/).
+µs; this one is a ctypes call into the driver (benchmarks/launch_paths.py; results/current/host/eager_launch/).
 
 The arguments are bound when the call is prepared (pointers, sizes, the kernel's specialization), so a Relaunch
 repeats exactly one call: iris.replay keys it by everything those arguments depend on, as it keys graphs. Only plain
@@ -21,7 +21,7 @@ ENABLED = os.environ.get("IRIS_RELAUNCH", "1") != "0"
 # Calls moving fewer bytes replay a graph instead: there the host is the bottleneck of back-to-back eager calls, and
 # a kernel launch costs the host more than a graph launch (H100 VM: 5.5-6.5 against 3.5 µs); from about 1 MiB a
 # collective's kernel runs longer than the host takes to issue the next call, and the overlap pays
-# (results/eager_launch/).
+# (results/current/host/eager_launch/).
 MIN_BYTES = int(os.environ.get("IRIS_RELAUNCH_MIN_BYTES", str(1 << 20)))
 
 _PROGRAMMATIC_STREAM_SERIALIZATION = 6  # CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION

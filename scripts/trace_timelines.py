@@ -1,7 +1,7 @@
 """Timelines of catalog variants on GPUs: one traced call (after warm-up) per variant, written as a merged
 Chrome/Perfetto trace JSON and a PNG per variant under --out.
 
-    python scripts/trace_timelines.py --out results/traces gemm_all_scatter:wg_specialized gemm_all_reduce:one_shot
+    python scripts/trace_timelines.py --out results/current/traces gemm_all_scatter:wg_specialized gemm_all_reduce:one_shot
 """
 
 import argparse
@@ -52,7 +52,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("jobs", nargs="+", help="op:variant")
     p.add_argument("--shape", default="4096x8192x8192", help="MxNxK (global)")
-    p.add_argument("--out", default="results/traces")
+    p.add_argument("--out", default="results/current/traces")
     p.add_argument("-n", "--num_ranks", type=int, default=2)
     args = p.parse_args()
     m, n, k = (int(v) for v in args.shape.split("x"))

@@ -3,18 +3,34 @@
 only ranks above torch_nccl where it was at least MARGIN faster (run-to-run noise on the shared GPUs is a few
 percent; `auto` must never lose to the baseline).
 
-    python scripts/tune_table.py results/graph/*.csv results/*.csv
+    python scripts/tune_table.py                           # rebuild from INPUTS (results/current/ only)
+    python scripts/tune_table.py <sweep CSVs>              # from these instead
     python scripts/tune_table.py --keep <new sweep CSVs>   # keep the table's rows of (GPU, world size, op, dtype,
                                                            # timing) groups that the new sweeps do not cover
+
+A sweep that should feed the table goes under results/current/ and into INPUTS (the run it replaces moves to
+results/archive/), so that the table always rebuilds from the tree: `python scripts/tune_table.py` and then
+`git diff fused_ops/tuned.csv` shows nothing.
 """
 
 import re
 import sys
+from pathlib import Path
 
 import pandas as pd
 
 MARGIN = 1.03
 OUT = "fused_ops/tuned.csv"
+ROOT = Path(__file__).resolve().parent.parent
+_OPS_W2 = ("all_gather_gemm", "gemm_all_reduce", "gemm_all_scatter")
+_OPS = _OPS_W2 + ("gemm_reduce_scatter",)
+# The sweeps fused_ops/tuned.csv is built from, relative to the repository root (results/README.md lists them).
+INPUTS = (
+    [f"results/current/auto/world2_f4f5556/{t}{op}.csv" for t in ("", "graph/") for op in _OPS_W2]
+    + [f"results/current/auto/world2_af4e964/{t}gemm_reduce_scatter.csv" for t in ("", "graph/")]
+    + [f"results/current/catalog/w4/graph/{op}.csv" for op in _OPS]
+    + [f"results/current/catalog/w8/{op}.csv" for op in _OPS]
+)
 
 
 def rank(group):
@@ -27,9 +43,8 @@ def rank(group):
     return " ".join(order)
 
 
-def main(paths):
-    keep = "--keep" in paths
-    paths = [p for p in paths if p != "--keep"]
+def build(paths, keep=False):
+    """The table from these sweep CSVs (with keep: plus the rows of OUT whose groups they do not cover)."""
     df = pd.concat([pd.read_csv(p, dtype={"commit": str}) for p in paths])
     if "timing" not in df:
         df["timing"] = None
@@ -45,11 +60,17 @@ def main(paths):
         covered = set(map(tuple, table[group].drop_duplicates().values.tolist()))
         old = old[[tuple(r) not in covered for r in old[group].values.tolist()]]
         table = pd.concat([table, old]).sort_values(keys, kind="stable")
+    return table
+
+
+def main(paths):
+    keep = "--keep" in paths
+    paths = [p for p in paths if p != "--keep"] or [str(ROOT / p) for p in INPUTS]
+    table = build(paths, keep)
     table.to_csv(OUT, index=False)
     print(f"{OUT}: {len(table)} shapes")
     print(table.assign(first=table["ranking"].str.split().str[0]).groupby(["timing", "op", "first"]).size()
           .to_string())
-
 
 if __name__ == "__main__":
     main(sys.argv[1:])

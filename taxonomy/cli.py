@@ -1,12 +1,16 @@
-"""python -m taxonomy {list,run,sweep,compare,summary,plot}: the catalog from the command line.
+"""python -m taxonomy {list,run,tune,sweep,compare,summary,plot}: the catalog from the command line.
 
-    python -m taxonomy list
+    python -m taxonomy list                                         # ops x variants with their pattern class
     python -m taxonomy run gemm_all_reduce -m 1024 -n 8192 -k 8192 --datatype bf16 --validate --benchmark -r 2
-    python -m taxonomy sweep --ops gemm_all_scatter gemm_all_reduce --out results
-    python -m taxonomy summary results results/graph
-    python -m taxonomy plot --out results
+    python -m taxonomy tune gemm_all_reduce -m 4096 -n 8192 -k 8192 --search   # fused_ops.tune on one shape
+    python -m taxonomy sweep --ops gemm_all_scatter gemm_all_reduce --out results/new   # appends <out>/<op>.csv
+    python -m taxonomy compare base=results/a new=results/b          # A/B: time per row, ratios to the first run
+    python -m taxonomy summary results/current/catalog results/current/catalog/graph
+    python -m taxonomy plot --out results/new                        # <op>_<dtype>_w<world>_{speedup,breakdown}.png
 
-`run` and `sweep` spawn their own ranks (-r), or join the ranks of torchrun / mpirun when launched under them.
+`run`, `tune` and `sweep` spawn their own ranks (-r), or join the ranks of torchrun / mpirun when launched under
+them. `sweep` checks every row against a float64 reference before timing it (`run` with `--validate`);
+`--timing eager|graph` picks how rows are timed (eager calls, or three calls replayed in a CUDA graph).
 """
 
 import argparse
@@ -440,7 +444,7 @@ def parser():
 
     summary = sub.add_parser("summary", help="per op and timing: best fused variant (geo-mean, max), shapes near the "
                                              "overlap limit, wins over PyTorch's fused ops, auto's worst shape")
-    summary.add_argument("dirs", nargs="+", metavar="DIR", help="sweep --out directories (e.g. results results/graph)")
+    summary.add_argument("dirs", nargs="+", metavar="DIR", help="sweep --out directories (e.g. results/current/catalog results/current/catalog/graph)")
     summary.add_argument("--csv", default=None, help="also write the table here")
 
     plot = sub.add_parser("plot", help="speedup and time-breakdown PNGs from <out>/<op>.csv")
