@@ -6,7 +6,7 @@ replay off ("eager-noreplay": Triton's launch path on every call; ratios against
 <out>/collectives.csv and collectives.png.
 
     python benchmarks/collectives.py --out results [--max-bytes 1073741824]
-    python benchmarks/collectives.py --targets results/current/collectives/collectives.csv   # issue #7's targets, met or not
+    python benchmarks/collectives.py --targets results/current/collectives/collectives.csv   # issue #7's targets
 """
 
 import argparse
@@ -104,7 +104,7 @@ def bench(ctx, names, sizes, stamp):
         for nbytes in sizes:
             with ctx.scratch():
                 x, variants = cases(ctx, name, nbytes, dtype)
-                for v, fn, _ in variants:  # correctness on the fresh input, before any timing
+                for _v, fn, _ in variants:  # correctness on the fresh input, before any timing
                     fn()
                 ctx.barrier()
                 ref = next(_result(r) for v, _, r in variants if v == "nccl")

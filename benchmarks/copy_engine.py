@@ -1,8 +1,8 @@
 """Copy-engine transfers between two GPUs as all_gather_gemm/copy_engine uses them: both ranks pull the peer's
 buffer at once (cudaMemcpyAsync from the peer's mapping), or push their own into the peer's; whole or in chunks,
 each chunk followed by a flag write (cuStreamWriteValue32), eagerly or replayed from a graph; alone and while a large
-torch.matmul runs on the main stream. GPU time only. Plus which engine ran each (the profiler names copy-engine transfers
-"Memcpy ..." and anything an SM ran a kernel). Writes copy_engine.csv.
+torch.matmul runs on the main stream. GPU time only. Plus which engine ran each (the profiler names copy-engine
+transfers "Memcpy ..." and anything an SM ran a kernel). Writes copy_engine.csv.
 
     python benchmarks/copy_engine.py [--out results]
 """
@@ -100,7 +100,8 @@ def main():
     df = pd.DataFrame(rows).assign(**stamp(2, "benchmarks/copy_engine.py"))
     os.makedirs(args.out, exist_ok=True)
     df.to_csv(os.path.join(args.out, "copy_engine.csv"), index=False)
-    print(df[["mode", "bytes", "chunks", "flag_writes", "graph", "during_gemm", "time_us", "gbps"]].to_string(index=False))
+    cols = ["mode", "bytes", "chunks", "flag_writes", "graph", "during_gemm", "time_us", "gbps"]
+    print(df[cols].to_string(index=False))
     for mode, names in kinds.items():
         print(f"{mode}: GPU activities {names}")
 

@@ -195,7 +195,7 @@ def run(p, out, even, gather):
                 ce.put(ws["inbox"][rank, r0 - lo:r1 - lo], ws["partials"][r0:r1], s,
                        flag=inflags[rank * nc + j:][:1])
         if gather:  # its own slice, reduced: into every peer's C
-            for j, lo, r0, r1, tiles in chunks(rank):
+            for j, _lo, r0, r1, tiles in chunks(rank):
                 ce.wait(final[j:j + 1], tiles)
                 ce.write(final[j:j + 1], 0)
                 for i in range(1, world):

@@ -105,9 +105,9 @@ class CopyEngine:
         (raised by a kernel of this rank: see the module's note on timeouts)."""
         self._check_flag("wait", flag, self.ctx.cur_rank)
         if self.cuda and os.environ.get("CUDA_DEVICE_MAX_CONNECTIONS", "8").strip() == "1":
-            raise RuntimeError("CopyEngine.wait: CUDA_DEVICE_MAX_CONNECTIONS=1 puts every stream on one hardware queue, "
-                               "where a stream wait for a concurrently running kernel would block that kernel; unset it "
-                               "or raise it (the default is 8)")
+            raise RuntimeError("CopyEngine.wait: CUDA_DEVICE_MAX_CONNECTIONS=1 puts every stream on one hardware "
+                               "queue, where a stream wait for a concurrently running kernel would block that kernel; "
+                               "unset it or raise it (the default is 8)")
         if self.cuda:
             address = flag.data_ptr()
             self._issue(lambda stream: _driver().stream_wait_value32_call(stream, address, value))
@@ -118,7 +118,8 @@ class CopyEngine:
         """enqueue() makes this call's get/put/write/wait; `key` names everything they depend on (pointers, sizes,
         ranks, values), or is None. The first call with a key records the operations resolved (addresses, ctypes
         arguments), and later calls issue the record: no checks, no slicing, no address arithmetic, which cost
-        the catalog's eager copy-engine calls most of their host time (results/current/host/eager_host_profile_182b854.log).
+        the catalog's eager copy-engine calls most of their host time
+        (results/current/host/eager_host_profile_182b854.log).
         Records are kept per context, cleared with its replay cache (heap memory released); IRIS_PREPARED=0 turns
         them off."""
         if key is None or not _replay.PREPARED:

@@ -340,8 +340,8 @@ else:
 
 def pdl_launch():
     """Launch options of a kernel that starts with launched_early(PDL): launched with programmatic dependent launch
-    on GPUs, so its launch overlaps the previous kernel's tail, in CUDA graphs too (results/current/pdl/: multi-kernel fused
-    ops 3-11% faster at M = 128 on H200s); nothing on the CPU backend."""
+    on GPUs, so its launch overlaps the previous kernel's tail, in CUDA graphs too (results/current/pdl/:
+    multi-kernel fused ops 3-11% faster at M = 128 on H200s); nothing on the CPU backend."""
     return _PDL_ARGS if PDL_ENABLED else {}
 
 
@@ -355,8 +355,8 @@ def launched_early(PDL: tl.constexpr, LET_NEXT_IN: tl.constexpr = tl.constexpr(T
     the next kernel launch early in turn (it waits the same way, so at most two kernels overlap and the running one
     is always fully resident). LET_NEXT_IN=False: the next kernel launches only as this one's programs exit. A
     persistent GEMM followed by another lost up to 18% when it let the next one in at its start
-    (results/archive/gemm_probe/gemm_probe_pdl_dfa1a9b.csv). Without PDL these are no-ops, and the interpreter never sees
-    them."""
+    (results/archive/gemm_probe/gemm_probe_pdl_dfa1a9b.csv). Without PDL these are no-ops, and the interpreter
+    never sees them."""
     if PDL:
         gdc_wait()
         if LET_NEXT_IN:

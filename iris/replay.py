@@ -137,7 +137,8 @@ class ReplayCache:
 
 class _Replayer:
     """A prepared call that only launches: its graph (no key hashing, no lookups; an eager 4 KiB all-reduce went
-    from 14.4 to 5.9 µs per call, results/current/collectives/collectives.csv), launched with cudaGraphLaunch (_graph_launcher), or,
+    from 14.4 to 5.9 µs per call, results/current/collectives/collectives.csv), launched with cudaGraphLaunch
+    (_graph_launcher), or,
     for a call of one plain kernel given `direct`, that kernel relaunched (iris.relaunch: its programmatic dependent
     launch overlaps the previous call's kernel, which a graph launch cannot). It keeps its graph when the LRU drops
     it from the cache; clear() drops both. Under an outer capture a graph is not launched: the call runs, so its

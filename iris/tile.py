@@ -220,7 +220,7 @@ def all_reduce(x, ws, flags, e, cur_rank, world_size, heap_bases, OP: tl.constex
             out = tl.where(chunk == src, _read(ws, e, world_size + src, world_size, BLOCK), out)
     elif VARIANT == "ring":
         chunk = _chunk_of(world_size, BLOCK)
-        nxt, prv = (cur_rank + 1) % world_size, (cur_rank + world_size - 1) % world_size
+        nxt = (cur_rank + 1) % world_size
         out = x
         for s in range(2 * (world_size - 1)):
             # steps < w-1: reduce-scatter (send the running chunk); then all-gather (forward finished chunks)

@@ -1,9 +1,9 @@
 """One-GPU checks of iris.CopyEngine's CUDA path (no peer needed): the host-API test's copies, stream wait and write,
 eager and from a captured graph, on one rank. With --handshake also the pattern the copy-engine all-reduce relies on,
 in miniature: a side stream waits (cuStreamWaitValue32) on a flag that a kernel holding every SM raises, then raises
-the flag that kernel waits for, enqueued before the kernel (as copy_reduce.run does). On an H200 (0fc6953,
-results/archive/copy_engine/one_gpu_check.log) the host-API checks passed and the first handshake never returned, not even
-after the kernel's own bounded wait should have ended it: run it under `timeout`.
+the flag that kernel waits for, enqueued before the kernel (as copy_reduce.run does). On an H200
+(0fc6953, results/archive/copy_engine/one_gpu_check.log) the host-API checks passed and the first handshake never
+returned, not even after the kernel's own bounded wait should have ended it: run it under `timeout`.
 
     IRIS_BACKEND=cuda python scripts/copy_engine_check.py [--handshake]
     IRIS_BACKEND=cuda IRIS_WAIT_TIMEOUT_S=5 python scripts/copy_engine_check.py --graph-probe   # two GPUs, or one
@@ -68,10 +68,10 @@ def spin_kernel(go, cur_rank, heap_bases):
 
 
 def graph_probe(ctx):
-    """Why did a captured MLP step with copy-engine variants deadlock (results/archive/tp_mlp_ec4af0e.log) when their eager
-    calls never did? Each rank launches a kernel that fills every SM's thread slots and waits for `go` (a GEMM block
-    leaves room beside it; this leaves none, so any SM-based copy must wait for it); a side stream then raises `go`,
-    after a 16 MiB copy from the peer's heap or right away. Eager, then captured into a CUDA graph and
+    """Why did a captured MLP step with copy-engine variants deadlock (results/archive/tp_mlp_ec4af0e.log) when their
+    eager calls never did? Each rank launches a kernel that fills every SM's thread slots and waits for `go` (a GEMM
+    block leaves room beside it; this leaves none, so any SM-based copy must wait for it); a side stream then raises
+    `go`, after a 16 MiB copy from the peer's heap or right away. Eager, then captured into a CUDA graph and
     replayed, each wait bounded by IRIS_WAIT_TIMEOUT_S. A timeout only in the graph with the copy: the captured peer
     copy needs an SM (it ran as a kernel). A timeout in the graph without it too: the graph ran its branches one after
     the other. Two ranks, one GPU each; on one GPU, one rank whose "peer" is itself (a same-device copy, which

@@ -1,5 +1,5 @@
-"""Where an eager call of a catalog variant spends its host time, on two GPUs (-n ranks): for each case, the host time per call
-(20 calls in a row, no synchronization in between), any host<->device synchronization inside a call
+"""Where an eager call of a catalog variant spends its host time, on two GPUs (-n ranks): for each case, the host time
+per call (20 calls in a row, no synchronization in between), any host<->device synchronization inside a call
 (torch.cuda.set_sync_debug_mode), and rank 0's cProfile of those calls, heaviest functions first. Launch replay on
 and off (iris/replay.py), so a variant that may not be replayed (registry: Variant.capture) can be compared with
 capturable ones launched the same way; `:noplan`, the copy engines' operations issued through their checked API on

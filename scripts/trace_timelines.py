@@ -1,7 +1,8 @@
 """Timelines of catalog variants on GPUs: one traced call (after warm-up) per variant, written as a merged
 Chrome/Perfetto trace JSON and a PNG per variant under --out.
 
-    python scripts/trace_timelines.py --out results/current/traces gemm_all_scatter:wg_specialized gemm_all_reduce:one_shot
+    python scripts/trace_timelines.py --out results/current/traces \
+        gemm_all_scatter:wg_specialized gemm_all_reduce:one_shot
 """
 
 import argparse

@@ -158,8 +158,8 @@ def cmd_list(args):
         for v in op.variants.values():
             where = "" if v.backends == ("cpu", "cuda") else f" [{', '.join(v.backends)} only]"
             print(f"  {v.name:<{width}}  {v.pattern:<22} {v.summary}{where}")
-    print("\nauto (every op): the fastest variant measured for the nearest swept shape on this GPU model and world size "
-          "(fused_ops/tuned.csv), or one measured by fused_ops.tune; the op's default fused variant otherwise")
+    print("\nauto (every op): the fastest variant measured for the nearest swept shape on this GPU model and world "
+          "size (fused_ops/tuned.csv), or one measured by fused_ops.tune; the op's default fused variant otherwise")
     print("\npattern classes:")
     for name, text in registry.PATTERNS.items():
         print(f"  {name:<22} {text}")
@@ -444,7 +444,7 @@ def parser():
 
     summary = sub.add_parser("summary", help="per op and timing: best fused variant (geo-mean, max), shapes near the "
                                              "overlap limit, wins over PyTorch's fused ops, auto's worst shape")
-    summary.add_argument("dirs", nargs="+", metavar="DIR", help="sweep --out directories (e.g. results/current/catalog results/current/catalog/graph)")
+    summary.add_argument("dirs", nargs="+", metavar="DIR", help="sweep --out directories (e.g. A A/graph)")
     summary.add_argument("--csv", default=None, help="also write the table here")
 
     plot = sub.add_parser("plot", help="speedup and time-breakdown PNGs from <out>/<op>.csv")

@@ -5,7 +5,7 @@ outputs, async handles, and bad input refused before any launch."""
 import pytest
 import torch
 
-import iris
+import iris  # noqa: F401  (before any kernel: the CPU backend switches the interpreter on)
 from conftest import ON_GPU, gpu_per_rank
 from iris import collectives as coll
 

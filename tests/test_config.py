@@ -72,7 +72,8 @@ def test_whole_tiles_by_default_split_k_on_request():
 def test_split_tail_where_the_last_wave_is_short_and_k_long():
     from fused_ops.config import resolve
     # 288 tiles of 128 x 256: 2 full waves of 132 and 24 tiles, split 5 ways (120 programs); K = 36864 is 576 blocks,
-    # so the fixup is small against the wave it saves (results/current/gemm/wave_38b2d51/: 0.75x whole, 0.88x half, 1.00x split)
+    # so the fixup is small against the wave it saves (results/current/gemm/wave_38b2d51/: 0.75x whole, 0.88x half,
+    # 1.00x split)
     cfg = default_config(_GPU(), 4096, 2304, 36864, torch.bfloat16, split=True)
     assert _tile(cfg) == HOPPER_TILES[0][:3] and (cfg.split_k, cfg.split_tail) == (5, True)
     # only for variants whose loop splits tiles; the others keep the smaller tiles' fuller waves

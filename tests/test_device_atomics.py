@@ -106,7 +106,7 @@ def test_atomic_add_sem_scope(ranks2, sem, scope):
 @triton.jit
 def cas_increment_kernel(counter, cur, world, heap_bases, ITERS: tl.constexpr):
     """A lock-free increment built from load + compare-and-swap on every rank's counter."""
-    for it in range(ITERS):
+    for _it in range(ITERS):
         for k in range(world):
             peer = (cur + k) % world
             done = False

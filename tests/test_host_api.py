@@ -88,7 +88,8 @@ def r_expect_error(ctx, case):
         "bad backend": lambda: iris.iris(1 << 20, backend="tpu"),
         "other backend": lambda: iris.iris(1 << 20, backend="cuda" if ctx.backend == "cpu" else "cpu"),
         "bad heap size": lambda: iris.heap._SymmetricHeap(0),
-        "copy_engine src off heap": lambda: _ce(ctx, lambda ce: ce.get(ctx.zeros(4), torch.zeros(4, device=ctx.device), 0)),
+        "copy_engine src off heap":
+            lambda: _ce(ctx, lambda ce: ce.get(ctx.zeros(4), torch.zeros(4, device=ctx.device), 0)),
         "copy_engine size": lambda: _ce(ctx, lambda ce: ce.get(ctx.zeros(4), ctx.zeros(5), 0)),
         "copy_engine rank": lambda: _ce(ctx, lambda ce: ce.get(ctx.zeros(4), ctx.zeros(4), ctx.get_num_ranks())),
         "copy_engine flag": lambda: _ce(ctx, lambda ce: ce.get(ctx.zeros(4), ctx.zeros(4), 0, flag=ctx.zeros(2))),

@@ -27,7 +27,7 @@ class FakeGraph:
 def test_cache_runs_every_call_exactly_once_and_captures_on_the_second_sighting():
     ran = []
     cache = ReplayCache(True, capacity=2, capture=FakeGraph, capturing=lambda: False)
-    for i in range(4):
+    for _ in range(4):
         cache("a", lambda: ran.append("a"))
     assert ran == ["a"] * 4 and cache.captures == 1 and cache.graphs["a"].replays == 3
     cache(None, lambda: ran.append("none"))  # no key: never cached

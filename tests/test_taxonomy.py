@@ -56,7 +56,8 @@ def test_sweep_appends_csv_and_plot_writes_pngs(tmp_path):
     args = ["sweep", "--shapes", "32x64x64", "48x32x96", "--iters", "2", "--warmup", "1", "--out", out,
             "--datatype", "fp16", "--BLK_M", "16", "--BLK_N", "16", "--BLK_K", "16"]
     taxonomy(*args)
-    taxonomy(*args[:-6], "--ops", "gemm_all_reduce", "--variants", "one_shot")  # default tiles this time  # appends, keeps old rows
+    # default tiles this time; appends, keeps old rows
+    taxonomy(*args[:-6], "--ops", "gemm_all_reduce", "--variants", "one_shot")
     scatter = pd.read_csv(os.path.join(out, "gemm_all_scatter.csv"))
     reduce = pd.read_csv(os.path.join(out, "gemm_all_reduce.csv"))
     assert list(scatter.columns) == COLUMNS
@@ -73,7 +74,8 @@ def test_sweep_appends_csv_and_plot_writes_pngs(tmp_path):
         assert (df.overlap_limit_us == df[["gemm_only_us", "comm_only_us"]].max(axis=1)).all()
         assert (df[df.variant == "torch_nccl"].speedup == 1.0).all()
         assert (df.world_size == 2).all() and (df.dtype == "float16").all()
-        assert df.device.str.contains("CPU" if iris.BACKEND == "cpu" else "2x").all() and df.command.str.startswith("python -m taxonomy sweep").all()
+        assert df.device.str.contains("CPU" if iris.BACKEND == "cpu" else "2x").all()
+        assert df.command.str.startswith("python -m taxonomy sweep").all()
         assert df.date.notna().all() and df.commit.notna().all() and (df.timing == "eager").all()
     assert set(scatter.variant) == {"torch_nccl", "bulk_sync", "fused_sequential", "producer_consumer",
                                     "wg_specialized"} | ({"auto"} if extra else set())

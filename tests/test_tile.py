@@ -6,7 +6,7 @@ import torch
 import triton
 import triton.language as tl
 
-import iris
+import iris  # noqa: F401  (before any kernel: the CPU backend switches the interpreter on)
 from iris import tile
 
 BLOCK = 64
@@ -88,7 +88,7 @@ def r_tile(ctx, what, op, variant, dtype_name, tiles=3, launches=3, block=BLOCK)
             if what == "all_gather" or r == root:
                 want = torch.cat(X, 1)
         elif what == "reduce_scatter":
-            size = -(-(-(-block // w)) // 8) * 8  # ceil(block / w), rounded up to a multiple of 8
+            size = -(-(-(-block // w)) // 8) * 8  # noqa: B002  (ceil(block / w), rounded up to a multiple of 8)
             lo, hi = min(r * size, block), min((r + 1) * size, block)
             want[:, :hi - lo] = _combine(X, op)[:, lo:hi]
         elif what == "broadcast":

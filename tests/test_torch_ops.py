@@ -22,7 +22,8 @@ def _operands(ctx, op, seed):
               "all_gather_gemm": ((64 // w, 32), (32, 48 // w)), "gemm_reduce_scatter": ((64, 32 // w), (32 // w, 48))}
     out = []
     for i, s in enumerate(shapes[op]):
-        g = torch.Generator(device=dev).manual_seed(seed + 10 * i + (0 if op == "gemm_all_scatter" and i == 0 else 101 * r))
+        shared = op == "gemm_all_scatter" and i == 0  # the same on every rank
+        g = torch.Generator(device=dev).manual_seed(seed + 10 * i + (0 if shared else 101 * r))
         out.append(torch.randn(*s, generator=g, device=dev).to(getattr(torch, DTYPE)).requires_grad_())
     return out
 
