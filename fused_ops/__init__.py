@@ -5,6 +5,7 @@
     fused_ops.gemm_all_reduce(ctx, a, b, c, variant="one_shot", config=fused_ops.Config(block_n=128))
     fused_ops.gemm_all_reduce(ctx, a, b, c)         # variant="auto": the fastest measured here (fused_ops/auto.py)
     fused_ops.plan(ctx, "gemm_all_reduce", a, b, c) # what that call would run: (variant, Config)
+    fused_ops.variant("gemm_all_reduce", "one_shot")  # its catalog entry (registry.Variant): pattern, capture, ...
 
 As PyTorch operators with autograd: fused_ops.library; tensor-parallel layers: fused_ops.nn.
 """
@@ -23,3 +24,16 @@ _ORDER = ["torch_nccl", "torch_symm_mem", "torch_async_tp", "bulk_sync", "fused_
           "copy_engine"]
 for _op in OPS.values():
     _op.variants = dict(sorted(_op.variants.items(), key=lambda kv: _ORDER.index(kv[0])))
+
+# fused_ops.variant(op, name): a variant's catalog entry. It was called `get`, which read like iris.get (a remote
+# load); `get` stays as an alias.
+variant = get
+
+__all__ = [
+    # the four front doors, and what a call would run
+    "gemm_all_scatter", "gemm_all_reduce", "all_gather_gemm", "gemm_reduce_scatter", "plan",
+    # configuration and tuning
+    "Config", "default_config", "tune",
+    # the catalog
+    "OPS", "PATTERNS", "list_ops", "list_variants", "variant", "get",
+]

@@ -2,13 +2,14 @@
 every variant shares, so a variant file holds only what differs: its kernel and its launch sequence."""
 
 import functools
-import os
 
 import torch
 import triton
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 import iris
+
+from iris import settings
 
 from . import config as _config
 from . import sync as _sync
@@ -18,7 +19,7 @@ DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 # TMA descriptors of A and B built on the host and passed by value, instead of by every program of the kernel
 # (FUSED_OPS_HOST_TMA=0: in the kernel, as before; for A/B measurements).
-HOST_DESCRIPTORS = os.environ.get("FUSED_OPS_HOST_TMA", "1") != "0"
+HOST_DESCRIPTORS = settings.value("FUSED_OPS_HOST_TMA")
 
 
 def _tma_allocator(size, alignment, stream):

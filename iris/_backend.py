@@ -6,6 +6,8 @@ interpreter on before any `@triton.jit` runs: `import iris` first, then define k
 
 import os
 
+from . import settings
+
 BACKEND_ENV = "IRIS_BACKEND"
 
 
@@ -19,14 +21,14 @@ def _cuda_available():
 
 
 def _choose():
-    asked = os.environ.get(BACKEND_ENV, "").strip().lower()
+    asked = settings.value(BACKEND_ENV).lower()
     if asked not in ("", "cpu", "cuda"):
         raise ValueError(f"{BACKEND_ENV}={asked!r}: expected 'cpu' or 'cuda' (or unset to choose automatically)")
-    if os.environ.get("IRIS_COMPILE_ONLY") == "1":  # compile sm_90 kernels on a machine without a GPU
+    if settings.value("IRIS_COMPILE_ONLY") == "1":  # compile sm_90 kernels on a machine without a GPU
         return "cuda"
     if asked == "cuda" and not _cuda_available():
         raise RuntimeError(f"{BACKEND_ENV}=cuda but torch sees no CUDA device")
-    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0") and asked != "cuda":
+    if settings.value("TRITON_INTERPRET") not in ("", "0") and asked != "cuda":
         return "cpu"
     return asked or ("cuda" if _cuda_available() else "cpu")
 

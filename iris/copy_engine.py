@@ -34,14 +34,13 @@ what went wrong there.
 """
 
 import functools
-import os
 import queue
 import threading
 import time
 
 import torch
 
-from . import device as _dev, replay as _replay
+from . import device as _dev, replay as _replay, settings
 
 _DRIVER = None
 _STREAMS = {}
@@ -104,7 +103,7 @@ class CopyEngine:
         """Operations enqueued after this one start once this rank's one-element int32 heap tensor `flag` >= value
         (raised by a kernel of this rank: see the module's note on timeouts)."""
         self._check_flag("wait", flag, self.ctx.cur_rank)
-        if self.cuda and os.environ.get("CUDA_DEVICE_MAX_CONNECTIONS", "8").strip() == "1":
+        if self.cuda and settings.value("CUDA_DEVICE_MAX_CONNECTIONS") == "1":
             raise RuntimeError("CopyEngine.wait: CUDA_DEVICE_MAX_CONNECTIONS=1 puts every stream on one hardware "
                                "queue, where a stream wait for a concurrently running kernel would block that kernel; "
                                "unset it or raise it (the default is 8)")

@@ -15,19 +15,19 @@ the rank's error record (the first 64 bytes of its heap) and lets the kernel fin
 """
 
 import ctypes
-import os
 import time
 
 import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
+from . import settings
 from ._backend import INTERPRET
 
 # Programmatic dependent launch for the project's kernels on GPUs (IRIS_PDL=0 turns it off, for A/B timing).
-PDL_ENABLED = os.environ.get("IRIS_PDL", "1") != "0" and not INTERPRET
+PDL_ENABLED = settings.value("IRIS_PDL") and not INTERPRET
 
-WAIT_TIMEOUT_S = float(os.environ.get("IRIS_WAIT_TIMEOUT_S", "30"))
+WAIT_TIMEOUT_S = settings.value("IRIS_WAIT_TIMEOUT_S")
 _WAIT_TIMEOUT_NS = tl.constexpr(int(WAIT_TIMEOUT_S * 1e9))
 
 # Error record layout (int64 words at offset 0 of every heap). Shared with the host decoder in host.py.

@@ -13,16 +13,17 @@ any other does not, and the caller keeps replaying a graph.
 """
 
 import ctypes
-import os
 
 import torch
 
-ENABLED = os.environ.get("IRIS_RELAUNCH", "1") != "0"
+from . import settings
+
+ENABLED = settings.value("IRIS_RELAUNCH")
 # Calls moving fewer bytes replay a graph instead: there the host is the bottleneck of back-to-back eager calls, and
 # a kernel launch costs the host more than a graph launch (H100 VM: 5.5-6.5 against 3.5 µs); from about 1 MiB a
 # collective's kernel runs longer than the host takes to issue the next call, and the overlap pays
 # (results/current/host/eager_launch/).
-MIN_BYTES = int(os.environ.get("IRIS_RELAUNCH_MIN_BYTES", str(1 << 20)))
+MIN_BYTES = settings.value("IRIS_RELAUNCH_MIN_BYTES")
 
 _PROGRAMMATIC_STREAM_SERIALIZATION = 6  # CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
 _SCALARS = {"i1": ctypes.c_int8, "i8": ctypes.c_int8, "i16": ctypes.c_int16, "i32": ctypes.c_int32,

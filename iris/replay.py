@@ -15,17 +15,17 @@ every backend. The cache is cleared when heap memory it may point into is releas
 """
 
 import ctypes
-import os
 from collections import OrderedDict
 
 import torch
 
 from . import relaunch as _relaunch
+from . import settings
 from .logging import logger
 
-ENABLED = os.environ.get("IRIS_REPLAY", "1") != "0"
-CAPACITY = int(os.environ.get("IRIS_REPLAY_CAPACITY", "64"))
-PREPARED = os.environ.get("IRIS_PREPARED", "1") != "0"  # 0: every call checks and sets up (graphs still replay)
+ENABLED = settings.value("IRIS_REPLAY")
+CAPACITY = settings.value("IRIS_REPLAY_CAPACITY")
+PREPARED = settings.value("IRIS_PREPARED")  # off: every call checks and sets up (graphs still replay)
 
 
 def _capture(launch, stream):

@@ -24,6 +24,7 @@ import iris  # noqa: F401  (before any kernel module: the CPU backend's interpre
 import torch
 import fused_ops
 from fused_ops import reference, registry
+from iris import settings
 
 DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
 COLUMNS = ["op", "variant", "pattern", "m", "n", "k", "dtype", "world_size", "timing", "time_us", "tflops",
@@ -55,7 +56,7 @@ def on_ranks(fn, args, *fn_args):
 def _commit():
     here = os.path.dirname(os.path.abspath(__file__))
     try:
-        return os.environ.get("IRIS_COMMIT") or subprocess.run(
+        return settings.value("IRIS_COMMIT") or subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True).stdout.strip() or "?"
     except OSError:
         return "?"
@@ -91,7 +92,7 @@ def bench_shape(ctx, op, variants, m, n, k, dtype_name, config, iters, warmup, v
     rows = []
     for variant in variants:
         pattern = (f"auto: {fused_ops.auto.choose(ctx, op, m, n, k, dtype, timing=timing)}"  # the mode's pick
-                   if variant == "auto" else fused_ops.get(op, variant).pattern)
+                   if variant == "auto" else fused_ops.variant(op, variant).pattern)
         res = bench.measure(ctx, op, variant, m, n, k, dtype, config, iters if benchmark else 0,
                             warmup if benchmark else 0, validate, timing)
         t = res["time_us"] if benchmark else None

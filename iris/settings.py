@@ -1,0 +1,130 @@
+"""Every environment variable that iris, fused_ops and taxonomy read: name, default, what it does and who it is for.
+
+This table is the source of truth for docs/configuration.md. The settings are read once, when this module is first
+imported (at `import iris`), because most of them decide how kernels are compiled or how calls are prepared; set
+them before the import. `value(name)` returns what was read; `read(name)` reads the environment again (for the
+launcher variables, which a rank launcher sets per process).
+
+Audiences: "users" (a setting you may want), "A/B runs" (switches a mechanism off to measure what it buys),
+"diagnosis" (for finding a problem; not for production), "launchers" (set by torchrun / mpirun / iris.spawn, read
+to find this process's rank), "benchmarks" (recorded in result files).
+"""
+
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    default: str  # as the environment would spell it; "" = unset
+    kind: str  # "bool" (0 = off, anything else = on), "int", "float", "str", "list" (comma-separated)
+    audience: str
+    where: str  # the module that acts on it
+    doc: str
+
+
+SETTINGS = (
+    # --- backend and bootstrap
+    Setting("IRIS_BACKEND", "", "str", "users", "iris/_backend.py",
+            "cpu or cuda; unset: cuda when torch sees a GPU, else cpu (the Triton interpreter, one process per rank)"),
+    Setting("IRIS_COMPILE_ONLY", "", "str", "diagnosis", "iris/_backend.py",
+            "1: act as the CUDA backend on a machine without a GPU, to compile kernels (scripts/compile_check.py)"),
+    Setting("TRITON_INTERPRET", "", "str", "users", "iris/_backend.py",
+            "Triton's own switch; set (and IRIS_BACKEND unset) it selects the CPU backend; the CPU backend sets it"),
+    Setting("IRIS_BOOTSTRAP", "", "str", "users", "iris/distributed.py",
+            "mpi: start torch.distributed through mpi4py even when no MPI launcher variable is set"),
+    Setting("IRIS_CPU_CU_COUNT", "4", "int", "users", "iris/host.py",
+            "what get_cu_count() reports on the CPU backend (persistent grids size themselves by it)"),
+    Setting("IRIS_RANK_TIMEOUT_S", "900", "float", "users", "iris/launch.py",
+            "seconds iris.spawn / RankPool wait for a rank's call before failing it and tearing the pool down"),
+    Setting("IRIS_SESSION", "", "str", "launchers", "iris/host.py",
+            "CPU backend: the shared-memory name prefix of a rank pool's heaps (RankPool sets it; unset: random)"),
+    # --- device-side waits
+    Setting("IRIS_WAIT_TIMEOUT_S", "30", "float", "users", "iris/device.py",
+            "bound of every device-side spin-wait; on timeout the GPU records where and the host raises "
+            "iris.DeviceWaitTimeout at the next barrier() (the interpreter raises at once)"),
+    # --- launch paths: each is on by default; 0 turns a mechanism off to measure it
+    Setting("IRIS_PDL", "1", "bool", "A/B runs", "iris/device.py",
+            "programmatic dependent launch for every kernel of the library on GPUs"),
+    Setting("IRIS_REPLAY", "1", "bool", "A/B runs", "iris/replay.py",
+            "a repeated eager call replays a CUDA graph of its launches, captured at its second sighting"),
+    Setting("IRIS_REPLAY_CAPACITY", "64", "int", "users", "iris/replay.py",
+            "graphs kept per context (least recently used dropped first)"),
+    Setting("IRIS_PREPARED", "1", "bool", "A/B runs", "iris/replay.py",
+            "from the third identical call, skip the checks and set-up and only launch (prepared calls)"),
+    Setting("IRIS_RELAUNCH", "1", "bool", "A/B runs", "iris/relaunch.py",
+            "a prepared collective call of at least IRIS_RELAUNCH_MIN_BYTES relaunches its kernel instead of a graph"),
+    Setting("IRIS_RELAUNCH_MIN_BYTES", str(1 << 20), "int", "A/B runs", "iris/relaunch.py",
+            "the size from which prepared collective calls relaunch their kernel (below: graph launch)"),
+    Setting("CUDA_DEVICE_MAX_CONNECTIONS", "8", "str", "users", "iris/copy_engine.py",
+            "CUDA's; 1 puts every stream on one hardware queue, which CopyEngine.wait refuses (it would deadlock)"),
+    # --- the catalog
+    Setting("FUSED_OPS_HOST_TMA", "1", "bool", "A/B runs", "fused_ops/problem.py",
+            "TMA descriptors of A and B built on the host (0: in every program, 1.5-2.5 µs more per launch)"),
+    Setting("FUSED_OPS_PDL_NEXT", "exit", "str", "A/B runs", "fused_ops/gemm.py",
+            "exit or start: when the catalog's persistent kernels let the next kernel launch"),
+    Setting("FUSED_OPS_CAPTURE_UNSAFE", "", "list", "diagnosis", "fused_ops/registry.py",
+            "op/variant[,...]: allow CUDA-graph capture of variants that a graph may deadlock (copy_engine, "
+            "producer_consumer)"),
+    # --- results
+    Setting("IRIS_COMMIT", "", "str", "benchmarks", "taxonomy/cli.py, benchmarks/, scripts/",
+            "the commit recorded in result CSVs (unset: git rev-parse --short HEAD)"),
+)
+
+# Set by rank launchers and read when a context starts (iris/distributed.py, iris/host.py, taxonomy/cli.py): where
+# this process sits among the ranks. Not settings: read(name) reads them when needed.
+LAUNCHER_VARIABLES = {
+    "RANK": "this process's rank (torchrun, iris.spawn)",
+    "WORLD_SIZE": "the number of ranks (torchrun, iris.spawn)",
+    "LOCAL_RANK": "the rank on this node: picks the GPU",
+    "LOCAL_WORLD_SIZE": "ranks on this node: more ranks than GPUs split each GPU's SMs",
+    "MASTER_ADDR": "torch.distributed's rendezvous address",
+    "MASTER_PORT": "torch.distributed's rendezvous port",
+    "OMPI_COMM_WORLD_SIZE": "Open MPI's mpirun: bootstrap through mpi4py",
+    "OMPI_COMM_WORLD_LOCAL_RANK": "Open MPI's local rank",
+    "PMI_SIZE": "MPICH's (PMI) mpirun: bootstrap through mpi4py",
+    "PMIX_RANK": "PMIx launchers: bootstrap through mpi4py",
+    "MPI_LOCALNRANKS": "MPICH's Hydra: bootstrap through mpi4py",
+    "SLURM_PROCID_MPI": "Slurm with MPI: bootstrap through mpi4py",
+}
+
+_BY_NAME = {s.name: s for s in SETTINGS}
+
+
+def parse(setting, raw):
+    """The typed value of a setting from its environment string (None or "": the default). Bad values raise."""
+    text = setting.default if raw is None or raw.strip() == "" else raw.strip()
+    try:
+        if setting.kind == "bool":
+            return text != "0"
+        if setting.kind == "int":
+            return int(text)
+        if setting.kind == "float":
+            return float(text)
+        if setting.kind == "list":
+            return tuple(filter(None, (t.strip() for t in text.split(","))))
+        return text
+    except ValueError:
+        raise ValueError(f"{setting.name}={raw!r}: expected {setting.kind} ({setting.doc})") from None
+
+
+def read(name):
+    """Read a setting (or a launcher variable, as a string or None) from the environment now."""
+    if name in LAUNCHER_VARIABLES:
+        return os.environ.get(name)
+    return parse(_BY_NAME[name], os.environ.get(name))
+
+
+_VALUES = {s.name: read(s.name) for s in SETTINGS}
+
+
+def value(name):
+    """A setting's value as read at import."""
+    return _VALUES[name]
+
+
+def table():
+    """One row per setting: name, default, kind, audience, where, doc, and the value in effect."""
+    return [dict(name=s.name, default=s.default, kind=s.kind, audience=s.audience, where=s.where, doc=s.doc,
+                 value=_VALUES[s.name]) for s in SETTINGS]
