@@ -33,7 +33,8 @@ def _environment_reads():
 def test_every_environment_variable_read_is_in_settings():
     known = {s.name for s in settings.SETTINGS} | set(settings.LAUNCHER_VARIABLES) | _SCRIPT_ONLY
     reads = _environment_reads()
-    sample = 'os.environ.get("AB_1", "1"); os.environ["CD"]; os.getenv("EF"); "GH" in os.environ; "IJ" not in os.environ'
+    sample = ('os.environ.get("AB_1", "1"); os.environ["CD"]; os.getenv("EF"); "GH" in os.environ; '
+              '"IJ" not in os.environ')
     assert [m.group(1) or m.group(2) for m in _READ.finditer(sample)] == ["AB_1", "CD", "EF", "GH", "IJ"]
     unknown = {name: sorted(where) for name, where in reads.items() if name not in known}
     assert not unknown, f"environment variables read but not listed in iris/settings.py: {unknown}"
