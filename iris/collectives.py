@@ -267,8 +267,8 @@ def _check(ctx, name, variant, op, tensors, heap):
         if t.device.type != ctx.get_device().type:
             raise ValueError(f"{name}: {label} is on {t.device}, the heap is on {ctx.get_device()}")
         if variant != "nccl" and label in heap and not ctx.is_symmetric(t):
-            raise ValueError(f"{name}: {label} must live on the symmetric heap (peers {heap[label]} it); allocate it "
-                             f"with ctx.empty/zeros, or use variant='nccl'")
+            ctx.require_symmetric(t, f"{name}: {label}", f" (peers {heap[label]} it); allocate it with ctx.empty/zeros, "
+                                                         f"or use variant='nccl'")
     dtypes = {t.dtype for t in tensors.values()}
     if len(dtypes) > 1:
         raise TypeError(f"{name}: tensors must share one dtype, got {sorted(map(str, dtypes))}")
@@ -304,7 +304,7 @@ def all_reduce(ctx, tensor, op="sum", variant="auto", out=None, config=None, asy
     if variant == "nccl":
         if out is not tensor:
             out.copy_(tensor)
-        work = dist.all_reduce(out, op=_nccl_op(op), async_op=async_op)
+        work = dist.all_reduce(out, op=_nccl_op(op), group=ctx.group, async_op=async_op)
         return work if async_op else out
     n = tensor.numel()
     if variant in _TILE_VARIANTS:
@@ -402,7 +402,9 @@ def _on_stream(ctx, launch, tensors, async_op):
         launch()
         return Work() if async_op else None
     main = torch.cuda.current_stream()
-    side = _side_streams.setdefault(ctx.get_device(), torch.cuda.Stream(ctx.get_device()))
+    side = _side_streams.get(ctx.handle)  # per context: two contexts' async collectives never queue behind each other
+    if side is None:
+        side = _side_streams[ctx.handle] = torch.cuda.Stream(ctx.get_device())
     side.wait_stream(main)
     with torch.cuda.stream(side):
         launch()
@@ -433,7 +435,7 @@ def all_gather(ctx, output, input, variant="auto", config=None, async_op=False):
         raise ValueError(f"all_gather: output has {output.numel()} elements, expected world * input = {w} * "
                          f"{input.numel()}")
     if variant == "nccl":
-        work = all_gather_single(output.view(-1), input.reshape(-1), async_op=async_op)
+        work = all_gather_single(output.view(-1), input.reshape(-1), group=ctx.group, async_op=async_op)
         return work if async_op else output
     if variant == "push":
         work = _tile_launch(ctx, "all_gather", input, output, input.numel(), "sum", "one_shot", config, async_op,
@@ -461,7 +463,8 @@ def reduce_scatter(ctx, output, input, op="sum", variant="auto", config=None, as
         raise ValueError(f"reduce_scatter: input has {input.numel()} elements, expected world * output = {w} * "
                          f"{output.numel()}")
     if variant == "nccl":
-        work = dist.reduce_scatter_tensor(output.view(-1), input.reshape(-1), op=_nccl_op(op), async_op=async_op)
+        work = dist.reduce_scatter_tensor(output.view(-1), input.reshape(-1), op=_nccl_op(op), group=ctx.group,
+                                          async_op=async_op)
         return work if async_op else output
     if variant == "push":
         work = _tile_launch(ctx, "reduce_scatter", input, output, output.numel(), op, "one_shot", config, async_op,
@@ -483,7 +486,7 @@ def all_to_all(ctx, output, input, variant="auto", config=None, async_op=False):
         raise ValueError(f"all_to_all: input and output need the same number of elements, divisible by the world "
                          f"size {w}; got {input.numel()} and {output.numel()}")
     if variant == "nccl":
-        work = dist.all_to_all_single(output.view(-1), input.reshape(-1), async_op=async_op)
+        work = dist.all_to_all_single(output.view(-1), input.reshape(-1), group=ctx.group, async_op=async_op)
         return work if async_op else output
     work = _launch(ctx, "all_to_all", input, output, input.numel() // w, config=config, async_op=async_op,
                    prepare=(sig, output))
@@ -504,7 +507,7 @@ def broadcast(ctx, tensor, src=0, variant="auto", out=None, config=None, async_o
     if variant == "nccl":
         if out is not tensor:
             out.copy_(tensor)
-        work = dist.broadcast(out, src, async_op=async_op)
+        work = dist.broadcast(out, group=ctx.group, group_src=src, async_op=async_op)
         return work if async_op else out
     staged = out.data_ptr() != tensor.data_ptr()
     work = _launch(ctx, "broadcast", tensor, out, tensor.numel(), staged=staged, root=src, config=config,
