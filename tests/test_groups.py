@@ -389,3 +389,39 @@ def test_overlapping_groups_have_separate_heaps(ranks4):
     assert res[1] == ([1.0, 1 + 10 + 2], True)
     assert res[2] == ([1 + 10 + 2], True)
     assert res[3] == ([], True)
+
+
+# ---------------------------------------------------------------------------------------------- launchers, example
+def r_example(world_ctx):
+    """examples/tp_dp_2d.py's training step (TP in a simulated node, DP across through the hierarchical all-reduce)
+    against one process: losses and every gradient, 2 SGD steps."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "tp_dp_2d.py")
+    spec = importlib.util.spec_from_file_location("tp_dp_2d", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    ctx = multi_ctx(world_ctx, "block")
+    with simulated_hosts(f"sim{world_ctx.get_rank() // 2}"):  # the DP group's hosts are looked up on creation
+        return example.train(ctx, steps=2)
+
+
+@gpu_per_rank(4)
+def test_tp_dp_2d_example_matches_one_process(ranks4):
+    assert all(err < 1e-4 for err in ranks4.run(r_example))
+
+
+def r_where(ctx):
+    x = torch.tensor([float(ctx.get_rank() + 1)])
+    iris.collectives.all_reduce(ctx, x)
+    return (os.environ["IRIS_HOSTNAME"], os.environ["LOCAL_RANK"], os.environ["LOCAL_WORLD_SIZE"],
+            os.environ["GROUP_RANK"], ctx.num_nodes, ctx.local_size, x.item())
+
+
+@gpu_per_rank(2)
+def test_spawn_simulates_nodes():
+    res = iris.spawn(r_where, 2, heap_size=1 << 20, nodes=2)
+    assert [r[1:] for r in res] == [("0", "1", "0", 2, 1, 3.0), ("0", "1", "1", 2, 1, 3.0)]
+    assert res[0][0] != res[1][0]
+    with pytest.raises(ValueError, match="divides world_size"):
+        iris.spawn(r_where, 3, nodes=2)
