@@ -1,8 +1,15 @@
-"""Host API: `iris.iris(heap_size)` returns an `Iris` context, a torch-like allocator over the symmetric heap plus
-rank queries and barriers. Names and argument order follow the reference (Iris)."""
+"""Host API: `iris.iris(heap_size, group=None)` returns an `Iris` context, a torch-like allocator over the symmetric
+heap plus rank queries and barriers. Names and argument order follow the reference (Iris).
+
+A context spans one torch.distributed process group (`ctx.group`; default the world) on one host: ranks are group
+ranks (`ctx.global_ranks[r]` is group rank r's global rank), every host exchange runs over the group, and several
+contexts may live in one process (a TP context and an EP one, say), each with its own heap, workspaces, replay cache
+and prepared calls. Heaps never collide: each context allocates its own block (CUDA) or shared-memory segments named
+by its group rank 0 (CPU), whatever groups overlap."""
 
 import atexit
 import contextlib
+import functools
 import itertools
 import os
 import uuid
@@ -46,8 +53,8 @@ def _size_of(size):
 
 
 class Iris:
-    """One rank's view of the symmetric heap. Create it on every rank with the same heap_size, and allocate the same
-    sequence of tensors on every rank: that is what makes offsets agree."""
+    """One rank's view of the symmetric heap of its group. Create it on every rank of the group with the same
+    heap_size, and allocate the same sequence of tensors on every rank: that is what makes offsets agree."""
 
     def __init__(self, heap_size=1 << 30, backend=None, group=None):
         backend = (backend or _backend.BACKEND).lower()
@@ -77,15 +84,20 @@ class Iris:
         self.hosts = [p["host"] for p in self.peers]
         self._check_agreement(heap_size)
         if use_cuda:
-            exchange = lambda handle: distributed.all_gather_object(handle, self.group)  # noqa: E731
+            exchange = functools.partial(distributed.all_gather_object, group=self.group)
             self.heap = CudaHeap(heap_size, self.cur_rank, self.num_ranks, self.device, exchange)
         else:
             # Segment names are picked on group rank 0 (unique per context) and travelled with the exchange above.
             self.heap = ShmHeap(heap_size, self.cur_rank, self.num_ranks, self.peers[0]["prefix"],
                                 lambda: dist.barrier(group=self.group))
-        # Ranks sharing one GPU must split its SMs between persistent grids: count this group's ranks on my GPU.
+        # Ranks sharing one GPU must split its SMs between persistent grids: this group's ranks on my GPU, or all of
+        # the host's ranks (LOCAL_WORLD_SIZE) over its GPUs where more (other groups' ranks run on it at the same time).
         mine = (self.hosts[self.cur_rank], self.peers[self.cur_rank]["device"])
-        self.ranks_per_device = sum((p["host"], p["device"]) == mine for p in self.peers) if use_cuda else 1
+        self.ranks_per_device = 1
+        if use_cuda:
+            local = int(os.environ.get("LOCAL_WORLD_SIZE", 1))
+            self.ranks_per_device = max(sum((p["host"], p["device"]) == mine for p in self.peers),
+                                        -(-local // torch.cuda.device_count()))
         self.heap_bases = torch.tensor(self.heap.bases, dtype=torch.int64, device=self.device)
         self._errors = self.zeros(_dev.ERR_WORDS, dtype=torch.int64)  # heap offset 0: device.wait relies on it
         assert self._errors.data_ptr() == self.heap.bases[self.cur_rank]
@@ -119,7 +131,9 @@ class Iris:
     def _check_agreement(self, heap_size):
         """Raise the same error on every rank of the group (all hold the same exchange) when the heap cannot be built:
         different heap sizes, ranks on several hosts, GPUs without peer access."""
-        who = lambda ranks: ", ".join(f"group rank {r} (global {self.global_ranks[r]})" for r in ranks)  # noqa: E731
+        def who(ranks):
+            return ", ".join(f"group rank {r} (global {self.global_ranks[r]})" for r in ranks)
+
         sizes = {}
         for r, p in enumerate(self.peers):
             sizes.setdefault(p["heap_size"], []).append(r)

@@ -12,10 +12,10 @@ import pytest
 import torch
 import triton
 import triton.language as tl
+from conftest import ON_GPU, gpu_per_rank
 
 import fused_ops
 import iris
-from conftest import ON_GPU, gpu_per_rank
 from fused_ops import reference
 
 LAYOUTS = {"block": lambda r: [0, 1] if r < 2 else [2, 3], "strided": lambda r: [0, 2] if r % 2 == 0 else [1, 3]}
@@ -344,8 +344,8 @@ def r_bad_input(world_ctx):
 
 EXPECT = {
     "not in group": ("ValueError", "is not in the group"),
-    "several hosts": ("RuntimeError", "spans 2 hosts (host 'node0': group rank 0 (global 0), group rank 1 (global 1); "
-                                      "host 'node1': group rank 2 (global 2), group rank 3 (global 3))"),
+    "several hosts": ("RuntimeError", ("spans 2 hosts (host 'node0': group rank 0 (global 0), group rank 1 (global 1); "
+                                       "host 'node1': group rank 2 (global 2), group rank 3 (global 3))")),
     "heap sizes": ("ValueError", "different heap sizes"),
     "2-D mesh": ("ValueError", "2-D DeviceMesh"),
     "mesh dim": ("ValueError", "the mesh's dims are ['dp', 'tp']"),
