@@ -311,8 +311,6 @@ def _error(fn):
 
 
 def r_bad_input(world_ctx):
-    from torch.distributed.device_mesh import init_device_mesh
-
     r = world_ctx.get_rank()
     pair = group_ctx(world_ctx, "block")
     strided = group_ctx(world_ctx, "strided")
@@ -321,9 +319,7 @@ def r_bad_input(world_ctx):
     with simulated_hosts(f"node{r // 2}"):  # every rank calls: each gets the same refusal, none hangs
         found["several hosts"] = _error(lambda: iris.iris(SUB_HEAP))
     found["heap sizes"] = _error(lambda: iris.iris((4 << 20) * (1 + r % 2), group=LAYOUTS["block"](r)))
-    if "mesh" not in _contexts:
-        _contexts["mesh"] = init_device_mesh("cpu" if not ON_GPU else "cuda", (2, 2), mesh_dim_names=("dp", "tp"))
-    mesh = _contexts["mesh"]
+    mesh = _mesh()
     found["2-D mesh"] = _error(lambda: iris.iris(SUB_HEAP, group=mesh))
     with pair.scratch(), strided.scratch():
         foreign = strided.zeros(8, dtype=torch.float32)
@@ -425,3 +421,33 @@ def test_spawn_simulates_nodes():
     assert res[0][0] != res[1][0]
     with pytest.raises(ValueError, match="divides world_size"):
         iris.spawn(r_where, 3, nodes=2)
+
+
+def _mesh():
+    from torch.distributed.device_mesh import init_device_mesh
+
+    if "mesh" not in _contexts:  # collective over the world: every rank of the pool builds it at the same call
+        _contexts["mesh"] = init_device_mesh("cuda" if ON_GPU else "cpu", (2, 2), mesh_dim_names=("dp", "tp"))
+    return _contexts["mesh"]
+
+
+def r_node_groups(world_ctx):
+    import torch.distributed as dist
+
+    r, mesh = world_ctx.get_rank(), _mesh()
+    ranks = lambda g: dist.get_process_group_ranks(g)  # noqa: E731
+    with simulated_hosts(f"sim{r // 2}"):
+        local, cross = iris.node_groups()
+        from_mesh = iris.node_groups(mesh, local_dim="tp")
+        by_index = iris.node_groups(mesh)  # the last dim is the node-local one by default
+    with simulated_hosts(f"sim{r % 2}"):  # tp = {0,1} now spans both hosts
+        refused = _error(lambda: iris.node_groups(mesh, local_dim="tp"))
+    return (ranks(local), ranks(cross), ranks(from_mesh.local), ranks(from_mesh.cross), ranks(by_index.local),
+            refused[0], "put the node-local dimension last" in refused[1])
+
+
+def test_node_groups_from_hostnames_and_from_a_mesh(ranks4):
+    res = ranks4.run(r_node_groups)
+    for r, row in enumerate(res):
+        local, cross = ([0, 1] if r < 2 else [2, 3]), ([0, 2] if r % 2 == 0 else [1, 3])
+        assert row == (local, cross, local, cross, local, "RuntimeError", True)
