@@ -430,7 +430,8 @@ def _mesh():
     from torch.distributed.device_mesh import init_device_mesh
 
     if "mesh" not in _contexts:  # collective over the world: every rank of the pool builds it at the same call
-        _contexts["mesh"] = init_device_mesh("cuda" if ON_GPU else "cpu", (2, 2), mesh_dim_names=("dp", "tp"))
+        # a "cpu" mesh on GPUs too: only its groups are used, and ranks sharing a GPU must not start NCCL
+        _contexts["mesh"] = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
     return _contexts["mesh"]
 
 
@@ -438,7 +439,7 @@ def r_node_groups(world_ctx):
     import torch.distributed as dist
 
     r, mesh = world_ctx.get_rank(), _mesh()
-    ranks = lambda g: dist.get_process_group_ranks(g)  # noqa: E731
+    ranks = dist.get_process_group_ranks
     with simulated_hosts(f"sim{r // 2}"):
         local, cross = iris.node_groups()
         from_mesh = iris.node_groups(mesh, local_dim="tp")
