@@ -318,6 +318,11 @@ def r_bad_input(world_ctx):
     strided = group_ctx(world_ctx, "strided")
     found = {}
     found["not in group"] = _error(lambda: iris.iris(SUB_HEAP, group=[0, 1] if r >= 2 else [2, 3]))
+    if "pg" not in _contexts:  # plain new_group: collective over the world, non-members get NON_GROUP_MEMBER
+        import torch.distributed as dist
+
+        _contexts["pg"] = [dist.new_group([0, 1]), dist.new_group([2, 3])]
+    found["not in ProcessGroup"] = _error(lambda: iris.iris(SUB_HEAP, group=_contexts["pg"][0 if r >= 2 else 1]))
     with simulated_hosts(f"node{r // 2}"):  # every rank calls: each gets the same refusal, none hangs
         found["several hosts"] = _error(lambda: iris.iris(SUB_HEAP))
     found["heap sizes"] = _error(lambda: iris.iris((4 << 20) * (1 + r % 2), group=LAYOUTS["block"](r)))
@@ -343,6 +348,7 @@ def r_bad_input(world_ctx):
 
 EXPECT = {
     "not in group": ("ValueError", "is not in the group"),
+    "not in ProcessGroup": ("ValueError", "is not in this group"),
     "several hosts": ("RuntimeError", ("spans 2 hosts (host 'node0': group rank 0 (global 0), group rank 1 (global 1); "
                                        "host 'node1': group rank 2 (global 2), group rank 3 (global 3))")),
     "heap sizes": ("ValueError", "different heap sizes"),
