@@ -185,8 +185,9 @@ def test_nccl_variants_run_over_the_group(ranks4):
 
 
 # ---------------------------------------------------------------------------------------------- catalog, torch ops, nn
-CATALOG = {"gemm_all_scatter": ["fused_sequential", "bulk_sync"], "gemm_all_reduce": ["one_shot", "two_shot"],
-           "all_gather_gemm": ["push", "pull"], "gemm_reduce_scatter": ["fused", "bulk_sync"]}
+# Every variant of every op that runs here in float32 (baselines that need one GPU per rank: not where ranks share one)
+CATALOG = {op: [v for v in fused_ops.list_variants(op, iris.BACKEND, "float32")
+                if not (ON_GPU and fused_ops.get(op, v).one_gpu_per_rank)] for op in fused_ops.list_ops()}
 
 
 def r_catalog(world_ctx, layout):
