@@ -42,6 +42,12 @@ def local_rank_of(rank):
     return int(os.environ.get("LOCAL_RANK", os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", rank)))
 
 
+def device_index(local_rank):
+    """The GPU of a rank: its local rank modulo the visible GPUs, or $IRIS_DEVICE where set (iris.spawn's simulated
+    nodes number local ranks per node, but spread the ranks over the machine's GPUs)."""
+    return int(os.environ.get("IRIS_DEVICE", local_rank)) % torch.cuda.device_count()
+
+
 def init(use_cuda):
     """Make sure a default process group exists; return (rank, world_size, local_rank)."""
     if dist.is_initialized():
@@ -55,7 +61,7 @@ def init(use_cuda):
     else:
         rank, world, local_rank, init_method = 0, 1, 0, f"tcp://127.0.0.1:{free_port()}"
     if use_cuda:
-        torch.cuda.set_device(local_rank % torch.cuda.device_count())
+        torch.cuda.set_device(device_index(local_rank))
     backend = "cpu:gloo,cuda:nccl" if use_cuda else "gloo"
     dist.init_process_group(backend, init_method=init_method, rank=rank, world_size=world)
     return rank, world, local_rank

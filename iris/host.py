@@ -75,7 +75,7 @@ class Iris:
         if use_cuda:
             self.device = torch.device("cuda", torch.cuda.current_device())
             if "LOCAL_RANK" in os.environ or not torch.cuda.current_device():
-                self.device = torch.device("cuda", local_rank % torch.cuda.device_count())
+                self.device = torch.device("cuda", distributed.device_index(local_rank))
             torch.cuda.set_device(self.device)
         else:
             self.device = torch.device("cpu")

@@ -114,7 +114,7 @@ class RankPool:
                 # nodes > 1 simulates hosts (consecutive ranks per node, as torchrun numbers them): a host identity
                 # (IRIS_HOSTNAME), local rank and node rank of their own, and an iris.multi_node context per rank
                 node = {"IRIS_HOSTNAME": f"{socket.gethostname()}-sim{rank // per_node}",
-                        "GROUP_RANK": rank // per_node} if nodes > 1 else {}
+                        "GROUP_RANK": rank // per_node, "IRIS_DEVICE": rank} if nodes > 1 else {}
                 with _environ({**common, "RANK": rank, "LOCAL_RANK": rank % per_node, **node}):
                     proc.start()
                 child_end.close()
