@@ -453,12 +453,21 @@ def r_node_groups(world_ctx):
         by_index = iris.node_groups(mesh)  # the last dim is the node-local one by default
     with simulated_hosts(f"sim{r % 2}"):  # tp = {0,1} now spans both hosts
         refused = _error(lambda: iris.node_groups(mesh, local_dim="tp"))
+    if "mesh ctx" not in _contexts:  # contexts over a mesh dimension: (mesh, name) and a 1-D slice
+        _contexts["mesh ctx"] = (iris.iris(1 << 20, group=(mesh, "tp")), iris.iris(1 << 20, group=mesh["dp"]))
+    tp, dp = _contexts["mesh ctx"]
+    with tp.scratch():
+        x = tp.full((3,), float(r), dtype=torch.float32)
+        iris.collectives.all_reduce(tp, x, variant="two_shot")
+        summed = x[0].item()
     return (ranks(local), ranks(cross), ranks(from_mesh.local), ranks(from_mesh.cross), ranks(by_index.local),
-            refused[0], "put the node-local dimension last" in refused[1])
+            refused[0], "put the node-local dimension last" in refused[1], tp.global_ranks, dp.global_ranks,
+            (tp.get_rank(), dp.get_rank()), summed)
 
 
 def test_node_groups_from_hostnames_and_from_a_mesh(ranks4):
     res = ranks4.run(r_node_groups)
     for r, row in enumerate(res):
         local, cross = ([0, 1] if r < 2 else [2, 3]), ([0, 2] if r % 2 == 0 else [1, 3])
-        assert row == (local, cross, local, cross, local, "RuntimeError", True)
+        assert row == (local, cross, local, cross, local, "RuntimeError", True, local, cross, (r % 2, r // 2),
+                       float(sum(local)))
