@@ -27,7 +27,8 @@ DEFAULT = {"gemm_all_scatter": "fused_sequential", "gemm_all_reduce": "one_shot"
            "gemm_reduce_scatter": "fused"}
 TABLE = os.path.join(os.path.dirname(__file__), "tuned.csv")
 _table = None
-_tuned = {}  # (op, m, n, k, dtype, world, backend) -> variant name, from tune()
+_tuned = {}  # (op, m, n, k, dtype, world, backend, context handle) -> variant name, from tune() (per context:
+# a pick tuned in one context must not leak into another context of the same world size, whose ranks never tuned)
 _tuned_config = {}  # the same keys -> the Config that won with that variant (None: its defaults), from tune()
 _picked = {}  # the table's pick per call signature (a lookup per call costs more than the small calls it picks for)
 _picked_from = [None]  # the table those picks came from (tests swap tables)
@@ -81,7 +82,7 @@ def ranking(ctx, op, m, n, k, dtype, timing="eager"):
 def choose(ctx, op, m, n, k, dtype, exclude=(), timing=None):
     """The variant `auto` runs for this rank's call (global M, N, K: the same on every rank, so all agree), in this
     timing mode (default: the call's, mode(ctx))."""
-    key = (op, m, n, k, dtype, ctx.get_num_ranks(), ctx.backend)
+    key = (op, m, n, k, dtype, ctx.get_num_ranks(), ctx.backend, ctx.handle)
     timing = timing or mode(ctx)
     if _tuned.get(key) not in (None, *exclude) and _runnable(ctx, op, _tuned[key], dtype, timing):
         return _tuned[key]
@@ -103,7 +104,7 @@ def capture_pick_to_set_up(ctx, op, m, n, k, dtype, exclude=()):
     variant once (fused_ops/ops.py). Every rank decides alike: same global shape, same table."""
     if not _can_capture(ctx) or mode(ctx) == "graph":
         return None
-    sig = (op, m, n, k, dtype, ctx.get_num_ranks(), exclude)
+    sig = (op, m, n, k, dtype, ctx.get_num_ranks(), exclude, ctx.handle)
     if sig in _set_up:
         return None
     _set_up.add(sig)
@@ -145,7 +146,7 @@ def tune(ctx, op, a, b, c, variants=None, iters=10, configs=(), **kwargs):
             t = _time_calls(ctx, lambda: getattr(ops, op)(ctx, a, b, c, variant=name, config=cfg, **kwargs), iters)
             if t < times.get(name, float("inf")):
                 times[name], best[name] = t, cfg
-    key = (op, m, n, k, a.dtype, ctx.get_num_ranks(), ctx.backend)
+    key = (op, m, n, k, a.dtype, ctx.get_num_ranks(), ctx.backend, ctx.handle)
     _tuned[key] = min(times, key=times.get)
     _tuned_config[key] = best[_tuned[key]]
     ctx.replay.forget_prepared()  # prepared auto calls would keep their old pick
@@ -154,7 +155,7 @@ def tune(ctx, op, a, b, c, variants=None, iters=10, configs=(), **kwargs):
 
 def tuned_config(ctx, op, m, n, k, dtype, variant):
     """The config tune() found best for `variant` on this shape (global M, N, K), or None."""
-    key = (op, m, n, k, dtype, ctx.get_num_ranks(), ctx.backend)
+    key = (op, m, n, k, dtype, ctx.get_num_ranks(), ctx.backend, ctx.handle)
     return _tuned_config.get(key) if _tuned.get(key) == variant else None
 
 
@@ -181,7 +182,7 @@ def _time_calls(ctx, call, iters):
             call()
         t = torch.tensor([(time.perf_counter() - t0) * 1e6 / iters], dtype=torch.float64)
     ctx.barrier()
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX, group=ctx.group)
     return t.item()
 
 

@@ -14,6 +14,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+import iris
+
 from . import library
 
 
@@ -48,18 +50,18 @@ class _SumGradOverRanks(torch.autograd.Function):
     """Identity forward; all-reduce of the gradient (a replicated bias fed only this rank's rows)."""
 
     @staticmethod
-    def forward(t):
+    def forward(t, handle):
         return t.view_as(t)
 
     @staticmethod
     def setup_context(c, inputs, output):
-        pass
+        c.handle = inputs[1]
 
     @staticmethod
     def backward(c, grad):
         grad = grad.clone()
-        dist.all_reduce(grad)
-        return grad
+        dist.all_reduce(grad, group=iris.context(c.handle).group)  # over the layer's group, not the world
+        return grad, None
 
 
 class _TPLinear(nn.Module):
@@ -116,7 +118,7 @@ class RowParallelLinear(_TPLinear):
             bias = self.bias
         else:
             y = library.gemm_reduce_scatter(self.ctx, x2, self.weight.t(), self.variant)
-            bias = None if self.bias is None else _SumGradOverRanks.apply(self.bias)
+            bias = None if self.bias is None else _SumGradOverRanks.apply(self.bias, self.ctx.handle)
         if bias is not None:
             y = y + bias
         lead = x.shape[:-1] if self.reduce == "all" else (-1,)

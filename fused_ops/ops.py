@@ -62,8 +62,8 @@ def _check(ctx, op, a, b, c, heap_output=True):
         raise ValueError(f"{where} inner dimensions differ: a is {tuple(a.shape)}, b is {tuple(b.shape)}")
     if min(a.shape[0], a.shape[1], b.shape[1]) < 1:
         raise ValueError(f"{where} empty operands: a {tuple(a.shape)}, b {tuple(b.shape)}")
-    if heap_output and not ctx.is_symmetric(c):
-        raise ValueError(f"{where} c must live on the symmetric heap (allocate it with ctx.zeros/empty)")
+    if heap_output:
+        ctx.require_symmetric(c, f"{where} c")
     if not c.is_contiguous():
         raise ValueError(f"{where} c must be contiguous")
 

@@ -33,6 +33,9 @@ entry barrier every rank stores its slice into every rank's output); "auto" push
 reduce_scatter: "push" (slice r into rank r's inbox; the input may live anywhere) or "pull" (after the entry barrier
 every rank reads its slice from every rank's input); "auto" pushes up to 1 MiB of input.
 The other collectives have one kernel each, or "nccl".
+"hierarchical" (all_reduce, all_gather, reduce_scatter; iris/hierarchical.py): for a group over several hosts
+(an iris.multi_node context, where "auto" picks it): the node-local part through the heap, the cross-node part through
+torch.distributed on the cross-node group. All host exchanges ("nccl" too) run over the context's group (ctx.group).
 
 Inputs that peers read (all_reduce's x for one_shot/two_shot/atomic, reduce_scatter's x for pull, broadcast's
 source) and outputs that peers write (all_gather's "direct" and all_to_all's out) must be on the heap. Other tensors
@@ -58,9 +61,10 @@ from .distributed import all_gather_single
 from .replay import tensor_key
 
 OPS = ("sum", "max", "min")
-VARIANTS = {"all_reduce": ("auto", "push", "push_two_shot", "ring", "one_shot", "two_shot", "atomic", "nccl"),
-            "all_gather": ("auto", "push", "direct", "nccl"),
-            "reduce_scatter": ("auto", "push", "pull", "nccl"), "all_to_all": ("auto", "nccl"),
+VARIANTS = {"all_reduce": ("auto", "push", "push_two_shot", "ring", "one_shot", "two_shot", "atomic", "nccl",
+                           "hierarchical"),
+            "all_gather": ("auto", "push", "direct", "nccl", "hierarchical"),
+            "reduce_scatter": ("auto", "push", "pull", "nccl", "hierarchical"), "all_to_all": ("auto", "nccl"),
             "broadcast": ("auto", "nccl")}
 PUSH_MAX_BYTES = 1 << 20  # "auto": push (latency; inboxes of 8 x world x size) up to here, two_shot/pull above
 _TILE_VARIANTS = {"push": "one_shot", "push_two_shot": "two_shot", "ring": "ring"}  # all_reduce through iris.tile
@@ -267,11 +271,19 @@ def _check(ctx, name, variant, op, tensors, heap):
         if t.device.type != ctx.get_device().type:
             raise ValueError(f"{name}: {label} is on {t.device}, the heap is on {ctx.get_device()}")
         if variant != "nccl" and label in heap and not ctx.is_symmetric(t):
-            raise ValueError(f"{name}: {label} must live on the symmetric heap (peers {heap[label]} it); allocate it "
-                             f"with ctx.empty/zeros, or use variant='nccl'")
+            ctx.require_symmetric(t, f"{name}: {label}", f" (peers {heap[label]} it); allocate it with ctx.empty/zeros, "
+                                                         f"or use variant='nccl'")
     dtypes = {t.dtype for t in tensors.values()}
     if len(dtypes) > 1:
         raise TypeError(f"{name}: tensors must share one dtype, got {sorted(map(str, dtypes))}")
+
+
+def _hierarchical():
+    """iris.hierarchical (imported late: it builds on this module). Its variants run on an iris.multi_node context
+    (a group over several hosts: "auto" picks them there) and on a node-local context (one level)."""
+    from . import hierarchical
+
+    return hierarchical
 
 
 def _nccl_op(op):
@@ -284,6 +296,8 @@ def _scratch(ctx, numel, dtype):
 
 def all_reduce(ctx, tensor, op="sum", variant="auto", out=None, config=None, async_op=False):
     """Reduce `tensor` over ranks into `out` (default: in place). Returns `out` (or a Work with async_op)."""
+    if variant == "hierarchical" or getattr(ctx, "multi_node", False):
+        return _hierarchical().all_reduce(ctx, tensor, op, variant, out, config, async_op)
     sig, call = ctx.replay.lookup(("all_reduce", tensor_key(tensor), tensor_key(out), op, variant, config, async_op))
     if call is not None:
         return call()
@@ -304,7 +318,7 @@ def all_reduce(ctx, tensor, op="sum", variant="auto", out=None, config=None, asy
     if variant == "nccl":
         if out is not tensor:
             out.copy_(tensor)
-        work = dist.all_reduce(out, op=_nccl_op(op), async_op=async_op)
+        work = dist.all_reduce(out, op=_nccl_op(op), group=ctx.group, async_op=async_op)
         return work if async_op else out
     n = tensor.numel()
     if variant in _TILE_VARIANTS:
@@ -402,7 +416,9 @@ def _on_stream(ctx, launch, tensors, async_op):
         launch()
         return Work() if async_op else None
     main = torch.cuda.current_stream()
-    side = _side_streams.setdefault(ctx.get_device(), torch.cuda.Stream(ctx.get_device()))
+    side = _side_streams.get(ctx.handle)  # per context: two contexts' async collectives never queue behind each other
+    if side is None:
+        side = _side_streams[ctx.handle] = torch.cuda.Stream(ctx.get_device())
     side.wait_stream(main)
     with torch.cuda.stream(side):
         launch()
@@ -421,6 +437,8 @@ def _overlaps(a, b):
 def all_gather(ctx, output, input, variant="auto", config=None, async_op=False):
     """output (world * input.numel() elements) <- every rank's input, rank r's at slice r. "direct": peers store
     into `output`, which must be on the heap; "push": through inboxes (output anywhere; the latency variant)."""
+    if variant == "hierarchical" or getattr(ctx, "multi_node", False):
+        return _hierarchical().all_gather(ctx, output, input, variant, config, async_op)
     sig, call = ctx.replay.lookup(("all_gather", tensor_key(output), tensor_key(input), variant, config, async_op))
     if call is not None:
         return call()
@@ -433,7 +451,7 @@ def all_gather(ctx, output, input, variant="auto", config=None, async_op=False):
         raise ValueError(f"all_gather: output has {output.numel()} elements, expected world * input = {w} * "
                          f"{input.numel()}")
     if variant == "nccl":
-        work = all_gather_single(output.view(-1), input.reshape(-1), async_op=async_op)
+        work = all_gather_single(output.view(-1), input.reshape(-1), group=ctx.group, async_op=async_op)
         return work if async_op else output
     if variant == "push":
         work = _tile_launch(ctx, "all_gather", input, output, input.numel(), "sum", "one_shot", config, async_op,
@@ -448,6 +466,8 @@ def reduce_scatter(ctx, output, input, op="sum", variant="auto", config=None, as
     """output (this rank's slice) <- slice `rank` of input (world * output.numel()) reduced over ranks. "pull":
     every rank reads its slice from every rank's input, which must be on the heap; "push": every rank sends slice r
     to rank r's inbox (input anywhere; the latency variant); "auto" pushes up to 1 MiB of input."""
+    if variant == "hierarchical" or getattr(ctx, "multi_node", False):
+        return _hierarchical().reduce_scatter(ctx, output, input, op, variant, config, async_op)
     sig, call = ctx.replay.lookup(("reduce_scatter", tensor_key(output), tensor_key(input), op, variant, config,
                                    async_op))
     if call is not None:
@@ -461,7 +481,8 @@ def reduce_scatter(ctx, output, input, op="sum", variant="auto", config=None, as
         raise ValueError(f"reduce_scatter: input has {input.numel()} elements, expected world * output = {w} * "
                          f"{output.numel()}")
     if variant == "nccl":
-        work = dist.reduce_scatter_tensor(output.view(-1), input.reshape(-1), op=_nccl_op(op), async_op=async_op)
+        work = dist.reduce_scatter_tensor(output.view(-1), input.reshape(-1), op=_nccl_op(op), group=ctx.group,
+                                          async_op=async_op)
         return work if async_op else output
     if variant == "push":
         work = _tile_launch(ctx, "reduce_scatter", input, output, output.numel(), op, "one_shot", config, async_op,
@@ -474,6 +495,8 @@ def reduce_scatter(ctx, output, input, op="sum", variant="auto", config=None, as
 
 def all_to_all(ctx, output, input, variant="auto", config=None, async_op=False):
     """Slice c of input (world equal slices) goes to rank c, where it lands at slice `rank` of output (on the heap)."""
+    if getattr(ctx, "multi_node", False):  # no heap spans the hosts: torch.distributed over the group
+        variant = _hierarchical()._levels(ctx, "all_to_all", variant) and "nccl"
     sig, call = ctx.replay.lookup(("all_to_all", tensor_key(output), tensor_key(input), variant, config, async_op))
     if call is not None:
         return call()
@@ -483,7 +506,7 @@ def all_to_all(ctx, output, input, variant="auto", config=None, async_op=False):
         raise ValueError(f"all_to_all: input and output need the same number of elements, divisible by the world "
                          f"size {w}; got {input.numel()} and {output.numel()}")
     if variant == "nccl":
-        work = dist.all_to_all_single(output.view(-1), input.reshape(-1), async_op=async_op)
+        work = dist.all_to_all_single(output.view(-1), input.reshape(-1), group=ctx.group, async_op=async_op)
         return work if async_op else output
     work = _launch(ctx, "all_to_all", input, output, input.numel() // w, config=config, async_op=async_op,
                    prepare=(sig, output))
@@ -492,6 +515,8 @@ def all_to_all(ctx, output, input, variant="auto", config=None, async_op=False):
 
 def broadcast(ctx, tensor, src=0, variant="auto", out=None, config=None, async_op=False):
     """out (default: tensor, in place) <- rank src's tensor (on the heap)."""
+    if getattr(ctx, "multi_node", False):  # no heap spans the hosts: torch.distributed over the group
+        variant = _hierarchical()._levels(ctx, "broadcast", variant) and "nccl"
     sig, call = ctx.replay.lookup(("broadcast", tensor_key(tensor), src, tensor_key(out), variant, config, async_op))
     if call is not None:
         return call()
@@ -504,7 +529,7 @@ def broadcast(ctx, tensor, src=0, variant="auto", out=None, config=None, async_o
     if variant == "nccl":
         if out is not tensor:
             out.copy_(tensor)
-        work = dist.broadcast(out, src, async_op=async_op)
+        work = dist.broadcast(out, group=ctx.group, group_src=src, async_op=async_op)
         return work if async_op else out
     staged = out.data_ptr() != tensor.data_ptr()
     work = _launch(ctx, "broadcast", tensor, out, tensor.numel(), staged=staged, root=src, config=config,

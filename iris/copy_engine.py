@@ -62,8 +62,11 @@ class CopyEngine:
         self._then, self._done, self._record = None, False, None
         if self.cuda:
             self.main = torch.cuda.current_stream(ctx.device)
-            self.stream = _STREAMS.setdefault(ctx.device, torch.cuda.Stream(ctx.device))
-            self.handle = self.stream.cuda_stream  # one side stream per device: plans hold its handle
+            key = (ctx.device, ctx.handle)  # per context: two contexts' copies never queue behind each other
+            if key not in _STREAMS:
+                _STREAMS[key] = torch.cuda.Stream(ctx.device)
+            self.stream = _STREAMS[key]
+            self.handle = self.stream.cuda_stream  # one side stream per device and context: plans hold its handle
             self.stream.wait_stream(self.main)
         else:
             self._ops, self._error, self._stopping = queue.Queue(), [], False

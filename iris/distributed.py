@@ -42,6 +42,12 @@ def local_rank_of(rank):
     return int(os.environ.get("LOCAL_RANK", os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", rank)))
 
 
+def device_index(local_rank):
+    """The GPU of a rank: its local rank modulo the visible GPUs, or $IRIS_DEVICE where set (iris.spawn's simulated
+    nodes number local ranks per node, but spread the ranks over the machine's GPUs)."""
+    return int(os.environ.get("IRIS_DEVICE", local_rank)) % torch.cuda.device_count()
+
+
 def init(use_cuda):
     """Make sure a default process group exists; return (rank, world_size, local_rank)."""
     if dist.is_initialized():
@@ -55,17 +61,88 @@ def init(use_cuda):
     else:
         rank, world, local_rank, init_method = 0, 1, 0, f"tcp://127.0.0.1:{free_port()}"
     if use_cuda:
-        torch.cuda.set_device(local_rank % torch.cuda.device_count())
+        torch.cuda.set_device(device_index(local_rank))
     backend = "cpu:gloo,cuda:nccl" if use_cuda else "gloo"
     dist.init_process_group(backend, init_method=init_method, rank=rank, world_size=world)
     return rank, world, local_rank
 
 
-def all_gather_object(obj):
-    out = [None] * dist.get_world_size()
-    dist.all_gather_object(out, obj)
+def all_gather_object(obj, group=None):
+    """Every rank's `obj` over `group` (default: the world), in group-rank order."""
+    out = [None] * dist.get_world_size(group)
+    dist.all_gather_object(out, obj, group=group)
     return out
 
 
 # torch 2.13 renamed all_gather_into_tensor (same arguments); the GPU machine's torch 2.11 has only the old name.
 all_gather_single = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+
+
+# ---------------------------------------------------------------------------------------------- process groups
+HOSTNAME_ENV = "IRIS_HOSTNAME"
+_subgroups = {}  # sorted global ranks -> ProcessGroup made here (one per rank set and process)
+
+
+def hostname():
+    """This rank's host identity: $IRIS_HOSTNAME if set (iris.spawn(nodes=...) sets it to simulate several hosts on
+    one machine), else the machine's hostname. Contexts are refused across different identities."""
+    return os.environ.get(HOSTNAME_ENV) or socket.gethostname()
+
+
+def subgroup(ranks):
+    """The ProcessGroup over these global ranks, created once per process. Collective over those ranks only (torch's
+    use_local_synchronization: the other ranks need not call it, in any order); call it only on its members."""
+    key = tuple(sorted(int(r) for r in ranks))
+    if len(set(key)) != len(key):
+        raise ValueError(f"group ranks {list(ranks)} contain duplicates")
+    world = dist.get_world_size()
+    if not key or key[0] < 0 or key[-1] >= world:
+        raise ValueError(f"group ranks {list(ranks)}: expected global ranks in 0..{world - 1}")
+    if dist.get_rank() not in key:
+        raise ValueError(f"global rank {dist.get_rank()} is not in the group {list(key)}: build a context or group "
+                         f"only on the ranks it contains")
+    if key == tuple(range(world)):
+        return dist.group.WORLD
+    if key not in _subgroups:
+        _subgroups[key] = dist.new_group(list(key), use_local_synchronization=True)
+    return _subgroups[key]
+
+
+def resolve_group(group):
+    """A ProcessGroup from what `iris.iris(group=...)` accepts: None (the default world group), a ProcessGroup, a
+    1-D DeviceMesh, (DeviceMesh, dim name or index), or a list of global ranks. Raises if this rank is not in it, or
+    for a multi-dimensional mesh without a dim."""
+    from torch.distributed.device_mesh import DeviceMesh
+
+    if group is None:
+        return dist.group.WORLD
+    if isinstance(group, DeviceMesh):
+        if group.ndim != 1:
+            names = getattr(group, "mesh_dim_names", None)
+            raise ValueError(f"group is a {group.ndim}-D DeviceMesh {tuple(group.mesh.shape)} (dims {names}); a heap "
+                             f"spans one of its dimensions: pass (mesh, dim_name), e.g. (mesh, {names[-1]!r}) or "
+                             f"mesh[{names[-1]!r}]" if names else
+                             f"group is a {group.ndim}-D DeviceMesh {tuple(group.mesh.shape)}; a heap spans one of "
+                             f"its dimensions: pass (mesh, dim_index), e.g. (mesh, {group.ndim - 1})")
+        return group.get_group()
+    if isinstance(group, tuple) and len(group) == 2 and isinstance(group[0], DeviceMesh):
+        mesh, dim = group
+        names = list(getattr(mesh, "mesh_dim_names", None) or ())
+        if isinstance(dim, str) and dim not in names:
+            raise ValueError(f"(mesh, {dim!r}): the mesh's dims are {names}")
+        if isinstance(dim, int) and not 0 <= dim < mesh.ndim:
+            raise ValueError(f"(mesh, {dim}): the mesh has {mesh.ndim} dimension(s)")
+        return mesh.get_group(dim)
+    if isinstance(group, (list, tuple, range)):
+        return subgroup(group)
+    if isinstance(group, int) and group == dist.GroupMember.NON_GROUP_MEMBER:
+        raise ValueError(f"global rank {dist.get_rank()} is not in this group (torch.distributed.new_group returned "
+                         f"NON_GROUP_MEMBER here): create the context only on the group's ranks")
+    if not isinstance(group, dist.ProcessGroup):
+        raise TypeError(f"group must be a ProcessGroup, a DeviceMesh, (mesh, dim) or a list of ranks, got "
+                        f"{type(group).__name__}")
+    if dist.get_rank() not in dist.get_process_group_ranks(group):
+        raise ValueError(f"global rank {dist.get_rank()} is not in the group {dist.get_process_group_ranks(group)}: "
+                         f"create the context only on the group's ranks")
+    return group
+

@@ -1,8 +1,15 @@
-"""Host API: `iris.iris(heap_size)` returns an `Iris` context, a torch-like allocator over the symmetric heap plus
-rank queries and barriers. Names and argument order follow the reference (Iris)."""
+"""Host API: `iris.iris(heap_size, group=None)` returns an `Iris` context, a torch-like allocator over the symmetric
+heap plus rank queries and barriers. Names and argument order follow the reference (Iris).
+
+A context spans one torch.distributed process group (`ctx.group`; default the world) on one host: ranks are group
+ranks (`ctx.global_ranks[r]` is group rank r's global rank), every host exchange runs over the group, and several
+contexts may live in one process (a TP context and an EP one, say), each with its own heap, workspaces, replay cache
+and prepared calls. Heaps never collide: each context allocates its own block (CUDA) or shared-memory segments named
+by its group rank 0 (CPU), whatever groups overlap."""
 
 import atexit
 import contextlib
+import functools
 import itertools
 import os
 import uuid
@@ -19,7 +26,6 @@ from .heap import CudaHeap, ShmHeap
 from .logging import logger, set_rank
 
 CPU_CU_COUNT = int(os.environ.get("IRIS_CPU_CU_COUNT", "4"))
-_instances = itertools.count()
 _live = weakref.WeakSet()
 _by_handle = weakref.WeakValueDictionary()  # small ints stand for contexts where only plain values fit (torch ops)
 _handles = itertools.count(1)
@@ -47,10 +53,10 @@ def _size_of(size):
 
 
 class Iris:
-    """One rank's view of the symmetric heap. Create it on every rank with the same heap_size, and allocate the same
-    sequence of tensors on every rank: that is what makes offsets agree."""
+    """One rank's view of the symmetric heap of its group. Create it on every rank of the group with the same
+    heap_size, and allocate the same sequence of tensors on every rank: that is what makes offsets agree."""
 
-    def __init__(self, heap_size=1 << 30, backend=None):
+    def __init__(self, heap_size=1 << 30, backend=None, group=None):
         backend = (backend or _backend.BACKEND).lower()
         if backend not in ("cpu", "cuda"):
             raise ValueError(f"backend={backend!r}: expected 'cpu' or 'cuda'")
@@ -60,25 +66,38 @@ class Iris:
                 f"interpreter or compiler when a kernel is defined, so set IRIS_BACKEND={backend} before importing")
         self.backend = backend
         use_cuda = backend == "cuda"
-        self.cur_rank, self.num_ranks, local_rank = distributed.init(use_cuda)
-        set_rank(self.cur_rank, self.num_ranks)
+        self.global_rank, world, local_rank = distributed.init(use_cuda)
+        self.group = distributed.resolve_group(group)
+        self.global_ranks = dist.get_process_group_ranks(self.group)  # group rank -> global rank
+        self.cur_rank, self.num_ranks = self.global_ranks.index(self.global_rank), len(self.global_ranks)
+        if self.num_ranks == world:
+            set_rank(self.cur_rank, self.num_ranks)
         if use_cuda:
             self.device = torch.device("cuda", torch.cuda.current_device())
             if "LOCAL_RANK" in os.environ or not torch.cuda.current_device():
-                self.device = torch.device("cuda", local_rank % torch.cuda.device_count())
+                self.device = torch.device("cuda", distributed.device_index(local_rank))
             torch.cuda.set_device(self.device)
-            self.heap = CudaHeap(heap_size, self.cur_rank, self.num_ranks, self.device, distributed.all_gather_object)
         else:
             self.device = torch.device("cpu")
-            session = os.environ.get("IRIS_SESSION")
-            if self.cur_rank == 0 and not session:
-                session = uuid.uuid4().hex[:12]
-            session = distributed.all_gather_object(session)[0]
-            prefix = f"iris-{session}-{next(_instances)}"
-            self.heap = ShmHeap(heap_size, self.cur_rank, self.num_ranks, prefix, dist.barrier)
-        # Ranks sharing one GPU (more local ranks than devices) must split its SMs between persistent grids.
-        local = int(os.environ.get("LOCAL_WORLD_SIZE", self.num_ranks))
-        self.ranks_per_device = -(-local // torch.cuda.device_count()) if use_cuda else 1
+        # One exchange over the group (collective over it only) settles everything the ranks must agree on.
+        self.peers = distributed.all_gather_object(self._describe(heap_size, use_cuda), self.group)
+        self.hosts = [p["host"] for p in self.peers]
+        self._check_agreement(heap_size)
+        if use_cuda:
+            exchange = functools.partial(distributed.all_gather_object, group=self.group)
+            self.heap = CudaHeap(heap_size, self.cur_rank, self.num_ranks, self.device, exchange)
+        else:
+            # Segment names are picked on group rank 0 (unique per context) and travelled with the exchange above.
+            self.heap = ShmHeap(heap_size, self.cur_rank, self.num_ranks, self.peers[0]["prefix"],
+                                lambda: dist.barrier(group=self.group))
+        # Ranks sharing one GPU must split its SMs between persistent grids: this group's ranks on my GPU, or all of
+        # the host's ranks (LOCAL_WORLD_SIZE) over its GPUs where more (other groups' ranks run on it at the same time).
+        mine = (self.hosts[self.cur_rank], self.peers[self.cur_rank]["device"])
+        self.ranks_per_device = 1
+        if use_cuda:
+            local = int(os.environ.get("LOCAL_WORLD_SIZE", 1))
+            self.ranks_per_device = max(sum((p["host"], p["device"]) == mine for p in self.peers),
+                                        -(-local // torch.cuda.device_count()))
         self.heap_bases = torch.tensor(self.heap.bases, dtype=torch.int64, device=self.device)
         self._errors = self.zeros(_dev.ERR_WORDS, dtype=torch.int64)  # heap offset 0: device.wait relies on it
         assert self._errors.data_ptr() == self.heap.bases[self.cur_rank]
@@ -92,7 +111,57 @@ class Iris:
         self.handle = next(_handles)
         _by_handle[self.handle] = self
         self.barrier()
-        logger.info(f"{backend} heap of {heap_size} bytes mapped from {self.num_ranks} ranks")
+        logger.info(f"{backend} heap of {heap_size} bytes mapped from {self.num_ranks} ranks "
+                    f"(global ranks {self.global_ranks})")
+
+    def _describe(self, heap_size, use_cuda):
+        """What this rank tells the group at creation: host identity, heap size, device and its peer access, and (on
+        group rank 0) the name prefix of the CPU backend's shared-memory segments."""
+        info = {"host": distributed.hostname(), "heap_size": heap_size, "global_rank": self.global_rank,
+                "device": self.device.index if use_cuda else None, "prefix": None}
+        if use_cuda:
+            count = torch.cuda.device_count()
+            info["access"] = [j == self.device.index or torch.cuda.can_device_access_peer(self.device.index, j)
+                              for j in range(count)]
+        if self.cur_rank == 0 and not use_cuda:
+            session = os.environ.get("IRIS_SESSION") or uuid.uuid4().hex[:12]
+            info["prefix"] = f"iris-{session}-{uuid.uuid4().hex[:8]}"
+        return info
+
+    def _check_agreement(self, heap_size):
+        """Raise the same error on every rank of the group (all hold the same exchange) when the heap cannot be built:
+        different heap sizes, ranks on several hosts, GPUs without peer access."""
+        def who(ranks):
+            return ", ".join(f"group rank {r} (global {self.global_ranks[r]})" for r in ranks)
+
+        sizes = {}
+        for r, p in enumerate(self.peers):
+            sizes.setdefault(p["heap_size"], []).append(r)
+        if len(sizes) > 1:
+            detail = "; ".join(f"{size} bytes on {who(rs)}" for size, rs in sizes.items())
+            raise ValueError(f"iris.iris: the ranks of the group asked for different heap sizes ({detail}); every rank "
+                             f"must pass the same heap_size")
+        hosts = {}
+        for r, h in enumerate(self.hosts):
+            hosts.setdefault(h, []).append(r)
+        if len(hosts) > 1:
+            detail = "; ".join(f"host {h!r}: {who(rs)}" for h, rs in hosts.items())
+            raise RuntimeError(
+                f"iris.iris: the group spans {len(hosts)} hosts ({detail}). A symmetric heap is mapped with CUDA IPC, "
+                f"which works only within one host. Build the context over a node-local group (local, cross = "
+                f"iris.node_groups(); ctx = iris.iris(heap_size, group=local)) and communicate across nodes through "
+                f"torch.distributed on the cross-node group, or use iris.multi_node(heap_size, group) for collectives "
+                f"over the whole group (hierarchical: heap inside each node, NCCL/gloo across)")
+        if self.backend == "cuda":
+            bad = [(r, q) for r, p in enumerate(self.peers) for q, o in enumerate(self.peers)
+                   if r != q and not p["access"][o["device"]]]
+            if bad:
+                r, q = bad[0]
+                raise RuntimeError(
+                    f"iris.iris: GPU {self.peers[r]['device']} of {who([r])} cannot access GPU "
+                    f"{self.peers[q]['device']} of {who([q])} (torch.cuda.can_device_access_peer is False; "
+                    f"{len(bad)} pair(s) in all): the heap needs peer access between every pair of the group's GPUs; "
+                    f"build the context over GPUs that share an NVLink/PCIe peer domain")
 
     # ------------------------------------------------------------------------------------------------ queries
     def get_rank(self):
@@ -224,7 +293,20 @@ class Iris:
         return t.copy_(tensor)
 
     def is_symmetric(self, tensor):
+        """True if `tensor` lies on this context's heap (not another context's)."""
         return isinstance(tensor, torch.Tensor) and self.heap.owns(tensor)
+
+    def require_symmetric(self, tensor, what, hint=" (allocate it with ctx.zeros/empty)"):
+        """Raise ValueError unless `tensor` lies on this context's heap; the message tells a tensor from another
+        context's heap (a TP context's buffer passed to an EP context's op, say) from an ordinary tensor."""
+        if self.is_symmetric(tensor):
+            return
+        other = next((c for c in list(_live) if c is not self and not c._closed and c.is_symmetric(tensor)), None)
+        if other is not None:
+            raise ValueError(f"{what} is from another context's heap (the context over global ranks "
+                             f"{other.global_ranks}; this op's context spans global ranks {self.global_ranks}): "
+                             f"allocate it from this context (ctx.zeros/empty) or copy it over (ctx.as_symmetric)")
+        raise ValueError(f"{what} must live on the symmetric heap{hint}")
 
     @contextlib.contextmanager
     def scratch(self):
@@ -256,7 +338,7 @@ class Iris:
         self._check_open()
         if self.backend == "cuda":
             torch.cuda.synchronize(self.device)
-        dist.barrier()
+        dist.barrier(group=self.group)
         self.check_device_errors()
 
     def device_barrier(self):
@@ -278,10 +360,10 @@ class Iris:
         """`value` as held by `source_rank`, on every rank: tensors keep dtype and device, anything else is pickled."""
         if isinstance(value, torch.Tensor):  # through the host: works for any backend and GPU sharing
             box = [value.detach().cpu() if self.cur_rank == source_rank else None]
-            dist.broadcast_object_list(box, source_rank)
+            dist.broadcast_object_list(box, group=self.group, group_src=source_rank)
             return box[0].to(value.device)
         box = [value]
-        dist.broadcast_object_list(box, source_rank)
+        dist.broadcast_object_list(box, group=self.group, group_src=source_rank)
         return box[0]
 
     # ------------------------------------------------------------------------------------------------ teardown
@@ -296,7 +378,7 @@ class Iris:
         self.barrier()
         self.replay.clear()
         self.heap.close_peers()
-        dist.barrier()
+        dist.barrier(group=self.group)
         self.heap.free()
         self._closed = True
 
@@ -327,6 +409,9 @@ def context(handle):
     return ctx
 
 
-def iris(heap_size=1 << 30, backend=None):
-    """Create the symmetric-heap context on this rank (collective: every rank calls it with the same size)."""
-    return Iris(heap_size, backend)
+def iris(heap_size=1 << 30, backend=None, group=None):
+    """Create the symmetric-heap context on this rank. Collective over `group` only: each of its ranks calls it with
+    the same heap_size (other ranks need not). `group`: None (the whole torch.distributed world), a ProcessGroup, a
+    1-D DeviceMesh, (mesh, dim name), or a list of global ranks. Ranks, barriers, broadcasts, collectives and every
+    op of the context are in group coordinates (ctx.global_ranks maps them back). All ranks must be on one host."""
+    return Iris(heap_size, backend, group)

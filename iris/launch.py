@@ -17,6 +17,7 @@ import multiprocessing.connection as mpc
 import os
 import pickle
 import signal
+import socket
 import threading
 import time
 import traceback
@@ -43,12 +44,13 @@ def _die_with_parent(parent_pid):
         os._exit(1)
 
 
-def _worker(rank, conn, parent_pid, heap_size, backend):
+def _worker(rank, conn, parent_pid, heap_size, backend, nodes=1):
     _die_with_parent(parent_pid)
     try:
         import iris
 
-        ctx = iris.iris(heap_size, backend=backend) if heap_size else None
+        make = iris.multi_node if nodes > 1 else iris.iris  # simulated hosts: no heap may span them
+        ctx = make(heap_size, backend=backend) if heap_size else None
         conn.send_bytes(pickle.dumps(("ready", None)))
     except BaseException:
         conn.send_bytes(pickle.dumps(("error", traceback.format_exc())))
@@ -90,13 +92,16 @@ class RankPool:
     """`world_size` live rank processes, each holding an Iris context; `run(fn, *args)` calls `fn(ctx, *args)` on
     every rank at once and returns the results by rank."""
 
-    def __init__(self, world_size, heap_size=1 << 30, backend=None, env=None, timeout=DEFAULT_TIMEOUT_S):
+    def __init__(self, world_size, heap_size=1 << 30, backend=None, env=None, timeout=DEFAULT_TIMEOUT_S, nodes=1):
         if not isinstance(world_size, int) or world_size < 1:
             raise ValueError(f"world_size must be a positive integer, got {world_size!r}")
+        if not isinstance(nodes, int) or nodes < 1 or world_size % nodes:
+            raise ValueError(f"nodes={nodes!r}: expected a positive integer that divides world_size={world_size}")
         self.world_size, self.session = world_size, uuid.uuid4().hex[:12]
         self.procs, self.conns, self.broken = [], [], None
         mpctx = mp.get_context("spawn")
-        common = {"WORLD_SIZE": world_size, "LOCAL_WORLD_SIZE": world_size, "MASTER_ADDR": "127.0.0.1",
+        per_node = world_size // nodes
+        common = {"WORLD_SIZE": world_size, "LOCAL_WORLD_SIZE": per_node, "MASTER_ADDR": "127.0.0.1",
                   "MASTER_PORT": free_port(),
                   "IRIS_SESSION": self.session, **(env or {})}
         if backend:
@@ -104,9 +109,13 @@ class RankPool:
         try:
             for rank in range(world_size):
                 parent_end, child_end = mpctx.Pipe()
-                proc = mpctx.Process(target=_worker, args=(rank, child_end, os.getpid(), heap_size, backend),
+                proc = mpctx.Process(target=_worker, args=(rank, child_end, os.getpid(), heap_size, backend, nodes),
                                      name=f"iris-rank{rank}", daemon=True)
-                with _environ({**common, "RANK": rank, "LOCAL_RANK": rank}):
+                # nodes > 1 simulates hosts (consecutive ranks per node, as torchrun numbers them): a host identity
+                # (IRIS_HOSTNAME), local rank and node rank of their own, and an iris.multi_node context per rank
+                node = {"IRIS_HOSTNAME": f"{socket.gethostname()}-sim{rank // per_node}",
+                        "GROUP_RANK": rank // per_node, "IRIS_DEVICE": rank} if nodes > 1 else {}
+                with _environ({**common, "RANK": rank, "LOCAL_RANK": rank % per_node, **node}):
                     proc.start()
                 child_end.close()
                 self.procs.append(proc)
@@ -200,7 +209,10 @@ class RankPool:
         self.close()
 
 
-def spawn(fn, world_size, *args, heap_size=1 << 30, backend=None, env=None, timeout=DEFAULT_TIMEOUT_S, **kwargs):
-    """Run `fn(ctx, *args, **kwargs)` on `world_size` fresh local ranks; return the results by rank."""
-    with RankPool(world_size, heap_size=heap_size, backend=backend, env=env, timeout=timeout) as pool:
+def spawn(fn, world_size, *args, heap_size=1 << 30, backend=None, env=None, timeout=DEFAULT_TIMEOUT_S, nodes=1,
+          **kwargs):
+    """Run `fn(ctx, *args, **kwargs)` on `world_size` fresh local ranks; return the results by rank. nodes=k
+    simulates k hosts of world_size/k consecutive ranks each: fn then gets an iris.multi_node context (ctx.local: the
+    node's heap context, ctx.cross: the cross-node group), as a job over k machines would build."""
+    with RankPool(world_size, heap_size=heap_size, backend=backend, env=env, timeout=timeout, nodes=nodes) as pool:
         return pool.run(fn, *args, timeout=timeout, **kwargs)

@@ -105,7 +105,7 @@ class Tracer:
         """Collective: every rank's spans, by rank (on every rank)."""
         from . import distributed
 
-        per_rank = distributed.all_gather_object((self.spans(), self.dropped))
+        per_rank = distributed.all_gather_object((self.spans(), self.dropped), self.ctx.group)
         t0 = min((s["start_ns"] for spans, _ in per_rank for s in spans), default=0)
         for spans, _ in per_rank:
             for s in spans:

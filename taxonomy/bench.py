@@ -45,7 +45,7 @@ class Timer:
         samples = self._graph(fn, iters) if self.timing == "graph" and self.cuda else self._eager(fn, iters)
         self.ctx.barrier()
         medians = [None] * self.ctx.get_num_ranks()
-        dist.all_gather_object(medians, statistics.median(samples))
+        dist.all_gather_object(medians, statistics.median(samples), group=self.ctx.group)
         return max(medians)
 
     def _graph(self, fn, iters):
@@ -112,12 +112,12 @@ def library_times(ctx, op, m, n, k, dtype, iters, warmup, timing="eager"):
     x = torch.randn(c_shape, device=dev).to(dtype)
     if collective == "all_gather":
         y = torch.empty(world * c_shape[0], c_shape[1], dtype=dtype, device=dev)
-        comm = timer(lambda i: all_gather_single(y, x), iters, warmup)
+        comm = timer(lambda i: all_gather_single(y, x, group=ctx.group), iters, warmup)
     elif collective == "reduce_scatter" and ctx.backend == "cuda":
         y = torch.empty(c_shape[0] // world, c_shape[1], dtype=dtype, device=dev)
-        comm = timer(lambda i: dist.reduce_scatter_tensor(y, x), iters, warmup)
+        comm = timer(lambda i: dist.reduce_scatter_tensor(y, x, group=ctx.group), iters, warmup)
     else:  # all_reduce (gloo has no reduce-scatter: its all-reduce stands in on the CPU)
-        comm = timer(lambda i: dist.all_reduce(x), iters, warmup)
+        comm = timer(lambda i: dist.all_reduce(x, group=ctx.group), iters, warmup)
     return gemm, comm
 
 
@@ -139,7 +139,7 @@ def measure(ctx, op, variant, m, n, k, dtype, config, iters, warmup, validate=Tr
                 run(ctx, a, b, c, variant=variant, config=config)
                 ctx.barrier()
                 errs = [None] * world
-                dist.all_gather_object(errs, reference.rel_error(c, ref))
+                dist.all_gather_object(errs, reference.rel_error(c, ref), group=ctx.group)
                 return max(errs) if all(e == e for e in errs) else float("nan")
 
             err = check()

@@ -10,5 +10,5 @@ from ..registry import register
 def run(p):
     gathered = p.a_gathered if p.a_gathered is not None else torch.empty(
         (p.m, p.k), dtype=p.a.dtype, device=p.a.device)
-    all_gather_single(gathered, p.a)
+    all_gather_single(gathered, p.a, group=p.ctx.group)
     torch.matmul(gathered, p.b, out=p.c)

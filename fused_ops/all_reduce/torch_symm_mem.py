@@ -8,12 +8,12 @@ from ..registry import register
 _buffers = {}
 
 
-def _symmetric_buffer(shape, dtype, device):
+def _symmetric_buffer(ctx, shape, dtype, device):
     import torch.distributed._symmetric_memory as symm_mem
 
-    key = (tuple(shape), dtype, device)
+    key = (tuple(shape), dtype, device, ctx.handle)  # per context: a buffer is rendezvoused over one group
     if key not in _buffers:
-        group = symm_mem_group()
+        group = symm_mem_group(ctx)
         buf = symm_mem.empty(*shape, dtype=dtype, device=device)
         symm_mem.rendezvous(buf, group)
         _buffers[key] = (buf, group)
@@ -24,7 +24,7 @@ def _symmetric_buffer(shape, dtype, device):
                                                            "two_shot_all_reduce_, copy into C", backends=("cuda",),
           dtypes=("bfloat16", "float32"))  # PyTorch has no float16 kernel for it
 def run(p):
-    buf, group = _symmetric_buffer((p.m, p.n), p.c.dtype, p.c.device)
+    buf, group = _symmetric_buffer(p.ctx, (p.m, p.n), p.c.dtype, p.c.device)
     torch.matmul(p.a, p.b, out=buf)
     torch.ops.symm_mem.two_shot_all_reduce_(buf, "sum", group)
     p.c.copy_(buf)

@@ -11,7 +11,7 @@ from ..registry import register
 def run(p):
     partial = torch.matmul(p.a, p.b)
     if p.ctx.backend == "cuda":
-        dist.reduce_scatter_tensor(p.c, partial)
+        dist.reduce_scatter_tensor(p.c, partial, group=p.ctx.group)
     else:
-        dist.all_reduce(partial)
+        dist.all_reduce(partial, group=p.ctx.group)
         p.c.copy_(partial[p.rank * p.m_local:(p.rank + 1) * p.m_local])
