@@ -98,3 +98,57 @@ def test_all_to_all_v_overflow_is_recorded_never_silent(ranks2):
     for err, ok_rows, bad, again, _ in res:
         assert ok_rows and again, res
         assert bad == ["ValueError", "ValueError", "TypeError"], bad
+
+
+# ---------------------------------------------------------------------------------------------- moe_ffn
+def _moe_inputs(seed, world, t, h, f, e_local, k, dtype, mode, wdtype=None):
+    """Every rank's (x, topk_idx, topk_weights, w1, w2), the same lists on every rank. mode: "random" (top-k of
+    random scores), "one" (every token picks experts 0..k-1: expert 0 gets all tokens, most get none), "local" (each
+    rank routes only to its own experts: nobody sends a row to a peer)."""
+    g = torch.Generator().manual_seed(seed)
+    e = e_local * world
+    xs, idxs, wts, w1s, w2s = [], [], [], [], []
+    for r in range(world):
+        xs.append(torch.randn(t, h, generator=g).to(dtype))
+        if mode == "one":
+            idx = torch.arange(k).repeat(t, 1)
+        elif mode == "local":
+            idx = torch.stack([torch.randperm(e_local, generator=g)[:k] + r * e_local for _ in range(t)])
+        else:
+            idx = torch.rand(t, e, generator=g).topk(k, dim=1).indices
+        idxs.append(idx.to(torch.int32 if r % 2 else torch.int64))
+        wt = torch.rand(t, k, generator=g) + 0.1
+        wts.append((wt / wt.sum(1, keepdim=True)).to(wdtype or dtype))
+        w1s.append((torch.randn(e_local, h, f, generator=g) / h ** 0.5).to(dtype))
+        w2s.append((torch.randn(e_local, f, h, generator=g) / f ** 0.5).to(dtype))
+    return xs, idxs, wts, w1s, w2s
+
+
+def r_moe(ctx, variant, dtype_name, mode, calls, t, h, f, e_local, k, act="silu"):
+    import fused_ops
+    from fused_ops.reference import rel_error
+    dtype, w, r, dev = getattr(torch, dtype_name), ctx.get_num_ranks(), ctx.get_rank(), ctx.get_device()
+    errs = []
+    y = torch.empty(t, h, dtype=dtype, device=dev)
+    for call in range(calls):
+        xs, idxs, wts, w1s, w2s = _moe_inputs(1000 * call + 7, w, t, h, f, e_local, k, dtype,
+                                              mode if call % 3 == 0 or mode != "mixed" else ("random", "one",
+                                                                                              "local")[call % 3],
+                                              torch.float32 if call % 2 else None)
+        ref = fused_ops.moe.reference(xs, idxs, wts, w1s, w2s, act)[r]
+        y.fill_(float("nan"))  # poisoned
+        fused_ops.moe_ffn(ctx, xs[r].to(dev), idxs[r].to(dev), wts[r].to(dev), w1s[r].to(dev), w2s[r].to(dev), out=y,
+                          variant=variant, activation=act)  # no host barrier between calls
+        errs.append(rel_error(y.cpu(), ref))
+    return errs
+
+
+TOL = {"float16": 1e-2, "float32": 1e-4}
+MOE = [("fused", "float16", "random"), ("fused", "float32", "one"), ("fused", "float32", "local"),
+       ("bulk_sync", "float16", "one"), ("bulk_sync", "float32", "random")]
+
+
+@pytest.mark.parametrize("variant,dtype,mode", MOE, ids=["-".join(c) for c in MOE])
+def test_moe_ffn_matches_float64_reference(ranks, variant, dtype, mode):
+    for errs in ranks.run(r_moe, variant, dtype, mode, 2, 5, 20, 12, 2, 2):
+        assert all(e <= TOL[dtype] for e in errs), errs
