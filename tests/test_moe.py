@@ -124,13 +124,19 @@ def _moe_inputs(seed, world, t, h, f, e_local, k, dtype, mode, wdtype=None):
     return xs, idxs, wts, w1s, w2s
 
 
-def r_moe(ctx, variant, dtype_name, mode, calls, t, h, f, e_local, k, act="silu"):
+def r_moe(ctx, variant, dtype_name, mode, calls, t, h, f, e_local, k, act="silu", dawdle=False):
+    import random
+    import time
+
     import fused_ops
     from fused_ops.reference import rel_error
     dtype, w, r, dev = getattr(torch, dtype_name), ctx.get_num_ranks(), ctx.get_rank(), ctx.get_device()
     errs = []
     y = torch.empty(t, h, dtype=dtype, device=dev)
+    rng = random.Random(r)
     for call in range(calls):
+        if dawdle:  # ranks drift apart: only the op's own handshakes keep its buffers and counters consistent
+            time.sleep(rng.random() * 0.02)
         xs, idxs, wts, w1s, w2s = _moe_inputs(1000 * call + 7, w, t, h, f, e_local, k, dtype,
                                               mode if call % 3 == 0 or mode != "mixed" else ("random", "one",
                                                                                               "local")[call % 3],
@@ -144,11 +150,92 @@ def r_moe(ctx, variant, dtype_name, mode, calls, t, h, f, e_local, k, act="silu"
 
 
 TOL = {"float16": 1e-2, "float32": 1e-4}
-MOE = [("fused", "float16", "random"), ("fused", "float32", "one"), ("fused", "float32", "local"),
-       ("bulk_sync", "float16", "one"), ("bulk_sync", "float32", "random")]
+MOE = [("fused", "float16", "mixed"), ("bulk_sync", "float32", "mixed")]
 
 
 @pytest.mark.parametrize("variant,dtype,mode", MOE, ids=["-".join(c) for c in MOE])
 def test_moe_ffn_matches_float64_reference(ranks, variant, dtype, mode):
-    for errs in ranks.run(r_moe, variant, dtype, mode, 2, 5, 20, 12, 2, 2):
+    # T=5, H=20, F=12, 2 experts per rank, top-2; "mixed": random, all-to-one-expert and rank-local routing in turn
+    for errs in ranks.run(r_moe, variant, dtype, mode, 3 if mode == "mixed" else 2, 5, 20, 12, 2, 2):
         assert all(e <= TOL[dtype] for e in errs), errs
+
+
+@gpu_per_rank(2)
+def test_moe_ffn_torch_nccl_baseline(ranks2):
+    for errs in ranks2.run(r_moe, "torch_nccl", "float32", "mixed", 3, 7, 20, 12, 3, 3):
+        assert all(e <= TOL["float32"] for e in errs), errs
+
+
+def test_moe_ffn_fifty_calls_fresh_routing_no_barrier(ranks2):
+    # 50 calls in a row, fresh inputs and routing each (random / all to one expert / rank-local), ranks dawdling
+    # random times, odd sizes (T=3, H=9, F=5, top-3 of 6 experts), relu: counters and flags never go stale
+    for errs in ranks2.run(r_moe, "fused", "float32", "mixed", 50, 3, 9, 5, 3, 3, "relu", True):
+        assert len(errs) == 50 and all(e <= TOL["float32"] for e in errs), errs
+
+
+def test_moe_ffn_bulk_sync_repeated_four_ranks_dawdling(ranks4):
+    for errs in ranks4.run(r_moe, "bulk_sync", "float16", "mixed", 6, 3, 9, 5, 2, 2, "none", True):
+        assert all(e <= TOL["float16"] for e in errs), errs
+
+
+def r_moe_overflow(ctx, variant):
+    import fused_ops
+    from fused_ops.reference import rel_error
+    w, r, dev = ctx.get_num_ranks(), ctx.get_rank(), ctx.get_device()
+    xs, idxs, wts, w1s, w2s = _moe_inputs(5, w, 6, 8, 4, 2, 2, torch.float32, "one")  # expert 0 gets 6 * w rows
+    args = [t[r].to(dev) for t in (xs, idxs, wts, w1s, w2s)]
+    y = torch.zeros(6, 8, device=dev)
+    try:
+        fused_ops.moe_ffn(ctx, *args, out=y, variant=variant, capacity=5)
+        err = None
+    except fused_ops.moe.MoEError as e:
+        err = str(e)
+    nan_rows = torch.isnan(y).any(1).tolist()
+    # the next call, with room for every row, is right again
+    fused_ops.moe_ffn(ctx, *args, out=y, variant=variant, capacity=6 * w)
+    again = rel_error(y.cpu(), fused_ops.moe.reference(xs, idxs, wts, w1s, w2s)[r])
+    return err, nan_rows, again
+
+
+@pytest.mark.parametrize("variant", ["fused", "bulk_sync"])
+def test_moe_ffn_capacity_overflow_is_never_silent(ranks2, variant):
+    res = ranks2.run(r_moe_overflow, variant)
+    # expert 0 (rank 0) holds 5 rows: 5 of the 12 tokens that chose it get through, whichever arrived first
+    dropped = sum(sum(n) for _, n, _ in res)
+    assert dropped == 2 * 6 - 5, res
+    assert "capacity >= " in (res[0][0] or "") + (res[1][0] or ""), res
+    for err, nan_rows, again in res:
+        assert (err is not None) == any(nan_rows), res
+        assert again <= 1e-4, res
+
+
+def r_moe_errors(ctx):
+    import fused_ops
+    w, dev = ctx.get_num_ranks(), ctx.get_device()
+    xs, idxs, wts, w1s, w2s = _moe_inputs(5, w, 4, 8, 4, 2, 2, torch.float32, "random")
+    x, idx, wt, w1, w2 = (t[ctx.get_rank()].to(dev) for t in (xs, idxs, wts, w1s, w2s))
+    calls = {"range": lambda: fused_ops.moe_ffn(ctx, x, idx + 2 * w, wt, w1, w2, variant="fused"),
+             "k": lambda: fused_ops.moe_ffn(ctx, x, idx, wt[:, :1], w1, w2),
+             "shape": lambda: fused_ops.moe_ffn(ctx, x, idx, wt, w1[:, :5], w2),
+             "dtype": lambda: fused_ops.moe_ffn(ctx, x.half(), idx, wt, w1, w2),
+             "weights": lambda: fused_ops.moe_ffn(ctx, x, idx, wt.double(), w1, w2),
+             "capacity": lambda: fused_ops.moe_ffn(ctx, x, idx, wt, w1, w2, capacity=0),
+             "variant": lambda: fused_ops.moe_ffn(ctx, x, idx, wt, w1, w2, variant="nope"),
+             "act": lambda: fused_ops.moe_ffn(ctx, x, idx, wt, w1, w2, activation="tanh")}
+    out = {}
+    for name, call in calls.items():
+        try:
+            call()
+            out[name] = "accepted"
+        except (ValueError, TypeError, KeyError) as e:
+            out[name] = f"{type(e).__name__}: {e}"
+    return out
+
+
+def test_moe_ffn_bad_input_raises_before_launch(ranks2):
+    expect = {"range": "expected [0, 4)", "k": "k mismatch", "shape": "E_local x 8 x F", "dtype": "share one dtype",
+              "weights": "topk_weights has dtype", "capacity": "capacity=0", "variant": "unknown variant",
+              "act": "activation='tanh'"}
+    for out in ranks2.run(r_moe_errors):
+        for name, text in expect.items():
+            assert text in out[name], (name, out[name])

@@ -36,5 +36,5 @@ def combine(p, ws, fused):
 
 
 def gemm_meta(p):
-    return dict(BLOCK_M=p.cfg.block_m, BLOCK_N=p.cfg.block_n, BLOCK_K=p.cfg.block_k,
-                EL_P2=triton.next_power_of_2(p.e_local), num_warps=p.cfg.num_warps, num_stages=p.cfg.num_stages)
+    return {"BLOCK_M": p.cfg.block_m, "BLOCK_N": p.cfg.block_n, "BLOCK_K": p.cfg.block_k,
+                "EL_P2": triton.next_power_of_2(p.e_local), "num_warps": p.cfg.num_warps, "num_stages": p.cfg.num_stages}

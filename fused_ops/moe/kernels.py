@@ -13,6 +13,7 @@ import triton
 import triton.language as tl
 
 import iris
+
 from ..gemm import c_tile, gemm_tile
 
 ANNOUNCE = tl.constexpr(0)
@@ -194,7 +195,7 @@ def fused_expert_kernel(XBUF, META, BLOCKREADY, COUNTS, W1, W2, HBUF, RET, RETRE
         el = el.to(tl.int64)
         xa = XBUF + el * cap * H
         hb = HBUF + el * cap * F
-        for fn in range(0, tl.cdiv(F, BLOCK_N)):
+        for fn in range(tl.cdiv(F, BLOCK_N)):
             acc = gemm_tile(xa, W1 + el * H * F, pid_m, fn, m, F, H, H, 1, F, 1, BLOCK_M, BLOCK_N, BLOCK_K, 0)
             ptrs, mask = c_tile(hb, pid_m, fn, m, F, F, 1, 0, BLOCK_M, BLOCK_N)
             tl.store(ptrs, _act(acc, ACT).to(HBUF.dtype.element_ty), mask=mask)
@@ -204,7 +205,7 @@ def fused_expert_kernel(XBUF, META, BLOCKREADY, COUNTS, W1, W2, HBUF, RET, RETRE
         ids = tl.load(META + el * cap + r, mask=rm, other=0)
         src = ids // n_assign
         pos = (ids % n_assign).to(tl.int64)
-        for hn in range(0, tl.cdiv(H, BLOCK_N)):
+        for hn in range(tl.cdiv(H, BLOCK_N)):
             acc = gemm_tile(hb, W2 + el * F * H, pid_m, hn, m, H, F, F, 1, H, 1, BLOCK_M, BLOCK_N, BLOCK_K, 0)
             cols = hn * BLOCK_N + tl.arange(0, BLOCK_N)
             mk = rm[:, None] & (cols < H)[None, :]

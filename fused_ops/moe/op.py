@@ -47,19 +47,19 @@ class MoEProblem:
 
         def make(c):
             dev = c.get_device()
-            return dict(xbuf=c.zeros(self.e_local * cap, self.h, dtype=self.x.dtype),
-                        meta=c.zeros(self.e_local * cap, dtype=torch.int32),
-                        counts=c.zeros(self.e_local, dtype=torch.int32),
-                        blockready=c.zeros(self.e_local * nblk, dtype=torch.int32), nblk=nblk,
-                        ret=c.zeros(self.n_assign, self.h, dtype=self.x.dtype),
-                        retready=c.zeros(self.n_assign, dtype=torch.int32),
-                        flags=c.zeros(kernels.flag_words(self.world), dtype=torch.int32),
-                        epoch=torch.zeros(1, dtype=torch.int32, device=dev),
-                        done=torch.zeros(1, dtype=torch.int32, device=dev),
-                        bases=torch.zeros(self.e, dtype=torch.int32, device=dev),
-                        slot_of=torch.zeros(self.n_assign, dtype=torch.int32, device=dev),
-                        hbuf=torch.zeros(self.e_local * cap, self.f, dtype=self.x.dtype, device=dev),
-                        obuf=torch.zeros(self.e_local * cap, self.h, dtype=self.x.dtype, device=dev))
+            return {"xbuf": c.zeros(self.e_local * cap, self.h, dtype=self.x.dtype),
+                        "meta": c.zeros(self.e_local * cap, dtype=torch.int32),
+                        "counts": c.zeros(self.e_local, dtype=torch.int32),
+                        "blockready": c.zeros(self.e_local * nblk, dtype=torch.int32), "nblk": nblk,
+                        "ret": c.zeros(self.n_assign, self.h, dtype=self.x.dtype),
+                        "retready": c.zeros(self.n_assign, dtype=torch.int32),
+                        "flags": c.zeros(kernels.flag_words(self.world), dtype=torch.int32),
+                        "epoch": torch.zeros(1, dtype=torch.int32, device=dev),
+                        "done": torch.zeros(1, dtype=torch.int32, device=dev),
+                        "bases": torch.zeros(self.e, dtype=torch.int32, device=dev),
+                        "slot_of": torch.zeros(self.n_assign, dtype=torch.int32, device=dev),
+                        "hbuf": torch.zeros(self.e_local * cap, self.f, dtype=self.x.dtype, device=dev),
+                        "obuf": torch.zeros(self.e_local * cap, self.h, dtype=self.x.dtype, device=dev)}
 
         return c.workspace(key, make)
 
@@ -157,10 +157,10 @@ def _check(ctx, x, idx, weights, w1, w2, y, act, capacity):
         raise ValueError(f"moe_ffn: activation={act!r}; expected one of {', '.join(ACTIVATIONS)}")
     if capacity is not None and (int(capacity) != capacity or capacity < 1):
         raise ValueError(f"moe_ffn: capacity={capacity!r}: expected a positive number of rows per local expert")
-    if ctx.backend == "cpu":  # cheap here; on GPUs the kernels record invalid ids instead (no host sync)
-        if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= e_local * w):
-            raise ValueError(f"moe_ffn: topk_idx holds expert ids in [{int(idx.min())}, {int(idx.max())}]; expected "
-                             f"[0, {e_local * w}) (E = E_local * world = {e_local} * {w})")
+    # cheap on the CPU backend; on GPUs invalid ids are recorded on the device instead (no host sync; check_errors)
+    if ctx.backend == "cpu" and (int(idx.min()) < 0 or int(idx.max()) >= e_local * w):
+        raise ValueError(f"moe_ffn: topk_idx holds expert ids in [{int(idx.min())}, {int(idx.max())}]; expected "
+                         f"[0, {e_local * w}) (E = E_local * world = {e_local} * {w})")
 
 
 def moe_ffn(ctx, x, topk_idx, topk_weights, w1, w2, out=None, variant="auto", activation="silu", capacity=None,
