@@ -239,3 +239,75 @@ def test_moe_ffn_bad_input_raises_before_launch(ranks2):
     for out in ranks2.run(r_moe_errors):
         for name, text in expect.items():
             assert text in out[name], (name, out[name])
+
+
+# ---------------------------------------------------------------------------------------------- the layer
+LAYER = {"hidden": 8, "ffn": 6, "num_experts": 4, "top_k": 2, "tokens": 7}
+
+
+def _layer_data(world):
+    g = torch.Generator().manual_seed(11)
+    xs = [torch.randn(LAYER["tokens"], LAYER["hidden"], generator=g) for _ in range(world)]
+    gs = [torch.randn(LAYER["tokens"], LAYER["hidden"], generator=g) for _ in range(world)]
+    return xs, gs
+
+
+def r_layer(ctx, variant):
+    from fused_ops.nn import MoE
+    w, r, dev = ctx.get_num_ranks(), ctx.get_rank(), ctx.get_device()
+    moe = MoE(ctx, LAYER["hidden"], LAYER["ffn"], LAYER["num_experts"], LAYER["top_k"], variant=variant, seed=3)
+    xs, gs = _layer_data(w)
+    out = []
+    for _ in range(2):  # twice: the second call reuses the workspaces and must not see the first call's counts
+        moe.zero_grad()
+        x = xs[r].to(dev).clone().requires_grad_()
+        y = moe(x)
+        (y * gs[r].to(dev)).sum().backward()
+        out.append([t.detach().cpu().clone() for t in (y, x.grad, moe.router.grad, moe.w1.grad, moe.w2.grad)])
+    return out
+
+
+def _layer_reference(world):
+    """Float64, one device: the same router and all experts (MoE's seeded initialization), every rank's tokens."""
+    from fused_ops.nn_moe import _ACT
+    g = torch.Generator().manual_seed(3)
+    h, f, e, k = LAYER["hidden"], LAYER["ffn"], LAYER["num_experts"], LAYER["top_k"]
+    router = (torch.randn(e, h, generator=g) / h ** 0.5).double().requires_grad_()
+    w1 = (torch.randn(e, h, f, generator=g) / h ** 0.5).double().requires_grad_()
+    w2 = (torch.randn(e, f, h, generator=g) / f ** 0.5).double().requires_grad_()
+    xs, gs = _layer_data(world)
+    xs = [x.double().requires_grad_() for x in xs]
+    ys = []
+    for x, gr in zip(xs, gs):
+        top, idx = torch.softmax(x @ router.t(), -1).topk(k, -1)
+        wts = top / top.sum(-1, keepdim=True)
+        y = sum(wts[:, j, None] * torch.einsum("tf,tfh->th", _ACT["silu"](torch.einsum("th,thf->tf", x, w1[idx[:, j]])),
+                                               w2[idx[:, j]]) for j in range(k))
+        (y * gr.double()).sum().backward()
+        ys.append(y.detach())
+    return ys, [x.grad for x in xs], router.grad, w1.grad, w2.grad
+
+
+def test_moe_layer_output_and_every_gradient_match_single_device(ranks):
+    _check_layer(ranks.run(r_layer, "pull"), ranks.world)
+
+
+@gpu_per_rank(2)
+def test_moe_layer_over_nccl(ranks2):
+    _check_layer(ranks2.run(r_layer, "nccl"), 2)
+
+
+def _check_layer(res, w):
+    ys, gxs, g_router, g_w1, g_w2 = _layer_reference(w)
+    el = LAYER["num_experts"] // w
+
+    def close(a, b):
+        return float((a.double() - b).abs().max()) <= 1e-4 * (1 + float(b.abs().max()))
+
+    for call in range(2):
+        router_sum = sum(res[r][call][2].double() for r in range(w))  # replicated router: ranks hold their share
+        assert close(router_sum, g_router), call
+        for r in range(w):
+            y, gx, _, gw1, gw2 = res[r][call]
+            assert close(y, ys[r]) and close(gx, gxs[r]), (call, r)
+            assert close(gw1, g_w1[r * el:(r + 1) * el]) and close(gw2, g_w2[r * el:(r + 1) * el]), (call, r)
