@@ -53,7 +53,7 @@ def routing(seed, t, e, k, mode, device):
 
 
 def inputs(ctx, seed, t, h, f, e, k, mode, dtype):
-    world, rank, dev = ctx.get_num_ranks(), ctx.get_rank(), ctx.get_device()
+    rank, dev = ctx.get_rank(), ctx.get_device()
     g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
     x = torch.randn(t, h, generator=g).to(dev, dtype)
     idx, w = routing(seed * 1000 + rank, t, e, k, mode, dev)
@@ -72,7 +72,7 @@ def weights(ctx, h, f, e, dtype):
 def _max_over_ranks(v):
     out = [None] * dist.get_world_size()
     dist.all_gather_object(out, v)
-    return max(out) if all(o == o for o in out) else float("nan")
+    return float("nan") if any(math.isnan(o) for o in out) else max(out)
 
 
 def bench_shape(ctx, model, t, mode, variants, dtype_name, timing, iters, warmup):
@@ -112,14 +112,13 @@ def bench_shape(ctx, model, t, mode, variants, dtype_name, timing, iters, warmup
                 base = us
             flops = 2 * 2 * t * k * h * f  # per rank: two GEMMs per (token, expert) pair
             tol = {torch.float16: 1e-2, torch.bfloat16: 2e-2, torch.float32: 1e-3}[dtype]
-            rows.append(dict(op="moe_ffn", variant=v, pattern=fused_ops.get("moe_ffn", v).pattern, m=t, n=h, k=f,
-                             dtype=dtype_name, world_size=world, timing=timing, time_us=us,
-                             tflops=flops / us / 1e6 if us else float("nan"),
-                             speedup=(base / us) if base else float("nan"), correct=bool(err <= tol) if err == err
-                             else None, max_rel_error=err,
-                             config=f"model={model} E={e} topk={k} routing={mode} capacity={cap}",
-                             ran=v, device=torch.cuda.get_device_name() if ctx.backend == "cuda" else "cpu",
-                             date=datetime.date.today().isoformat(), commit=_commit(), command=" ".join(sys.argv)))
+            rows.append({"op": "moe_ffn", "variant": v, "pattern": fused_ops.get("moe_ffn", v).pattern, "m": t, "n": h, "k": f,
+                             "dtype": dtype_name, "world_size": world, "timing": timing, "time_us": us,
+                             "tflops": flops / us / 1e6 if us else float("nan"),
+                             "speedup": (base / us) if base else float("nan"), "correct": None if math.isnan(err) else bool(err <= tol), "max_rel_error": err,
+                             "config": f"model={model} E={e} topk={k} routing={mode} capacity={cap}",
+                             "ran": v, "device": torch.cuda.get_device_name() if ctx.backend == "cuda" else "cpu",
+                             "date": datetime.date.today().isoformat(), "commit": _commit(), "command": " ".join(sys.argv)})
     return rows
 
 
