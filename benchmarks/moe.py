@@ -112,13 +112,14 @@ def bench_shape(ctx, model, t, mode, variants, dtype_name, timing, iters, warmup
                 base = us
             flops = 2 * 2 * t * k * h * f  # per rank: two GEMMs per (token, expert) pair
             tol = {torch.float16: 1e-2, torch.bfloat16: 2e-2, torch.float32: 1e-3}[dtype]
-            rows.append({"op": "moe_ffn", "variant": v, "pattern": fused_ops.get("moe_ffn", v).pattern, "m": t, "n": h, "k": f,
-                             "dtype": dtype_name, "world_size": world, "timing": timing, "time_us": us,
-                             "tflops": flops / us / 1e6 if us else float("nan"),
-                             "speedup": (base / us) if base else float("nan"), "correct": None if math.isnan(err) else bool(err <= tol), "max_rel_error": err,
-                             "config": f"model={model} E={e} topk={k} routing={mode} capacity={cap}",
-                             "ran": v, "device": torch.cuda.get_device_name() if ctx.backend == "cuda" else "cpu",
-                             "date": datetime.date.today().isoformat(), "commit": _commit(), "command": " ".join(sys.argv)})
+            rows.append({
+                "op": "moe_ffn", "variant": v, "pattern": fused_ops.get("moe_ffn", v).pattern, "m": t, "n": h, "k": f,
+                "dtype": dtype_name, "world_size": world, "timing": timing, "time_us": us,
+                "tflops": flops / us / 1e6 if us else float("nan"), "speedup": (base / us) if base else float("nan"),
+                "correct": None if math.isnan(err) else bool(err <= tol), "max_rel_error": err,
+                "config": f"model={model} E={e} topk={k} routing={mode} capacity={cap}", "ran": v,
+                "device": torch.cuda.get_device_name() if ctx.backend == "cuda" else "cpu",
+                "date": datetime.date.today().isoformat(), "commit": _commit(), "command": " ".join(sys.argv)})
     return rows
 
 
