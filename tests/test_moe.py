@@ -311,3 +311,33 @@ def _check_layer(res, w):
             y, gx, _, gw1, gw2 = res[r][call]
             assert close(y, ys[r]) and close(gx, gxs[r]), (call, r)
             assert close(gw1, g_w1[r * el:(r + 1) * el]) and close(gw2, g_w2[r * el:(r + 1) * el]), (call, r)
+
+
+def r_moe_device_ids(ctx):
+    """What GPUs do with an invalid expert id (the host check is the CPU backend's only): NaN row, recorded."""
+    import fused_ops
+    from fused_ops.moe import op
+    w, r, dev = ctx.get_num_ranks(), ctx.get_rank(), ctx.get_device()
+    xs, idxs, wts, w1s, w2s = _moe_inputs(9, w, 4, 8, 4, 2, 2, torch.float32, "random")
+    x, idx, wt, w1, w2 = (t[r].to(dev) for t in (xs, idxs, wts, w1s, w2s))
+    bad = idx.clone()
+    bad[1, 0] = 2 * w if r == 0 else -1
+    y = torch.zeros(4, 8, device=dev)
+    p = op.MoEProblem(ctx, x, bad, wt, w1, w2, y, "silu", 4 * w, op.default_config(ctx, x.dtype))
+    fused_ops.get("moe_ffn", "fused").run(p)
+    try:
+        op.check_errors(ctx)
+        err = None
+    except op.MoEError as e:
+        err = str(e)
+    nan_rows = torch.isnan(y).any(1).tolist()
+    fused_ops.moe_ffn(ctx, x, idx, wt, w1, w2, out=y, variant="fused", capacity=4 * w)
+    from fused_ops.reference import rel_error
+    return err, nan_rows, rel_error(y.cpu(), fused_ops.moe.reference(xs, idxs, wts, w1s, w2s)[r])
+
+
+def test_moe_ffn_invalid_ids_on_the_device_give_nan_rows_and_an_error(ranks2):
+    for err, nan_rows, again in ranks2.run(r_moe_device_ids):
+        assert "1 expert ids were out of range" in err, err
+        assert nan_rows == [False, True, False, False], nan_rows
+        assert again <= 1e-4
