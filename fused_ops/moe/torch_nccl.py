@@ -2,17 +2,22 @@
 one GEMM per local expert in PyTorch (torch._grouped_mm on CUDA bf16 where it exists, else a loop), all_to_all_single
 back, weighted sum. Host synchronizations: two (the split sizes)."""
 
+import os
+
 import torch
 import torch.distributed as dist
 
 from ..registry import register
 
+# FUSED_OPS_MOE_GROUPED_MM=0: the per-expert loop even where torch._grouped_mm exists (A/B runs, or a torch whose
+# _grouped_mm refuses these layouts).
+GROUPED_MM = os.environ.get("FUSED_OPS_MOE_GROUPED_MM", "1") != "0"
 _ACT = {"silu": torch.nn.functional.silu, "relu": torch.relu, "none": lambda v: v}
 
 
 def experts(xs, counts, w1, w2, act):
     """Rows xs grouped by local expert (counts[e] rows each, host ints) through act(x @ w1[e]) @ w2[e]."""
-    if (xs.is_cuda and xs.dtype == torch.bfloat16 and hasattr(torch, "_grouped_mm") and xs.shape[0] and
+    if (GROUPED_MM and xs.is_cuda and xs.dtype == torch.bfloat16 and hasattr(torch, "_grouped_mm") and xs.shape[0] and
             w1.shape[2] % 8 == 0 and w1.shape[1] % 8 == 0):
         offs = torch.tensor(counts, device=xs.device).cumsum(0).to(torch.int32)
         h = _ACT[act](torch._grouped_mm(xs, w1, offs=offs))
