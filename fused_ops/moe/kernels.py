@@ -238,9 +238,9 @@ def combine_kernel(RET, RETREADY, SLOT_OF, WEIGHTS, Y, COUNTS, BLOCKREADY, FLAGS
         t = tb * BLOCK_T + tl.arange(0, BLOCK_T)
         tm = t < T
         if FUSED:
-            for a in range(tb * BLOCK_T * k, tl.minimum(tb * BLOCK_T + BLOCK_T, T) * k):
-                if tl.load(SLOT_OF + a) >= 0:
-                    iris.wait(RETREADY + a, e, cur_rank, heap_bases, cmp="ge")
+            for i in range(tb * BLOCK_T * k, tl.minimum(tb * BLOCK_T + BLOCK_T, T) * k):
+                if tl.load(SLOT_OF + i) >= 0:
+                    iris.wait(RETREADY + i, e, cur_rank, heap_bases, cmp="ge")
         for h0 in range(0, H, BLOCK_H):
             cols = h0 + tl.arange(0, BLOCK_H)
             mk = tm[:, None] & (cols < H)[None, :]
