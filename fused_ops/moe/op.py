@@ -48,18 +48,19 @@ class MoEProblem:
         def make(c):
             dev = c.get_device()
             return {"xbuf": c.zeros(self.e_local * cap, self.h, dtype=self.x.dtype),
-                        "meta": c.zeros(self.e_local * cap, dtype=torch.int32),
-                        "counts": c.zeros(self.e_local, dtype=torch.int32),
-                        "blockready": c.zeros(self.e_local * nblk, dtype=torch.int32), "nblk": nblk,
-                        "ret": c.zeros(self.n_assign, self.h, dtype=self.x.dtype),
-                        "retready": c.zeros(self.n_assign, dtype=torch.int32),
-                        "flags": c.zeros(kernels.flag_words(self.world), dtype=torch.int32),
-                        "epoch": torch.zeros(1, dtype=torch.int32, device=dev),
-                        "done": torch.zeros(1, dtype=torch.int32, device=dev),
-                        "bases": torch.zeros(self.e, dtype=torch.int32, device=dev),
-                        "slot_of": torch.zeros(self.n_assign, dtype=torch.int32, device=dev),
-                        "hbuf": torch.zeros(self.e_local * cap, self.f, dtype=self.x.dtype, device=dev),
-                        "obuf": torch.zeros(self.e_local * cap, self.h, dtype=self.x.dtype, device=dev)}
+                    "meta": c.zeros(self.e_local * cap, dtype=torch.int32),
+                    "counts": c.zeros(self.e_local, dtype=torch.int32),
+                    "blockready": c.zeros(self.e_local * nblk, dtype=torch.int32), "nblk": nblk,
+                    "ret": c.zeros(self.n_assign, self.h, dtype=self.x.dtype),
+                    "retready": c.zeros(self.n_assign, dtype=torch.int32),
+                    "flags": c.zeros(kernels.flag_words(self.world), dtype=torch.int32),
+                    "epoch": torch.zeros(1, dtype=torch.int32, device=dev),
+                    "done": torch.zeros(1, dtype=torch.int32, device=dev),
+                    "bases": torch.zeros(self.e, dtype=torch.int32, device=dev),
+                    "slot_of": torch.zeros(self.n_assign, dtype=torch.int32, device=dev),
+                    "hbuf": torch.zeros(self.e_local * cap, self.f, dtype=self.x.dtype, device=dev),
+                    "obuf": torch.zeros(self.e_local * cap if variant == "bulk_sync" else 0, self.h,
+                                        dtype=self.x.dtype, device=dev)}
 
         return c.workspace(key, make)
 
