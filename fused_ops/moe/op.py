@@ -5,6 +5,8 @@ from dataclasses import dataclass
 import torch
 import triton
 
+from iris.replay import tensor_key
+
 from .. import registry
 from ..config import Config
 from . import kernels
@@ -168,7 +170,9 @@ def moe_ffn(ctx, x, topk_idx, topk_weights, w1, w2, out=None, variant="auto", ac
             config=None):
     """y = sum_j topk_weights[:, j] * expert_{topk_idx[:, j]}(x), experts sharded over ranks (fused_ops/moe). Collective.
     Returns out (a new T x H tensor when None). variant="auto": torch_nccl where every rank has its own GPU, else
-    fused."""
+    fused. The iris variants never synchronize the host and may be captured in a CUDA graph (call each shape once
+    before capturing: the first call creates the workspace); on GPUs an eager call repeated on the same tensors
+    replays a graph of its launches (iris/replay.py; IRIS_REPLAY=0 turns that off)."""
     y = out if out is not None else torch.empty_like(x)
     _check(ctx, x, topk_idx, topk_weights, w1, w2, y, activation, capacity)
     if variant == "auto":
@@ -183,7 +187,11 @@ def moe_ffn(ctx, x, topk_idx, topk_weights, w1, w2, out=None, variant="auto", ac
     cfg = (config or Config()).merged(default_config(ctx, x.dtype))
     x, topk_idx, topk_weights = x.contiguous(), topk_idx.contiguous(), topk_weights.contiguous()
     p = MoEProblem(ctx, x, topk_idx, topk_weights, w1.contiguous(), w2.contiguous(), y, activation, cap, cfg)
-    v.run(p)
+    if v.pattern == "baseline" or ctx.tracer is not None:
+        v.run(p)
+    else:  # GPUs: a call repeated on the same tensors replays a CUDA graph of its routing ops and launches
+        key = ("moe_ffn", variant, activation, cap, cfg, *map(tensor_key, (p.x, p.idx, p.weights, p.w1, p.w2, y)))
+        ctx.replay(key, lambda: v.run(p))
     if ctx.backend == "cpu" and v.pattern != "baseline":
         check_errors(ctx)
     return y
