@@ -15,10 +15,11 @@ def run(p):
     grid = (p.cfg.gemm_sms,)
     args = (ws["counts"], ws["flags"], ws["epoch"], p.capacity)
     rank = p.rank_args()
-    kernels.grouped_gemm_kernel[grid](ws["xbuf"], p.w1, ws["hbuf"], *args, p.f, p.h, p.e_local, *rank, WAIT=True,
-                                      ACT=p.act, **gemm_meta(p))
-    kernels.grouped_gemm_kernel[grid](ws["hbuf"], p.w2, ws["obuf"], *args, p.h, p.f, p.e_local, *rank, WAIT=False,
-                                      ACT="none", **gemm_meta(p))
+    unused = (ws["blockready"], ws["nblk"], ws["meta"], ws["retready"], p.n_assign)
+    kernels.grouped_gemm_kernel[grid](ws["xbuf"], p.w1, ws["hbuf"], *args, p.f, p.h, p.e_local, *unused, *rank,
+                                      MODE="dispatched", ACT=p.act, **gemm_meta(p))
+    kernels.grouped_gemm_kernel[grid](ws["hbuf"], p.w2, ws["obuf"], *args, p.h, p.f, p.e_local, *unused, *rank,
+                                      MODE="plain", ACT="none", **gemm_meta(p))
     meta = gemm_meta(p)
     kernels.return_kernel[grid](ws["obuf"], ws["meta"], ws["ret"], ws["counts"], ws["done"], ws["flags"], p.capacity,
                                 p.h, p.n_assign, p.e_local, *rank, BLOCK_M=meta["BLOCK_M"], BLOCK_H=_block_h(p),

@@ -22,7 +22,8 @@ def dispatch(p, ws, fused):
     block_a = 16 if p.ctx.backend == "cpu" else 32
     kernels.push_kernel[(_programs(p, triton.cdiv(p.n_assign, block_a)),)](
         p.x, idx, pos, ws["bases"], ws["xbuf"], ws["meta"], ws["blockready"], ws["slot_of"], status, ws["done"],
-        ws["flags"], p.n_assign, p.k, p.h, p.capacity, p.e_local, p.e, ws["nblk"], *base, BLOCK_A=block_a,
+        ws["flags"], ws["retready"], p.n_assign, p.k, p.h, p.capacity, p.e_local, p.e, ws["nblk"],
+        triton.cdiv(p.h, p.cfg.block_n), *base, BLOCK_A=block_a,
         BLOCK_H=_block_h(p), BLOCK_M=p.cfg.block_m, FUSED=fused)
 
 
@@ -31,7 +32,8 @@ def combine(p, ws, fused):
     block_t = 8 if p.ctx.backend == "cpu" else 16
     kernels.combine_kernel[(_programs(p, triton.cdiv(p.t, block_t)),)](
         ws["ret"], ws["retready"], ws["slot_of"], p.weights, p.y, ws["counts"], ws["blockready"], ws["flags"],
-        ws["epoch"], p.t, p.k, p.h, p.e_local, ws["blockready"].numel(), *p.rank_args(), FUSED=fused,
+        ws["epoch"], p.t, p.k, p.h, p.e_local, ws["blockready"].numel(), triton.cdiv(p.h, p.cfg.block_n),
+        *p.rank_args(), FUSED=fused,
         BLOCK_T=block_t, BLOCK_H=_block_h(p))
 
 

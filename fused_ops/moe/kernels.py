@@ -93,13 +93,15 @@ def reserve_kernel(HIST, BASES, COUNTS, FLAGS, EPOCH, E_local, E, cur_rank, worl
 
 
 @triton.jit
-def push_kernel(X, IDX, POS, BASES, XBUF, META, BLOCKREADY, SLOT_OF, STATUS, DONE, FLAGS, n_assign, k, H, cap,
-                E_local, E, nblk, cur_rank, world_size, heap_bases, BLOCK_A: tl.constexpr, BLOCK_H: tl.constexpr,
+def push_kernel(X, IDX, POS, BASES, XBUF, META, BLOCKREADY, SLOT_OF, STATUS, DONE, FLAGS, RETREADY, n_assign, k, H,
+                cap, E_local, E, nblk, per_row, cur_rank, world_size, heap_bases, BLOCK_A: tl.constexpr, BLOCK_H: tl.constexpr,
                 BLOCK_M: tl.constexpr, FUSED: tl.constexpr):
     """Dispatch: assignment a = t*k + j (expert IDX[a], E = invalid) goes to slot BASES[e] + POS[a] of its owner's
     expert buffer: the token row into XBUF, its source into META. Slots past the capacity are dropped: SLOT_OF[a] = -1
     (the combine writes NaN for the token) and STATUS[0] records the capacity needed. FUSED: each landed row raises
-    its row block's BLOCKREADY count on the owner. The last program to finish raises DISPATCHED on every rank."""
+    its row block's BLOCKREADY count on the owner, and a dropped assignment's RETREADY count here is raised by the
+    per_row tiles that will never come (every assignment's count grows by per_row per call, so a wait for
+    per_row * epoch never goes stale). The last program to finish raises DISPATCHED on every rank."""
     for blk in range(tl.program_id(0), tl.cdiv(n_assign, BLOCK_A), tl.num_programs(0)):
         a = blk * BLOCK_A + tl.arange(0, BLOCK_A)
         am = a < n_assign
@@ -121,6 +123,8 @@ def push_kernel(X, IDX, POS, BASES, XBUF, META, BLOCKREADY, SLOT_OF, STATUS, DON
         if tl.sum(over.to(tl.int32)) > 0:
             tl.atomic_max(STATUS, tl.max(tl.where(over, slot + 1, 0)))
         if FUSED:
+            dropped = am & ((ex >= E) | (slot >= cap))
+            tl.atomic_add(RETREADY + a, per_row, mask=dropped, sem="relaxed", scope="gpu")
             tl.debug_barrier()  # every thread's row stores before the releases
             tl.atomic_add(at_rank(BLOCKREADY + (ex % E_local) * nblk + slot // BLOCK_M, owner, cur_rank, heap_bases),
                           1, mask=ok, sem="release", scope="sys")
@@ -132,23 +136,48 @@ def push_kernel(X, IDX, POS, BASES, XBUF, META, BLOCKREADY, SLOT_OF, STATUS, DON
 
 
 @triton.jit
-def grouped_gemm_kernel(A, B, C, COUNTS, FLAGS, EPOCH, cap, N, K, E_local, cur_rank, world_size, heap_bases,
-                        WAIT: tl.constexpr, ACT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                        BLOCK_K: tl.constexpr, EL_P2: tl.constexpr):
+def grouped_gemm_kernel(A, B, C, COUNTS, FLAGS, EPOCH, cap, N, K, E_local, BLOCKREADY, nblk, META, RETREADY, n_assign,
+                        cur_rank, world_size, heap_bases, MODE: tl.constexpr, ACT: tl.constexpr,
+                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, EL_P2: tl.constexpr):
     """The catalog's grouped GEMM with ragged M: C[e][:rows_e] = act(A[e][:rows_e] @ B[e]) for every local expert e,
     A: E_local x cap x K, B: E_local x K x N, rows_e = min(COUNTS[e], cap); tiles scheduled on the device over all
-    experts (shared tile loop: fused_ops.gemm.gemm_tile). WAIT: first wait until every rank has dispatched."""
-    if WAIT:
-        iris.wait(FLAGS + world_size + DISPATCHED, world_size * tl.load(EPOCH), cur_rank, heap_bases, cmp="ge")
+    experts (the shared tile loop: fused_ops.gemm.gemm_tile). MODE:
+      "dispatched": first wait until every rank has dispatched (bulk_sync's barrier);
+      "plain": no wait (the rows are complete: an earlier launch on this stream made them);
+      "arrivals": wait until every rank has announced (the counts are final), then per tile only until its row
+                  block's rows have landed (BLOCKREADY), so tiles start as their rows arrive (fused);
+      "push": the epilogue stores each row straight into its source rank's RET row (C is RET, META says where) and
+              adds 1 to that row's RETREADY there: a row is complete at cdiv(N, BLOCK_N) per call (fused)."""
+    e = tl.load(EPOCH)
+    if MODE == "dispatched":
+        iris.wait(FLAGS + world_size + DISPATCHED, world_size * e, cur_rank, heap_bases, cmp="ge")
+    if MODE == "arrivals":
+        iris.wait(FLAGS + world_size + ANNOUNCE, world_size * e, cur_rank, heap_bases, cmp="ge")
     nn = tl.cdiv(N, BLOCK_N)
     rows, tiles, cum, total = _schedule(COUNTS, cap, E_local, BLOCK_M, EL_P2, nn)
     for tile in range(tl.program_id(0), total, tl.num_programs(0)):
         el, m, pid_m, pid_n = _locate(tile, rows, tiles, cum, nn, EL_P2)
+        if MODE == "arrivals":
+            iris.wait(BLOCKREADY + el * nblk + pid_m, tl.minimum(BLOCK_M, m - pid_m * BLOCK_M), cur_rank, heap_bases,
+                      cmp="ge")
         el = el.to(tl.int64)
         acc = gemm_tile(A + el * cap * K, B + el * K * N, pid_m, pid_n, m, N, K, K, 1, N, 1, BLOCK_M, BLOCK_N,
                         BLOCK_K, 0)
-        ptrs, mask = c_tile(C + el * cap * N, pid_m, pid_n, m, N, N, 1, 0, BLOCK_M, BLOCK_N)
-        tl.store(ptrs, _act(acc, ACT).to(C.dtype.element_ty), mask=mask)
+        acc = _act(acc, ACT).to(C.dtype.element_ty)
+        if MODE == "push":
+            r = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+            rm = r < m
+            ids = tl.load(META + el * cap + r, mask=rm, other=0)
+            src = ids // n_assign
+            pos = (ids % n_assign).to(tl.int64)
+            cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+            mk = rm[:, None] & (cols < N)[None, :]
+            tl.store(at_rank(C + pos[:, None] * N + cols[None, :], src[:, None], cur_rank, heap_bases), acc, mask=mk)
+            tl.debug_barrier()  # every thread's stores of the tile before the releases
+            tl.atomic_add(at_rank(RETREADY + pos, src, cur_rank, heap_bases), 1, mask=rm, sem="release", scope="sys")
+        else:
+            ptrs, mask = c_tile(C + el * cap * N, pid_m, pid_n, m, N, N, 1, 0, BLOCK_M, BLOCK_N)
+            tl.store(ptrs, acc, mask=mask)
 
 
 @triton.jit
@@ -178,50 +207,12 @@ def return_kernel(OBUF, META, RET, COUNTS, DONE, FLAGS, cap, H, n_assign, E_loca
 
 
 @triton.jit
-def fused_expert_kernel(XBUF, META, BLOCKREADY, COUNTS, W1, W2, HBUF, RET, RETREADY, FLAGS, EPOCH, cap, H, F, nblk,
-                        n_assign, E_local, cur_rank, world_size, heap_bases, ACT: tl.constexpr, BLOCK_M: tl.constexpr,
-                        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, EL_P2: tl.constexpr):
-    """Persistent grouped expert MLP over row blocks as their rows arrive: once every rank has announced (the
-    counts are final), each program takes row blocks (expert, block) from the device schedule, waits until that
-    block's rows have landed, computes act(X @ W1) over all of F into HBUF, then (X W1) @ W2 over H, whose epilogue
-    stores each row straight into its source rank's RET row; then RETREADY[row] = epoch on the source."""
-    e = tl.load(EPOCH)
-    iris.wait(FLAGS + world_size + ANNOUNCE, world_size * e, cur_rank, heap_bases, cmp="ge")
-    rows, tiles, cum, total = _schedule(COUNTS, cap, E_local, BLOCK_M, EL_P2, 1)
-    for tile in range(tl.program_id(0), total, tl.num_programs(0)):
-        el, m, pid_m, _ = _locate(tile, rows, tiles, cum, 1, EL_P2)
-        iris.wait(BLOCKREADY + el * nblk + pid_m, tl.minimum(BLOCK_M, m - pid_m * BLOCK_M), cur_rank, heap_bases,
-                  cmp="ge")
-        el = el.to(tl.int64)
-        xa = XBUF + el * cap * H
-        hb = HBUF + el * cap * F
-        for fn in range(tl.cdiv(F, BLOCK_N)):
-            acc = gemm_tile(xa, W1 + el * H * F, pid_m, fn, m, F, H, H, 1, F, 1, BLOCK_M, BLOCK_N, BLOCK_K, 0)
-            ptrs, mask = c_tile(hb, pid_m, fn, m, F, F, 1, 0, BLOCK_M, BLOCK_N)
-            tl.store(ptrs, _act(acc, ACT).to(HBUF.dtype.element_ty), mask=mask)
-        tl.debug_barrier()  # the block's hidden rows, written by all threads, before they are read back
-        r = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-        rm = r < m
-        ids = tl.load(META + el * cap + r, mask=rm, other=0)
-        src = ids // n_assign
-        pos = (ids % n_assign).to(tl.int64)
-        for hn in range(tl.cdiv(H, BLOCK_N)):
-            acc = gemm_tile(hb, W2 + el * F * H, pid_m, hn, m, H, F, F, 1, H, 1, BLOCK_M, BLOCK_N, BLOCK_K, 0)
-            cols = hn * BLOCK_N + tl.arange(0, BLOCK_N)
-            mk = rm[:, None] & (cols < H)[None, :]
-            tl.store(at_rank(RET + pos[:, None] * H + cols[None, :], src[:, None], cur_rank, heap_bases),
-                     acc.to(RET.dtype.element_ty), mask=mk)
-        tl.debug_barrier()  # every thread's result stores before the releases
-        tl.atomic_xchg(at_rank(RETREADY + pos, src, cur_rank, heap_bases), e, mask=rm, sem="release", scope="sys")
-
-
-@triton.jit
 def combine_kernel(RET, RETREADY, SLOT_OF, WEIGHTS, Y, COUNTS, BLOCKREADY, FLAGS, EPOCH, T, k, H, E_local,
-                   n_ready, cur_rank, world_size, heap_bases, FUSED: tl.constexpr, BLOCK_T: tl.constexpr,
+                   n_ready, per_row, cur_rank, world_size, heap_bases, FUSED: tl.constexpr, BLOCK_T: tl.constexpr,
                    BLOCK_H: tl.constexpr):
     """Y[t] = sum_j WEIGHTS[t, j] * RET[t*k + j] in fp32, in j order (the result does not depend on arrival order);
     NaN for a token with a dropped assignment. Waits: bulk_sync, until every rank has returned its rows (COMBINED);
-    fused, for each of the token's assignments (RETREADY == epoch). Also resets this rank's COUNTS and BLOCKREADY
+    fused, for each of the token's assignments (RETREADY >= per_row * epoch: its row's column tiles all landed). Also resets this rank's COUNTS and BLOCKREADY
     for the next call (every writer of this call is done with them; the next call's writers wait for this rank's
     entry)."""
     pid, programs = tl.program_id(0), tl.num_programs(0)
@@ -240,7 +231,7 @@ def combine_kernel(RET, RETREADY, SLOT_OF, WEIGHTS, Y, COUNTS, BLOCKREADY, FLAGS
         if FUSED:
             for i in range(tb * BLOCK_T * k, tl.minimum(tb * BLOCK_T + BLOCK_T, T) * k):
                 if tl.load(SLOT_OF + i) >= 0:
-                    iris.wait(RETREADY + i, e, cur_rank, heap_bases, cmp="ge")
+                    iris.wait(RETREADY + i, per_row * e, cur_rank, heap_bases, cmp="ge")
         for h0 in range(0, H, BLOCK_H):
             cols = h0 + tl.arange(0, BLOCK_H)
             mk = tm[:, None] & (cols < H)[None, :]
