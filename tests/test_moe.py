@@ -55,7 +55,7 @@ A2AV = [("pull", "float16", "random"), ("pull", "float32", "zeros"), ("pull", "f
 
 @pytest.mark.parametrize("variant,dtype,mode", A2AV, ids=["-".join(c) for c in A2AV])
 def test_all_to_all_v_matches_torch(ranks, variant, dtype, mode):
-    for fails in ranks.run(r_all_to_all_v, variant, dtype, 13, 5, 3, mode):
+    for fails in ranks.run(r_all_to_all_v, variant, dtype, 13, 5, 2, mode):
         assert fails == [], fails
 
 
@@ -175,7 +175,7 @@ def test_moe_ffn_fifty_calls_fresh_routing_no_barrier(ranks2):
 
 
 def test_moe_ffn_bulk_sync_repeated_four_ranks_dawdling(ranks4):
-    for errs in ranks4.run(r_moe, "bulk_sync", "float16", "mixed", 6, 3, 9, 5, 2, 2, "none", True):
+    for errs in ranks4.run(r_moe, "bulk_sync", "float16", "mixed", 4, 3, 9, 5, 2, 2, "none", True):
         assert all(e <= TOL["float16"] for e in errs), errs
 
 
