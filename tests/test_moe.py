@@ -7,7 +7,7 @@ import torch
 from conftest import ON_GPU, gpu_per_rank
 
 from iris import collectives as coll
-from iris.all_to_all_v import AllToAllVError
+from iris.all_to_all_v import AllToAllVError, check
 
 
 def _splits(seed, world, rows, mode):
@@ -73,6 +73,8 @@ def r_a2av_overflow(ctx):
     try:
         _, got = coll.all_to_all_v(ctx, out, x, sp)
         err = None
+        if ctx.backend == "cuda":  # GPUs record it; reading the record is a host sync, done on request
+            check(ctx, out.shape[0])
     except AllToAllVError as e:
         err, got = str(e), None
     ok_rows = r != 0 or torch.equal(out, x[:5])  # the rows that fit, in order
@@ -149,7 +151,8 @@ def r_moe(ctx, variant, dtype_name, mode, calls, t, h, f, e_local, k, act="silu"
     return errs
 
 
-TOL = {"float16": 1e-2, "float32": 1e-4, "bfloat16": 3e-2}
+# GPUs: Triton's fp32 tl.dot runs in TF32 (10-bit mantissa), as the catalog's fp32 GEMMs do
+TOL = {"float16": 1e-2, "float32": 3e-3 if ON_GPU else 1e-4, "bfloat16": 3e-2}
 MOE = [("fused", "float16", "mixed"), ("bulk_sync", "float32", "mixed")] + (
     [("fused", "bfloat16", "mixed"), ("bulk_sync", "bfloat16", "mixed")] if ON_GPU else [])  # interpreter: no bf16
 
@@ -189,6 +192,8 @@ def r_moe_overflow(ctx, variant):
     try:
         fused_ops.moe_ffn(ctx, *args, out=y, variant=variant, capacity=5)
         err = None
+        if ctx.backend == "cuda":  # GPUs record it; check_errors reads the record (a host sync)
+            fused_ops.moe.check_errors(ctx)
     except fused_ops.moe.MoEError as e:
         err = str(e)
     nan_rows = torch.isnan(y).any(1).tolist()
@@ -207,7 +212,7 @@ def test_moe_ffn_capacity_overflow_is_never_silent(ranks2, variant):
     assert "capacity >= " in (res[0][0] or "") + (res[1][0] or ""), res
     for err, nan_rows, again in res:
         assert (err is not None) == any(nan_rows), res
-        assert again <= 1e-4, res
+        assert again <= TOL["float32"], res
 
 
 def r_moe_errors(ctx):
@@ -215,7 +220,11 @@ def r_moe_errors(ctx):
     w, dev = ctx.get_num_ranks(), ctx.get_device()
     xs, idxs, wts, w1s, w2s = _moe_inputs(5, w, 4, 8, 4, 2, 2, torch.float32, "random")
     x, idx, wt, w1, w2 = (t[ctx.get_rank()].to(dev) for t in (xs, idxs, wts, w1s, w2s))
-    calls = {"range": lambda: fused_ops.moe_ffn(ctx, x, idx + 2 * w, wt, w1, w2, variant="fused"),
+    def out_of_range():
+        fused_ops.moe_ffn(ctx, x, idx + 2 * w, wt, w1, w2, variant="fused")
+        fused_ops.moe.check_errors(ctx)  # GPUs: recorded on the device (the CPU backend refuses on the host)
+
+    calls = {"range": out_of_range,
              "k": lambda: fused_ops.moe_ffn(ctx, x, idx, wt[:, :1], w1, w2),
              "shape": lambda: fused_ops.moe_ffn(ctx, x, idx, wt, w1[:, :5], w2),
              "dtype": lambda: fused_ops.moe_ffn(ctx, x.half(), idx, wt, w1, w2),
@@ -228,13 +237,13 @@ def r_moe_errors(ctx):
         try:
             call()
             out[name] = "accepted"
-        except (ValueError, TypeError, KeyError) as e:
+        except (ValueError, TypeError, KeyError, fused_ops.moe.MoEError) as e:
             out[name] = f"{type(e).__name__}: {e}"
     return out
 
 
 def test_moe_ffn_bad_input_raises_before_launch(ranks2):
-    expect = {"range": "expected [0, 4)", "k": "k mismatch", "shape": "E_local x 8 x F", "dtype": "share one dtype",
+    expect = {"range": "expert ids were out of range" if ON_GPU else "expected [0, 4)", "k": "k mismatch", "shape": "E_local x 8 x F", "dtype": "share one dtype",
               "weights": "topk_weights has dtype", "capacity": "capacity=0", "variant": "unknown variant",
               "act": "activation='tanh'"}
     for out in ranks2.run(r_moe_errors):
@@ -341,4 +350,4 @@ def test_moe_ffn_invalid_ids_on_the_device_give_nan_rows_and_an_error(ranks2):
     for err, nan_rows, again in ranks2.run(r_moe_device_ids):
         assert "1 expert ids were out of range" in err, err
         assert nan_rows == [False, True, False, False], nan_rows
-        assert again <= 1e-4
+        assert again <= TOL["float32"]
