@@ -14,7 +14,9 @@ over ranks, as data parallelism does, for the full gradient).
 
 Cost per call: two all_to_all_v calls forward and two backward (iris "pull" by default, or "nccl"), one host
 synchronization each way (the received row counts size the expert GEMMs' inputs). Collective: every rank calls it
-with the same token count. For inference without autograd, fused_ops.moe_ffn runs the same math in fused kernels.
+with the same token count. Without autograd (torch.no_grad(), inference), forward runs fused_ops.moe_ffn instead:
+the same math in the catalog's kernels (`inference_variant`, default "fused": no host synchronization), with the
+op's capacity rules (default: no row is ever dropped).
 """
 
 import torch
@@ -59,7 +61,7 @@ class MoE(nn.Module):
     E x H x F and E x F x H, to shard from (else initialized here, the same on every rank from `seed`)."""
 
     def __init__(self, ctx, hidden, ffn, num_experts, top_k, activation="silu", variant="pull", router=None,
-                 experts=None, seed=0, dtype=torch.float32):
+                 experts=None, seed=0, dtype=torch.float32, inference_variant="fused", capacity=None):
         super().__init__()
         world, rank = ctx.get_num_ranks(), ctx.get_rank()
         if num_experts % world:
@@ -75,6 +77,7 @@ class MoE(nn.Module):
         self.hidden, self.ffn, self.num_experts, self.top_k = hidden, ffn, num_experts, top_k
         self.e_local, self.world, self.rank = num_experts // world, world, rank
         self.activation, self.variant = activation, variant
+        self.inference_variant, self.capacity = inference_variant, capacity
         dev = ctx.get_device()
         g = torch.Generator().manual_seed(seed)
         if router is None:
@@ -104,6 +107,12 @@ class MoE(nn.Module):
         x2 = x.reshape(-1, self.hidden)
         t, k, w, el = x2.shape[0], self.top_k, self.world, self.e_local
         idx, weights = self.route(x2)
+        if self.inference_variant is not None and not (torch.is_grad_enabled() and (
+                x.requires_grad or any(p.requires_grad for p in self.parameters()))):
+            from .moe import moe_ffn
+            y = moe_ffn(self.ctx, x2, idx, weights, self.w1, self.w2, variant=self.inference_variant,
+                        activation=self.activation, capacity=self.capacity)
+            return y.reshape(*lead, self.hidden)
         flat = idx.reshape(-1)
         order = torch.argsort(flat, stable=True)
         per_expert = torch.zeros(self.num_experts, dtype=torch.int64, device=x.device).scatter_add_(
