@@ -217,6 +217,7 @@ def test_moe_ffn_capacity_overflow_is_never_silent(ranks2, variant):
 
 def r_moe_errors(ctx):
     import fused_ops
+    import fused_ops.nn
     w, dev = ctx.get_num_ranks(), ctx.get_device()
     xs, idxs, wts, w1s, w2s = _moe_inputs(5, w, 4, 8, 4, 2, 2, torch.float32, "random")
     x, idx, wt, w1, w2 = (t[ctx.get_rank()].to(dev) for t in (xs, idxs, wts, w1s, w2s))
@@ -231,7 +232,8 @@ def r_moe_errors(ctx):
              "weights": lambda: fused_ops.moe_ffn(ctx, x, idx, wt.double(), w1, w2),
              "capacity": lambda: fused_ops.moe_ffn(ctx, x, idx, wt, w1, w2, capacity=0),
              "variant": lambda: fused_ops.moe_ffn(ctx, x, idx, wt, w1, w2, variant="nope"),
-             "act": lambda: fused_ops.moe_ffn(ctx, x, idx, wt, w1, w2, activation="tanh")}
+             "act": lambda: fused_ops.moe_ffn(ctx, x, idx, wt, w1, w2, activation="tanh"),
+             "experts": lambda: fused_ops.nn.MoE(ctx, 8, 4, 2 * w + 1, 2)}
     out = {}
     for name, call in calls.items():
         try:
@@ -245,7 +247,7 @@ def r_moe_errors(ctx):
 def test_moe_ffn_bad_input_raises_before_launch(ranks2):
     expect = {"range": "expert ids were out of range" if ON_GPU else "expected [0, 4)", "k": "k mismatch", "shape": "E_local x 8 x F", "dtype": "share one dtype",
               "weights": "topk_weights has dtype", "capacity": "capacity=0", "variant": "unknown variant",
-              "act": "activation='tanh'"}
+              "act": "activation='tanh'", "experts": "must be divisible by the world size"}
     for out in ranks2.run(r_moe_errors):
         for name, text in expect.items():
             assert text in out[name], (name, out[name])
