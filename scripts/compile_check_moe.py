@@ -43,7 +43,7 @@ def kernels(dt):
          {"RET": d, "RETREADY": I32, "SLOT_OF": I32, "WEIGHTS": P("fp32"), "Y": d, "COUNTS": I32, "BLOCKREADY": I32,
           "FLAGS": I32, "EPOCH": I32, "T": "i32", "k": "i32", "H": "i32", "E_local": "i32", "n_ready": "i32",
           "per_row": "i32", **rank},
-         [{"FUSED": f, "BLOCK_T": 16, "BLOCK_H": 256} for f in (False, True)]),
+         [{"FUSED": f, "BLOCK_T": 16, "BLOCK_H": 256, "KP2": 8, "SPIN": 1 << 16} for f in (False, True)]),
     ]
 
 

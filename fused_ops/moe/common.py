@@ -33,8 +33,8 @@ def combine(p, ws, fused):
     kernels.combine_kernel[(_programs(p, triton.cdiv(p.t, block_t)),)](
         ws["ret"], ws["retready"], ws["slot_of"], p.weights, p.y, ws["counts"], ws["blockready"], ws["flags"],
         ws["epoch"], p.t, p.k, p.h, p.e_local, ws["blockready"].numel(), triton.cdiv(p.h, p.cfg.block_n),
-        *p.rank_args(), FUSED=fused,
-        BLOCK_T=block_t, BLOCK_H=_block_h(p))
+        *p.rank_args(), FUSED=fused, BLOCK_T=block_t, BLOCK_H=_block_h(p), KP2=triton.next_power_of_2(p.k),
+        SPIN=2 if p.ctx.backend == "cpu" else 1 << 16)  # CPU: 2 rounds (exercised), then waits that yield
 
 
 def gemm_meta(p):

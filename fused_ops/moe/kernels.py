@@ -207,9 +207,30 @@ def return_kernel(OBUF, META, RET, COUNTS, DONE, FLAGS, cap, H, n_assign, E_loca
 
 
 @triton.jit
+def _wait_rows(RETREADY, SLOT_OF, lo, hi, target, cur_rank, heap_bases, BLOCK: tl.constexpr, SPIN: tl.constexpr):
+    """Until RETREADY[i] >= target for every i in [lo, hi) whose row was not dropped. SPIN > 0 (GPUs): first poll
+    the whole range at once (one acquire read per element, all threads in parallel) up to SPIN rounds; whatever is
+    still missing then goes through iris.wait one row at a time (bounded; a timeout is recorded and names the flag;
+    under the interpreter its waits yield the core, so the CPU backend spins only a couple of rounds)."""
+    offs = lo + tl.arange(0, BLOCK)
+    live = (offs < hi) & (tl.load(SLOT_OF + offs, mask=offs < hi, other=-1) >= 0)
+    missing = tl.sum(live.to(tl.int32))
+    if SPIN > 0:
+        rounds = 0
+        while (missing > 0) & (rounds < SPIN):
+            v = tl.atomic_add(RETREADY + offs, 0, mask=live, sem="acquire", scope="sys")
+            missing = tl.sum((live & (v < target)).to(tl.int32))
+            rounds += 1
+    if missing > 0:
+        for i in range(lo, hi):
+            if tl.load(SLOT_OF + i) >= 0:
+                iris.wait(RETREADY + i, target, cur_rank, heap_bases, cmp="ge")
+
+
+@triton.jit
 def combine_kernel(RET, RETREADY, SLOT_OF, WEIGHTS, Y, COUNTS, BLOCKREADY, FLAGS, EPOCH, T, k, H, E_local,
                    n_ready, per_row, cur_rank, world_size, heap_bases, FUSED: tl.constexpr, BLOCK_T: tl.constexpr,
-                   BLOCK_H: tl.constexpr):
+                   BLOCK_H: tl.constexpr, KP2: tl.constexpr, SPIN: tl.constexpr):
     """Y[t] = sum_j WEIGHTS[t, j] * RET[t*k + j] in fp32, in j order (the result does not depend on arrival order);
     NaN for a token with a dropped assignment. Waits: bulk_sync, until every rank has returned its rows (COMBINED);
     fused, for each of the token's assignments (RETREADY >= per_row * epoch: its row's column tiles all landed). Also resets this rank's COUNTS and BLOCKREADY
@@ -229,9 +250,8 @@ def combine_kernel(RET, RETREADY, SLOT_OF, WEIGHTS, Y, COUNTS, BLOCKREADY, FLAGS
         t = tb * BLOCK_T + tl.arange(0, BLOCK_T)
         tm = t < T
         if FUSED:
-            for i in range(tb * BLOCK_T * k, tl.minimum(tb * BLOCK_T + BLOCK_T, T) * k):
-                if tl.load(SLOT_OF + i) >= 0:
-                    iris.wait(RETREADY + i, per_row * e, cur_rank, heap_bases, cmp="ge")
+            _wait_rows(RETREADY, SLOT_OF, tb * BLOCK_T * k, tl.minimum(tb * BLOCK_T + BLOCK_T, T) * k, per_row * e,
+                       cur_rank, heap_bases, BLOCK_T * KP2, SPIN)
         for h0 in range(0, H, BLOCK_H):
             cols = h0 + tl.arange(0, BLOCK_H)
             mk = tm[:, None] & (cols < H)[None, :]
