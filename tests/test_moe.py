@@ -245,7 +245,8 @@ def r_moe_errors(ctx):
 
 
 def test_moe_ffn_bad_input_raises_before_launch(ranks2):
-    expect = {"range": "expert ids were out of range" if ON_GPU else "expected [0, 4)", "k": "k mismatch", "shape": "E_local x 8 x F", "dtype": "share one dtype",
+    expect = {"range": "expert ids were out of range" if ON_GPU else "expected [0, 4)", "k": "k mismatch",
+              "shape": "E_local x 8 x F", "dtype": "share one dtype",
               "weights": "topk_weights has dtype", "capacity": "capacity=0", "variant": "unknown variant",
               "act": "activation='tanh'", "experts": "must be divisible by the world size"}
     for out in ranks2.run(r_moe_errors):

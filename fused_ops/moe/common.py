@@ -16,7 +16,7 @@ def _block_h(p):
 def dispatch(p, ws, fused):
     """Route on the device, reserve rows in the owners' expert buffers (entry handshake first), push the rows."""
     idx, pos, hist, status = p.route(ws)
-    base = (p.rank_args())
+    base = p.rank_args()
     kernels.reserve_kernel[(1,)](hist, ws["bases"], ws["counts"], ws["flags"], ws["epoch"], p.e_local, p.e, *base,
                                  E_P2=triton.next_power_of_2(p.e))
     block_a = 16 if p.ctx.backend == "cpu" else 32
@@ -39,4 +39,4 @@ def combine(p, ws, fused):
 
 def gemm_meta(p):
     return {"BLOCK_M": p.cfg.block_m, "BLOCK_N": p.cfg.block_n, "BLOCK_K": p.cfg.block_k,
-                "EL_P2": triton.next_power_of_2(p.e_local), "num_warps": p.cfg.num_warps, "num_stages": p.cfg.num_stages}
+            "EL_P2": triton.next_power_of_2(p.e_local), "num_warps": p.cfg.num_warps, "num_stages": p.cfg.num_stages}

@@ -94,8 +94,8 @@ def reserve_kernel(HIST, BASES, COUNTS, FLAGS, EPOCH, E_local, E, cur_rank, worl
 
 @triton.jit
 def push_kernel(X, IDX, POS, BASES, XBUF, META, BLOCKREADY, SLOT_OF, STATUS, DONE, FLAGS, RETREADY, n_assign, k, H,
-                cap, E_local, E, nblk, per_row, cur_rank, world_size, heap_bases, BLOCK_A: tl.constexpr, BLOCK_H: tl.constexpr,
-                BLOCK_M: tl.constexpr, FUSED: tl.constexpr):
+                cap, E_local, E, nblk, per_row, cur_rank, world_size, heap_bases, BLOCK_A: tl.constexpr,
+                BLOCK_H: tl.constexpr, BLOCK_M: tl.constexpr, FUSED: tl.constexpr):
     """Dispatch: assignment a = t*k + j (expert IDX[a], E = invalid) goes to slot BASES[e] + POS[a] of its owner's
     expert buffer: the token row into XBUF, its source into META. Slots past the capacity are dropped: SLOT_OF[a] = -1
     (the combine writes NaN for the token) and STATUS[0] records the capacity needed. FUSED: each landed row raises
@@ -233,9 +233,9 @@ def combine_kernel(RET, RETREADY, SLOT_OF, WEIGHTS, Y, COUNTS, BLOCKREADY, FLAGS
                    BLOCK_H: tl.constexpr, KP2: tl.constexpr, SPIN: tl.constexpr):
     """Y[t] = sum_j WEIGHTS[t, j] * RET[t*k + j] in fp32, in j order (the result does not depend on arrival order);
     NaN for a token with a dropped assignment. Waits: bulk_sync, until every rank has returned its rows (COMBINED);
-    fused, for each of the token's assignments (RETREADY >= per_row * epoch: its row's column tiles all landed). Also resets this rank's COUNTS and BLOCKREADY
-    for the next call (every writer of this call is done with them; the next call's writers wait for this rank's
-    entry)."""
+    fused, for each of the token's assignments (RETREADY >= per_row * epoch: all its row's column tiles landed). Also
+    resets this rank's COUNTS and BLOCKREADY for the next call (every writer of this call is done with them; the next
+    call's writers wait for this rank's entry)."""
     pid, programs = tl.program_id(0), tl.num_programs(0)
     e = tl.load(EPOCH)
     if not FUSED:

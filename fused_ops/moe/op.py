@@ -168,7 +168,8 @@ def _check(ctx, x, idx, weights, w1, w2, y, act, capacity):
 
 def moe_ffn(ctx, x, topk_idx, topk_weights, w1, w2, out=None, variant="auto", activation="silu", capacity=None,
             config=None):
-    """y = sum_j topk_weights[:, j] * expert_{topk_idx[:, j]}(x), experts sharded over ranks (fused_ops/moe). Collective.
+    """y = sum_j topk_weights[:, j] * expert_{topk_idx[:, j]}(x), experts sharded over ranks (fused_ops/moe).
+    Collective.
     Returns out (a new T x H tensor when None). variant="auto": torch_nccl where every rank has its own GPU, else
     fused. The iris variants never synchronize the host and may be captured in a CUDA graph (call each shape once
     before capturing: the first call creates the workspace); on GPUs an eager call repeated on the same tensors
