@@ -140,6 +140,11 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.smoke:
         args.models, args.tokens, args.iters, args.warmup = ["tiny"], [3], 2, 1
+    gpus = torch.cuda.device_count() if iris.BACKEND == "cuda" else 0
+    if gpus and args.num_ranks > gpus:
+        raise SystemExit(f"-r {args.num_ranks}: this machine has {gpus} GPU(s); the timings gather over NCCL and the "
+                         f"torch_nccl baseline runs NCCL, which refuse two ranks on one GPU (for correctness with "
+                         f"ranks sharing a GPU: pytest tests/test_moe.py)")
     shapes = [(m, t, r) for m in args.models for t in args.tokens for r in args.routing]
     rows = iris.spawn(_sweep, args.num_ranks, shapes, args, heap_size=int(args.heap_size))[0]
     import pandas as pd
