@@ -17,6 +17,7 @@ from .ops import all_gather_gemm, gemm_all_reduce, gemm_all_scatter, gemm_reduce
 from .registry import OPS, PATTERNS, get, list_ops, list_variants  # noqa: F401
 from .auto import tune  # noqa: F401
 from . import all_gather, all_reduce, all_scatter, reduce_scatter  # noqa: F401,E402  (registers variants)
+from .moe import moe_ffn  # noqa: F401,E402  (expert parallelism: fused_ops/moe)
 
 # Keep list order meaningful: baselines first, then from least to most overlapped.
 _ORDER = ["torch_nccl", "torch_symm_mem", "torch_async_tp", "bulk_sync", "fused_sequential", "atomic", "one_shot",

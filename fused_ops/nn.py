@@ -123,3 +123,6 @@ class RowParallelLinear(_TPLinear):
             y = y + bias
         lead = x.shape[:-1] if self.reduce == "all" else (-1,)
         return y.reshape(*lead, y.shape[-1])
+
+
+from .nn_moe import MoE  # noqa: E402,F401  (expert parallelism: fused_ops/nn_moe.py)

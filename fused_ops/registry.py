@@ -61,13 +61,14 @@ class Op:
     name: str
     layout: str
     variants: dict = field(default_factory=dict)
+    kind: str = "gemm"  # "gemm": the (a, b, c) GEMM+collective ops; "moe": expert parallelism (fused_ops/moe)
 
 
 OPS = {}
 
 
-def define_op(name, layout):
-    OPS[name] = Op(name, layout)
+def define_op(name, layout, kind="gemm"):
+    OPS[name] = Op(name, layout, kind=kind)
 
 
 def register(op, name, pattern, summary, backends=("cpu", "cuda"), dtypes=("float16", "bfloat16", "float32"),
@@ -84,8 +85,9 @@ def register(op, name, pattern, summary, backends=("cpu", "cuda"), dtypes=("floa
     return wrap
 
 
-def list_ops():
-    return list(OPS)
+def list_ops(kind="gemm"):
+    """Names of the ops of one kind ("gemm": the GEMM+collective ops, "moe"; None: all)."""
+    return [name for name, op in OPS.items() if kind is None or op.kind == kind]
 
 
 def list_variants(op, backend=None, dtype=None, capture=False):

@@ -535,3 +535,9 @@ def broadcast(ctx, tensor, src=0, variant="auto", out=None, config=None, async_o
     work = _launch(ctx, "broadcast", tensor, out, tensor.numel(), staged=staged, root=src, config=config,
                    async_op=async_op, prepare=(sig, out))
     return work if async_op else out
+
+
+def all_to_all_v(ctx, output, input, in_splits, out_splits=None, variant="auto", config=None):
+    """Uneven all-to-all with device-side split sizes (iris/all_to_all_v.py): returns (output, out_splits)."""
+    from .all_to_all_v import all_to_all_v as impl
+    return impl(ctx, output, input, in_splits, out_splits, variant, config)
