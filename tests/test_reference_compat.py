@@ -62,7 +62,7 @@ def r_host(ctx):
         try:
             call()
             errors.append(None)
-        except Exception as err:
+        except (RuntimeError, ValueError, TypeError) as err:
             errors.append((type(err).__name__, isinstance(err, RuntimeError), str(err)))
     # broadcast: the reference's source_rank=, torch's src=; non-source ranks may pass None
     got = [ctx.broadcast({"k": 42} if rank == 0 else None, source_rank=0),
@@ -198,7 +198,8 @@ print("ok", iris.BACKEND)
 """
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env.update(IRIS_BACKEND="cpu", PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300,
+                         check=False)
     if iris.BACKEND != "cpu":
         pytest.skip("the CPU backend's import order only")
     assert res.returncode == 0 and "ok cpu" in res.stdout, res.stderr[-2000:]
