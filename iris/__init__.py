@@ -40,5 +40,9 @@ from .hierarchical import MultiNodeContext, multi_node, node_groups  # noqa: F40
 from .grid import DEVICE_ID, HEAP_BASES, NUM_DEVICES, DeviceGroup, Grid, jit  # noqa: F401,E402
 from .partition import Partitioned, Symmetric, partitioned  # noqa: F401,E402
 from .tracing import Tracer  # noqa: F401,E402
+from .device_context import DeviceContext  # noqa: F401,E402
+from . import tile  # noqa: F401,E402
+
+TritonContext = DeviceContext  # the reference's newer name
 
 __version__ = "0.1.0"

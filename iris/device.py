@@ -147,10 +147,23 @@ def atomic_cas(pointer, cmp, val, from_rank, to_rank, heap_bases, sem=None, scop
     return tl.atomic_cas(_to(pointer, from_rank, to_rank, heap_bases, hint), cmp, val, sem=sem, scope=scope)
 
 
+_INTERPRET = tl.constexpr(INTERPRET)
+
+
 @triton.jit
 def atomic_xchg(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None,
                 hint: tl.constexpr = None):
-    return tl.atomic_xchg(_to(pointer, from_rank, to_rank, heap_bases, hint), val, mask=mask, sem=sem, scope=scope)
+    p = _to(pointer, from_rank, to_rank, heap_bases, hint)
+    ty: tl.constexpr = pointer.dtype.element_ty
+    if _INTERPRET and (ty == tl.float32 or ty == tl.float64):
+        # The interpreter exchanges integers only: exchange the float's bits (same result, same atomicity).
+        ity: tl.constexpr = tl.int32 if ty == tl.float32 else tl.int64
+        bits = tl.cast(tl.cast(val, ty), ity, bitcast=True)
+        old = tl.atomic_xchg(tl.cast(p, tl.pointer_type(ity)), bits, mask=mask, sem=sem, scope=scope)
+        res = tl.cast(old, ty, bitcast=True)
+    else:
+        res = tl.atomic_xchg(p, val, mask=mask, sem=sem, scope=scope)
+    return res
 
 
 @triton.jit

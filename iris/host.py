@@ -364,12 +364,13 @@ class Iris:
 
     __on_symmetric_heap = is_symmetric  # the reference's private name, which its tests call
 
-    def get_device_context(self, workspace=None):
-        """The device context (iris/device_context.py): one int64 tensor [rank, world, heap bases...,
-        workspace pointers] to pass to a kernel as one argument, read there by `iris.DeviceContext.initialize`.
-        `workspace` (an iris.tile.Workspace) adds the tile collectives. Local; cached per workspace."""
+    def get_device_context(self, workspace=None, *, tiles=None, block=None, dtype=torch.float32):
+        """The device context (iris/device_context.py): one int64 tensor [rank, world, heap bases..., workspace] to
+        pass to a kernel as one argument, read there by `iris.DeviceContext.initialize`. A tile workspace (an
+        iris.tile.Workspace, or tiles=/block=/dtype= to create one: collective, once) adds the tile collectives.
+        Otherwise local and cheap (cached)."""
         from .device_context import context_tensor
-        return context_tensor(self, workspace)
+        return context_tensor(self, workspace, tiles=tiles, block=block, dtype=dtype)
 
     device_context = get_device_context
 
