@@ -47,6 +47,8 @@ from ._backend import INTERPRET
 # Offsets of the words after the heap bases.
 WS_DATA, WS_FLAGS, WS_EPOCHS, WS_SLOT_BYTES = (tl.constexpr(i) for i in range(4))
 EXTRA_WORDS = 4
+# constexpr defaults of methods (compiled aggregate methods need constexpr objects, not str)
+_SUM, _ONE_SHOT, _SET, _GE = tl.constexpr("sum"), tl.constexpr("one_shot"), tl.constexpr("set"), tl.constexpr("ge")
 
 
 def _layout(rank, world, bases, workspace):
@@ -232,13 +234,13 @@ class DeviceContext:
 
     # ------------------------------------------------------------------------------------------ flags
     @_method
-    def signal(self, flag_ptr, value, to_rank, op: tl.constexpr = tl.constexpr("set")):
+    def signal(self, flag_ptr, value, to_rank, op: tl.constexpr = _SET):
         """Publish everything this program stored, then set (or add to, op="add") to_rank's int32 flag; release,
         system scope. Returns the old value."""
         return _dev.signal(flag_ptr, value, self.rank, to_rank, self.heap_bases, op)
 
     @_method
-    def wait(self, flag_ptr, value, cmp: tl.constexpr = tl.constexpr("ge")):
+    def wait(self, flag_ptr, value, cmp: tl.constexpr = _GE):
         """Until the local int32 flag >= value (cmp="ge") or == value (cmp="eq"); acquire; bounded
         (IRIS_WAIT_TIMEOUT_S). Returns the value seen."""
         return _dev.wait(flag_ptr, value, self.rank, self.heap_bases, cmp)
@@ -262,7 +264,7 @@ class DeviceContext:
         return ws, flags, e
 
     @_method
-    def all_reduce(self, x, op: tl.constexpr = tl.constexpr("sum"), variant: tl.constexpr = tl.constexpr("one_shot"), tile=None):
+    def all_reduce(self, x, op: tl.constexpr = _SUM, variant: tl.constexpr = _ONE_SHOT, tile=None):
         """x combined over ranks, on every rank (variant: one_shot, two_shot, ring, atomic). Collective."""
         ws, flags, e = self._begin(x.dtype, x.shape[0], tile)
         return _tile.all_reduce(x, ws, flags, e, self.rank, self.world, self.heap_bases, op, variant)
@@ -274,7 +276,7 @@ class DeviceContext:
         _tile.all_gather(x, out, ws, flags, e, self.rank, self.world, self.heap_bases)
 
     @_method
-    def reduce_scatter(self, x, out, op: tl.constexpr = tl.constexpr("sum"), tile=None):
+    def reduce_scatter(self, x, out, op: tl.constexpr = _SUM, tile=None):
         """Local out <- chunk `rank` of x combined over ranks (see iris.tile.reduce_scatter). Collective."""
         ws, flags, e = self._begin(x.dtype, x.shape[0], tile)
         _tile.reduce_scatter(x, out, ws, flags, e, self.rank, self.world, self.heap_bases, op)
@@ -286,7 +288,7 @@ class DeviceContext:
         return _tile.broadcast(x, root, ws, flags, e, self.rank, self.world, self.heap_bases)
 
     @_method
-    def reduce(self, x, root, op: tl.constexpr = tl.constexpr("sum"), tile=None):
+    def reduce(self, x, root, op: tl.constexpr = _SUM, tile=None):
         """x combined over ranks on root (others get their x back). Collective."""
         ws, flags, e = self._begin(x.dtype, x.shape[0], tile)
         return _tile.reduce(x, root, ws, flags, e, self.rank, self.world, self.heap_bases, op)

@@ -15,12 +15,12 @@ os.environ["IRIS_COMPILE_ONLY"] = "1"
 os.environ.pop("TRITON_INTERPRET", None)
 sys.path.insert(0, os.getcwd())
 
-import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
-from triton.backends.compiler import GPUTarget  # noqa: E402
-from triton.compiler import ASTSource  # noqa: E402
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
 
-import iris  # noqa: E402
+import iris
 
 TARGET = GPUTarget("cuda", 90, 32)
 
@@ -128,7 +128,6 @@ def main():
         print(f"{k:40s} {sum(m.values()):9d} {ld:9d} {st:9d} {at:5d}")
     names = list(mixes)
     for a, b in ((names[0], names[1]), (names[2], names[3])):
-        diff = (mixes[a] - mixes[b]) + (mixes[b] - mixes[a])
         print(f"difference {a} vs {b}: {dict(mixes[b] - mixes[a]) or 'none'} extra / "
               f"{dict(mixes[a] - mixes[b]) or 'none'} fewer in the context form")
     a, b = mixes[names[2]], mixes[names[3]]
