@@ -11,8 +11,9 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import iris  # noqa: E402  (import iris before defining kernels: on a CPU-only machine it turns the interpreter on)
-import torch  # noqa: E402
+import torch
+
+import iris
 
 
 def main(ctx):
