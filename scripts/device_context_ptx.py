@@ -1,9 +1,10 @@
 """Zero cost of iris.DeviceContext, checked without a GPU: compile one RMA kernel written with the functional API
-and with the device context for sm_90 (Triton ships ptxas), and compare their PTX instruction mix. Also compiles the
+and with the device context for sm_90 (Triton ships ptxas and nvdisasm), and compare their PTX and SASS
+instruction mixes. Also compiles the
 context's tile collectives, so compiled-mode-only errors show up here.
 
-    python scripts/device_context_ptx.py    # prints a table; exit status 1 if the constexpr forms' memory
-                                            # instructions differ or the context adds > 2 instructions
+    python scripts/device_context_ptx.py    # prints a table; exit status 1 if the constexpr forms' SASS global
+                                            # memory instructions differ or the context adds > 2
 """
 
 import collections
@@ -107,6 +108,23 @@ def mix(ptx):
     return ops
 
 
+def sass_mix(kernel):
+    """SASS opcodes of the compiled cubin (nvdisasm, shipped with Triton)."""
+    import subprocess
+    import tempfile
+    tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "nvdisasm")
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(kernel.asm["cubin"])
+        f.flush()
+        text = subprocess.run([tool, "-c", f.name], capture_output=True, text=True, check=True).stdout
+    ops = collections.Counter()
+    for line in text.splitlines():
+        m = re.match(r"\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", line)
+        if m and m.group(1) not in ("NOP",):
+            ops[m.group(1)] += 1
+    return ops
+
+
 def main():
     B = {"BLOCK": 1024}
     p = {"x": "*fp32", "y": "*fp32", "counter": "*i32"}
@@ -126,14 +144,24 @@ def main():
         st = sum(v for o, v in m.items() if o.startswith("st.global"))
         at = sum(v for o, v in m.items() if o.startswith("atom"))
         print(f"{k:40s} {sum(m.values()):9d} {ld:9d} {st:9d} {at:5d}")
+    sass = {k: sass_mix(v) for k, v in kernels.items()}
+    print(f"{'kernel':40s} {'SASS instr':>10s} {'LDG':>4s} {'STG':>4s} {'ATOM/RED':>8s}")
+    for k, m in sass.items():
+        ldg = sum(v for o, v in m.items() if o.startswith("LDG"))
+        stg = sum(v for o, v in m.items() if o.startswith("STG"))
+        atom = sum(v for o, v in m.items() if o.startswith(("ATOM", "RED")))
+        print(f"{k:40s} {sum(m.values()):10d} {ldg:4d} {stg:4d} {atom:8d}")
     names = list(mixes)
+    for a, b in ((names[0], names[1]), (names[2], names[3])):
+        print(f"SASS difference {a} vs {b}: {dict(sass[b] - sass[a]) or 'none'} extra / "
+              f"{dict(sass[a] - sass[b]) or 'none'} fewer in the context form")
     for a, b in ((names[0], names[1]), (names[2], names[3])):
         print(f"difference {a} vs {b}: {dict(mixes[b] - mixes[a]) or 'none'} extra / "
               f"{dict(mixes[a] - mixes[b]) or 'none'} fewer in the context form")
-    a, b = mixes[names[2]], mixes[names[3]]
-    memory = [o for o in set(a) | set(b) if o.startswith(("ld.", "st.", "atom", "red."))]
+    a, b = sass[names[2]], sass[names[3]]
+    memory = [o for o in set(a) | set(b) if o.startswith(("LDG", "STG", "ATOM", "RED"))]
     same = all(a[o] == b[o] for o in memory) and sum(b.values()) - sum(a.values()) <= 2
-    print(f"constexpr forms: memory instructions identical and at most 2 extra ALU instructions: {same}")
+    print(f"constexpr forms, SASS: global memory instructions identical and at most 2 extra instructions: {same}")
     coll = compile_(collectives_kernel, {"x": "*fp32", "out": "*fp32", "context": "*i64"}, {"BLOCK": 256})
     print(f"tile collectives through the context compiled: {sum(mix(coll.asm['ptx']).values())} PTX instructions")
     return 0 if same else 1
