@@ -68,8 +68,8 @@ def _interpret_imported_triton():
                 continue
             if name == "triton" or name.startswith("triton."):
                 setattr(mod, key, twin(value))
-            else:
-                stale.append(f"{name}.{key}")
+            elif not name.startswith("torch") and all(v is not value for _, v in stale):  # not torch's own
+                stale.append((f"{name}.{key}", value))
     import triton.language as tl
 
     for cls in (tl.tensor,):
@@ -78,7 +78,7 @@ def _interpret_imported_triton():
                 setattr(cls, key, twin(value))
     if stale:
         warnings.warn(f"iris switched Triton's interpreter on (CPU backend) after these kernels were defined: "
-                      f"{', '.join(sorted(stale)[:8])}{' ...' if len(stale) > 8 else ''}. They will not run on the "
+                      f"{', '.join(sorted(n for n, _ in stale)[:8])}{' ...' if len(stale) > 8 else ''}. They will not run on the "
                       f"CPU backend; import iris (or set TRITON_INTERPRET=1) before defining them.", stacklevel=3)
 
 
