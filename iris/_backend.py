@@ -22,7 +22,7 @@ def _cuda_available():
         import torch
 
         return torch.cuda.is_available()
-    except Exception:  # pragma: no cover - torch always importable in practice
+    except Exception:  # noqa: BLE001  (pragma: no cover - torch always importable in practice)
         return False
 
 
