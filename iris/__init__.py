@@ -40,8 +40,8 @@ from .hierarchical import MultiNodeContext, multi_node, node_groups  # noqa: F40
 from .grid import DEVICE_CONTEXT, DEVICE_ID, HEAP_BASES, NUM_DEVICES, DeviceGroup, Grid, jit  # noqa: F401,E402
 from .partition import Partitioned, Symmetric, partitioned  # noqa: F401,E402
 from .tracing import Tracer  # noqa: F401,E402
-from .device_context import DeviceContext  # noqa: F401,E402
-from . import tile  # noqa: F401,E402
+from .device_context import DeviceContext  # noqa: F401
+from . import tile
 
 TritonContext = DeviceContext  # the reference's newer name
 
