@@ -1,15 +1,16 @@
-"""The reference's quick start (seed 002), launch adapted: NCCL and one GPU per rank when GPUs are present, gloo and
-the CPU backend otherwise. The kernel and the Iris calls are unchanged."""
+"""The reference's quick start (seed 002), launch adapted: NCCL when every rank has a GPU of its own, gloo on the
+CPU backend and where ranks share a GPU. The kernel and the Iris calls are unchanged."""
 
+import os
 import sys
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
-import triton
-import triton.language as tl
 
 import iris  # before the kernel: on a machine without a GPU it switches Triton's interpreter on
+import triton
+import triton.language as tl
 
 
 # Device-side APIs
@@ -53,7 +54,7 @@ def _worker(rank, world_size, port):
 
     # Launch the kernel on rank 0
     block_size = 1024
-    grid = lambda meta: (triton.cdiv(buffer_size, meta["block_size"]),)
+    grid = lambda meta: (triton.cdiv(buffer_size, meta["block_size"]),)  # noqa: E731
     source_rank = 0
     if cur_rank == source_rank:
         kernel[grid](

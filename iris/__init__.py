@@ -41,7 +41,7 @@ from .grid import DEVICE_CONTEXT, DEVICE_ID, HEAP_BASES, NUM_DEVICES, DeviceGrou
 from .partition import Partitioned, Symmetric, partitioned  # noqa: F401,E402
 from .tracing import Tracer  # noqa: F401,E402
 from .device_context import DeviceContext  # noqa: F401
-from . import tile
+from . import tile  # noqa: F401
 
 TritonContext = DeviceContext  # the reference's newer name
 

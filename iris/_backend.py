@@ -77,8 +77,9 @@ def _interpret_imported_triton():
             if type(value) is JITFunction:
                 setattr(cls, key, twin(value))
     if stale:
+        names = sorted(n for n, _ in stale)
         warnings.warn(f"iris switched Triton's interpreter on (CPU backend) after these kernels were defined: "
-                      f"{', '.join(sorted(n for n, _ in stale)[:8])}{' ...' if len(stale) > 8 else ''}. They will not run on the "
+                      f"{', '.join(names[:8])}{' ...' if len(names) > 8 else ''}. They will not run on the "
                       f"CPU backend; import iris (or set TRITON_INTERPRET=1) before defining them.", stacklevel=3)
 
 

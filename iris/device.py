@@ -133,12 +133,14 @@ def copy(src_ptr, dst_ptr, from_rank, to_rank, cur_rank, heap_bases, mask=None, 
 
 
 @triton.jit
-def atomic_add(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None, hint: tl.constexpr = None):
+def atomic_add(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None,
+               hint: tl.constexpr = None):
     return tl.atomic_add(_to(pointer, from_rank, to_rank, heap_bases, hint), val, mask=mask, sem=sem, scope=scope)
 
 
 @triton.jit
-def atomic_sub(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None, hint: tl.constexpr = None):
+def atomic_sub(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None,
+               hint: tl.constexpr = None):
     return tl.atomic_add(_to(pointer, from_rank, to_rank, heap_bases, hint), -val, mask=mask, sem=sem, scope=scope)
 
 
@@ -167,27 +169,32 @@ def atomic_xchg(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=Non
 
 
 @triton.jit
-def atomic_and(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None, hint: tl.constexpr = None):
+def atomic_and(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None,
+               hint: tl.constexpr = None):
     return tl.atomic_and(_to(pointer, from_rank, to_rank, heap_bases, hint), val, mask=mask, sem=sem, scope=scope)
 
 
 @triton.jit
-def atomic_or(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None, hint: tl.constexpr = None):
+def atomic_or(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None,
+              hint: tl.constexpr = None):
     return tl.atomic_or(_to(pointer, from_rank, to_rank, heap_bases, hint), val, mask=mask, sem=sem, scope=scope)
 
 
 @triton.jit
-def atomic_xor(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None, hint: tl.constexpr = None):
+def atomic_xor(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None,
+               hint: tl.constexpr = None):
     return tl.atomic_xor(_to(pointer, from_rank, to_rank, heap_bases, hint), val, mask=mask, sem=sem, scope=scope)
 
 
 @triton.jit
-def atomic_min(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None, hint: tl.constexpr = None):
+def atomic_min(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None,
+               hint: tl.constexpr = None):
     return tl.atomic_min(_to(pointer, from_rank, to_rank, heap_bases, hint), val, mask=mask, sem=sem, scope=scope)
 
 
 @triton.jit
-def atomic_max(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None, hint: tl.constexpr = None):
+def atomic_max(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None,
+               hint: tl.constexpr = None):
     return tl.atomic_max(_to(pointer, from_rank, to_rank, heap_bases, hint), val, mask=mask, sem=sem, scope=scope)
 
 

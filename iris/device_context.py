@@ -29,8 +29,8 @@ reference's DeviceContext: the current rank is implicit, so `load(ptr, from_rank
 
 Cost: compiled, the context is Triton's aggregate type: its fields are SSA values, methods inline, and unused fields'
 loads are removed; the RMA instructions are those of the functional API (scripts/device_context_ptx.py compares the
-sm_90 PTX and SASS of one kernel written both ways). Under the interpreter (CPU backend) it is a plain Python object with the
-same methods, since the interpreter cannot run aggregates' methods.
+sm_90 PTX and SASS of one kernel written both ways). Under the interpreter (CPU backend) it is a plain Python object
+with the same methods, since the interpreter cannot run aggregates' methods.
 """
 
 import functools
