@@ -1,5 +1,5 @@
-"""The reference's quick start (seed 002), launch adapted: NCCL and one GPU per rank when GPUs are present, gloo and
-the CPU backend otherwise. The kernel and the Iris calls are unchanged."""
+"""The reference's quick start (seed 002), launch adapted: NCCL when every rank has a GPU of its own, gloo on the
+CPU backend and where ranks share a GPU. The kernel and the Iris calls are unchanged."""
 
 import os
 import sys
@@ -31,12 +31,15 @@ def kernel(buffer, buffer_size: tl.constexpr, block_size: tl.constexpr, heap_bas
 
 
 def _worker(rank, world_size, port):
-    # Torch distributed initialization (adapted: gloo on the CPU backend)
-    if iris.BACKEND == "cuda":
+    # Torch distributed initialization (adapted: NCCL with one GPU per rank; gloo on the CPU backend and where ranks
+    # share a GPU, which NCCL refuses with "Duplicate GPU detected"; iris itself needs only host collectives)
+    if iris.BACKEND == "cuda" and torch.cuda.device_count() >= world_size:
         device_id = rank % torch.cuda.device_count()
         dist.init_process_group(backend="nccl", rank=rank, world_size=world_size,
                                 init_method=f"tcp://127.0.0.1:{port}", device_id=torch.device(f"cuda:{device_id}"))
     else:
+        if iris.BACKEND == "cuda":
+            torch.cuda.set_device(rank % torch.cuda.device_count())
         dist.init_process_group(backend="gloo", rank=rank, world_size=world_size,
                                 init_method=f"tcp://127.0.0.1:{port}")
 

@@ -32,13 +32,17 @@ from .device import (  # noqa: F401
 )
 from .copy_engine import CopyEngine  # noqa: F401
 from .heap import HeapExhausted  # noqa: F401
-from .host import Iris, context, iris  # noqa: F401
+from .host import DeviceMismatchError, Iris, context, iris  # noqa: F401
 from .launch import RankError, RankPool, spawn  # noqa: F401
 from . import collectives, partition, tracing  # noqa: F401,E402
 from . import hierarchical  # noqa: F401
 from .hierarchical import MultiNodeContext, multi_node, node_groups  # noqa: F401
-from .grid import DEVICE_ID, HEAP_BASES, NUM_DEVICES, DeviceGroup, Grid, jit  # noqa: F401,E402
+from .grid import DEVICE_CONTEXT, DEVICE_ID, HEAP_BASES, NUM_DEVICES, DeviceGroup, Grid, jit  # noqa: F401,E402
 from .partition import Partitioned, Symmetric, partitioned  # noqa: F401,E402
 from .tracing import Tracer  # noqa: F401,E402
+from .device_context import DeviceContext  # noqa: F401
+from . import tile  # noqa: F401
+
+TritonContext = DeviceContext  # the reference's newer name
 
 __version__ = "0.1.0"

@@ -67,93 +67,135 @@ def __translate(ptr, from_rank, to_rank, heap_bases):
 translate = __translate  # public alias: translate(ptr, from_rank, to_rank, heap_bases)
 
 
+@triton.jit
+def _to(ptr, from_rank, to_rank, heap_bases, hint: tl.constexpr = None):
+    """Translated pointer, with the reference's optional vectorization hint (an int or a tuple, one per dimension:
+    the translated pointer is declared a multiple of, and contiguous over, that many elements)."""
+    out = __translate(ptr, from_rank, to_rank, heap_bases)
+    if hint is not None:
+        out = tl.max_contiguous(tl.multiple_of(out, hint), hint)
+    return out
+
+
 # ----------------------------------------------------------------------------------------------- load / store
+# Keywords as in the reference: `other` (value of masked-off loaded elements), cache modifiers (loads: "", ".ca",
+# ".cg", ".cv"; stores: "", ".wb", ".cg", ".cs", ".wt"; PTX's names, which the reference shares), `volatile`, and
+# `hint` (see _to). Defaults change nothing in the generated code.
 
 
 @triton.jit
-def load(pointer, to_rank, from_rank, heap_bases, mask=None, other=None):
+def load(pointer, to_rank, from_rank, heap_bases, mask=None, other=None, cache_modifier=None, volatile=False,
+         hint: tl.constexpr = None):
     """Read `from_rank`'s copy of `pointer` (`to_rank` is the current rank)."""
-    return tl.load(__translate(pointer, to_rank, from_rank, heap_bases), mask=mask, other=other)
+    return tl.load(_to(pointer, to_rank, from_rank, heap_bases, hint), mask=mask, other=other,
+                   cache_modifier=cache_modifier, volatile=volatile)
 
 
 @triton.jit
-def store(pointer, value, from_rank, to_rank, heap_bases, mask=None):
+def store(pointer, value, from_rank, to_rank, heap_bases, mask=None, cache_modifier=None,
+          hint: tl.constexpr = None):
     """Write `value` into `to_rank`'s copy of `pointer` (`from_rank` is the current rank)."""
-    tl.store(__translate(pointer, from_rank, to_rank, heap_bases), value, mask=mask)
+    tl.store(_to(pointer, from_rank, to_rank, heap_bases, hint), value, mask=mask, cache_modifier=cache_modifier)
 
 
 @triton.jit
-def get(from_ptr, to_ptr, from_rank, to_rank, heap_bases, mask=None):
+def get(from_ptr, to_ptr, from_rank, to_rank, heap_bases, mask=None, other=None, load_cache_modifier=None,
+        store_cache_modifier=None, hint: tl.constexpr = None):
     """Remote read, local write: `to_ptr[i] = to_rank's from_ptr[i]` (`from_rank` is the current rank).
 
     This is the reference's code (its tests call `get(src, dst, cur_rank, peer, ...)`), whose docstring says the
     opposite; kernels ported from it rely on the code, so this library matches the code."""
-    data = tl.load(__translate(from_ptr, from_rank, to_rank, heap_bases), mask=mask)
-    tl.store(to_ptr, data, mask=mask)
+    data = tl.load(_to(from_ptr, from_rank, to_rank, heap_bases, hint), mask=mask, other=other,
+                   cache_modifier=load_cache_modifier)
+    tl.store(to_ptr, data, mask=mask, cache_modifier=store_cache_modifier)
 
 
 @triton.jit
-def put(from_ptr, to_ptr, from_rank, to_rank, heap_bases, mask=None):
+def put(from_ptr, to_ptr, from_rank, to_rank, heap_bases, mask=None, other=None, load_cache_modifier=None,
+        store_cache_modifier=None, hint: tl.constexpr = None):
     """Local read, remote write: `to_rank's to_ptr[i] = from_ptr[i]` (`from_rank` is the current rank)."""
-    data = tl.load(from_ptr, mask=mask)
-    tl.store(__translate(to_ptr, from_rank, to_rank, heap_bases), data, mask=mask)
+    data = tl.load(from_ptr, mask=mask, other=other, cache_modifier=load_cache_modifier)
+    tl.store(_to(to_ptr, from_rank, to_rank, heap_bases, hint), data, mask=mask, cache_modifier=store_cache_modifier)
 
 
 @triton.jit
-def copy(src_ptr, dst_ptr, from_rank, to_rank, cur_rank, heap_bases, mask=None):
+def copy(src_ptr, dst_ptr, from_rank, to_rank, cur_rank, heap_bases, mask=None, other=None,
+         load_cache_modifier=None, store_cache_modifier=None, hint: tl.constexpr = None):
     """`to_rank's dst_ptr[i] = from_rank's src_ptr[i]`, issued by `cur_rank` (any of the three may differ)."""
-    data = tl.load(__translate(src_ptr, cur_rank, from_rank, heap_bases), mask=mask)
-    tl.store(__translate(dst_ptr, cur_rank, to_rank, heap_bases), data, mask=mask)
+    data = tl.load(_to(src_ptr, cur_rank, from_rank, heap_bases, hint), mask=mask, other=other,
+                   cache_modifier=load_cache_modifier)
+    tl.store(_to(dst_ptr, cur_rank, to_rank, heap_bases, hint), data, mask=mask, cache_modifier=store_cache_modifier)
 
 
 # ----------------------------------------------------------------------------------------------- atomics
 # All return the old value. `sem` in {None, "relaxed", "acquire", "release", "acq_rel"}, `scope` in
-# {None, "cta", "gpu", "sys"}; flags between GPUs want scope="sys".
+# {None, "cta", "gpu", "sys"}; flags between GPUs want scope="sys". `hint` as for load/store.
 
 
 @triton.jit
-def atomic_add(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None):
-    return tl.atomic_add(__translate(pointer, from_rank, to_rank, heap_bases), val, mask=mask, sem=sem, scope=scope)
+def atomic_add(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None,
+               hint: tl.constexpr = None):
+    return tl.atomic_add(_to(pointer, from_rank, to_rank, heap_bases, hint), val, mask=mask, sem=sem, scope=scope)
 
 
 @triton.jit
-def atomic_sub(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None):
-    return tl.atomic_add(__translate(pointer, from_rank, to_rank, heap_bases), -val, mask=mask, sem=sem, scope=scope)
+def atomic_sub(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None,
+               hint: tl.constexpr = None):
+    return tl.atomic_add(_to(pointer, from_rank, to_rank, heap_bases, hint), -val, mask=mask, sem=sem, scope=scope)
 
 
 @triton.jit
-def atomic_cas(pointer, cmp, val, from_rank, to_rank, heap_bases, sem=None, scope=None):
-    return tl.atomic_cas(__translate(pointer, from_rank, to_rank, heap_bases), cmp, val, sem=sem, scope=scope)
+def atomic_cas(pointer, cmp, val, from_rank, to_rank, heap_bases, sem=None, scope=None, hint: tl.constexpr = None):
+    return tl.atomic_cas(_to(pointer, from_rank, to_rank, heap_bases, hint), cmp, val, sem=sem, scope=scope)
+
+
+_INTERPRET = tl.constexpr(INTERPRET)
 
 
 @triton.jit
-def atomic_xchg(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None):
-    return tl.atomic_xchg(__translate(pointer, from_rank, to_rank, heap_bases), val, mask=mask, sem=sem, scope=scope)
+def atomic_xchg(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None,
+                hint: tl.constexpr = None):
+    p = _to(pointer, from_rank, to_rank, heap_bases, hint)
+    ty: tl.constexpr = pointer.dtype.element_ty
+    if _INTERPRET and (ty == tl.float32 or ty == tl.float64):
+        # The interpreter exchanges integers only: exchange the float's bits (same result, same atomicity).
+        ity: tl.constexpr = tl.int32 if ty == tl.float32 else tl.int64
+        bits = tl.cast(tl.cast(val, ty), ity, bitcast=True)
+        old = tl.atomic_xchg(tl.cast(p, tl.pointer_type(ity)), bits, mask=mask, sem=sem, scope=scope)
+        res = tl.cast(old, ty, bitcast=True)
+    else:
+        res = tl.atomic_xchg(p, val, mask=mask, sem=sem, scope=scope)
+    return res
 
 
 @triton.jit
-def atomic_and(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None):
-    return tl.atomic_and(__translate(pointer, from_rank, to_rank, heap_bases), val, mask=mask, sem=sem, scope=scope)
+def atomic_and(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None,
+               hint: tl.constexpr = None):
+    return tl.atomic_and(_to(pointer, from_rank, to_rank, heap_bases, hint), val, mask=mask, sem=sem, scope=scope)
 
 
 @triton.jit
-def atomic_or(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None):
-    return tl.atomic_or(__translate(pointer, from_rank, to_rank, heap_bases), val, mask=mask, sem=sem, scope=scope)
+def atomic_or(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None,
+              hint: tl.constexpr = None):
+    return tl.atomic_or(_to(pointer, from_rank, to_rank, heap_bases, hint), val, mask=mask, sem=sem, scope=scope)
 
 
 @triton.jit
-def atomic_xor(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None):
-    return tl.atomic_xor(__translate(pointer, from_rank, to_rank, heap_bases), val, mask=mask, sem=sem, scope=scope)
+def atomic_xor(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None,
+               hint: tl.constexpr = None):
+    return tl.atomic_xor(_to(pointer, from_rank, to_rank, heap_bases, hint), val, mask=mask, sem=sem, scope=scope)
 
 
 @triton.jit
-def atomic_min(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None):
-    return tl.atomic_min(__translate(pointer, from_rank, to_rank, heap_bases), val, mask=mask, sem=sem, scope=scope)
+def atomic_min(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None,
+               hint: tl.constexpr = None):
+    return tl.atomic_min(_to(pointer, from_rank, to_rank, heap_bases, hint), val, mask=mask, sem=sem, scope=scope)
 
 
 @triton.jit
-def atomic_max(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None):
-    return tl.atomic_max(__translate(pointer, from_rank, to_rank, heap_bases), val, mask=mask, sem=sem, scope=scope)
+def atomic_max(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None,
+               hint: tl.constexpr = None):
+    return tl.atomic_max(_to(pointer, from_rank, to_rank, heap_bases, hint), val, mask=mask, sem=sem, scope=scope)
 
 
 # ----------------------------------------------------------------------------------------------- flags

@@ -40,6 +40,7 @@ class _Marker:
 
 
 DEVICE_ID, NUM_DEVICES, HEAP_BASES = _Marker("DEVICE_ID"), _Marker("NUM_DEVICES"), _Marker("HEAP_BASES")
+DEVICE_CONTEXT = _Marker("DEVICE_CONTEXT")  # each device's iris.DeviceContext tensor (RMA, atomics, flags)
 
 
 class DeviceGroup:
@@ -126,9 +127,22 @@ class DeviceGroup:
             return self.num_devices
         if value is HEAP_BASES:
             return self.heap_bases[rank]
+        if value is DEVICE_CONTEXT:
+            return self.get_device_context(rank)
         if isinstance(value, (Partitioned, Symmetric)):
             return value.shards[rank]
         return value
+
+    def get_device_context(self, device_index):
+        """The iris.DeviceContext tensor of one device of the group (no tile workspace: RMA, atomics, signal/wait).
+        Kernels on an iris.Grid get it by passing iris.DEVICE_CONTEXT."""
+        from .device_context import _layout
+        cache = self.__dict__.setdefault("_contexts", {})
+        if device_index not in cache:
+            bases = self.heap_bases[device_index].tolist()
+            cache[device_index] = torch.tensor(_layout(device_index, self.num_devices, bases, None), dtype=torch.int64,
+                                               device=self.devices[device_index])
+        return cache[device_index]
 
     def synchronize(self):
         """Wait for every device; raise DeviceWaitTimeout if a kernel gave up waiting on a flag."""

@@ -44,8 +44,12 @@ def _device_barrier_kernel(flags, epoch_ptr, cur_rank, world_size, heap_bases, P
         _dev.wait(flags + peer, epoch, cur_rank, heap_bases, cmp="ge")
 
 
+class DeviceMismatchError(RuntimeError, ValueError):
+    """An allocation asked for a device other than the heap's (RuntimeError as in the reference)."""
+
+
 def _size_of(size):
-    if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)):
+    while len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)):  # (2, 3), ((2, 3),), [[2, 3]]
         size = tuple(size[0])
     if not all(isinstance(s, int) and s >= 0 for s in size):
         raise ValueError(f"size must be non-negative integers, got {size!r}")
@@ -196,21 +200,51 @@ class Iris:
         logger.error(msg)
 
     # ------------------------------------------------------------------------------------------------ allocation
+    # Signatures follow torch's factories and the reference's (out=, layout=, memory_format=, pin_memory=). Local,
+    # not collective, but every rank must make the same sequence of allocations (that is what makes offsets agree).
     def _check_device(self, device):
         if device is None:
             return
         kind = torch.device(device).type
         # "cuda" is accepted on the CPU backend so that GPU scripts run unchanged on the simulator.
         if kind != self.device.type and not (self.backend == "cpu" and kind == "cuda"):
-            raise ValueError(f"device={device!r}: the symmetric heap lives on {self.device}")
+            raise DeviceMismatchError(f"device={device!r}: the symmetric heap lives on {self.device}")
+        if kind == "cuda" and self.backend == "cuda" and torch.device(device).index not in (None, self.device.index):
+            raise DeviceMismatchError(f"device={device!r}: the symmetric heap lives on {self.device}")
 
-    def _allocate(self, size, dtype, device=None, requires_grad=False):
+    @staticmethod
+    def _check_options(layout=torch.strided, memory_format=torch.contiguous_format, pin_memory=False):
+        if layout not in (None, torch.strided):
+            raise ValueError(f"layout={layout}: the symmetric heap holds dense tensors only (torch.strided)")
+        if memory_format not in (None, torch.contiguous_format, torch.preserve_format):
+            raise ValueError(f"memory_format={memory_format}: heap tensors are contiguous (torch.contiguous_format)")
+        if pin_memory:
+            raise ValueError("pin_memory=True: the symmetric heap is device memory, it cannot be pinned host memory")
+
+    def _check_out(self, out, size, dtype):
+        """The reference's checks and messages for out=; returns out viewed as `size`."""
+        numel = 1
+        for s in size:
+            numel *= s
+        if not self.is_symmetric(out):
+            raise RuntimeError("The output tensor is not on the symmetric heap")
+        if out.numel() != numel:
+            raise RuntimeError(f"The output tensor has {out.numel()} elements, but {numel} are required")
+        if out.dtype != dtype:
+            raise RuntimeError(f"The output tensor has dtype {out.dtype}, but {dtype} is required")
+        return out if tuple(out.shape) == tuple(size) else out.view(size)
+
+    def _allocate(self, size, dtype, device=None, requires_grad=False, out=None, layout=torch.strided,
+                  memory_format=torch.contiguous_format, pin_memory=False):
         self._check_open()
         self._check_device(device)
+        self._check_options(layout, memory_format, pin_memory)
         dtype = dtype or torch.get_default_dtype()
         if not isinstance(dtype, torch.dtype):
             raise TypeError(f"dtype must be a torch.dtype, got {dtype!r}")
         size = _size_of(size)
+        if out is not None:
+            return self._check_out(out, size, dtype), requires_grad
         numel = 1
         for s in size:
             numel *= s
@@ -219,60 +253,86 @@ class Iris:
         tensor = self.heap.buffer[offset:offset + nbytes].view(dtype).view(size)
         return tensor, requires_grad
 
+    def allocate(self, num_elements, dtype):
+        """A flat uninitialized heap tensor of `num_elements` elements (the reference's low-level allocator)."""
+        return self._allocate((num_elements,), dtype)[0]
+
     @staticmethod
     def _finish(tensor, requires_grad):
         return tensor.requires_grad_(True) if requires_grad else tensor
 
-    def empty(self, *size, dtype=None, device=None, requires_grad=False):
-        return self._finish(*self._allocate(size, dtype, device, requires_grad))
+    def empty(self, *size, out=None, dtype=None, layout=torch.strided, device=None, requires_grad=False,
+              pin_memory=False, memory_format=torch.contiguous_format):
+        return self._finish(*self._allocate(size, dtype, device, requires_grad, out, layout, memory_format,
+                                            pin_memory))
 
-    def zeros(self, *size, dtype=None, device=None, requires_grad=False):
-        t, rg = self._allocate(size, dtype, device, requires_grad)
+    def zeros(self, *size, out=None, dtype=None, layout=torch.strided, device=None, requires_grad=False):
+        t, rg = self._allocate(size, dtype, device, requires_grad, out, layout)
         return self._finish(t.zero_(), rg)
 
-    def ones(self, *size, dtype=None, device=None, requires_grad=False):
-        t, rg = self._allocate(size, dtype, device, requires_grad)
+    def ones(self, *size, out=None, dtype=None, layout=torch.strided, device=None, requires_grad=False):
+        t, rg = self._allocate(size, dtype, device, requires_grad, out, layout)
         return self._finish(t.fill_(1), rg)
 
-    def full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
-        if dtype is None and isinstance(fill_value, bool):
-            dtype = torch.bool
-        elif dtype is None and isinstance(fill_value, int):
-            dtype = torch.int64
-        t, rg = self._allocate(size, dtype, device, requires_grad)
+    def full(self, size, fill_value, *, out=None, dtype=None, layout=torch.strided, device=None,
+             requires_grad=False):
+        if dtype is None:
+            dtype = torch.full((), fill_value).dtype  # bool, int64, default float or complex, as torch infers
+        t, rg = self._allocate(size, dtype, device, requires_grad, out, layout)
         return self._finish(t.fill_(fill_value), rg)
 
-    def zeros_like(self, input, dtype=None, device=None, requires_grad=False):
-        return self.zeros(input.shape, dtype=dtype or input.dtype, device=device, requires_grad=requires_grad)
+    def zeros_like(self, input, *, dtype=None, layout=None, device=None, requires_grad=False,
+                   memory_format=torch.preserve_format):
+        return self.zeros(input.shape, dtype=dtype or input.dtype, layout=layout or input.layout,
+                          device=device, requires_grad=requires_grad)
 
-    def _from_values(self, values, requires_grad):
-        t, rg = self._allocate(values.shape, values.dtype)
+    def _from_values(self, values, requires_grad, out=None):
+        t, _ = self._allocate(values.shape, values.dtype, out=out)
         t.copy_(values)
         return self._finish(t, requires_grad)
 
-    def arange(self, start=0, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    def arange(self, start=0, end=None, step=1, *, out=None, dtype=None, layout=torch.strided, device=None,
+               requires_grad=False):
         self._check_device(device)
+        self._check_options(layout)
         if end is None:
             start, end = 0, start
-        return self._from_values(torch.arange(start, end, step, dtype=dtype, device=self.device), requires_grad)
+        return self._from_values(torch.arange(start, end, step, dtype=dtype, device=self.device), requires_grad,
+                                 out)
 
-    def linspace(self, start, end, steps, dtype=None, device=None, requires_grad=False):
+    def linspace(self, start, end, steps, *, out=None, dtype=None, layout=torch.strided, device=None,
+                 requires_grad=False):
+        """`steps` is a count; a one-element sequence such as (5,), [5] or ((5,),) is read as that count, as the
+        reference does."""
         self._check_device(device)
-        return self._from_values(torch.linspace(start, end, steps, dtype=dtype, device=self.device), requires_grad)
+        self._check_options(layout)
+        while isinstance(steps, (tuple, list, torch.Size)) and len(steps) == 1:
+            steps = steps[0]
+        if not isinstance(steps, int) or steps < 0:
+            raise ValueError(f"linspace: steps must be a non-negative integer (or a one-element sequence of one), "
+                             f"got {steps!r}")
+        start, end = (v.item() if isinstance(v, torch.Tensor) else v for v in (start, end))
+        if dtype is None and any(isinstance(v, complex) for v in (start, end)):
+            dtype = torch.complex64 if torch.get_default_dtype() != torch.float64 else torch.complex128
+        return self._from_values(torch.linspace(start, end, steps, dtype=dtype, device=self.device), requires_grad,
+                                 out)
 
-    def rand(self, *size, generator=None, dtype=None, device=None, requires_grad=False):
-        t, rg = self._allocate(size, dtype, device, requires_grad)
+    def rand(self, *size, generator=None, out=None, dtype=None, layout=torch.strided, device=None,
+             requires_grad=False):
+        t, rg = self._allocate(size, dtype, device, requires_grad, out, layout)
         return self._finish(t.uniform_(0, 1, generator=generator), rg)
 
-    def randn(self, *size, generator=None, dtype=None, device=None, requires_grad=False):
-        t, rg = self._allocate(size, dtype, device, requires_grad)
+    def randn(self, *size, generator=None, out=None, dtype=None, layout=torch.strided, device=None,
+              requires_grad=False):
+        t, rg = self._allocate(size, dtype, device, requires_grad, out, layout)
         return self._finish(t.normal_(generator=generator), rg)
 
     def uniform(self, size, low=0.0, high=1.0, dtype=None, device=None, requires_grad=False):
         t, rg = self._allocate(size if isinstance(size, (tuple, list)) else (size,), dtype, device, requires_grad)
         return self._finish(t.uniform_(low, high), rg)
 
-    def randint(self, *args, generator=None, dtype=None, device=None, requires_grad=False):
+    def randint(self, *args, generator=None, out=None, dtype=None, layout=torch.strided, device=None,
+                requires_grad=False):
         """randint(high, size) or randint(low, high, size), as torch.randint."""
         if len(args) == 2:
             (high, size), low = args, 0
@@ -282,7 +342,7 @@ class Iris:
             raise TypeError(f"randint expects (high, size) or (low, high, size), got {len(args)} arguments")
         if high <= low:
             raise ValueError(f"randint: high ({high}) must be greater than low ({low})")
-        t, rg = self._allocate(size, dtype or torch.int64, device, requires_grad)
+        t, rg = self._allocate(size, dtype or torch.int64, device, requires_grad, out, layout)
         return self._finish(t.random_(low, high, generator=generator), rg)
 
     def as_symmetric(self, tensor):
@@ -293,8 +353,26 @@ class Iris:
         return t.copy_(tensor)
 
     def is_symmetric(self, tensor):
-        """True if `tensor` lies on this context's heap (not another context's)."""
-        return isinstance(tensor, torch.Tensor) and self.heap.owns(tensor)
+        """Whether `tensor` lies in this context's heap (a 0-element view of the heap counts: it has no data
+        pointer of its own, so its storage decides)."""
+        if not isinstance(tensor, torch.Tensor):
+            return False
+        if tensor.numel() == 0:
+            return (tensor.device == self.heap.buffer.device and
+                    tensor.untyped_storage().data_ptr() == self.heap.buffer.untyped_storage().data_ptr())
+        return self.heap.owns(tensor)
+
+    __on_symmetric_heap = is_symmetric  # the reference's private name, which its tests call
+
+    def get_device_context(self, workspace=None, *, tiles=None, block=None, dtype=torch.float32):
+        """The device context (iris/device_context.py): one int64 tensor [rank, world, heap bases..., workspace] to
+        pass to a kernel as one argument, read there by `iris.DeviceContext.initialize`. A tile workspace (an
+        iris.tile.Workspace, or tiles=/block=/dtype= to create one: collective, once) adds the tile collectives.
+        Otherwise local and cheap (cached)."""
+        from .device_context import context_tensor
+        return context_tensor(self, workspace, tiles=tiles, block=block, dtype=dtype)
+
+    device_context = get_device_context
 
     def require_symmetric(self, tensor, what, hint=" (allocate it with ctx.zeros/empty)"):
         """Raise ValueError unless `tensor` lies on this context's heap; the message tells a tensor from another
@@ -356,8 +434,10 @@ class Iris:
         """Raise DeviceWaitTimeout if a kernel of this rank gave up waiting on a flag (and clear the record)."""
         _dev.raise_recorded_timeout(self._errors)
 
-    def broadcast(self, value, source_rank=0):
-        """`value` as held by `source_rank`, on every rank: tensors keep dtype and device, anything else is pickled."""
+    def broadcast(self, value, source_rank=0, *, src=None):
+        """`value` as held by `source_rank` (or `src`, torch.distributed's name), on every rank: tensors keep dtype
+        and device, anything else is pickled."""
+        source_rank = source_rank if src is None else src
         if isinstance(value, torch.Tensor):  # through the host: works for any backend and GPU sharing
             box = [value.detach().cpu() if self.cur_rank == source_rank else None]
             dist.broadcast_object_list(box, group=self.group, group_src=source_rank)
@@ -409,9 +489,17 @@ def context(handle):
     return ctx
 
 
-def iris(heap_size=1 << 30, backend=None, group=None):
+ALLOCATOR_TYPES = ("torch", "vmem")
+
+
+def iris(heap_size=1 << 30, backend=None, group=None, allocator_type="torch"):
     """Create the symmetric-heap context on this rank. Collective over `group` only: each of its ranks calls it with
     the same heap_size (other ranks need not). `group`: None (the whole torch.distributed world), a ProcessGroup, a
     1-D DeviceMesh, (mesh, dim name), or a list of global ranks. Ranks, barriers, broadcasts, collectives and every
-    op of the context are in group coordinates (ctx.global_ranks maps them back). All ranks must be on one host."""
+    op of the context are in group coordinates (ctx.global_ranks maps them back). All ranks must be on one host.
+    `allocator_type` is the reference's: "torch" and "vmem" are both served by one heap mapped at creation (no
+    growth, as_symmetric copies); anything else is refused."""
+    if allocator_type not in ALLOCATOR_TYPES:
+        raise ValueError(f"allocator_type={allocator_type!r}: expected one of {ALLOCATOR_TYPES} (both give the "
+                         f"fixed-size symmetric heap of heap_size bytes)")
     return Iris(heap_size, backend, group)

@@ -107,7 +107,7 @@ ERRORS = {
     "negative size": ("ValueError", "non-negative integers"),
     "float size": ("ValueError", "non-negative integers"),
     "bad dtype": ("TypeError", "torch.dtype"),
-    "bad device": ("ValueError", "heap lives on"),
+    "bad device": ("DeviceMismatchError", "heap lives on"),
     "randint range": ("ValueError", "must be greater than low"),
     "randint arity": ("TypeError", "(high, size) or (low, high, size)"),
     "as_symmetric non-tensor": ("TypeError", "expects a torch.Tensor"),
