@@ -271,8 +271,8 @@ def _check(ctx, name, variant, op, tensors, heap):
         if t.device.type != ctx.get_device().type:
             raise ValueError(f"{name}: {label} is on {t.device}, the heap is on {ctx.get_device()}")
         if variant != "nccl" and label in heap and not ctx.is_symmetric(t):
-            ctx.require_symmetric(t, f"{name}: {label}", f" (peers {heap[label]} it); allocate it with ctx.empty/zeros, "
-                                                         f"or use variant='nccl'")
+            ctx.require_symmetric(t, f"{name}: {label}",
+                                  f" (peers {heap[label]} it); allocate it with ctx.empty/zeros, or use variant='nccl'")
     dtypes = {t.dtype for t in tensors.values()}
     if len(dtypes) > 1:
         raise TypeError(f"{name}: tensors must share one dtype, got {sorted(map(str, dtypes))}")

@@ -97,7 +97,7 @@ def test_all_to_all_v_overflow_is_recorded_never_silent(ranks2):
     res = ranks2.run(r_a2av_overflow)
     assert "16 rows arrived for an output of 5 rows" in res[0][0], res[0]
     assert res[1][0] is None  # rank 1 received nothing: no error there
-    for err, ok_rows, bad, again, _ in res:
+    for _err, ok_rows, bad, again, _ in res:
         assert ok_rows and again, res
         assert bad == ["ValueError", "ValueError", "TypeError"], bad
 
