@@ -67,6 +67,9 @@ SETTINGS = (
     Setting("FUSED_OPS_CAPTURE_UNSAFE", "", "list", "diagnosis", "fused_ops/registry.py",
             "op/variant[,...]: allow CUDA-graph capture of variants that a graph may deadlock (copy_engine, "
             "producer_consumer)"),
+    Setting("FUSED_OPS_MOE_GROUPED_MM", "1", "bool", "A/B runs", "fused_ops/moe/torch_nccl.py",
+            "the moe_ffn torch_nccl baseline's expert GEMMs through torch._grouped_mm on CUDA bf16 (0: one matmul per "
+            "expert)"),
     # --- results
     Setting("IRIS_COMMIT", "", "str", "benchmarks", "taxonomy/cli.py, benchmarks/, scripts/",
             "the commit recorded in result CSVs (unset: git rev-parse --short HEAD)"),
@@ -87,6 +90,10 @@ LAUNCHER_VARIABLES = {
     "PMIX_RANK": "PMIx launchers: bootstrap through mpi4py",
     "MPI_LOCALNRANKS": "MPICH's Hydra: bootstrap through mpi4py",
     "SLURM_PROCID_MPI": "Slurm with MPI: bootstrap through mpi4py",
+    "IRIS_HOSTNAME": "this rank's host identity for the locality check and iris.node_groups (unset: the hostname); "
+                     "iris.spawn(nodes=k) sets it to simulate k hosts on one machine",
+    "IRIS_DEVICE": "the GPU index of this rank (unset: LOCAL_RANK modulo the visible GPUs); set by iris.spawn(nodes=k)",
+    "GROUP_RANK": "torchrun's node index; iris.spawn(nodes=k) sets it for its simulated nodes",
 }
 
 _BY_NAME = {s.name: s for s in SETTINGS}

@@ -2,16 +2,14 @@
 one GEMM per local expert in PyTorch (torch._grouped_mm on CUDA bf16 where it exists, else a loop), all_to_all_single
 back, weighted sum. Host synchronizations: two (the split sizes)."""
 
-import os
-
 import torch
 import torch.distributed as dist
 
+from iris import settings
+
 from ..registry import register
 
-# FUSED_OPS_MOE_GROUPED_MM=0: the per-expert loop even where torch._grouped_mm exists (A/B runs, or a torch whose
-# _grouped_mm refuses these layouts).
-GROUPED_MM = os.environ.get("FUSED_OPS_MOE_GROUPED_MM", "1") != "0"
+GROUPED_MM = settings.value("FUSED_OPS_MOE_GROUPED_MM")
 _ACT = {"silu": torch.nn.functional.silu, "relu": torch.relu, "none": lambda v: v}
 
 
