@@ -341,9 +341,8 @@ def all_reduce(ctx, tensor, op="sum", variant="auto", out=None, config=None, asy
 def _auto_all_reduce(ctx, tensor):
     """push up to 1 MiB (2 ranks: 4 MiB); push_two_shot on 4+ ranks from 256 KiB to 4 MiB, on 2 ranks from 4 to 64
     MiB (each rank sends 2(w-1)/w of the tensor, not w-1 times it); then two_shot, or nccl for a tensor that is not on
-    the heap. Measured on H200s: 4 ranks (results/w4/push_two_shot.csv) 1 MiB 17.4 vs push 19.1 µs, 4 MiB 34.6 vs
-    two_shot 42.3 µs; 2 ranks (results/collectives.csv, graph) 4 MiB push 17.9 vs two_shot 23.5 µs, 16 MiB
-    push_two_shot 55.5 vs 60.9 µs, 64 MiB 195.5 vs 212.8 µs. The push variants' inboxes take 8 x world x (push) or
+    the heap. The thresholds come from the graph-timed sweeps in results/current/collectives/ (collectives.csv,
+    w4/push_two_shot.csv; docs/performance.md). The push variants' inboxes take 8 x world x (push) or
     8 x (push_two_shot) the tensor's bytes of heap: above 1 MiB they are picked only while that fits in half the
     heap's free space, and the pick is remembered per size, so a later call does not change its mind once the
     inboxes are allocated."""
@@ -390,8 +389,8 @@ def _direct(kernel, grid, args, meta, *tensors):
 
 def _push_block(nbytes):
     """Elements per program of the push kernels on GPUs, by the bytes one tile-set covers: small blocks (many
-    programs) for latency, then few large ones, which cost fewer fences and flags (results/push_blocks.csv, 2x H200:
-    all_reduce of 1 MiB 10.1 µs with 2048-element blocks, 8.8 µs with 16384)."""
+    programs) for latency, then few large ones, which cost fewer fences and flags (measured in
+    results/current/collectives/push_blocks*.csv)."""
     return 2048 if nbytes <= 512 << 10 else 16384
 
 

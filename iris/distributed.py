@@ -25,7 +25,7 @@ def _mpi_rendezvous():
         from mpi4py import MPI
     except ImportError as err:
         raise RuntimeError("running under an MPI launcher, but mpi4py is not installed: "
-                           "pip install 'iris-triton[mpi]'") from err
+                           "pip install 'iris-nvlink[mpi]'") from err
     comm = MPI.COMM_WORLD
     rank, world = comm.Get_rank(), comm.Get_size()
     node = comm.Split_type(MPI.COMM_TYPE_SHARED)  # collective: every rank calls it once
