@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU pass for this session's work, by stages, on a 2-GPU machine. Writes logs, CSVs and PNGs under $OUT; exits
 # non-zero if any stage failed.
-# Usage (device machine): IRIS_COMMIT=<sha> bash scripts/gpu_session.sh tests grid traces catalog | tp | sweep | wave
+# Usage (device machine): IRIS_COMMIT=<sha> bash scripts/gpu_session.sh STAGE [STAGE ...] (the stages are below)
 set -uo pipefail
 # CSVs record IRIS_COMMIT; git on the device copy can be stale (it once said e72067e for a tree at 5324bd4)
 : "${IRIS_COMMIT:?set IRIS_COMMIT=<sha of the checkout being run>}"
@@ -164,6 +164,13 @@ for stage in "$@"; do
              run eager_host_ceplan.log timeout 400 python3 scripts/eager_host_profile.py -n ${NRANKS:-2} --top 12 \
                gemm_all_reduce/copy_engine gemm_all_reduce/copy_engine:noplan gemm_reduce_scatter/copy_engine \
                gemm_reduce_scatter/copy_engine:noplan all_gather_gemm/copy_engine all_gather_gemm/copy_engine:noplan ;;
+    newtests)  # the process groups, out-of-step, MoE, device-context, reference-compatibility, GEMM-shape and example
+               # tests, ranks sharing the GPU(s); then the CPU-demo entry points as a user runs them
+             run pytest_new.log timeout ${TEST_TIMEOUT:-540} python3 -m pytest -q -rs tests/test_groups.py \
+               tests/test_out_of_step.py tests/test_moe.py tests/test_device_context.py tests/test_reference_compat.py \
+               tests/test_examples.py tests/test_gemm_shapes.py tests/test_device_rma.py
+             run quickstart.log timeout 120 python3 examples/quickstart.py
+             run demo.log timeout 120 python3 examples/demo.py ;;
     *) echo "unknown stage $stage"; status=1 ;;
   esac
 done
