@@ -106,8 +106,11 @@ FEW_TILES = 4
 MAX_SPLIT = 16
 
 
-def few_tiles_split(tiles, programs, k, block_k):
-    """split_k of plain split-K where the tiles are few (FEW_TILES), else 1."""
+def few_tiles_split(tiles, programs, k, block_k, m=None):
+    """split_k of plain split-K where the tiles are few (FEW_TILES; decode rows, m <= DECODE_ROWS: 2 where they leave
+    half the programs idle), else 1."""
+    if m is not None and m <= DECODE_ROWS and tiles * FEW_TILES > programs:
+        return 2 if tiles * 2 <= programs and -(-k // block_k) >= 4 else 1
     if tiles * FEW_TILES > programs:
         return 1
     return max(1, min(programs // tiles, MAX_SPLIT, -(-k // block_k) // MIN_SLICE_BLOCKS))
@@ -124,7 +127,7 @@ def resolve(cfg, user, m, n_local, k):
     if cfg.split_tail:
         return replace(cfg, split_k=tail_split(tiles, cfg.gemm_sms, k, cfg.block_k))
     plain = cfg.split_k > 1 and (user is None or user.split_tail is None)
-    return replace(cfg, split_k=few_tiles_split(tiles, cfg.gemm_sms, k, cfg.block_k) if plain else 1)
+    return replace(cfg, split_k=few_tiles_split(tiles, cfg.gemm_sms, k, cfg.block_k, m) if plain else 1)
 
 
 def default_config(ctx, m, n_local, k, dtype, comm_programs=False, split=False):
@@ -149,9 +152,10 @@ def default_config(ctx, m, n_local, k, dtype, comm_programs=False, split=False):
     table = HOPPER_FP8_TILES if dtype == torch.float8_e4m3fn else HOPPER_TILES
     if m <= DECODE_ROWS and table is HOPPER_TILES:
         bm, bn, bk, stages, warps = DECODE_TILE
-        if split and -(-n_local // bn) * 2 <= gemm:  # too few tiles for the SMs: two slices of K each
-            bm, bn, bk, stages, warps = DECODE_FEW_TILE
-            return Config(bm, bn, bk, 8, gemm, comm, stages, warps, None, 2, False)
+        if split and few_tiles_split(-(-m // bm) * -(-n_local // bn), gemm, k, DECODE_FEW_TILE[2], m) > 1:
+            bm, bn, bk, stages, warps = DECODE_FEW_TILE  # too few tiles for the SMs: slices of K
+            return Config(bm, bn, bk, 8, gemm, comm, stages, warps, None,
+                          few_tiles_split(-(-m // bm) * -(-n_local // bn), gemm, k, bk, m), False)
         return Config(bm, bn, bk, 8, gemm, comm, stages, warps, None, 1, False)
     tiles = lambda bm, bn: -(-m // bm) * -(-n_local // bn)  # noqa: E731
     for bm, bn, bk, stages, warps, fill in table:
