@@ -217,7 +217,8 @@ def class_table(df):
         if "dtype" in g and (g.dtype == "float8_e4m3fn").all():
             floor = floor * 0 + 0.85
         rows.append(dict(shape_class=cls, shapes=len(g), geomean=round(shape_set.geomean(g.vs_torch), 3),
-                         min=round(g.vs_torch.min(), 3), worst=f"{g.loc[g.vs_torch.idxmin(), ['m', 'n', 'k']].tolist()}",
+                         min=round(g.vs_torch.min(), 3),
+                         worst=f"{g.loc[g.vs_torch.idxmin(), ['m', 'n', 'k']].tolist()}",
                          below_floor=int((g.vs_torch < floor).sum())))
     t = pd.DataFrame(rows)
     total = dict(shape_class="all", shapes=len(df), geomean=round(shape_set.geomean(df.vs_torch), 3),
@@ -285,11 +286,13 @@ def run_fp8(ctx, args, run_stamp):
                 t, t_torch = paired_graph_us(call, lambda: torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16,
                                                                             use_fast_accum=fast))
                 rows.append(dict(m=m, n=n, k=k, shape_class=tag["class"], source=tag["source"], config=name,
-                                 scaling=scaling, fast_accum=fast, block_m=used.block_m, block_n=used.block_n, block_k=used.block_k,
+                                 scaling=scaling, fast_accum=fast, block_m=used.block_m, block_n=used.block_n,
+                                 block_k=used.block_k,
                                  num_stages=used.num_stages, num_warps=used.num_warps, split_k=used.split_k,
                                  split_tail=used.split_tail, time_us=t, torch_us=t_torch, vs_torch=t_torch / t,
                                  tflops=2 * m * n * k / t / 1e6, rel_error=err, torch_rel_error=err_torch,
-                                 correct=err < max(2 * err_torch, 3e-2 if fast else 1e-2), dtype="float8_e4m3fn", **run_stamp))
+                                 correct=err < max(2 * err_torch, 3e-2 if fast else 1e-2), dtype="float8_e4m3fn",
+                                 **run_stamp))
                 print(f"{m:>6d}x{n}x{k} fp8 {scaling:6s} {name:18s} {t:9.1f} µs  torch {t_torch:9.1f}  "
                       f"{t_torch / t:5.2f}x  err {err:.1e} (torch {err_torch:.1e})", flush=True)
         df = pd.DataFrame(rows)

@@ -109,6 +109,19 @@ def sample(shapes, per_class=6, max_flop=2e12, seed=0):
     return sorted(picked, key=lambda s: (CLASSES.index(s[3]["class"]), s[0], s[1], s[2]))
 
 
+def global_shapes(tokens=(128, 1024, 4096, 16384), per_class=3, seed=0):
+    """Whole-layer GEMMs (M, N, K before tensor-parallel sharding: TP 1 in layer_gemms) of the same models, sampled per
+    class like `sample`: the named `models` set of `python -m taxonomy sweep`, where each op shards them over the
+    ranks itself. M from 128 (rows are split over ranks by some ops)."""
+    out = {}
+    for model in MODELS:
+        for layer, (n, k) in layer_gemms(model, 1).items():
+            for m in tokens:
+                out.setdefault((m, n, k), f"{model} {layer}")
+    tagged = [(m, n, k, {"class": shape_class(m, n, k), "source": src}) for (m, n, k), src in out.items()]
+    return [(m, n, k) for m, n, k, _ in sample(tagged, per_class=per_class, max_flop=4e12, seed=seed)]
+
+
 def geomean(values):
     values = [v for v in values if v > 0]
     return math.exp(sum(map(math.log, values)) / len(values)) if values else float("nan")
