@@ -160,3 +160,52 @@ def test_fp8_edge_tiles_match_float64(m, n, k, cfg):
         ref = (a.double() * sa.double()) @ (b.double() * sb.double())
         err = ((c.double() - ref).norm() / ref.norm()).item()
         assert err < (1e-3 if out_dtype == torch.float16 else 1e-6), (m, n, k, call, err)
+
+
+# ------------------------------------------------------------------------------------------------ GPU only
+ON_GPU = torch.cuda.is_available() and __import__("iris").BACKEND == "cuda"
+
+
+@pytest.mark.skipif(not ON_GPU, reason="FP8 tensor cores: GPU only (the interpreter cases above run on the CPU)")
+def test_fp8_default_configs_on_gpu_match_float64_like_torch():
+    # The public set's edge classes with the FP8 defaults (decode, plain split-K, split tails, N not a multiple of the
+    # tile), both scalings, against float64 and within 2x (or 1e-2) of torch._scaled_mm's own error.
+    for m, n, k in ((1, 4000, 4096), (16, 3584, 2368), (128, 128, 65536), (1024, 2112, 7168), (4096, 3000, 4096),
+                    (3000, 4096, 4096), (333, 784, 2048)):
+        for row in (False, True):
+            a32, w32 = torch.randn(m, k, device="cuda"), torch.randn(n, k, device="cuda")
+            sa = (a32.abs().amax(1, keepdim=True) if row else a32.abs().amax()) / 448
+            sb = (w32.abs().amax(1, keepdim=True).t() if row else w32.abs().amax()) / 448
+            a = (a32 / sa).to(fp8.FP8)
+            b = (w32 / (sb.t() if row else sb)).to(fp8.FP8).t()
+            sa, sb = sa.float().contiguous(), sb.float().contiguous()
+            ref = (a.double() * sa.double()) @ (b.double() * sb.double())
+            for _ in range(2):
+                out = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+                fp8.scaled_mm(a, b, sa, sb, out=out)
+                err = ((out.double() - ref).norm() / ref.norm()).item()
+                err_torch = ((torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16).double() - ref).norm()
+                             / ref.norm()).item()
+                assert err < max(2 * err_torch, 1e-2), (m, n, k, row, err, err_torch)
+
+
+def r_decode(ctx, op, variant, cfg):
+    from test_fused_ops import r_check
+    w = ctx.get_num_ranks()
+    return r_check(ctx, op, variant, "bfloat16", 16 * w, 1000 * w, 768 * w, 2, cfg)
+
+
+@pytest.mark.skipif(not ON_GPU, reason="16-row tiles compile differently on GPUs (mma.sync instead of wgmma)")
+@pytest.mark.parametrize("op", ["gemm_all_scatter", "gemm_all_reduce", "all_gather_gemm", "gemm_reduce_scatter"])
+def test_decode_tiles_in_every_variant(ranks2, op):
+    import fused_ops
+    from test_fused_ops import shares_gpus
+    tiles = [dict(zip(("block_m", "block_n", "block_k", "num_stages", "num_warps"), t))
+             for t in (DECODE_TILE, DECODE_FEW_TILE)]
+    for cfg in tiles + [dict(tiles[1], split_k=2)]:
+        for variant in fused_ops.list_variants(op, "cuda", "bfloat16"):
+            v = fused_ops.get(op, variant)
+            if v.pattern == "baseline" or shares_gpus(ranks2, op, variant) or ("split_k" in cfg and not v.split_k):
+                continue
+            errs = ranks2.run(r_decode, op, variant, cfg)
+            assert all(isinstance(e, float) for e in errs), (variant, cfg, errs)
