@@ -7,8 +7,16 @@ import torch
 
 from benchmarks import shapes as S
 from fused_ops import fp8
-from fused_ops.config import (DECODE_FEW_TILE, DECODE_TILE, HOPPER_FP8_TILES, HOPPER_TILES, Config, default_config,
-                              half_tile_cost, resolve)
+from fused_ops.config import (
+    DECODE_FEW_TILE,
+    DECODE_TILE,
+    HOPPER_FP8_TILES,
+    HOPPER_TILES,
+    Config,
+    default_config,
+    half_tile_cost,
+    resolve,
+)
 from fused_ops.gemm import store_vec
 
 
@@ -184,8 +192,10 @@ def test_fp8_default_configs_on_gpu_match_float64_like_torch():
                 out = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
                 fp8.scaled_mm(a, b, sa, sb, out=out)
                 err = ((out.double() - ref).norm() / ref.norm()).item()
-                err_torch = ((torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16).double() - ref).norm()
-                             / ref.norm()).item()
+                err_torch = 0.0  # torch._scaled_mm refuses N or K not a multiple of 16
+                if n % 16 == 0 and k % 16 == 0:
+                    err_torch = ((torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16).double() - ref).norm()
+                                 / ref.norm()).item()
                 assert err < max(2 * err_torch, 1e-2), (m, n, k, row, err, err_torch)
 
 
@@ -198,8 +208,9 @@ def r_decode(ctx, op, variant, cfg):
 @pytest.mark.skipif(not ON_GPU, reason="16-row tiles compile differently on GPUs (mma.sync instead of wgmma)")
 @pytest.mark.parametrize("op", ["gemm_all_scatter", "gemm_all_reduce", "all_gather_gemm", "gemm_reduce_scatter"])
 def test_decode_tiles_in_every_variant(ranks2, op):
-    import fused_ops
     from test_fused_ops import shares_gpus
+
+    import fused_ops
     tiles = [dict(zip(("block_m", "block_n", "block_k", "num_stages", "num_warps"), t))
              for t in (DECODE_TILE, DECODE_FEW_TILE)]
     for cfg in tiles + [dict(tiles[1], split_k=2)]:
