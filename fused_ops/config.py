@@ -46,12 +46,34 @@ class Config:
 # 256x8192x8192 0.89 -> 0.98x, 256x8192x16384 0.86 -> 0.98x; -1 to -4% at three shapes; results/gemm_04aeb7e.csv).
 HOPPER_TILES = ((128, 256, 64, 3, 8, 0.75), (128, 128, 64, 6, 8, 0.75), (64, 128, 128, 4, 4, 0.4),
                 (64, 64, 128, 4, 4, 0))
+# FP8 (e4m3, fused_ops/fp8.py): the same tiles over twice the K per block, so a stage holds the same bytes and the
+# same number of stages fits in shared memory.
+# Decode (M <= 16 rows): the GEMM streams B once; 16-row tiles (Triton's mma.sync path: wgmma needs 64 rows) waste
+# less of each program's shared memory and bandwidth on rows that are not there. At M = 1 and 16 (7 shapes of the
+# public set) 16x64x256 tiles reached 0.79-0.99x torch.matmul against 0.48-0.94x for the 64-row default; where they
+# leave half the SMs idle (<= 66 tiles), 16x64x128 tiles in two slices of K did better (1x4000x4096 0.86 -> 0.87x,
+# 16x3584x2368 0.79 -> 0.91x; results/current/gemm/gemm_explore.csv).
+DECODE_ROWS = 16
+DECODE_TILE = (16, 64, 256, 4, 4)
+DECODE_FEW_TILE = (16, 64, 128, 6, 4)
+HOPPER_FP8_TILES = tuple((bm, bn, 2 * bk, st, w, fill) for bm, bn, bk, st, w, fill in HOPPER_TILES)
 # A persistent grid runs its tiles in waves of one per program, and a last wave that is partly empty costs a whole one.
 # A 128x128 tile (6 stages, 8 warps) takes 0.48-0.55 of a 128x256 tile's time (median 0.51 over the 40 GEMMs a rank
 # runs in the 2-GPU default sweep, results/wave_a8219b8/), so it is the better pick where its waves times this cost
 # come to fewer than the 128x256 tile's waves: at the three such GEMMs, 1.11-1.19x (4096x2304x36864 0.74 -> 0.88x
 # torch.matmul), and no other GEMM of the 40 switches.
 HALF_TILE_COST = 0.52
+# ... at long K. Each tile also pays a fixed cost (filling the pipeline, the epilogue), about TILE_OVERHEAD_BLOCKS
+# blocks of K: at K of 360-4544 the 128x128 tile took 0.55-0.79 of a 128x256 tile's time (the public shape set,
+# results/current/gemm/gemm_explore.csv), and choosing it by the long-K figure cost up to 0.73 -> 0.88x torch.matmul
+# (16384x2880x2048). half_tile_cost folds that in.
+TILE_OVERHEAD_BLOCKS = 9
+
+
+def half_tile_cost(k, block_k):
+    """A 128x128 tile's time in 128x256 tiles at this K (HALF_TILE_COST at long K, more where K is short)."""
+    kb = -(-k // block_k)
+    return (HALF_TILE_COST * kb + TILE_OVERHEAD_BLOCKS) / (kb + TILE_OVERHEAD_BLOCKS)
 # Or, for variants whose GEMM loop splits tiles (registry split_k), keep the large tile and split only the last wave's
 # tiles along K (Config.split_tail), one slice per program: that wave then costs 1/split_k of a tile, plus the fixup
 # (each slice stores an fp32 partial tile, the last one reads them all back), about what PARTIAL_BLOCKS blocks of K
@@ -74,14 +96,38 @@ def tail_split(tiles, programs, k, block_k):
     return max(1, min(programs // tail, MAX_TAIL_SPLIT, -(-k // block_k) // MIN_SLICE_BLOCKS))
 
 
+# Where even the smallest tile leaves most programs idle (tiles <= programs / FEW_TILES: K >> M x N, e.g. 128 x 128 x
+# 65536 ran 0.10x torch.matmul on 4 whole tiles, results/current/gemm/), every tile is split along K (plain split-K)
+# into as many slices as the programs take (at most MAX_SPLIT: 16 slices beat 33 at both such shapes, the fixup
+# reads every slice back: 128x128x65536 0.47 -> 0.59x, 64x256x131072 0.78 -> 0.87x), each of at least
+# MIN_SLICE_BLOCKS blocks. At 64 tiles (about half the SMs) whole tiles won (results/gemm_small_21da4a4.csv), hence
+# the margin.
+FEW_TILES = 4
+MAX_SPLIT = 16
+
+
+def few_tiles_split(tiles, programs, k, block_k, m=None):
+    """split_k of plain split-K where the tiles are few (FEW_TILES; decode rows, m <= DECODE_ROWS: 2 where they leave
+    half the programs idle), else 1."""
+    if m is not None and m <= DECODE_ROWS and tiles * FEW_TILES > programs:
+        return 2 if tiles * 2 <= programs and -(-k // block_k) >= 4 else 1
+    if tiles * FEW_TILES > programs:
+        return 1
+    return max(1, min(programs // tiles, MAX_SPLIT, -(-k // block_k) // MIN_SLICE_BLOCKS))
+
+
 def resolve(cfg, user, m, n_local, k):
     """The merged config made coherent. A caller's split_k without split_tail is plain split-K, as it always was; with
     split_k unset, split_tail (the caller's or the default's) gets the split_k of these tiles' last wave (the
-    default's may be for other tiles or programs), and split_tail=False means whole tiles."""
+    default's may be for other tiles or programs), a default's plain split-K (split_k > 1, few tiles) the split_k of
+    these tiles, and split_tail=False means whole tiles."""
     if user is not None and user.split_k is not None:
         return cfg if user.split_tail is not None else replace(cfg, split_tail=False)
     tiles = -(-m // cfg.block_m) * -(-n_local // cfg.block_n)
-    return replace(cfg, split_k=tail_split(tiles, cfg.gemm_sms, k, cfg.block_k) if cfg.split_tail else 1)
+    if cfg.split_tail:
+        return replace(cfg, split_k=tail_split(tiles, cfg.gemm_sms, k, cfg.block_k))
+    plain = cfg.split_k > 1 and (user is None or user.split_tail is None)
+    return replace(cfg, split_k=few_tiles_split(tiles, cfg.gemm_sms, k, cfg.block_k, m) if plain else 1)
 
 
 def default_config(ctx, m, n_local, k, dtype, comm_programs=False, split=False):
@@ -103,23 +149,38 @@ def default_config(ctx, m, n_local, k, dtype, comm_programs=False, split=False):
         small = m <= 512
         return Config(64 if small else 128, 128, 32, 8, gemm, comm, 4 if small else 3, 4 if small else 8, None, 1,
                       False)
+    table = HOPPER_FP8_TILES if dtype == torch.float8_e4m3fn else HOPPER_TILES
+    if m <= DECODE_ROWS and table is HOPPER_TILES:
+        bm, bn, bk, stages, warps = DECODE_TILE
+        if split and few_tiles_split(-(-m // bm) * -(-n_local // bn), gemm, k, DECODE_FEW_TILE[2], m) > 1:
+            bm, bn, bk, stages, warps = DECODE_FEW_TILE  # too few tiles for the SMs: slices of K
+            return Config(bm, bn, bk, 8, gemm, comm, stages, warps, None,
+                          few_tiles_split(-(-m // bm) * -(-n_local // bn), gemm, k, bk, m), False)
+        return Config(bm, bn, bk, 8, gemm, comm, stages, warps, None, 1, False)
     tiles = lambda bm, bn: -(-m // bm) * -(-n_local // bn)  # noqa: E731
-    for bm, bn, bk, stages, warps, fill in HOPPER_TILES:
+    for bm, bn, bk, stages, warps, fill in table:
         if tiles(bm, bn) >= fill * sms:
             break
     waves = lambda bm, bn: -(-tiles(bm, bn) // gemm)  # noqa: E731
-    if (bm, bn) != HOPPER_TILES[0][:2]:
-        return Config(bm, bn, bk, 8, gemm, comm, stages, warps, None, 1, False)
-    # the large tile, in whole waves (cost in its waves), with the last one split, or smaller tiles in fuller waves
-    s = tail_split(tiles(bm, bn), gemm, k, bk) if split else 1
-    costs = {"whole": waves(bm, bn), "half": waves(*HOPPER_TILES[1][:2]) * HALF_TILE_COST}
-    pick = min(costs, key=lambda name: (costs[name], name != "whole"))
-    tail = tiles(bm, bn) // gemm + 1 / s + (s + 1) * PARTIAL_BLOCKS / -(-k // bk)
-    if s > 1 and tail < TAIL_MARGIN * costs[pick]:
-        pick = "tail"
-    elif pick == "half":
-        bm, bn, bk, stages, warps, _ = HOPPER_TILES[1]
-    return Config(bm, bn, bk, 8, gemm, comm, stages, warps, None, s if pick == "tail" else 1, pick == "tail")
+    if (bm, bn) not in (table[0][:2], table[1][:2]):
+        s = few_tiles_split(tiles(bm, bn), gemm, k, bk) if split else 1
+        return Config(bm, bn, bk, 8, gemm, comm, stages, warps, None, s, False)
+    # the large tile (where it fills the SMs) or the half one, each in whole waves (cost in large-tile waves) or with
+    # its last wave split (1/s of a wave plus the fixup), where the split saves TAIL_MARGIN of the best whole cost
+    costs = {}
+    for name, (tbm, tbn, tbk, *_), factor in (("whole", table[0], 1.0), ("half", table[1], half_tile_cost(k, bk))):
+        costs[name] = waves(tbm, tbn) * factor
+        s = tail_split(tiles(tbm, tbn), gemm, k, tbk) if split else 1
+        if s > 1:
+            costs[name + " tail"] = factor * (tiles(tbm, tbn) // gemm + 1 / s + (s + 1) * PARTIAL_BLOCKS / -(-k // tbk))
+    whole = min(c for n, c in costs.items() if not n.endswith("tail"))
+    tails = {n: c for n, c in costs.items() if n.endswith("tail") and c < TAIL_MARGIN * whole}
+    options = tails or {n: c for n, c in costs.items() if not n.endswith("tail")}
+    pick = min(options, key=lambda name: (options[name], name.startswith("half")))
+    bm, bn, bk, stages, warps, _ = table[1] if pick.startswith("half") else table[0]
+    tail = pick.endswith("tail")
+    return Config(bm, bn, bk, 8, gemm, comm, stages, warps, None,
+                  tail_split(tiles(bm, bn), gemm, k, bk) if tail else 1, tail)
 
 
 def candidates(ctx, dtype):
@@ -148,6 +209,8 @@ def check(cfg, ctx, variant):
     if cfg.split_k > cfg.gemm_sms:
         raise ValueError(f"config.split_k={cfg.split_k} exceeds gemm_sms={cfg.gemm_sms}: a tile's slices run side by "
                          f"side, one program each")
+    if variant is None:  # a plain GEMM (fused_ops.fp8.scaled_mm): its loop splits tiles, no communication programs
+        return
     if (cfg.split_k > 1 or cfg.split_tail) and not variant.split_k and variant.pattern != "baseline":  # torch's
         able = [v.name for v in OPS[variant.op].variants.values() if v.split_k]
         what = "config.split_tail" if cfg.split_tail else f"config.split_k={cfg.split_k}"

@@ -60,18 +60,21 @@ def operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M: tl.constex
 @triton.jit
 def gemm_tile(a_op, b_op, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M: tl.constexpr,
               BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, TMA: tl.constexpr,
-              A_ROW_PTRS: tl.constexpr = tl.constexpr(False)):
+              A_ROW_PTRS: tl.constexpr = tl.constexpr(False), MAX_IMPRECISE: tl.constexpr = tl.constexpr(None)):
     """fp32 accumulator of one BLOCK_M x BLOCK_N output tile. With A_ROW_PTRS, `a_op` is a block of BLOCK_M row
     pointers (rows may live on different ranks: AllGather+GEMM pulls them through the heap)."""
     return gemm_k_blocks(a_op, b_op, pid_m, pid_n, 0, tl.cdiv(K, BLOCK_K), M, N, K, stride_am, stride_ak, stride_bk,
-                         stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA, A_ROW_PTRS)
+                         stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA, A_ROW_PTRS, MAX_IMPRECISE)
 
 
 @triton.jit
 def gemm_k_blocks(a_op, b_op, pid_m, pid_n, kb0, kb1, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, TMA: tl.constexpr,
-                  A_ROW_PTRS: tl.constexpr = tl.constexpr(False)):
-    """The tile's product over K blocks [kb0, kb1) only (the whole tile: 0, cdiv(K, BLOCK_K))."""
+                  A_ROW_PTRS: tl.constexpr = tl.constexpr(False), MAX_IMPRECISE: tl.constexpr = tl.constexpr(None)):
+    """The tile's product over K blocks [kb0, kb1) only (the whole tile: 0, cdiv(K, BLOCK_K)). MAX_IMPRECISE (FP8):
+    how many products of K Hopper's FP8 tensor cores may add up in their reduced-precision accumulator before the sum
+    is promoted into the fp32 one (None: Triton's default, never; BLOCK_K: once per block, as torch._scaled_mm's
+    default, use_fast_accum=False, does)."""
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     if TMA:
         for kk in range(kb0, kb1):
@@ -80,7 +83,7 @@ def gemm_k_blocks(a_op, b_op, pid_m, pid_n, kb0, kb1, M, N, K, stride_am, stride
                 b = b_op.load([pid_n * BLOCK_N, kk * BLOCK_K]).T
             else:
                 b = b_op.load([kk * BLOCK_K, pid_n * BLOCK_N])
-            acc = tl.dot(a, b, acc)
+            acc = tl.dot(a, b, acc, max_num_imprecise_acc=MAX_IMPRECISE)
     else:
         rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
         rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -95,7 +98,7 @@ def gemm_k_blocks(a_op, b_op, pid_m, pid_n, kb0, kb1, M, N, K, stride_am, stride
             k_left = K - kk * BLOCK_K
             a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] < k_left), other=0.0)
             b = tl.load(b_ptrs, mask=(rk[:, None] < k_left) & (rn[None, :] < N), other=0.0)
-            acc = tl.dot(a, b, acc)
+            acc = tl.dot(a, b, acc, max_num_imprecise_acc=MAX_IMPRECISE)
             a_ptrs += BLOCK_K * stride_ak
             b_ptrs += BLOCK_K * stride_bk
     return acc
@@ -147,20 +150,23 @@ def unit_start(tile, SPLIT_K: tl.constexpr, WHOLE=0):
 @triton.jit
 def gemm_unit(a_op, b_op, unit, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, PARTIALS, COUNTS,
               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-              TMA: tl.constexpr, SPLIT_K: tl.constexpr, WHOLE=0, SUM_SLICES: tl.constexpr = tl.constexpr(True)):
+              TMA: tl.constexpr, SPLIT_K: tl.constexpr, WHOLE=0, SUM_SLICES: tl.constexpr = tl.constexpr(True),
+              MAX_IMPRECISE: tl.constexpr = tl.constexpr(None)):
     """(tile, pid_m, pid_n, acc, done) of work unit `unit` (num_units) of the M x N output's tiles in grouped order
     (unit_acc)."""
     tile, s, _ = unit_tile(unit, SPLIT_K, WHOLE)
     pid_m, pid_n = tile_coords(tile, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     acc, done = unit_acc(a_op, b_op, unit, tile, s, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk,
-                         stride_bn, PARTIALS, COUNTS, BLOCK_M, BLOCK_N, BLOCK_K, TMA, SPLIT_K, WHOLE, SUM_SLICES)
+                         stride_bn, PARTIALS, COUNTS, BLOCK_M, BLOCK_N, BLOCK_K, TMA, SPLIT_K, WHOLE, SUM_SLICES,
+                         MAX_IMPRECISE)
     return tile, pid_m, pid_n, acc, done
 
 
 @triton.jit
 def unit_acc(a_op, b_op, unit, tile, s, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, PARTIALS,
              COUNTS, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, TMA: tl.constexpr,
-             SPLIT_K: tl.constexpr, WHOLE=0, SUM_SLICES: tl.constexpr = tl.constexpr(True)):
+             SPLIT_K: tl.constexpr, WHOLE=0, SUM_SLICES: tl.constexpr = tl.constexpr(True),
+             MAX_IMPRECISE: tl.constexpr = tl.constexpr(None)):
     """(acc, done) of work unit `unit`, of `tile` at (pid_m, pid_n): the whole tile, or slice s of its K blocks. A
     split tile's slices meet in PARTIALS (fp32) and the last slice to finish adds them up, in slice order, so the
     result does not depend on which one finished last: `done` is true for that one only, and only its `acc` is the
@@ -168,14 +174,15 @@ def unit_acc(a_op, b_op, unit, tile, s, pid_m, pid_n, M, N, K, stride_am, stride
     sum (a variant that adds tiles atomically adds the slices too)."""
     if SPLIT_K == 1:
         acc = gemm_tile(a_op, b_op, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M,
-                        BLOCK_N, BLOCK_K, TMA)
+                        BLOCK_N, BLOCK_K, TMA, False, MAX_IMPRECISE)
         done = True
     else:
         split = unit >= WHOLE
         k_blocks = tl.cdiv(K, BLOCK_K)
         per = tl.where(split, tl.cdiv(k_blocks, SPLIT_K), k_blocks)
         acc = gemm_k_blocks(a_op, b_op, pid_m, pid_n, s * per, tl.minimum(s * per + per, k_blocks), M, N, K,
-                            stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
+                            stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA, False,
+                            MAX_IMPRECISE)
         done = unit >= 0
         if SUM_SLICES:
             if split:
@@ -209,9 +216,36 @@ def call_slot(P, epoch, slot_size):
     return P + (epoch % 2) * slot_size
 
 
+def store_vec(c, *ints):
+    """The C_VEC of a kernel storing into `c` (element offsets `ints`: its row stride, N, col0, slot size...): the
+    largest power of two, at most 16 bytes' worth of elements, dividing them all and c's address. Triton marks an
+    integer argument aligned only when it divides by 16, so at N = 3000 (not 16, but 8 | N) the epilogue compiles to
+    one 2-byte store per element (128 st.global.b16 per thread of a 128x256 tile instead of 16 st.global.v4); the
+    kernel rounds what C_VEC divides (c_tile) and stores 16 bytes at a time again. Host-side, free. Measured on one
+    H100 it moved those shapes by no more than the run-to-run noise (+-3%, results/current/gemm/): the store is not
+    what costs them most."""
+    vec = 16 // c.element_size()
+    while vec > 1 and (c.data_ptr() % (vec * c.element_size()) or any(int(v) % vec for v in ints)):
+        vec //= 2
+    return vec
+
+
 @triton.jit
-def c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, col0, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    """Pointers and mask of an output tile of an M x N block that starts at column col0 of C."""
+def aligned(x, VEC: tl.constexpr):
+    """x, known to the compiler as a multiple of VEC (the host checked that it is: store_vec)."""
+    if VEC > 1:
+        x = x // VEC * VEC
+    return x
+
+
+@triton.jit
+def c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, col0, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+           VEC: tl.constexpr = tl.constexpr(1)):
+    """Pointers and mask of an output tile of an M x N block that starts at column col0 of C. VEC: N, stride_cm and
+    col0 are multiples of VEC (store_vec), so rows store VEC elements at a time."""
+    N = aligned(N, VEC)
+    stride_cm = aligned(stride_cm, VEC)
+    col0 = aligned(col0, VEC)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     ptrs = C + rm[:, None] * stride_cm + (col0 + rn)[None, :] * stride_cn
@@ -223,10 +257,10 @@ def gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stri
               epoch, cur_rank, world_size, heap_bases, start, step, SIGNAL: tl.constexpr, BLOCK_M: tl.constexpr,
               BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr,
               TRACE=None, TRACING: tl.constexpr = tl.constexpr(False), PARTIALS=None, COUNTS=None,
-              SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0):
+              SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0, C_VEC: tl.constexpr = tl.constexpr(1)):
     """Work units start, start+step, ... of C[:, col0:col0+N] = A @ B (tiles, or slices of K: num_units), each
     finished tile stored locally. Then, per tile: SIGNAL="local": set this rank's flags[tile] = the call's epoch;
-    "arrive": add 1 to flags[tile] on every rank."""
+    "arrive": add 1 to flags[tile] on every rank. C_VEC: store_vec of C's stride, N and col0."""
     a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
     for unit in range(start, num_units(M, N, BLOCK_M, BLOCK_N, SPLIT_K, WHOLE), step):
         record(TRACE, GEMM, unit_tile(unit, SPLIT_K, WHOLE)[0], TRACING)
@@ -234,7 +268,7 @@ def gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stri
                                                   stride_bn, PARTIALS, COUNTS, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
                                                   TMA, SPLIT_K, WHOLE)
         if done:
-            ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, col0, BLOCK_M, BLOCK_N)
+            ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, col0, BLOCK_M, BLOCK_N, C_VEC)
             tl.store(ptrs, acc.to(C.dtype.element_ty), mask=mask)
         record(TRACE, -GEMM, tile, TRACING)
         if done:
@@ -251,13 +285,43 @@ def gemm_kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, st
                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr,
                 TRACE=None, TRACING: tl.constexpr = tl.constexpr(False), PDL: tl.constexpr = tl.constexpr(False),
                 PARTIALS=None, COUNTS=None, SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0,
-                ROLE: tl.constexpr = tl.constexpr(0)):
+                ROLE: tl.constexpr = tl.constexpr(0), C_VEC: tl.constexpr = tl.constexpr(1)):
     """The persistent GEMM alone, one kernel of a call of several (ROLE: its part in the call's synchronization,
-    fused_ops/sync.py); C is the call's slot of a double buffer when slot_size is not 0."""
+    fused_ops/sync.py); C is the call's slot of a double buffer when slot_size is not 0. C_VEC: store_vec(C, its row
+    stride, N, col0, slot_size)."""
     iris.launched_early(PDL, LET_NEXT_IN=False)
     epoch = sync.start(SYNC, ROLE, cur_rank, world_size, heap_bases)
-    C = call_slot(C, epoch, slot_size)
+    C = call_slot(C, epoch, aligned(slot_size, C_VEC))
     gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, col0, flags, epoch,
               cur_rank, world_size, heap_bases, tl.program_id(0), tl.num_programs(0), SIGNAL, BLOCK_M, BLOCK_N,
-              BLOCK_K, GROUP_M, TMA, TRACE, TRACING, PARTIALS, COUNTS, SPLIT_K, WHOLE)
+              BLOCK_K, GROUP_M, TMA, TRACE, TRACING, PARTIALS, COUNTS, SPLIT_K, WHOLE, C_VEC)
     sync.finish(SYNC, epoch, ROLE, cur_rank, world_size, heap_bases)
+
+
+@triton.jit
+def scaled_gemm_kernel(A, B, SA, SB, C, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                       TMA: tl.constexpr, ROW_SCALES: tl.constexpr, PARTIALS=None, COUNTS=None,
+                       SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0, C_VEC: tl.constexpr = tl.constexpr(1),
+                       MAX_IMPRECISE: tl.constexpr = tl.constexpr(None)):
+    """C = (A @ B) * scales, the persistent tile loop on FP8 (e4m3) operands with an fp32 accumulator: per-tensor scales
+    (SA, SB one fp32 each) or row-wise ones (ROW_SCALES: SA one per row of A, SB one per column of B), applied to the
+    accumulator in the epilogue, as torch._scaled_mm does (fused_ops/fp8.py)."""
+    a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
+    if not ROW_SCALES:
+        scale = tl.load(SA) * tl.load(SB)
+    for unit in range(tl.program_id(0), num_units(M, N, BLOCK_M, BLOCK_N, SPLIT_K, WHOLE), tl.num_programs(0)):
+        tile, pid_m, pid_n, acc, done = gemm_unit(a_op, b_op, unit, M, N, K, stride_am, stride_ak, stride_bk,
+                                                  stride_bn, PARTIALS, COUNTS, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                                                  TMA, SPLIT_K, WHOLE, True, MAX_IMPRECISE)
+        if done:
+            ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N, C_VEC)
+            if ROW_SCALES:
+                rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+                rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+                sa = tl.load(SA + rm, mask=rm < M, other=0.0)
+                sb = tl.load(SB + rn, mask=rn < N, other=0.0)
+                acc = acc * sa[:, None] * sb[None, :]
+            else:
+                acc = acc * scale
+            tl.store(ptrs, acc.to(C.dtype.element_ty), mask=mask)

@@ -41,6 +41,11 @@ class Problem:
         self.cfg = _config.resolve((config or _config.Config()).merged(defaults), config, rows, n, k)
         _config.check(self.cfg, ctx, variant)
         self.tma = self._tma_mode()
+        user_split = config is not None and config.split_tail is not None
+        if not self.tma and ctx.backend == "cuda" and self.cfg.split_tail and not user_split:
+            # rows TMA cannot describe (not 16-byte aligned): the pointer path's split tail ran 4x slower than whole
+            # tiles (4099x4097x4093, results/current/gemm/gemm_explore.csv)
+            self.cfg = _config.replace(self.cfg, split_k=1, split_tail=False)
         if self.tma and ctx.backend == "cuda":
             # Scratch for device-side tensor descriptors. Set on every call: it is a context variable, and callers
             # such as torch's op checks run ops in contexts of their own.

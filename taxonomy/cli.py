@@ -265,7 +265,11 @@ def _append(rows, path):
 
 
 def cmd_sweep(args):
-    shapes = [tuple(int(x) for x in s.lower().split("x")) for s in args.shapes] if args.shapes else default_shapes()
+    if args.shapes == ["models"]:  # the public shape set's whole layers, sampled per class (benchmarks/shapes.py)
+        from benchmarks.shapes import global_shapes
+        shapes = global_shapes()
+    else:
+        shapes = [tuple(int(x) for x in s.lower().split("x")) for s in args.shapes] if args.shapes else default_shapes()
     dtype = DTYPES[args.datatype]
     jobs = [(op, _variants(op, args.variants, iris.BACKEND, dtype, args.timing), shape, dtype) for op in args.ops
             for shape in shapes]
@@ -433,7 +437,9 @@ def parser():
 
     sweep = sub.add_parser("sweep", help="shapes x variants, appended to <out>/<op>.csv")
     sweep.add_argument("--ops", nargs="+", default=registry.list_ops(), choices=registry.list_ops())
-    sweep.add_argument("--shapes", nargs="+", default=None, help="MxNxK ... (default: tensor-parallel layer grid)")
+    sweep.add_argument("--shapes", nargs="+", default=None,
+                       help="MxNxK ... (default: tensor-parallel layer grid), or models: layers of real models "
+                            "(benchmarks/shapes.py)")
     sweep.add_argument("--out", default="results")
     sweep.add_argument("--no-validate", action="store_true")
     common(sweep)

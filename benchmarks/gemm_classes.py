@@ -1,0 +1,73 @@
+"""Before/after table and plot per shape class of benchmarks/gemm.py CSVs (the `default` rows; FP8 CSVs per scaling and
+accumulation), against issue 31's targets. CPU only: reads the CSVs.
+
+    python benchmarks/gemm_classes.py --before results/current/gemm/gemm_models_before_b91ccd1.csv \
+        --after results/current/gemm/gemm_models_c146423.csv --fp8 results/current/gemm/gemm_fp8_c146423.csv \
+        --png results/current/gemm/gemm_classes.png
+"""
+
+import argparse
+import os
+import sys
+
+import pandas as pd
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks import shapes as S  # noqa: E402
+from benchmarks.gemm import class_table  # noqa: E402
+
+
+def defaults(path):
+    df = pd.read_csv(path)
+    df = df[df.config == "default"].copy()
+    df["shape_class"] = [S.shape_class(m, n, k) for m, n, k in zip(df.m, df.n, df.k)]  # older CSVs have no class
+    return df
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--before", required=True)
+    ap.add_argument("--after", required=True)
+    ap.add_argument("--fp8", default=None)
+    ap.add_argument("--png", default=None)
+    args = ap.parse_args()
+    before, after = class_table(defaults(args.before)), class_table(defaults(args.after))
+    table = before.set_index("shape_class")[["shapes", "geomean", "min"]].join(
+        after.set_index("shape_class")[["geomean", "min", "below_floor", "worst"]], lsuffix="_before",
+        rsuffix="_after")
+    a = pd.read_csv(args.after).iloc[0]
+    print(f"bf16 vs torch.matmul, {a.device}, {a.date}, commit {a.commit}: `{a.command}`")
+    print(table.to_string())
+    fp8 = {}
+    if args.fp8:
+        f = pd.read_csv(args.fp8)
+        for (scaling, config), g in f.groupby(["scaling", "config"]):
+            g = g.copy()
+            fp8[f"fp8 {scaling}-wise, {'fast' if 'fast' in config else 'precise'} accumulation"] = class_table(g)
+        for name, t in fp8.items():
+            print(f"{name} vs torch._scaled_mm:")
+            print(t[["shape_class", "shapes", "geomean", "min", "below_floor"]].to_string(index=False))
+    if args.png:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        classes = list(table.index)
+        series = {"bf16 before": table.geomean_before, "bf16 after": table.geomean_after}
+        series.update({name: t.set_index("shape_class").geomean.reindex(classes) for name, t in fp8.items()})
+        fig, ax = plt.subplots(figsize=(12, 4.5))
+        width = 0.8 / len(series)
+        for i, (name, values) in enumerate(series.items()):
+            ax.bar([x + i * width for x in range(len(classes))], values.clip(upper=1.6), width, label=name)
+        ax.axhline(0.95, color="k", lw=0.8, ls="--", label="target 0.95x (geomean)")
+        ax.set_xticks([x + 0.4 - width / 2 for x in range(len(classes))], classes, rotation=20)
+        ax.set_ylabel("geomean speed vs torch (same run)")
+        ax.set_title(f"catalog GEMM tile loop per shape class, {a.device}, {a.date} (bars clipped at 1.6)")
+        ax.legend(fontsize=7, ncol=3)
+        fig.tight_layout()
+        fig.savefig(args.png, dpi=120)
+        print(f"wrote {args.png}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,222 @@
+"""The GEMM at every shape (issue 31): the public shape set and its classes, the default model's choices per class
+(decode tiles, plain split-K where tiles are few, the K-aware half-tile cost), the store-alignment hint, and FP8
+scaled_mm: host refusals, and its edge tiles against float64 under the Triton interpreter (which runs FP8 dots)."""
+
+import pytest
+import torch
+
+from benchmarks import shapes as S
+from fused_ops import fp8
+from fused_ops.config import (
+    DECODE_FEW_TILE,
+    DECODE_TILE,
+    HOPPER_FP8_TILES,
+    HOPPER_TILES,
+    Config,
+    default_config,
+    half_tile_cost,
+    resolve,
+)
+from fused_ops.gemm import store_vec
+
+
+class _GPU:
+    backend = "cuda"
+    ranks_per_device = 1
+
+    def get_cu_count(self):
+        return 132
+
+
+def _tile(cfg):
+    return cfg.block_m, cfg.block_n, cfg.block_k
+
+
+def test_shape_set_layers_and_classes():
+    # Llama-3 70B at TP 8: QKV (64/8 + 2) heads x 128, vocabulary ceil(128256 / 8)
+    assert S.layer_gemms("llama3-70b", 8) == {"qkv": (1280, 8192), "attn_out": (8192, 1024), "mlp_up": (7168, 8192),
+                                              "mlp_down": (8192, 3584), "vocab": (16032, 8192)}
+    # Qwen2.5-7B's 4 KV heads are replicated at TP 8 (one per rank)
+    assert S.layer_gemms("qwen2.5-7b", 8)["qkv"] == ((28 // 8 + 2) * 128, 3584)
+    every = S.model_shapes()
+    assert len({(m, n, k) for m, n, k, _ in every}) == len(every)  # deduplicated
+    assert {t["source"].split()[0] for *_, t in every} >= set(S.MODELS) | {"odd"}
+    assert {t["class"] for *_, t in every} == set(S.CLASSES)
+    picked = S.sample(every)
+    assert picked == S.sample(every)  # a fixed seed: the same sample on every machine
+    assert {t["class"] for *_, t in picked} == set(S.CLASSES)
+    assert all(2 * m * n * k <= 2e12 for m, n, k, _ in picked)
+    assert [S.shape_class(*s) for s in ((1, 4096, 4096), (128, 128, 65536), (128, 768, 4096), (16384, 640, 3584),
+                                        (128, 32320, 7168), (4096, 3000, 4096), (4096, 4096, 3000),
+                                        (3000, 4096, 4096), (4096, 4096, 4096))] == list(S.CLASSES)
+    assert len(S.global_shapes()) >= 8
+
+
+def test_store_vec_is_the_alignment_every_offset_shares():
+    c = torch.empty(8, 3000, dtype=torch.bfloat16)
+    assert store_vec(c, c.stride(0), 3000) == 8  # 3000 = 8 x 375: 16-byte rows
+    assert store_vec(c, c.stride(0), 3000, 4) == 4  # a column offset of 4 elements: 8-byte stores
+    assert store_vec(c, 4097) == 1
+    assert store_vec(c[:, 1:], 3000, 2999) == 1  # the base address itself is off by 2 bytes
+    assert store_vec(torch.empty(4, 12, dtype=torch.float32), 12) == 4
+
+
+def test_decode_rows_get_16_row_tiles():
+    for n, k, want, split in ((4000, 4096, DECODE_FEW_TILE, 2), (19008, 8192, DECODE_TILE, 1),
+                              (5120, 6912, DECODE_TILE, 1)):
+        for m in (1, 16):
+            cfg = default_config(_GPU(), m, n, k, torch.bfloat16, split=True)
+            assert _tile(cfg) == want[:3] and (cfg.num_stages, cfg.num_warps) == want[3:], (m, n, k, cfg)
+            assert resolve(cfg, None, m, n, k).split_k == split
+    # a variant that cannot split tiles keeps whole ones
+    assert default_config(_GPU(), 1, 4000, 4096, torch.bfloat16).split_k == 1
+    assert default_config(_GPU(), 32, 4000, 4096, torch.bfloat16).block_m == 64  # decode tiles stop at 16 rows
+
+
+def test_plain_split_k_where_tiles_are_few():
+    for m, n, k in ((128, 128, 65536), (64, 256, 131072)):
+        cfg = default_config(_GPU(), m, n, k, torch.bfloat16, split=True)
+        assert (cfg.split_k, cfg.split_tail) == (16, False)
+        assert resolve(cfg, None, m, n, k).split_k == 16  # resolve keeps the default's plain split
+        # a caller's tiles get their own split; split_tail=False from the caller means whole tiles
+        assert resolve(cfg.merged(cfg), Config(block_n=128), m, n, k).split_k == 16
+        user = Config(split_tail=False)
+        assert resolve(user.merged(cfg), user, m, n, k).split_k == 1
+    # half the SMs busy: whole tiles (results/gemm_small_21da4a4.csv)
+    assert default_config(_GPU(), 128, 8192, 8192, torch.bfloat16, split=True).split_k == 1
+
+
+def test_half_tile_cost_rises_where_k_is_short():
+    assert half_tile_cost(36864, 64) == pytest.approx(0.528, abs=0.01)
+    assert half_tile_cost(2048, 64) > 0.6 > half_tile_cost(8192, 64)
+    # 16384 x 2880 x 2048: the 128x256 tile (0.88x torch.matmul) over the 128x128 one the long-K figure chose (0.73x)
+    assert _tile(default_config(_GPU(), 16384, 2880, 2048, torch.bfloat16)) == HOPPER_TILES[0][:3]
+    # 1024 x 2112 x 7168: 136 half tiles, 4 in a second wave: that wave is split
+    cfg = default_config(_GPU(), 1024, 2112, 7168, torch.bfloat16, split=True)
+    assert _tile(cfg) == HOPPER_TILES[1][:3] and cfg.split_tail
+
+
+def test_fp8_tiles_hold_the_same_bytes_per_stage():
+    for (bm, bn, bk, st, w, _), (fm, fn, fk, fst, fw, _) in zip(HOPPER_TILES, HOPPER_FP8_TILES):
+        assert (fm, fn, fk, fst, fw) == (bm, bn, 2 * bk, st, w)
+    assert default_config(_GPU(), 8192, 8192, 8192, torch.float8_e4m3fn).block_k == 128
+
+
+def _fp8(*shape):
+    return torch.randn(*shape).to(fp8.FP8)
+
+
+@pytest.mark.parametrize("case, error, words", [
+    ("a_dtype", TypeError, "expected torch.float8_e4m3fn"),
+    ("b_row_major", ValueError, "column-major"),
+    ("inner", ValueError, "inner dimensions differ"),
+    ("scale_shape", ValueError, "per-tensor"),
+    ("mixed_scales", ValueError, "row-wise"),
+    ("scale_dtype", TypeError, "expected torch.float32"),
+    ("out_dtype", TypeError, "out_dtype"),
+    ("out_shape", ValueError, "out must be a 4 x 6"),
+    ("empty", ValueError, "empty operands"),
+])
+def test_fp8_refusals_say_what_was_expected(case, error, words):
+    a, b = _fp8(4, 8), _fp8(6, 8).t()
+    sa, sb = torch.tensor(1.0), torch.tensor(1.0)
+    kw = {}
+    if case == "a_dtype":
+        a = a.half()
+    elif case == "b_row_major":
+        b = b.contiguous()
+    elif case == "inner":
+        b = _fp8(6, 9).t()
+    elif case == "scale_shape":
+        sa = torch.ones(4)
+    elif case == "mixed_scales":
+        sa, sb = torch.ones(4, 1), torch.tensor(1.0)
+    elif case == "scale_dtype":
+        sa = torch.tensor(1.0, dtype=torch.float64)
+    elif case == "out_dtype":
+        kw["out_dtype"] = torch.int8
+    elif case == "out_shape":
+        kw["out"] = torch.empty(6, 4, dtype=torch.bfloat16)
+    elif case == "empty":
+        a, b = _fp8(0, 8), _fp8(6, 8).t()
+    with pytest.raises(error, match=words):
+        fp8.scaled_mm(a, b, sa, sb, **kw)
+
+
+# (m, n, k, config): edges of every kind: M/N/K of 1, primes, N = 8 mod 16 with fp16 out (16-byte stores through the
+# alignment hint), plain split-K, and a split last wave (12 tiles over 5 programs: 2 full waves, 2 tiles split in 2)
+FP8_CASES = [(1, 1, 1, Config(16, 16, 16)), (17, 31, 29, Config(16, 16, 16)), (1, 40, 33, Config(16, 16, 32)),
+             (37, 24, 70, Config(16, 16, 16, split_k=3)), (48, 64, 256, Config(16, 16, 16, gemm_sms=5,
+                                                                                split_tail=True))]
+
+
+@pytest.mark.parametrize("m, n, k, cfg", FP8_CASES)
+def test_fp8_edge_tiles_match_float64(m, n, k, cfg):
+    torch.manual_seed(m * 1000 + n + k)
+    plan, _ = fp8.plan(_fp8(m, k), _fp8(n, k).t(), cfg)
+    if cfg.split_tail:
+        assert plan.split_k == 2 and plan.split_tail
+    for call in range(3):  # fresh inputs, poisoned output, repeated calls (split-K counts re-armed every call)
+        row = call % 2 == 1
+        a, b = _fp8(m, k), _fp8(n, k).t()
+        sa = torch.rand(m, 1) + 0.5 if row else torch.tensor(0.75)
+        sb = torch.rand(1, n) + 0.5 if row else torch.tensor(1.5)
+        out_dtype = torch.float16 if call == 2 else torch.float32
+        out = torch.full((m, n), float("nan"), dtype=out_dtype)
+        c = fp8.scaled_mm(a, b, sa, sb, out_dtype=out_dtype, out=out, config=cfg)
+        assert c is out and not torch.isnan(c).any()
+        ref = (a.double() * sa.double()) @ (b.double() * sb.double())
+        err = ((c.double() - ref).norm() / ref.norm()).item()
+        assert err < (1e-3 if out_dtype == torch.float16 else 1e-6), (m, n, k, call, err)
+
+
+# ------------------------------------------------------------------------------------------------ GPU only
+ON_GPU = torch.cuda.is_available() and __import__("iris").BACKEND == "cuda"
+
+
+@pytest.mark.skipif(not ON_GPU, reason="FP8 tensor cores: GPU only (the interpreter cases above run on the CPU)")
+def test_fp8_default_configs_on_gpu_match_float64_like_torch():
+    # The public set's edge classes with the FP8 defaults (decode, plain split-K, split tails, N not a multiple of the
+    # tile), both scalings, against float64 and within 2x (or 1e-2) of torch._scaled_mm's own error.
+    for m, n, k in ((1, 4000, 4096), (16, 3584, 2368), (128, 128, 65536), (1024, 2112, 7168), (4096, 3000, 4096),
+                    (3000, 4096, 4096), (333, 784, 2048)):
+        for row in (False, True):
+            a32, w32 = torch.randn(m, k, device="cuda"), torch.randn(n, k, device="cuda")
+            sa = (a32.abs().amax(1, keepdim=True) if row else a32.abs().amax()) / 448
+            sb = (w32.abs().amax(1, keepdim=True).t() if row else w32.abs().amax()) / 448
+            a = (a32 / sa).to(fp8.FP8)
+            b = (w32 / (sb.t() if row else sb)).to(fp8.FP8).t()
+            sa, sb = sa.float().contiguous(), sb.float().contiguous()
+            ref = (a.double() * sa.double()) @ (b.double() * sb.double())
+            for _ in range(2):
+                out = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+                fp8.scaled_mm(a, b, sa, sb, out=out)
+                err = ((out.double() - ref).norm() / ref.norm()).item()
+                err_torch = 0.0  # torch._scaled_mm refuses N or K not a multiple of 16
+                if n % 16 == 0 and k % 16 == 0:
+                    err_torch = ((torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16).double() - ref).norm()
+                                 / ref.norm()).item()
+                assert err < max(2 * err_torch, 1e-2), (m, n, k, row, err, err_torch)
+
+
+def r_decode(ctx, op, variant, cfg):
+    from test_fused_ops import r_check
+    w = ctx.get_num_ranks()
+    return r_check(ctx, op, variant, "bfloat16", 16 * w, 1000 * w, 768 * w, 2, cfg)
+
+
+@pytest.mark.skipif(not ON_GPU, reason="16-row tiles compile differently on GPUs (mma.sync instead of wgmma)")
+@pytest.mark.parametrize("op", ["gemm_all_scatter", "gemm_all_reduce", "all_gather_gemm", "gemm_reduce_scatter"])
+def test_decode_tiles_in_every_variant(ranks2, op):
+    from test_fused_ops import shares_gpus
+
+    import fused_ops
+    tiles = [dict(zip(("block_m", "block_n", "block_k", "num_stages", "num_warps"), t))
+             for t in (DECODE_TILE, DECODE_FEW_TILE)]
+    for cfg in tiles + [dict(tiles[1], split_k=2)]:
+        for variant in fused_ops.list_variants(op, "cuda", "bfloat16"):
+            v = fused_ops.get(op, variant)
+            if v.pattern == "baseline" or shares_gpus(ranks2, op, variant) or ("split_k" in cfg and not v.split_k):
+                continue
+            errs = ranks2.run(r_decode, op, variant, cfg)
+            assert all(isinstance(e, float) for e in errs), (variant, cfg, errs)
