@@ -38,12 +38,13 @@ class Config:
 
 
 # Hopper tiles for 16-bit inputs, largest first: (block_m, block_n, block_k, num_stages, num_warps, fill).
-# benchmarks/gemm.py (results/gemm.csv) measured each against torch.matmul; a tile pays off only when there are enough
-# of them, so the default is the largest whose tile count reaches `fill` x the SMs: 3/4 for the 128-row tiles; the
-# 4-stage 64x128 tile beat the 64x64 one from 0.4 on (128x4096x2048 0.81 -> 0.95x, 256x2048x4096 0.76 -> 0.81x;
-# results/gemm_small_9341c38.csv, where 4 stages also beat the 3 used before at 25 of 27 shapes). With the operands'
-# descriptors built on the host, the 128x128 tile gains from 6 stages and 8 warps (512x4096x4096 0.90 -> 0.95x,
-# 256x8192x8192 0.89 -> 0.98x, 256x8192x16384 0.86 -> 0.98x; -1 to -4% at three shapes; results/gemm_04aeb7e.csv).
+# benchmarks/gemm.py (results/archive/gemm.csv) measured each against torch.matmul; a tile pays off only when there are
+# enough of them, so the default is the largest whose tile count reaches `fill` x the SMs: 3/4 for the 128-row tiles;
+# the 4-stage 64x128 tile beat the 64x64 one from 0.4 on (128x4096x2048 0.81 -> 0.95x, 256x2048x4096 0.76 -> 0.81x;
+# results/archive/gemm_small_9341c38.csv, where 4 stages also beat the 3 used before at 25 of 27 shapes). With the
+# operands' descriptors built on the host, the 128x128 tile gains from 6 stages and 8 warps (512x4096x4096 0.90 ->
+# 0.95x, 256x8192x8192 0.89 -> 0.98x, 256x8192x16384 0.86 -> 0.98x; -1 to -4% at three shapes;
+# results/archive/gemm_04aeb7e.csv).
 HOPPER_TILES = ((128, 256, 64, 3, 8, 0.75), (128, 128, 64, 6, 8, 0.75), (64, 128, 128, 4, 4, 0.4),
                 (64, 64, 128, 4, 4, 0))
 # FP8 (e4m3, fused_ops/fp8.py): the same tiles over twice the K per block, so a stage holds the same bytes and the
@@ -59,9 +60,9 @@ DECODE_FEW_TILE = (16, 64, 128, 6, 4)
 HOPPER_FP8_TILES = tuple((bm, bn, 2 * bk, st, w, fill) for bm, bn, bk, st, w, fill in HOPPER_TILES)
 # A persistent grid runs its tiles in waves of one per program, and a last wave that is partly empty costs a whole one.
 # A 128x128 tile (6 stages, 8 warps) takes 0.48-0.55 of a 128x256 tile's time (median 0.51 over the 40 GEMMs a rank
-# runs in the 2-GPU default sweep, results/wave_a8219b8/), so it is the better pick where its waves times this cost
-# come to fewer than the 128x256 tile's waves: at the three such GEMMs, 1.11-1.19x (4096x2304x36864 0.74 -> 0.88x
-# torch.matmul), and no other GEMM of the 40 switches.
+# runs in the 2-GPU default sweep, results/current/gemm/wave_a8219b8/), so it is the better pick where its waves times
+# this cost come to fewer than the 128x256 tile's waves: at the three such GEMMs, 1.11-1.19x (4096x2304x36864 0.74 ->
+# 0.88x torch.matmul), and no other GEMM of the 40 switches.
 HALF_TILE_COST = 0.52
 # ... at long K. Each tile also pays a fixed cost (filling the pipeline, the epilogue), about TILE_OVERHEAD_BLOCKS
 # blocks of K: at K of 360-4544 the 128x128 tile took 0.55-0.79 of a 128x256 tile's time (the public shape set,
@@ -78,9 +79,9 @@ def half_tile_cost(k, block_k):
 # tiles along K (Config.split_tail), one slice per program: that wave then costs 1/split_k of a tile, plus the fixup
 # (each slice stores an fp32 partial tile, the last one reads them all back), about what PARTIAL_BLOCKS blocks of K
 # cost per partial. Picked only where the model says it saves TAIL_MARGIN of the time: the 1-GPU measurements of the
-# 40 per-rank GEMMs (results/wave_38b2d51/) scatter by about that much from config to config. There it took
-# 4096x2304x36864 from 0.75 (128x256 tiles) and 0.88 (128x128) to 1.00x torch.matmul; at short K its fixup costs
-# more than it saves (16384x8192x4096, 8 slices of 8 blocks: 1.00 -> 0.97x), which the model now declines.
+# 40 per-rank GEMMs (results/current/gemm/wave_38b2d51/) scatter by about that much from config to config. There it took
+# 4096x2304x36864 from 0.75 (128x256 tiles) and 0.88 (128x128) to 1.00x torch.matmul; at short K its fixup costs more
+# than it saves (16384x8192x4096, 8 slices of 8 blocks: 1.00 -> 0.97x), which the model now declines.
 PARTIAL_BLOCKS = 4
 TAIL_MARGIN = 0.97
 MAX_TAIL_SPLIT = 8
@@ -100,8 +101,8 @@ def tail_split(tiles, programs, k, block_k):
 # 65536 ran 0.10x torch.matmul on 4 whole tiles, results/current/gemm/), every tile is split along K (plain split-K)
 # into as many slices as the programs take (at most MAX_SPLIT: 16 slices beat 33 at both such shapes, the fixup
 # reads every slice back: 128x128x65536 0.47 -> 0.59x, 64x256x131072 0.78 -> 0.87x), each of at least
-# MIN_SLICE_BLOCKS blocks. At 64 tiles (about half the SMs) whole tiles won (results/gemm_small_21da4a4.csv), hence
-# the margin.
+# MIN_SLICE_BLOCKS blocks. At 64 tiles (about half the SMs) whole tiles won (results/archive/gemm_small_21da4a4.csv),
+# hence the margin.
 FEW_TILES = 4
 MAX_SPLIT = 16
 
@@ -137,7 +138,7 @@ def default_config(ctx, m, n_local, k, dtype, comm_programs=False, split=False):
     (Config(split_k=2)) was the default where rows are few and K long until whole 64x128x128 tiles beat it at all
     three shapes where it applied, once the GEMM's descriptors came from the host and it stopped letting the next
     kernel in at its start (128x8192x8192 0.86 -> 1.00x, 256x4096x8192 0.91 -> 1.03x, 128x8192x16384 1.04 -> 1.12x;
-    results/gemm_small_21da4a4.csv). comm_programs: the variant gives comm_sms of the SMs to communication
+    results/archive/gemm_small_21da4a4.csv). comm_programs: the variant gives comm_sms of the SMs to communication
     programs, so its GEMM gets the rest. split: its GEMM loop can split tiles, so the last wave may be split instead
     (PARTIAL_BLOCKS)."""
     sms = ctx.get_cu_count() // ctx.ranks_per_device  # ranks sharing a GPU share its SMs: spinning grids must fit

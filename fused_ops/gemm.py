@@ -17,11 +17,11 @@ from . import sync
 
 # Whether the fused variants' persistent kernels let the next kernel launch at their start (programmatic dependent
 # launch, iris.launched_early; FUSED_OPS_PDL_NEXT=start) or only as their programs exit (the default). At their start
-# that cost back-to-back GEMMs up to 18% (results/gemm_probe/), and one-kernel fused calls follow each other directly
-# now that their barriers are inside the kernel: at world 1, 128x8192^2, the exit trigger took one_shot, two_shot and
-# fused_sequential 8-11% below the start trigger (results/world1_sync_84e6044/). The same holds for the scatter and
-# reduce kernels that close a two-kernel call (bulk_sync 128x8192^2: 1.10x at the start trigger;
-# results/world1_two_kernel_*/).
+# that cost back-to-back GEMMs up to 18% (results/archive/gemm_probe/), and one-kernel fused calls follow each other
+# directly now that their barriers are inside the kernel: at world 1, 128x8192^2, the exit trigger took one_shot,
+# two_shot and fused_sequential 8-11% below the start trigger (results/archive/world1_sync_84e6044/). The same holds for
+# the scatter and reduce kernels that close a two-kernel call (bulk_sync 128x8192^2: 1.10x at the start trigger;
+# results/archive/world1_two_kernel_1376c52/).
 NEXT_IN_AT_START = tl.constexpr(os.environ.get("FUSED_OPS_PDL_NEXT", "exit") == "start")
 
 
@@ -41,7 +41,7 @@ def operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M: tl.constex
              BLOCK_K: tl.constexpr, TMA: tl.constexpr):
     """TMA=1: A and B row-major; TMA=2: B stored transposed (N x K row-major, e.g. an nn.Linear weight's .t()).
     An operand passed as a host-built descriptor (Problem.operands) is used as is: building one here costs every
-    program a global write and a proxy fence, 1.5-2.5 us per launch (results/gemm_probe/)."""
+    program a global write and a proxy fence, 1.5-2.5 us per launch (results/archive/gemm_probe/)."""
     a = A
     b = B
     if TMA:

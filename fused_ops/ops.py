@@ -120,9 +120,9 @@ def _prepared(ctx, op, a, b, c, variant, config, *extra):
     """(signature, prepared call) of a front-door call: from the third call on the same operands (addresses,
     shapes, strides, dtypes: all the checks look at) with the same variant and config, the call is its graph's
     launch alone, without the checks, auto's pick and the problem set-up (24-53 against 8-16 µs of host time per
-    call on an H100 VM, results/eager_launch/eager_97fa10e/). Under an outer capture, a prepared call runs in full
-    (auto picks per mode); none is used while an iris.Tracer records, and fused_ops.tune drops them (auto's picks
-    change)."""
+    call on an H100 VM, results/current/host/eager_launch/eager_97fa10e/). Under an outer capture, a prepared call runs
+    in full (auto picks per mode); none is used while an iris.Tracer records, and fused_ops.tune drops them (auto's
+    picks change)."""
     if ctx.tracer is not None:
         return None, None
     return ctx.replay.lookup((op, tensor_key(a), tensor_key(b), tensor_key(c), variant, config,

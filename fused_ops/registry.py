@@ -37,7 +37,7 @@ class Variant:
     # False: work on one stream of a call waits on a flag that work on another stream of the same call raises (a
     # kernel and the copy engines, or two kernels). That is correct only while both run at once: launched in the
     # right order on streams, they do; CUDA promises no such concurrency between the branches of a graph, and a
-    # captured tensor-parallel MLP step with copy-engine variants in it deadlocked (results/README.md). Such a
+    # captured tensor-parallel MLP step with copy-engine variants in it deadlocked (results/archive/NOTES.md). Such a
     # variant is refused under a caller's CUDA-graph capture, `auto` skips it there, and its eager calls launch
     # straight to the streams instead of replaying a graph of their launches (iris/replay.py).
     capture: bool = True

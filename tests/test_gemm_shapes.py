@@ -82,7 +82,7 @@ def test_plain_split_k_where_tiles_are_few():
         assert resolve(cfg.merged(cfg), Config(block_n=128), m, n, k).split_k == 16
         user = Config(split_tail=False)
         assert resolve(user.merged(cfg), user, m, n, k).split_k == 1
-    # half the SMs busy: whole tiles (results/gemm_small_21da4a4.csv)
+    # half the SMs busy: whole tiles (results/archive/gemm_small_21da4a4.csv)
     assert default_config(_GPU(), 128, 8192, 8192, torch.bfloat16, split=True).split_k == 1
 
 
