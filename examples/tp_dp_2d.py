@@ -5,6 +5,8 @@ the whole model on the whole batch: the loss and every gradient, for a few SGD s
     python examples/tp_dp_2d.py                                   # 4 ranks as 2 simulated nodes x 2 (iris.spawn)
     torchrun --nnodes 2 --nproc_per_node 2 ... examples/tp_dp_2d.py   # the same code on real nodes
     mpirun -n 4 python examples/tp_dp_2d.py                       # (one node: then tp = the whole node)
+    mpiexec -n 2 -env IRIS_HOSTNAME a python examples/tp_dp_2d.py : \\
+            -n 2 -env IRIS_HOSTNAME b python examples/tp_dp_2d.py  # MPICH: 2 simulated hosts
 
 Layout (the usual DeviceMesh (dp, tp) with TP innermost): the ranks of one node form a TP group, holding one replica
 of the model sharded over them; rank i of every node forms DP group i. Each replica trains on its own slice of the
@@ -96,7 +98,7 @@ if __name__ == "__main__":
     p.add_argument("--nodes", type=int, default=2, help="simulated nodes (iris.spawn only)")
     p.add_argument("--heap_size", type=int, default=64 << 20)
     args = p.parse_args()
-    if "RANK" in os.environ or "OMPI_COMM_WORLD_SIZE" in os.environ:  # torchrun / mpirun: real hosts
+    if iris.distributed.launched():  # torchrun / mpirun: one process per rank, real (or IRIS_HOSTNAME) hosts
         main(iris.multi_node(args.heap_size))
     else:
         iris.spawn(main, args.num_ranks, heap_size=args.heap_size, nodes=args.nodes)

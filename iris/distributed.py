@@ -16,6 +16,12 @@ def free_port():
         return s.getsockname()[1]
 
 
+def launched():
+    """Whether a launcher (torchrun, mpirun) started this process as one rank of a job, rather than a script that
+    should start its own ranks (iris.spawn)."""
+    return "RANK" in os.environ or _under_mpi()
+
+
 def _under_mpi():
     return os.environ.get("IRIS_BOOTSTRAP") == "mpi" or any(k in os.environ for k in _MPI_ENV)
 

@@ -106,14 +106,30 @@ def test_bootstrap_under_torchrun():
     assert out.count("(OK)") == 2 * 2  # two lines per rank: the exchange, then the operator and the all-reduce
 
 
-def test_bootstrap_under_mpirun():
+def _mpiexec():
     mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
     mpiexec = mpiexec if os.path.exists(mpiexec) else shutil.which("mpiexec")
     assert mpiexec, "the test extra installs mpi4py and mpich (which provides mpiexec)"
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")  # Open MPI (the GPU machine's) refuses root otherwise
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-    out = _run([mpiexec, "-n", "2", sys.executable, "examples/demo.py"])
+    return mpiexec
+
+
+def test_bootstrap_under_mpirun():
+    out = _run([_mpiexec(), "-n", "2", sys.executable, "examples/demo.py"])
     assert out.count("(OK)") == 2 * 2
+
+
+# Each MPI rank takes a host identity from its rank (MPICH's PMI_RANK or Open MPI's), 2 ranks per simulated node.
+_TWO_NODES = ("import os, runpy; r = int(os.environ.get('PMI_RANK') or os.environ['OMPI_COMM_WORLD_RANK']); "
+              "os.environ['IRIS_HOSTNAME'] = f'node{r // 2}'; "
+              "runpy.run_path('examples/tp_dp_2d.py', run_name='__main__')")
+
+
+def test_two_nodes_under_mpirun():
+    """The 2-D example (TP inside a node, DP across nodes through the hierarchical all-reduce) as mpirun starts it."""
+    out = _run([_mpiexec(), "-n", "4", sys.executable, "-c", _TWO_NODES])
+    assert "2 node(s) x 2 ranks: TP 2 x DP 2" in out, out
 
 
 def test_demo():
