@@ -150,6 +150,8 @@ FP8_CASES = [(1, 1, 1, Config(16, 16, 16)), (17, 31, 29, Config(16, 16, 16)), (1
                                                                                 split_tail=True))]
 
 
+@pytest.mark.skipif(__import__("iris").BACKEND == "cuda", reason="the interpreter's FP8 path (CPU tensors); on GPUs "
+                    "test_fp8_default_configs_on_gpu_match_float64_like_torch checks the compiled one")
 @pytest.mark.parametrize("m, n, k, cfg", FP8_CASES)
 def test_fp8_edge_tiles_match_float64(m, n, k, cfg):
     torch.manual_seed(m * 1000 + n + k)

@@ -126,6 +126,7 @@ _TWO_NODES = ("import os, runpy; r = int(os.environ.get('PMI_RANK') or os.enviro
               "runpy.run_path('examples/tp_dp_2d.py', run_name='__main__')")
 
 
+@gpu_per_rank(4)  # NCCL across the simulated nodes: one GPU per rank
 def test_two_nodes_under_mpirun():
     """The 2-D example (TP inside a node, DP across nodes through the hierarchical all-reduce) as mpirun starts it."""
     out = _run([_mpiexec(), "-n", "4", sys.executable, "-c", _TWO_NODES])
