@@ -13,7 +13,7 @@ import torch.distributed as dist
 import triton
 import triton.language as tl
 
-from . import _backend, device as _dev, distributed, replay as _replay
+from . import _backend, consistency, device as _dev, distributed, health, replay as _replay
 from .copy_engine import CopyEngine
 from .heap import CudaHeap, ShmHeap
 from .logging import logger, set_rank
@@ -50,6 +50,8 @@ class Iris:
     """One rank's view of the symmetric heap. Create it on every rank with the same heap_size, and allocate the same
     sequence of tensors on every rank: that is what makes offsets agree."""
 
+    _broken = None  # (cause, op) once a fault left the ranks out of step: every later call raises (iris/health.py)
+
     def __init__(self, heap_size=1 << 30, backend=None):
         backend = (backend or _backend.BACKEND).lower()
         if backend not in ("cpu", "cuda"):
@@ -62,6 +64,7 @@ class Iris:
         use_cuda = backend == "cuda"
         self.cur_rank, self.num_ranks, local_rank = distributed.init(use_cuda)
         set_rank(self.cur_rank, self.num_ranks)
+        consistency.check_heap_size(heap_size, self.cur_rank, self.num_ranks, getattr(self, "group", None))
         if use_cuda:
             self.device = torch.device("cuda", torch.cuda.current_device())
             if "LOCAL_RANK" in os.environ or not torch.cuda.current_device():
@@ -136,7 +139,7 @@ class Iris:
             raise ValueError(f"device={device!r}: the symmetric heap lives on {self.device}")
 
     def _allocate(self, size, dtype, device=None, requires_grad=False):
-        self._check_open()
+        self._check_open("allocation")
         self._check_device(device)
         dtype = dtype or torch.get_default_dtype()
         if not isinstance(dtype, torch.dtype):
@@ -231,7 +234,16 @@ class Iris:
         """Collective: heap allocations made inside are released on a normal exit (after a barrier), so loops,
         tests and benchmarks can allocate freely. Nothing allocated inside may be used afterwards."""
         mark = self.heap.offset
-        yield self
+        try:
+            yield self
+        except BaseException:
+            # No barrier here: a peer may not reach one (it may have failed, or be waiting on this rank in a kernel).
+            # Released on this rank only; if a peer still uses the memory, the ranks are out of step and the fault
+            # that caused it breaks the context (iris/health.py).
+            self.replay.clear()
+            self.heap.offset = mark
+            self._workspaces = {k: v for k, v in self._workspaces.items() if v[0] < mark}
+            raise
         self.barrier()
         self.replay.clear()  # captured launches may point into what is released here
         self.heap.offset = mark
@@ -253,16 +265,26 @@ class Iris:
     # ------------------------------------------------------------------------------------------------ sync
     def barrier(self):
         """Wait for this rank's device work, then for every rank; raise any device-side wait timeout."""
-        self._check_open()
+        self._check_open("barrier")
         if self.backend == "cuda":
             torch.cuda.synchronize(self.device)
         dist.barrier()
-        self.check_device_errors()
+        try:
+            self.check_device_errors()
+        except _dev.DeviceWaitTimeout as e:
+            health.mark_broken(self, e, "barrier")
+            raise
 
     def device_barrier(self):
         """All ranks' preceding work on the current stream, on the device; no host sync, CUDA-graph capturable."""
-        _device_barrier_kernel[(1,)](self._barrier_flags, self._barrier_epoch, self.cur_rank, self.num_ranks,
-                                     self.heap_bases, num_warps=1, **_dev.pdl_launch())
+        if self._broken is not None:
+            health.raise_broken(self, "device_barrier")
+        try:
+            _device_barrier_kernel[(1,)](self._barrier_flags, self._barrier_epoch, self.cur_rank, self.num_ranks,
+                                         self.heap_bases, num_warps=1, **_dev.pdl_launch())
+        except BaseException as e:
+            health.on_error(self, "device_barrier", e)
+            raise
 
     def copy_engine(self):
         """Copies to and from peers' heaps on the copy engines, on a side stream forked off the current one, ordered
@@ -285,13 +307,20 @@ class Iris:
         return box[0]
 
     # ------------------------------------------------------------------------------------------------ teardown
-    def _check_open(self):
+    def _check_open(self, op="this call"):
         if getattr(self, "_closed", False):
             raise RuntimeError("this Iris context is closed")
+        if self._broken is not None:
+            health.raise_broken(self, op)
 
     def close(self):
         """Collective: unmap every peer and free the heap. Heap tensors are invalid afterwards."""
         if self._closed:
+            return
+        if self._broken is not None:  # peers may be gone or out of step: no collective teardown
+            self.replay.clear()
+            self.heap.close_peers()
+            self._closed = True
             return
         self.barrier()
         self.replay.clear()

@@ -151,8 +151,11 @@ def _combine(a, b, OP: tl.constexpr):
 
 @triton.jit
 def _wide(x):
-    """Floats combine in fp32 (a sum over ranks rounds once, as the host collectives do); integers as they are."""
-    if x.dtype.is_floating():
+    """Floats combine in fp32, float64 in float64 (a sum over ranks rounds once, as the host collectives do);
+    integers as they are (an int32 sum wraps as torch's does)."""
+    if x.dtype == tl.float64:
+        r = x
+    elif x.dtype.is_floating():
         r = x.to(tl.float32)
     else:
         r = x

@@ -1,0 +1,134 @@
+"""A context that fails fast once its ranks are out of step.
+
+Why: after a device wait timed out, a cross-rank mismatch was found, or a rank failed, the ranks' call counters,
+epochs and heap offsets no longer agree, so every later collective call would wait out IRIS_WAIT_TIMEOUT_S again
+(or, worse, return a wrong result). Such an event marks the context *broken*; every later call on it (catalog ops,
+host collectives, barrier, device_barrier, allocation) raises `ContextBroken` at once:
+
+    context broken by <cause> at <op>; create a new one
+
+Recovery: there is no resync in place (a rank's device epochs, its peers' flags and its host process group may all
+be out of step, and the process group of a timed-out host exchange may hold a half-finished operation): close the
+context (`ctx.close()` is local once broken) and create a new one; under `iris.RankPool`/`iris.spawn`, close the pool
+and start a new one (`RankPool.restart()`).
+
+Rank failures seen by a pool: `iris.RankPool` shares an abort record with its ranks. When a rank raises or dies while
+its peers are still in the call, the pool writes the failed rank there; under the interpreter the peers' device waits
+and every host exchange of iris.consistency poll it and raise `PeerFailed` within milliseconds instead of waiting out
+their timeout, and every rank's context is marked broken before its next call. (GPU kernels cannot see it: a GPU
+wait still runs to IRIS_WAIT_TIMEOUT_S, but the host exchanges and the next calls fail fast.)
+
+Cost: one attribute test per call (`ctx._broken is None`), and a try/except that costs nothing unless it raises.
+"""
+
+import os
+import sys
+import time
+
+from . import device as _device
+from .device import DeviceWaitTimeout, PeerFailed
+
+# Exceptions that say "bad input, found on the host before anything was exchanged or launched": they leave the
+# context in step on this rank (a peer that went on without this rank times out and is broken by that).
+_INPUT_ERRORS = (ValueError, TypeError, KeyError, NotImplementedError, MemoryError)
+
+
+class ContextBroken(RuntimeError):
+    """The context saw a fault that leaves its ranks out of step; it refuses every later call. Create a new one."""
+
+
+class ConsistencyError(RuntimeError):
+    """Ranks made different calls (or the same call with different arguments) where they must agree."""
+
+
+def _short(exc):
+    text = str(exc).strip().splitlines()
+    text = text[0] if text else ""
+    return f"{type(exc).__name__}({text[:300]})"
+
+
+def mark_broken(ctx, cause, op):
+    """Mark `ctx` broken by `cause` (an exception or a sentence) at `op`; the first cause is kept."""
+    if getattr(ctx, "_broken", None) is None:
+        ctx._broken = (cause if isinstance(cause, str) else _short(cause), op)
+
+
+def is_broken(ctx):
+    return getattr(ctx, "_broken", None) is not None
+
+
+def raise_broken(ctx, op):
+    cause, where = ctx._broken
+    raise ContextBroken(f"rank {ctx.cur_rank}: context broken by {cause} at {where}; create a new one (this call: "
+                        f"{op}; see iris/health.py)")
+
+
+def check(ctx, op):
+    """Raise ContextBroken if `ctx` is broken (cheap: one attribute test)."""
+    if getattr(ctx, "_broken", None) is not None:
+        raise_broken(ctx, op)
+
+
+def breaks(exc):
+    """Whether `exc`, passing through a collective call, leaves the ranks out of step."""
+    if isinstance(exc, (DeviceWaitTimeout, PeerFailed, ConsistencyError)):
+        return True
+    if isinstance(exc, ContextBroken):
+        return False  # already broken, with its first cause
+    if isinstance(exc, _INPUT_ERRORS):
+        return False
+    return isinstance(exc, Exception)  # anything else mid-call (a failed launch, a lost peer): not known to be in step
+
+
+def on_error(ctx, op, exc):
+    """Called by the front doors with an exception that passes through `op`: mark the context broken if it should."""
+    if breaks(exc):
+        mark_broken(ctx, exc, op)
+
+
+# ---------------------------------------------------------------------------------------------- pool abort record
+_abort = None  # a shared int64 array [failed rank + 1, generation] set by iris.launch's worker
+
+
+def install_abort(record):
+    """Worker side of iris.RankPool: the shared record that the pool writes a failed rank into."""
+    global _abort
+    _abort = record
+
+
+def aborted_by():
+    """The rank whose failure the pool reported, or None."""
+    if _abort is None:
+        return None
+    failed = _abort[0]
+    return failed - 1 if failed else None
+
+
+def raise_if_aborted(what):
+    """Raise PeerFailed if the pool reported a failed rank (polled by waits and host exchanges)."""
+    failed = aborted_by()
+    if failed is not None:
+        raise PeerFailed(f"{what}: gave up because rank {failed} failed (its error is reported by the rank pool); "
+                         f"the context is now broken")
+
+
+def poll_until(done, what, timeout_s, interval_s=0.0005):
+    """Spin on `done()` with a wall-clock bound and the pool's abort record; raise PeerFailed on either."""
+    deadline = time.monotonic() + timeout_s
+    i = 0
+    while not done():
+        if i % 64 == 0:
+            raise_if_aborted(what)
+            if time.monotonic() > deadline:
+                raise PeerFailed(f"{what}: no answer from every peer within {timeout_s:g} s (IRIS_WAIT_TIMEOUT_S): a "
+                                 f"peer failed, is stuck, or makes another call; the context is now broken")
+        time.sleep(interval_s if i > 16 else 0)
+        i += 1
+
+
+def env_flag(name):
+    return os.environ.get(name, "0").lower() not in ("", "0", "false", "no", "off")
+
+
+if hasattr(_device, "_health"):  # the interpreter's waits poll the abort record through this module
+    _device._health[0] = sys.modules[__name__]
