@@ -120,8 +120,9 @@ def _guarded(op, ctx, call, *args):
     try:
         if consistency.EVERY_CALL and ctx.get_num_ranks() > 1:
             a, b, c, variant, config, *extra = args
+            shared = {"a": a, "c": c}.get(_SHARED.get(op))
             consistency.agree(ctx, "the call's arguments", (op, variant, repr(config), *map(consistency.describe, (
-                a, b, c, *extra)), consistency.offset(ctx, c)), op)
+                a, b, c, *extra)), consistency.offset(ctx, shared)), op)
         return call(ctx, *args)
     except BaseException as e:
         health.on_error(ctx, op, e)
