@@ -77,7 +77,8 @@ def breaks(exc):
         return False  # already broken, with its first cause
     if isinstance(exc, _INPUT_ERRORS):
         return False
-    return isinstance(exc, Exception)  # anything else mid-call (a failed launch, a lost peer): not known to be in step
+    # anything else mid-call (a failed launch, a lost peer, Ctrl-C): not known to be in step
+    return isinstance(exc, (Exception, KeyboardInterrupt))
 
 
 def on_error(ctx, op, exc):
@@ -124,6 +125,20 @@ def poll_until(done, what, timeout_s, interval_s=0.0005):
                                  f"peer failed, is stuck, or makes another call; the context is now broken")
         time.sleep(interval_s if i > 16 else 0)
         i += 1
+
+
+def host_barrier(group=None):
+    """dist.barrier(group), given up as soon as the rank pool reports a failed peer (a blocked gloo barrier would
+    otherwise hold this rank until the pool kills it). Outside a pool: a plain dist.barrier."""
+    import torch.distributed as dist
+
+    if _abort is None:
+        dist.barrier(group=group)
+        return
+    raise_if_aborted("barrier")
+    work = dist.barrier(group=group, async_op=True)
+    poll_until(work.is_completed, "barrier", float("inf"))
+    work.wait()
 
 
 def env_flag(name):

@@ -268,10 +268,10 @@ class Iris:
         self._check_open("barrier")
         if self.backend == "cuda":
             torch.cuda.synchronize(self.device)
-        dist.barrier()
         try:
+            health.host_barrier(getattr(self, "group", None))  # dist.barrier, abortable by iris.RankPool
             self.check_device_errors()
-        except _dev.DeviceWaitTimeout as e:
+        except (_dev.DeviceWaitTimeout, _dev.PeerFailed) as e:
             health.mark_broken(self, e, "barrier")
             raise
 
