@@ -66,6 +66,8 @@ def agree(ctx, what, value, op=None):
         rows = _gather(_encode(text), world, getattr(ctx, "group", None),
                        f"rank {ctx.cur_rank}: consistency check of {op}", ctx.get_device())
     except BaseException as e:
+        if isinstance(e, health.PeerFailed):
+            ctx._host_abandoned = True  # its process group holds a half-finished exchange (health.resync)
         health.on_error(ctx, op, e)
         raise
     digests = {bytes(row[:8].tolist()) for row in rows}

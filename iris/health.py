@@ -7,10 +7,16 @@ host collectives, barrier, device_barrier, allocation) raises `ContextBroken` at
 
     context broken by <cause> at <op>; create a new one
 
-Recovery: there is no resync in place (a rank's device epochs, its peers' flags and its host process group may all
-be out of step, and the process group of a timed-out host exchange may hold a half-finished operation): close the
-context (`ctx.close()` is local once broken) and create a new one; under `iris.RankPool`/`iris.spawn`, close the pool
-and start a new one (`RankPool.restart()`).
+Recovery:
+- `ctx.resync()` (collective: every rank of the context calls it) repairs a context in place after a one-sided
+  device fault (a wait timed out because a rank raised, skipped or repeated a call): it waits for this rank's device
+  work, lines the heap offsets up (the largest), clears the error record, the device barrier's flags and epoch, drops
+  every workspace (their flags and epochs restart from zero in fresh memory; the old memory stays allocated, the same
+  on every rank), the replay cache and the consistency cache, and unbreaks the context. It is refused when a host
+  exchange of this process was abandoned (a timed-out or aborted barrier or consistency check): the process group
+  then holds a half-finished operation, so only new processes help.
+- Otherwise close the context (`ctx.close()` is local once broken) and create a new one; under `iris.RankPool` /
+  `iris.spawn`, `RankPool.restart()` starts new ranks (a new process group).
 
 Rank failures seen by a pool: `iris.RankPool` shares an abort record with its ranks. When a rank raises or dies while
 its peers are still in the call, the pool writes the failed rank there; under the interpreter the peers' device waits
@@ -137,8 +143,68 @@ def host_barrier(group=None):
         return
     raise_if_aborted("barrier")
     work = dist.barrier(group=group, async_op=True)
-    poll_until(work.is_completed, "barrier", float("inf"))
+    poll_until(work.is_completed, "barrier", float("inf"))  # raises PeerFailed: the caller marks the context
     work.wait()
+
+
+def _gather_ints(ctx, values, what):
+    """Bounded all-gather of a few int64 values per rank over ctx's group (rows by rank)."""
+    import torch
+    import torch.distributed as dist
+
+    from .distributed import all_gather_single
+
+    group = getattr(ctx, "group", None)
+    mine = torch.tensor(values, dtype=torch.int64)
+    if "gloo" not in str(dist.get_backend(group)).lower():
+        mine = mine.to(ctx.get_device())
+    out = torch.empty(ctx.num_ranks * len(values), dtype=torch.int64, device=mine.device)
+    work = all_gather_single(out, mine, group=group, async_op=True)
+    try:
+        poll_until(work.is_completed, what, _timeout())
+    except PeerFailed:
+        ctx._host_abandoned = True
+        raise
+    work.wait()
+    return out.view(ctx.num_ranks, -1).tolist()
+
+
+def _timeout():
+    from . import consistency
+
+    return consistency.TIMEOUT_S
+
+
+def resync(ctx):
+    """Collective: repair a context after a one-sided device fault (see the module docstring). Returns what was
+    cleared. Bounded: raises PeerFailed if a peer does not call it within IRIS_WAIT_TIMEOUT_S."""
+    import torch
+
+    from . import heap as _heap
+
+    if getattr(ctx, "_closed", False):
+        raise RuntimeError("resync: this Iris context is closed")
+    if getattr(ctx, "_host_abandoned", False):
+        raise ContextBroken(f"rank {ctx.cur_rank}: resync refused: a host exchange of this process was abandoned "
+                            f"(context broken by {ctx._broken[0] if ctx._broken else '?'}), so its process group is "
+                            f"out of step; start new processes (RankPool.restart())")
+    if ctx.backend == "cuda":
+        torch.cuda.synchronize(ctx.device)
+    what = f"rank {ctx.cur_rank}: resync"
+    offsets = [row[0] for row in _gather_ints(ctx, [ctx.heap.offset], what)]  # every rank is here: kernels are done
+    top = -(-max(offsets) // _heap.ALIGNMENT) * _heap.ALIGNMENT
+    ctx.heap.offset = top
+    ctx._errors.zero_()
+    ctx._barrier_flags.zero_()
+    ctx._barrier_epoch.zero_()
+    dropped = len(ctx._workspaces)
+    ctx._workspaces = {}
+    ctx.replay.clear()
+    ctx.__dict__.pop("_iris_agreed", None)
+    cause = ctx._broken
+    ctx._broken = None
+    _gather_ints(ctx, [0], what)  # nobody signals into a peer's flags before the peer has zeroed them
+    return {"cause": cause, "heap_offsets": offsets, "workspaces_dropped": dropped}
 
 
 def env_flag(name):

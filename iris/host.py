@@ -51,6 +51,12 @@ class Iris:
     sequence of tensors on every rank: that is what makes offsets agree."""
 
     _broken = None  # (cause, op) once a fault left the ranks out of step: every later call raises (iris/health.py)
+    _host_abandoned = False  # a host exchange was given up: resync() cannot repair the process group
+
+    def resync(self):
+        """Collective: repair this context in place after a one-sided device fault (a wait that timed out because a
+        rank raised, skipped or repeated a call); see iris/health.py for what it clears and when it refuses."""
+        return health.resync(self)
 
     def __init__(self, heap_size=1 << 30, backend=None):
         backend = (backend or _backend.BACKEND).lower()
@@ -272,6 +278,7 @@ class Iris:
             health.host_barrier(getattr(self, "group", None))  # dist.barrier, abortable by iris.RankPool
             self.check_device_errors()
         except (_dev.DeviceWaitTimeout, _dev.PeerFailed) as e:
+            self._host_abandoned = self._host_abandoned or isinstance(e, _dev.PeerFailed)
             health.mark_broken(self, e, "barrier")
             raise
 

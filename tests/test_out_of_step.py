@@ -238,12 +238,39 @@ def r_raise_inside_call(ctx):
     with pytest.raises(iris.ContextBroken):
         ctx.barrier()
     assert time.monotonic() - start < 0.5
-    ctx.close()  # local once broken: no collective teardown that would wait on the peers
+    assert ctx.resync()["cause"] is not None  # every rank: repaired in place (no host exchange was abandoned)
+    w = ctx.get_num_ranks()
+    for i in range(3):  # in step again: right results, fresh inputs, several calls in a row
+        y = ctx.full((64,), float(ctx.get_rank() + i), dtype=torch.float32)
+        collectives.all_reduce(ctx, y, variant="push")
+        assert torch.equal(y.cpu(), torch.full((64,), float(w * (w - 1) // 2 + w * i))), y
+    ctx.device_barrier()
+    ctx.barrier()
     return type(caught).__name__
 
 
+def r_one_sided_device_barrier(ctx):
+    """Rank 0 enters one device barrier more than its peers: it times out and its context is broken (its flags and
+    epochs no longer line up: "for a value >= 2 (last seen 1)" forever after); every rank calls resync(), and device
+    barriers and collectives line up again."""
+    ctx.device_barrier()
+    if ctx.get_rank() == 0:
+        with faults.wait_timeout(1.0), pytest.raises(iris.DeviceWaitTimeout):
+            ctx.device_barrier()
+        with pytest.raises(iris.ContextBroken, match="broken by DeviceWaitTimeout.*at device_barrier"):
+            ctx.device_barrier()
+    ctx.resync()
+    with faults.wait_timeout(10.0):
+        for _ in range(3):
+            ctx.device_barrier()
+        x = ctx.ones(64, dtype=torch.float32)
+        collectives.all_reduce(ctx, x, variant="push")
+    assert torch.equal(x.cpu(), torch.full((64,), float(ctx.get_num_ranks())))
+    ctx.barrier()
+    return "ok"
+
+
 def r_kill_in_call(ctx):
-    ctx = iris.iris(HEAP)  # the pool's context was closed by r_raise_inside_call
     x = ctx.ones(64, dtype=torch.float32)
     faults.reset()
     for _ in range(3):
@@ -273,6 +300,7 @@ def test_faults_break_the_context_and_later_calls_fail_at_once():
         assert "r_raise_between_calls" in msg  # the traceback
         pool.restart()  # the way back: new ranks, new contexts
         assert pool.run(r_raise_inside_call, timeout=120) == ["DeviceWaitTimeout", "InjectedFault"]
+        assert pool.run(r_one_sided_device_barrier, timeout=120) == ["ok", "ok"]
         assert pool.run(r_new_context_works, timeout=120) == [2.0, 2.0]  # a new context on the same ranks
         start = time.monotonic()
         with pytest.raises(iris.RankError) as info:
