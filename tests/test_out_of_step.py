@@ -10,10 +10,10 @@ import traceback
 import faults
 import pytest
 import torch
+from conftest import ON_GPU
 
 import fused_ops
 import iris
-from conftest import ON_GPU
 from iris import collectives, consistency
 
 HEAP = 1 << 20
