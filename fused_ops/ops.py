@@ -24,10 +24,16 @@ into it, and end once every peer's writes have landed (this rank's output is com
 is): inside their kernels (fused_ops/sync.py), except the copy_engine variants, which use device barriers. On GPUs, a
 call repeated on the same operands (addresses, shapes, strides) replays a CUDA graph of its launches (iris/replay.py;
 IRIS_REPLAY=0 turns that off).
+
+Ranks out of step (iris/consistency.py, iris/health.py): the first call of each signature (op, variant, config,
+shapes, dtypes, heap offset of the operands peers reach) compares it across ranks and raises ConsistencyError on every
+rank when they differ (IRIS_DEBUG_CHECKS=1: every call, prepared ones included). A mismatch, a device wait timeout or
+a failed peer breaks the context: every later call raises ContextBroken at once.
 """
 
 import torch
 
+from iris import consistency, health
 from iris.replay import tensor_key
 
 from . import auto, registry
@@ -71,6 +77,7 @@ def _check(ctx, op, a, b, c, heap_output=True):
 def _variant(ctx, op, variant, a, b, c, config, heap_output=True, exclude=()):
     """(the variant to run, its config): auto's pick, with the config tune() found for it here when the caller
     gave none."""
+    registry.check_op(op)
     _check(ctx, op, a, b, c, heap_output)
     if variant == "auto":
         shape = auto.global_shape(ctx, op, a, b)
@@ -90,6 +97,36 @@ def _variant(ctx, op, variant, a, b, c, config, heap_output=True, exclude=()):
                          f"here)")
     check_capture(ctx.backend, v)
     return v, config
+
+
+# Operands that peers read or write in place, by op: their heap offsets must agree across ranks.
+_SHARED = {"gemm_all_scatter": "c", "gemm_all_reduce": "c", "all_gather_gemm": "a"}
+
+
+def _agree(ctx, op, variant, v, cfg, a, b, c, a_gathered=None):
+    """Collective on the first call of this signature: compare it across ranks (iris/consistency.py)."""
+    if ctx.get_num_ranks() > 1:
+        shared = {"a": a, "c": c}.get(_SHARED.get(op))
+        consistency.first_call(ctx, (op, variant, v.name, repr(cfg), consistency.describe(a), consistency.describe(b),
+                                     consistency.describe(c), consistency.describe(a_gathered),
+                                     consistency.offset(ctx, shared)))
+
+
+def _guarded(op, ctx, call, *args):
+    """call(*args) with the context's fault state: raise at once if broken; break it on a fault (iris/health.py).
+    With IRIS_DEBUG_CHECKS=1, compare the call's arguments across ranks first (prepared calls included)."""
+    if getattr(ctx, "_broken", None) is not None:
+        health.raise_broken(ctx, op)
+    try:
+        if consistency.EVERY_CALL and ctx.get_num_ranks() > 1:
+            a, b, c, variant, config, *extra = args
+            shared = {"a": a, "c": c}.get(_SHARED.get(op))
+            consistency.agree(ctx, "the call's arguments", (op, variant, repr(config), *map(consistency.describe, (
+                a, b, c, *extra)), consistency.offset(ctx, shared)), op)
+        return call(ctx, *args)
+    except BaseException as e:
+        health.on_error(ctx, op, e)
+        raise
 
 
 def check_capture(backend, v):
@@ -155,6 +192,10 @@ def _problem(ctx, op, v, a, b, c, config, a_gathered=None):
 
 
 def gemm_all_scatter(ctx, a, b, c, variant="auto", config=None):
+    return _guarded("gemm_all_scatter", ctx, _gemm_all_scatter_call, a, b, c, variant, config)
+
+
+def _gemm_all_scatter_call(ctx, a, b, c, variant, config):
     sig, call = _prepared(ctx, "gemm_all_scatter", a, b, c, variant, config)
     return call() if call is not None else _gemm_all_scatter(ctx, a, b, c, variant, config, sig)
 
@@ -165,6 +206,7 @@ def _gemm_all_scatter(ctx, a, b, c, variant, config, sig=None):
     if tuple(c.shape) != (m, n_local * world):
         raise ValueError(f"gemm_all_scatter: c must be M x N = {m} x {n_local * world} (b holds N/world = {n_local} "
                          f"columns on each of {world} ranks), got {tuple(c.shape)}")
+    _agree(ctx, "gemm_all_scatter", variant, v, cfg, a, b, c)
     _run(ctx, v, cfg, lambda: _problem(ctx, "gemm_all_scatter", v, a, b, c, cfg), a, b, c,
          prepare=(sig, c, lambda: _gemm_all_scatter(ctx, a, b, c, variant, config)))
     _set_up_capture_pick(ctx, "gemm_all_scatter", variant, a, b, lambda v: gemm_all_scatter(ctx, a, b, c, v, config))
@@ -172,6 +214,10 @@ def _gemm_all_scatter(ctx, a, b, c, variant, config, sig=None):
 
 
 def gemm_all_reduce(ctx, a, b, c, variant="auto", config=None):
+    return _guarded("gemm_all_reduce", ctx, _gemm_all_reduce_call, a, b, c, variant, config)
+
+
+def _gemm_all_reduce_call(ctx, a, b, c, variant, config):
     sig, call = _prepared(ctx, "gemm_all_reduce", a, b, c, variant, config)
     return call() if call is not None else _gemm_all_reduce(ctx, a, b, c, variant, config, sig)
 
@@ -181,6 +227,7 @@ def _gemm_all_reduce(ctx, a, b, c, variant, config, sig=None):
     m, n = a.shape[0], b.shape[1]
     if tuple(c.shape) != (m, n):
         raise ValueError(f"gemm_all_reduce: c must be M x N = {m} x {n}, got {tuple(c.shape)}")
+    _agree(ctx, "gemm_all_reduce", variant, v, cfg, a, b, c)
     _run(ctx, v, cfg, lambda: _problem(ctx, "gemm_all_reduce", v, a, b, c, cfg), a, b, c,
          prepare=(sig, c, lambda: _gemm_all_reduce(ctx, a, b, c, variant, config)))
     _set_up_capture_pick(ctx, "gemm_all_reduce", variant, a, b, lambda v: gemm_all_reduce(ctx, a, b, c, v, config))
@@ -188,6 +235,10 @@ def _gemm_all_reduce(ctx, a, b, c, variant, config, sig=None):
 
 
 def all_gather_gemm(ctx, a, b, c, variant="auto", config=None, a_gathered=None):
+    return _guarded("all_gather_gemm", ctx, _all_gather_gemm_call, a, b, c, variant, config, a_gathered)
+
+
+def _all_gather_gemm_call(ctx, a, b, c, variant, config, a_gathered):
     sig, call = _prepared(ctx, "all_gather_gemm", a, b, c, variant, config, a_gathered)
     return call() if call is not None else _all_gather_gemm(ctx, a, b, c, variant, config, a_gathered, sig)
 
@@ -209,6 +260,7 @@ def _all_gather_gemm(ctx, a, b, c, variant, config, a_gathered, sig=None):
                              f"{tuple(a_gathered.shape)} {a_gathered.dtype}")
     if not a.is_contiguous():
         raise ValueError("all_gather_gemm: a must be contiguous (its rows are copied and read by peers)")
+    _agree(ctx, "all_gather_gemm", variant, v, cfg, a, b, c, a_gathered)
     make = lambda: _problem(ctx, "all_gather_gemm", v, a, b, c, cfg, a_gathered)  # noqa: E731
     copy_out = a_gathered is not None and v.pattern != "baseline" and not ctx.is_symmetric(a_gathered)
     _run(ctx, v, cfg, make, a, b, c, a_gathered,  # a copy after the launches is not in their graph: not prepared
@@ -221,6 +273,10 @@ def _all_gather_gemm(ctx, a, b, c, variant, config, a_gathered, sig=None):
 
 
 def gemm_reduce_scatter(ctx, a, b, c, variant="auto", config=None):
+    return _guarded("gemm_reduce_scatter", ctx, _gemm_reduce_scatter_call, a, b, c, variant, config)
+
+
+def _gemm_reduce_scatter_call(ctx, a, b, c, variant, config):
     sig, call = _prepared(ctx, "gemm_reduce_scatter", a, b, c, variant, config)
     return call() if call is not None else _gemm_reduce_scatter(ctx, a, b, c, variant, config, sig)
 
@@ -233,6 +289,7 @@ def _gemm_reduce_scatter(ctx, a, b, c, variant, config, sig=None):
         raise ValueError(f"gemm_reduce_scatter: M={m} must be divisible by the world size {world}")
     if tuple(c.shape) != (m // world, n):
         raise ValueError(f"gemm_reduce_scatter: c must be M/world x N = {m // world} x {n}, got {tuple(c.shape)}")
+    _agree(ctx, "gemm_reduce_scatter", variant, v, cfg, a, b, c)
     _run(ctx, v, cfg, lambda: _problem(ctx, "gemm_reduce_scatter", v, a, b, c, cfg), a, b, c,
          prepare=(sig, c, lambda: _gemm_reduce_scatter(ctx, a, b, c, variant, config)))
     _set_up_capture_pick(ctx, "gemm_reduce_scatter", variant, a, b,

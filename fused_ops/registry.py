@@ -67,6 +67,14 @@ class Op:
 OPS = {}
 
 
+class UnknownName(KeyError):
+    """An op or variant name the registry does not know. A KeyError (as a dict lookup would raise), whose message
+    names the valid choices and is printed as it is (KeyError's own str() quotes it)."""
+
+    def __str__(self):
+        return str(self.args[0]) if self.args else ""
+
+
 def define_op(name, layout, kind="gemm"):
     OPS[name] = Op(name, layout, kind=kind)
 
@@ -100,14 +108,27 @@ def list_variants(op, backend=None, dtype=None, capture=False):
 
 def _op(op):
     if op not in OPS:
-        raise KeyError(f"unknown op {op!r}; known ops: {', '.join(OPS)}")
+        close = [name for name in OPS if _similar(str(op), name)]
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise UnknownName(f"unknown op {op!r}{hint}; known ops: {', '.join(OPS)}")
     return OPS[op]
+
+
+def check_op(op):
+    """Raise UnknownName, naming the valid ops, unless `op` is one (before anything looks `op` up elsewhere)."""
+    _op(op)
+
+
+def _similar(a, b):
+    import difflib
+
+    return difflib.SequenceMatcher(None, a, b).ratio() > 0.75
 
 
 def get(op, name, backend=None):
     variants = _op(op).variants
     if name not in variants:
-        raise KeyError(f"unknown variant {name!r} of {op}; known variants: {', '.join(variants)}")
+        raise UnknownName(f"unknown variant {name!r} of {op}; known variants: {', '.join(variants)}")
     v = variants[name]
     if backend is not None and backend not in v.backends:
         raise ValueError(f"variant {op}/{name} runs on {', '.join(v.backends)} only, not on the {backend} backend")

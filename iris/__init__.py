@@ -33,6 +33,8 @@ from .device import (  # noqa: F401
 from .copy_engine import CopyEngine  # noqa: F401
 from .heap import HeapExhausted  # noqa: F401
 from .host import DeviceMismatchError, Iris, context, iris  # noqa: F401
+from .health import ConsistencyError, ContextBroken  # noqa: F401
+from .device import PeerFailed  # noqa: F401
 from .launch import RankError, RankPool, spawn  # noqa: F401
 from . import collectives, partition, tracing  # noqa: F401,E402
 from . import hierarchical  # noqa: F401

@@ -55,8 +55,8 @@ import torch.distributed as dist
 import triton
 import triton.language as tl
 
+from . import consistency, relaunch, tile
 from . import device as iris
-from . import relaunch, tile
 from .distributed import all_gather_single
 from .replay import tensor_key
 
@@ -233,7 +233,9 @@ def _launch(ctx, kind, x, y, n, op="sum", staged=False, root=0, config=None, asy
     ws = ctx.workspace(("collectives", key, programs), lambda c: dict(
         flags=c.zeros(2 * programs * c.get_num_ranks(), dtype=torch.int32),
         epochs=c.zeros(programs, dtype=torch.int32)))
-    acc = tl.float32 if x.dtype.is_floating_point else (tl.int64 if x.dtype == torch.int64 else tl.int32)
+    # float64 sums in float64; integers as torch sums them: int64 in int64, narrower ones wrap at their width
+    acc = {torch.float64: tl.float64, torch.int64: tl.int64}.get(x.dtype,
+                                                               tl.float32 if x.dtype.is_floating_point else tl.int32)
     s = scratch if scratch is not None else y
     args = (x, y, s, n, root, ws["flags"], ws["epochs"], ctx.get_rank(), ctx.get_num_ranks(), ctx.get_heap_bases())
     meta = dict(KIND=kind, OP=op, STAGED=staged, ACC=acc, BLOCK=block, num_warps=_warps(cfg, block))
@@ -258,7 +260,7 @@ def _warps(cfg, block):
     return warps
 
 
-def _check(ctx, name, variant, op, tensors, heap):
+def _check(ctx, name, variant, op, tensors, heap, extra=()):
     if variant not in VARIANTS[name]:
         raise ValueError(f"{name}: unknown variant {variant!r}; expected one of {', '.join(VARIANTS[name])}")
     if op not in OPS:
@@ -276,6 +278,9 @@ def _check(ctx, name, variant, op, tensors, heap):
     dtypes = {t.dtype for t in tensors.values()}
     if len(dtypes) > 1:
         raise TypeError(f"{name}: tensors must share one dtype, got {sorted(map(str, dtypes))}")
+    if ctx.get_num_ranks() > 1:  # the first call of a signature compares it across ranks (iris/consistency.py)
+        consistency.first_call(ctx, (name, variant, op, *((label, consistency.describe(t), consistency.offset(
+            ctx, t) if label in heap and variant != "nccl" else None) for label, t in tensors.items()), *extra))
 
 
 def _hierarchical():
@@ -294,6 +299,7 @@ def _scratch(ctx, numel, dtype):
     return ctx.workspace(("collectives", "scratch", numel, dtype), lambda c: c.zeros(numel, dtype=dtype))
 
 
+@consistency.guarded("all_reduce")
 def all_reduce(ctx, tensor, op="sum", variant="auto", out=None, config=None, async_op=False):
     """Reduce `tensor` over ranks into `out` (default: in place). Returns `out` (or a Work with async_op)."""
     if variant == "hierarchical" or getattr(ctx, "multi_node", False):
@@ -305,7 +311,7 @@ def all_reduce(ctx, tensor, op="sum", variant="auto", out=None, config=None, asy
     if variant == "auto" and isinstance(tensor, torch.Tensor):
         variant = _auto_all_reduce(ctx, tensor)
     heap = {} if variant in _TILE_VARIANTS else {"tensor": "read"}
-    _check(ctx, "all_reduce", variant, op, {"tensor": tensor, "out": out}, heap)
+    _check(ctx, "all_reduce", variant, op, {"tensor": tensor, "out": out}, heap, (config, async_op))
     if out.shape != tensor.shape:
         raise ValueError(f"all_reduce: out has shape {tuple(out.shape)}, tensor {tuple(tensor.shape)}")
     if variant == "atomic" and ctx.backend == "cpu" and tensor.dtype == torch.float16:
@@ -433,6 +439,7 @@ def _overlaps(a, b):
     return a0 < b0 + b.numel() * b.element_size() and b0 < a0 + a.numel() * a.element_size()
 
 
+@consistency.guarded("all_gather")
 def all_gather(ctx, output, input, variant="auto", config=None, async_op=False):
     """output (world * input.numel() elements) <- every rank's input, rank r's at slice r. "direct": peers store
     into `output`, which must be on the heap; "push": through inboxes (output anywhere; the latency variant)."""
@@ -445,7 +452,7 @@ def all_gather(ctx, output, input, variant="auto", config=None, async_op=False):
     if variant == "auto" and isinstance(input, torch.Tensor):
         variant = "push" if input.numel() * input.element_size() * w <= PUSH_MAX_BYTES else "direct"
     _check(ctx, "all_gather", variant, "sum", {"output": output, "input": input},
-           {"output": "write into"} if variant == "direct" else {})
+           {"output": "write into"} if variant == "direct" else {}, (config, async_op))
     if output.numel() != w * input.numel():
         raise ValueError(f"all_gather: output has {output.numel()} elements, expected world * input = {w} * "
                          f"{input.numel()}")
@@ -461,6 +468,7 @@ def all_gather(ctx, output, input, variant="auto", config=None, async_op=False):
     return work if async_op else output
 
 
+@consistency.guarded("reduce_scatter")
 def reduce_scatter(ctx, output, input, op="sum", variant="auto", config=None, async_op=False):
     """output (this rank's slice) <- slice `rank` of input (world * output.numel()) reduced over ranks. "pull":
     every rank reads its slice from every rank's input, which must be on the heap; "push": every rank sends slice r
@@ -474,7 +482,7 @@ def reduce_scatter(ctx, output, input, op="sum", variant="auto", config=None, as
     if variant == "auto" and isinstance(input, torch.Tensor):
         variant = "push" if input.numel() * input.element_size() <= PUSH_MAX_BYTES else "pull"
     _check(ctx, "reduce_scatter", variant, op, {"output": output, "input": input},
-           {"input": "read"} if variant == "pull" else {})
+           {"input": "read"} if variant == "pull" else {}, (config, async_op))
     w = ctx.get_num_ranks()
     if input.numel() != w * output.numel():
         raise ValueError(f"reduce_scatter: input has {input.numel()} elements, expected world * output = {w} * "
@@ -492,6 +500,7 @@ def reduce_scatter(ctx, output, input, op="sum", variant="auto", config=None, as
     return work if async_op else output
 
 
+@consistency.guarded("all_to_all")
 def all_to_all(ctx, output, input, variant="auto", config=None, async_op=False):
     """Slice c of input (world equal slices) goes to rank c, where it lands at slice `rank` of output (on the heap)."""
     if getattr(ctx, "multi_node", False):  # no heap spans the hosts: torch.distributed over the group
@@ -499,7 +508,8 @@ def all_to_all(ctx, output, input, variant="auto", config=None, async_op=False):
     sig, call = ctx.replay.lookup(("all_to_all", tensor_key(output), tensor_key(input), variant, config, async_op))
     if call is not None:
         return call()
-    _check(ctx, "all_to_all", variant, "sum", {"output": output, "input": input}, {"output": "write into"})
+    _check(ctx, "all_to_all", variant, "sum", {"output": output, "input": input}, {"output": "write into"},
+           (config, async_op))
     w = ctx.get_num_ranks()
     if input.numel() != output.numel() or input.numel() % w:
         raise ValueError(f"all_to_all: input and output need the same number of elements, divisible by the world "
@@ -512,6 +522,7 @@ def all_to_all(ctx, output, input, variant="auto", config=None, async_op=False):
     return work if async_op else output
 
 
+@consistency.guarded("broadcast")
 def broadcast(ctx, tensor, src=0, variant="auto", out=None, config=None, async_op=False):
     """out (default: tensor, in place) <- rank src's tensor (on the heap)."""
     if getattr(ctx, "multi_node", False):  # no heap spans the hosts: torch.distributed over the group
@@ -520,7 +531,8 @@ def broadcast(ctx, tensor, src=0, variant="auto", out=None, config=None, async_o
     if call is not None:
         return call()
     out = tensor if out is None else out
-    _check(ctx, "broadcast", variant, "sum", {"tensor": tensor, "out": out}, {"tensor": "read"})
+    _check(ctx, "broadcast", variant, "sum", {"tensor": tensor, "out": out}, {"tensor": "read"},
+           (src, config, async_op))
     if not 0 <= src < ctx.get_num_ranks():
         raise ValueError(f"broadcast: src={src} is not a rank (world size {ctx.get_num_ranks()})")
     if out.shape != tensor.shape:

@@ -15,6 +15,7 @@ the rank's error record (the first 64 bytes of its heap) and lets the kernel fin
 """
 
 import ctypes
+import sys
 import time
 
 import triton
@@ -39,6 +40,10 @@ CMP_NAMES = {0: "==", 1: ">="}
 
 class DeviceWaitTimeout(RuntimeError):
     """A device-side wait gave up: names the rank, the program and the flag it was waiting on."""
+
+
+class PeerFailed(RuntimeError):
+    """A wait or host exchange gave up because a peer failed (reported by iris.RankPool) or never answered."""
 
 
 def raise_recorded_timeout(errors):
@@ -238,6 +243,8 @@ if INTERPRET:
             time.sleep(0)
             return
         time.sleep(0 if n < 8 else 0.0005)
+        if n % 64 == 0 and _health[0] is not None:  # the pool saw a peer fail: give up now
+            _health[0].raise_if_aborted(f"rank {_host_int(cur_rank)}: device wait for {_host_int(value)}")
         if now - _wait_started[0] > WAIT_TIMEOUT_S:
             rank = _host_int(cur_rank)
             base_addr = ctypes.c_int64.from_address(_host_int(heap_bases) + 8 * rank).value
@@ -250,6 +257,23 @@ if INTERPRET:
                 f"rank {rank}, program {pid}: wait on the flag at heap offset {offset} for a value "
                 f"{'==' if cmp == 'eq' else '>='} {_host_int(value)} timed out after {WAIT_TIMEOUT_S:g} s "
                 f"(last seen {_host_int(observed)}); raise IRIS_WAIT_TIMEOUT_S if the peer is merely slow")
+
+    _health = [None]  # iris.health, set once it is imported (it imports this module)
+
+    def _unwrapping_interpreter_error(message=None):
+        """Stands in for InterpreterError in triton's interpreter, which wraps every exception raised inside a kernel
+        once per jit-function level (a timed-out wait came out as five nested InterpreterError reprs): this library's
+        own fault exceptions propagate as themselves, with their full traceback."""
+        current = sys.exc_info()[1]
+        if isinstance(current, (DeviceWaitTimeout, PeerFailed)):
+            return current
+        return _InterpreterError(message)
+
+    import triton.runtime.interpreter as _interpreter
+
+    _InterpreterError = _interpreter.InterpreterError
+    if isinstance(_InterpreterError, type):
+        _interpreter.InterpreterError = _unwrapping_interpreter_error
 
     @triton.jit
     def _ld_acquire(ptr):

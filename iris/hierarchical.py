@@ -124,6 +124,15 @@ class MultiNodeContext:
         self.backend, self.device, self.handle = self.local.backend, self.local.device, None
         self.replay = _replay.ReplayCache(False)  # nothing to replay: no kernel spans the group
 
+    @property
+    def _broken(self):
+        """A multi-node context is broken when its node's heap context is (iris/health.py)."""
+        return self.local._broken
+
+    @_broken.setter
+    def _broken(self, value):
+        self.local._broken = value
+
     def get_rank(self):
         return self.cur_rank
 

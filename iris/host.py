@@ -20,7 +20,7 @@ import torch.distributed as dist
 import triton
 import triton.language as tl
 
-from . import _backend, device as _dev, distributed, replay as _replay
+from . import _backend, consistency, device as _dev, distributed, health, replay as _replay
 from .copy_engine import CopyEngine
 from .heap import CudaHeap, ShmHeap
 from .logging import logger, set_rank
@@ -60,6 +60,14 @@ class Iris:
     """One rank's view of the symmetric heap of its group. Create it on every rank of the group with the same
     heap_size, and allocate the same sequence of tensors on every rank: that is what makes offsets agree."""
 
+    _broken = None  # (cause, op) once a fault left the ranks out of step: every later call raises (iris/health.py)
+    _host_abandoned = False  # a host exchange was given up: resync() cannot repair the process group
+
+    def resync(self):
+        """Collective: repair this context in place after a one-sided device fault (a wait that timed out because a
+        rank raised, skipped or repeated a call); see iris/health.py for what it clears and when it refuses."""
+        return health.resync(self)
+
     def __init__(self, heap_size=1 << 30, backend=None, group=None):
         backend = (backend or _backend.BACKEND).lower()
         if backend not in ("cpu", "cuda"):
@@ -76,6 +84,7 @@ class Iris:
         self.cur_rank, self.num_ranks = self.global_ranks.index(self.global_rank), len(self.global_ranks)
         if self.num_ranks == world:
             set_rank(self.cur_rank, self.num_ranks)
+        consistency.check_heap_size(heap_size, self.cur_rank, 1)  # its type; agreement: _check_agreement
         if use_cuda:
             self.device = torch.device("cuda", torch.cuda.current_device())
             if "LOCAL_RANK" in os.environ or not torch.cuda.current_device():
@@ -138,13 +147,12 @@ class Iris:
         def who(ranks):
             return ", ".join(f"group rank {r} (global {self.global_ranks[r]})" for r in ranks)
 
-        sizes = {}
-        for r, p in enumerate(self.peers):
-            sizes.setdefault(p["heap_size"], []).append(r)
-        if len(sizes) > 1:
-            detail = "; ".join(f"{size} bytes on {who(rs)}" for size, rs in sizes.items())
-            raise ValueError(f"iris.iris: the ranks of the group asked for different heap sizes ({detail}); every rank "
-                             f"must pass the same heap_size")
+        sizes = [p["heap_size"] for p in self.peers]
+        if len(set(sizes)) > 1:
+            detail = ", ".join(f"rank {r}: {size}" for r, size in enumerate(sizes))
+            raise consistency.ConsistencyError(
+                f"rank {self.cur_rank}: heap_size differs across ranks ({detail}; group ranks); every rank must create "
+                f"its context with the same heap_size")
         hosts = {}
         for r, h in enumerate(self.hosts):
             hosts.setdefault(h, []).append(r)
@@ -236,7 +244,7 @@ class Iris:
 
     def _allocate(self, size, dtype, device=None, requires_grad=False, out=None, layout=torch.strided,
                   memory_format=torch.contiguous_format, pin_memory=False):
-        self._check_open()
+        self._check_open("allocation")
         self._check_device(device)
         self._check_options(layout, memory_format, pin_memory)
         dtype = dtype or torch.get_default_dtype()
@@ -391,7 +399,16 @@ class Iris:
         """Collective: heap allocations made inside are released on a normal exit (after a barrier), so loops,
         tests and benchmarks can allocate freely. Nothing allocated inside may be used afterwards."""
         mark = self.heap.offset
-        yield self
+        try:
+            yield self
+        except BaseException:
+            # No barrier here: a peer may not reach one (it may have failed, or be waiting on this rank in a kernel).
+            # Released on this rank only; if a peer still uses the memory, the ranks are out of step and the fault
+            # that caused it breaks the context (iris/health.py).
+            self.replay.clear()
+            self.heap.offset = mark
+            self._workspaces = {k: v for k, v in self._workspaces.items() if v[0] < mark}
+            raise
         self.barrier()
         self.replay.clear()  # captured launches may point into what is released here
         self.heap.offset = mark
@@ -413,16 +430,27 @@ class Iris:
     # ------------------------------------------------------------------------------------------------ sync
     def barrier(self):
         """Wait for this rank's device work, then for every rank; raise any device-side wait timeout."""
-        self._check_open()
+        self._check_open("barrier")
         if self.backend == "cuda":
             torch.cuda.synchronize(self.device)
-        dist.barrier(group=self.group)
-        self.check_device_errors()
+        try:
+            health.host_barrier(self.group)  # dist.barrier, abortable by iris.RankPool
+            self.check_device_errors()
+        except (_dev.DeviceWaitTimeout, _dev.PeerFailed) as e:
+            self._host_abandoned = self._host_abandoned or isinstance(e, _dev.PeerFailed)
+            health.mark_broken(self, e, "barrier")
+            raise
 
     def device_barrier(self):
         """All ranks' preceding work on the current stream, on the device; no host sync, CUDA-graph capturable."""
-        _device_barrier_kernel[(1,)](self._barrier_flags, self._barrier_epoch, self.cur_rank, self.num_ranks,
-                                     self.heap_bases, num_warps=1, **_dev.pdl_launch())
+        if self._broken is not None:
+            health.raise_broken(self, "device_barrier")
+        try:
+            _device_barrier_kernel[(1,)](self._barrier_flags, self._barrier_epoch, self.cur_rank, self.num_ranks,
+                                         self.heap_bases, num_warps=1, **_dev.pdl_launch())
+        except BaseException as e:
+            health.on_error(self, "device_barrier", e)
+            raise
 
     def copy_engine(self):
         """Copies to and from peers' heaps on the copy engines, on a side stream forked off the current one, ordered
@@ -447,13 +475,20 @@ class Iris:
         return box[0]
 
     # ------------------------------------------------------------------------------------------------ teardown
-    def _check_open(self):
+    def _check_open(self, op="this call"):
         if getattr(self, "_closed", False):
             raise RuntimeError("this Iris context is closed")
+        if self._broken is not None:
+            health.raise_broken(self, op)
 
     def close(self):
         """Collective: unmap every peer and free the heap. Heap tensors are invalid afterwards."""
         if self._closed:
+            return
+        if self._broken is not None:  # peers may be gone or out of step: no collective teardown
+            self.replay.clear()
+            self.heap.close_peers()
+            self._closed = True
             return
         self.barrier()
         self.replay.clear()

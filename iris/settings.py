@@ -44,6 +44,9 @@ SETTINGS = (
     Setting("IRIS_WAIT_TIMEOUT_S", "30", "float", "users", "iris/device.py",
             "bound of every device-side spin-wait; on timeout the GPU records where and the host raises "
             "iris.DeviceWaitTimeout at the next barrier() (the interpreter raises at once)"),
+    Setting("IRIS_DEBUG_CHECKS", "0", "bool", "diagnosis", "iris/consistency.py",
+            "1: compare every call's arguments across ranks (catalog ops, host collectives, prepared calls included), "
+            "not only the first call of each signature; costs a host exchange per call"),
     # --- launch paths: each is on by default; 0 turns a mechanism off to measure it
     Setting("IRIS_PDL", "1", "bool", "A/B runs", "iris/device.py",
             "programmatic dependent launch for every kernel of the library on GPUs"),

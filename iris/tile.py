@@ -39,6 +39,7 @@ import torch
 import triton
 import triton.language as tl
 
+from . import consistency
 from . import device as iris
 
 SLOTS = tl.constexpr(4)  # inbox slots per parity, in units of world_size * BLOCK (two_shot 2, ring 2(w-1)/w)
@@ -52,6 +53,8 @@ class Workspace:
         if block < 16 or block & (block - 1):
             raise ValueError(f"block={block}: expected a power of two >= 16")
         w = ctx.get_num_ranks()
+        if w > 1:  # every rank's program t must use the same layout (iris/consistency.py; first call only)
+            consistency.first_call(ctx, ("iris.tile.Workspace", tiles, block, str(dtype), ctx.heap.offset))
         self.tiles, self.block = tiles, block
         self.data = ctx.zeros(tiles * 2 * SLOTS.value * w * block, dtype=dtype)
         self.flags = ctx.zeros(tiles * FLAG_REGIONS.value * w, dtype=torch.int32)
@@ -151,8 +154,11 @@ def _combine(a, b, OP: tl.constexpr):
 
 @triton.jit
 def _wide(x):
-    """Floats combine in fp32 (a sum over ranks rounds once, as the host collectives do); integers as they are."""
-    if x.dtype.is_floating():
+    """Floats combine in fp32, float64 in float64 (a sum over ranks rounds once, as the host collectives do);
+    integers as they are (an int32 sum wraps as torch's does)."""
+    if x.dtype == tl.float64:
+        r = x
+    elif x.dtype.is_floating():
         r = x.to(tl.float32)
     else:
         r = x

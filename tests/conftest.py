@@ -17,8 +17,11 @@ _pools = {}
 
 
 def _scoped(ctx, fn, args):
+    """fn(ctx, *args) inside ctx.scratch(), and whether the context is broken (iris/health.py). A broken context
+    fails scratch()'s closing barrier, which drops the pool; the flag makes sure of it for any other way out."""
     with ctx.scratch():
-        return fn(ctx, *args)
+        result = fn(ctx, *args)
+    return result, ctx._broken is not None
 
 
 class Ranks:
@@ -37,10 +40,13 @@ class Ranks:
         of step (heap offsets, epochs), and one failing test must not fail the next ones."""
         pool = self.pool
         try:
-            return pool.run(_scoped, fn, args, timeout=timeout)
+            replies = pool.run(_scoped, fn, args, timeout=timeout)
         except iris.RankError:
             pool.close()
             raise
+        if any(broken for _, broken in replies):  # a broken context must never reach the next test
+            pool.close()
+        return [result for result, _ in replies]
 
 
 @pytest.fixture(params=[2, 4], ids=lambda w: f"{w}ranks", scope="session")

@@ -327,8 +327,8 @@ def r_errors(ctx, case):
 
 
 ERRORS = {
-    "unknown variant": ("KeyError", "unknown variant 'warp_drive' of gemm_all_scatter; known variants: torch_nccl"),
-    "unknown op": ("KeyError", "unknown op 'gemm_all_nothing'"),
+    "unknown variant": ("UnknownName", "unknown variant 'warp_drive' of gemm_all_scatter; known variants: torch_nccl"),
+    "unknown op": ("UnknownName", "unknown op 'gemm_all_nothing'"),
     "wrong c shape": ("ValueError", "c must be M x N"),
     "inner dims": ("ValueError", "inner dimensions differ"),
     "dtype mix": ("TypeError", "must share one dtype"),

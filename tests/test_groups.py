@@ -352,7 +352,7 @@ EXPECT = {
     "not in ProcessGroup": ("ValueError", "is not in this group"),
     "several hosts": ("RuntimeError", ("spans 2 hosts (host 'node0': group rank 0 (global 0), group rank 1 (global 1); "
                                        "host 'node1': group rank 2 (global 2), group rank 3 (global 3))")),
-    "heap sizes": ("ValueError", "different heap sizes"),
+    "heap sizes": ("ConsistencyError", "heap_size differs across ranks"),
     "2-D mesh": ("ValueError", "2-D DeviceMesh"),
     "mesh dim": ("ValueError", "the mesh's dims are ['dp', 'tp']"),
     "collective, other heap": ("ValueError", "from another context's heap"),
