@@ -47,12 +47,17 @@ def main(ctx, tokens=16, hidden=16):
     x_ref = x.clone().requires_grad_(True)
     y_ref = mlp(x_ref)
     assert torch.allclose(y_mine, y_ref[rows], **tol)
-    y_mine.square().sum().backward()
-    y_ref.square().sum().backward()  # the sum over all ranks' tokens: each rank's share of it is its rows
-    assert torch.allclose(x_mine.grad, x_ref.grad[rows], **tol)
+    # The layers' backward all-reduces the replicated bias's gradient through torch.distributed, whose NCCL refuses
+    # ranks that share one GPU: there the forward is the whole check.
+    shared_gpu = dev.type == "cuda" and ctx.ranks_per_device > 1
+    if not shared_gpu:
+        y_mine.square().sum().backward()
+        y_ref.square().sum().backward()  # the sum over all ranks' tokens: each rank's share of it is its rows
+        assert torch.allclose(x_mine.grad, x_ref.grad[rows], **tol)
     ctx.barrier()
     if rank == 0:
-        print(f"ok: gemm_all_reduce as a torch op (forward, backward) and a {world}-way sequence-parallel MLP")
+        print(f"ok: gemm_all_reduce as a torch op (forward, backward) and a {world}-way sequence-parallel MLP"
+              f"{' (forward only: ranks share a GPU)' if shared_gpu else ''}")
 
 
 if __name__ == "__main__":
