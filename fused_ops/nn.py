@@ -14,7 +14,6 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-import iris
 
 from . import library
 
@@ -46,6 +45,11 @@ class _ReplicatedInputLinear(torch.autograd.Function):
         return grad_x, grad.t() @ x, None, None
 
 
+# The process group of each layer's context, by context handle: filled when a layer is built (outside any compiled
+# region), so that backward passes traced by torch.compile find the group with a plain dict lookup.
+_GROUPS = {}
+
+
 class _SumGradOverRanks(torch.autograd.Function):
     """Identity forward; all-reduce of the gradient (a replicated bias fed only this rank's rows)."""
 
@@ -60,7 +64,7 @@ class _SumGradOverRanks(torch.autograd.Function):
     @staticmethod
     def backward(c, grad):
         grad = grad.clone()
-        dist.all_reduce(grad, group=iris.context(c.handle).group)  # over the layer's group, not the world
+        dist.all_reduce(grad, group=_GROUPS[c.handle])  # over the layer's group, not the world
         return grad, None
 
 
@@ -68,6 +72,7 @@ class _TPLinear(nn.Module):
     def __init__(self, ctx, weight, bias, variant):
         super().__init__()
         self.ctx, self.variant = ctx, variant
+        _GROUPS[ctx.handle] = ctx.group
         self.weight = nn.Parameter(weight)
         self.bias = nn.Parameter(bias) if bias is not None else None
 
