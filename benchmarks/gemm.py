@@ -155,7 +155,7 @@ def run(ctx, args, run_stamp):
                 cfg = dataclasses.replace(cfg, gemm_sms=2 * ctx.get_cu_count())
             _problem.HOST_DESCRIPTORS = "device-built" not in name
             try:
-                p = Problem(ctx, "gemm_all_scatter", variant, a, b, c, m, n, k, cfg)
+                p = Problem(ctx=ctx, op="gemm_all_scatter", variant=variant, a=a, b=b, c=c, m=m, n=n, k=k, config=cfg)
             except ValueError as e:  # e.g. a split tail where there is no full wave
                 print(f"{m:>6d}x{n}x{k} {name:18s} skipped: {str(e)[:80]}", flush=True)
                 _problem.HOST_DESCRIPTORS = True
