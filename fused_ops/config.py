@@ -194,8 +194,8 @@ def candidates(ctx, dtype):
     """Launch configurations worth timing against the defaults (fused_ops.tune(configs="search")): on Hopper, each
     16-bit tile whole, and the largest with its last wave split; on the CPU, two tile sizes."""
     if ctx.backend == "cpu":
-        return [Config(block_m=16, block_n=16, block_k=16, split_k=1, split_tail=False), Config(block_m=32,
-                       block_n=32, block_k=32, split_k=1, split_tail=False)]
+        return [Config(block_m=16, block_n=16, block_k=16, split_k=1, split_tail=False),
+                Config(block_m=32, block_n=32, block_k=32, split_k=1, split_tail=False)]
     if dtype == torch.float32:
         return []
     whole = [Config(block_m=bm, block_n=bn, block_k=bk, num_stages=st, num_warps=w, split_k=1, split_tail=False)

@@ -75,8 +75,7 @@ SETTINGS = (
     Setting(name="FUSED_OPS_MOE_GROUPED_MM", default="1", kind="bool", audience="A/B runs",
             where="fused_ops/moe/torch_nccl.py",
             doc="the moe_ffn torch_nccl baseline's expert GEMMs through torch._grouped_mm on CUDA bf16 (0: one "
-                "matmul per "
-            "expert)"),
+                "matmul per expert)"),
     # --- results
     Setting(name="IRIS_COMMIT", default="", kind="str", audience="benchmarks",
             where="taxonomy/cli.py, benchmarks/, scripts/",
