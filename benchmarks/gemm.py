@@ -27,73 +27,81 @@ from fused_ops.gemm import gemm_kernel, store_vec  # noqa: E402
 from fused_ops.problem import Problem  # noqa: E402
 from fused_ops.registry import OPS  # noqa: E402
 
-# (block_m, block_n, block_k, group_m, gemm_sms, comm_sms, num_stages, num_warps, tma, split_k); None: the device
+
+def tile(block_m, block_n, block_k, num_stages, num_warps, **more):
+    """A candidate Config: the tile, pipeline stages, warps (group_m 8; gemm_sms, comm_sms and the rest: the device's
+    defaults, unless given)."""
+    return Config(block_m=block_m, block_n=block_n, block_k=block_k, group_m=8, num_stages=num_stages,
+                  num_warps=num_warps, **more)
+
+
+# tile(block_m, block_n, block_k, num_stages, num_warps, split_k=..., split_tail=...); unset fields: the device
 # default. 64-row tiles run up to M = 4096.
 CANDIDATES = {"default": None,
               "default, device-built descriptors": None,  # TMA descriptors made by every program, as before 2026-11-23
-              "128x256x64 s3 w8": Config(128, 256, 64, 8, None, None, 3, 8),
-              "128x256x64 s4 w8": Config(128, 256, 64, 8, None, None, 4, 8),
-              "128x128x64 s4 w8": Config(128, 128, 64, 8, None, None, 4, 8),
-              "128x128x64 s4 w4": Config(128, 128, 64, 8, None, None, 4, 4),
-              "128x128x64 s6 w8": Config(128, 128, 64, 8, None, None, 6, 8),
+              "128x256x64 s3 w8": tile(128, 256, 64, 3, 8),
+              "128x256x64 s4 w8": tile(128, 256, 64, 4, 8),
+              "128x128x64 s4 w8": tile(128, 128, 64, 4, 8),
+              "128x128x64 s4 w4": tile(128, 128, 64, 4, 4),
+              "128x128x64 s6 w8": tile(128, 128, 64, 6, 8),
               # the last, partial wave's tiles split along K (split_k as the defaults choose it for the tail)
-              "128x256x64 s3 w8 tail": Config(128, 256, 64, 8, None, None, 3, 8, split_tail=True),
-              "128x128x64 s6 w8 tail": Config(128, 128, 64, 8, None, None, 6, 8, split_tail=True),
-              "64x128x64 s4 w4": Config(64, 128, 64, 8, None, None, 4, 4),
-              "64x64x128 s4 w4": Config(64, 64, 128, 8, None, None, 4, 4),
-              "64x128x128 s3 w4": Config(64, 128, 128, 8, None, None, 3, 4),
-              "64x256x64 s4 w4": Config(64, 256, 64, 8, None, None, 4, 4),
+              "128x256x64 s3 w8 tail": tile(128, 256, 64, 3, 8, split_tail=True),
+              "128x128x64 s6 w8 tail": tile(128, 128, 64, 6, 8, split_tail=True),
+              "64x128x64 s4 w4": tile(64, 128, 64, 4, 4),
+              "64x64x128 s4 w4": tile(64, 64, 128, 4, 4),
+              "64x128x128 s3 w4": tile(64, 128, 128, 3, 4),
+              "64x256x64 s4 w4": tile(64, 256, 64, 4, 4),
               # two programs per SM ("x2": gemm_sms = 2 x SMs, set per device): where both fit (shared memory,
               # registers), one program's epilogue overlaps the other's main loop, as warp specialization would
-              "128x128x64 s2 w8 x2": Config(128, 128, 64, 8, None, None, 2, 8),
-              "128x128x64 s3 w8 x2": Config(128, 128, 64, 8, None, None, 3, 8),
-              "128x128x64 s3 w4 x2": Config(128, 128, 64, 8, None, None, 3, 4),
-              "128x256x64 s2 w8 x2": Config(128, 256, 64, 8, None, None, 2, 8)}
+              "128x128x64 s2 w8 x2": tile(128, 128, 64, 2, 8),
+              "128x128x64 s3 w8 x2": tile(128, 128, 64, 3, 8),
+              "128x128x64 s3 w4 x2": tile(128, 128, 64, 3, 4),
+              "128x256x64 s2 w8 x2": tile(128, 256, 64, 2, 8)}
 # Where tiles are few (M <= 1024): split-K ("kS": S slices of K per tile), and more shapes of tile, pipeline depth
 # and warps.
-SMALL_M_CANDIDATES = {"128x128x64 s4 w8 k2": Config(128, 128, 64, 8, None, None, 4, 8, split_k=2),
-                      "128x128x64 s4 w8 k4": Config(128, 128, 64, 8, None, None, 4, 8, split_k=4),
-                      "128x256x64 s3 w8 k2": Config(128, 256, 64, 8, None, None, 3, 8, split_k=2),
-                      "128x256x64 s3 w8 k4": Config(128, 256, 64, 8, None, None, 3, 8, split_k=4),
-                      "64x128x128 s3 w4 k2": Config(64, 128, 128, 8, None, None, 3, 4, split_k=2),
-                      "64x256x64 s4 w4 k2": Config(64, 256, 64, 8, None, None, 4, 4, split_k=2),
-                      "128x64x64 s4 w4": Config(128, 64, 64, 8, None, None, 4, 4),
-                      "128x64x128 s3 w4": Config(128, 64, 128, 8, None, None, 3, 4),
-                      "64x128x128 s4 w4": Config(64, 128, 128, 8, None, None, 4, 4),
-                      "64x128x128 s3 w8": Config(64, 128, 128, 8, None, None, 3, 8),
-                      "64x64x256 s3 w4": Config(64, 64, 256, 8, None, None, 3, 4),
-                      "64x128x64 s6 w4": Config(64, 128, 64, 8, None, None, 6, 4),
-                      "64x128x64 s8 w4": Config(64, 128, 64, 8, None, None, 8, 4),
-                      "128x128x64 s6 w8 k2": Config(128, 128, 64, 8, None, None, 6, 8, split_k=2)}
+SMALL_M_CANDIDATES = {"128x128x64 s4 w8 k2": tile(128, 128, 64, 4, 8, split_k=2),
+                      "128x128x64 s4 w8 k4": tile(128, 128, 64, 4, 8, split_k=4),
+                      "128x256x64 s3 w8 k2": tile(128, 256, 64, 3, 8, split_k=2),
+                      "128x256x64 s3 w8 k4": tile(128, 256, 64, 3, 8, split_k=4),
+                      "64x128x128 s3 w4 k2": tile(64, 128, 128, 3, 4, split_k=2),
+                      "64x256x64 s4 w4 k2": tile(64, 256, 64, 4, 4, split_k=2),
+                      "128x64x64 s4 w4": tile(128, 64, 64, 4, 4),
+                      "128x64x128 s3 w4": tile(128, 64, 128, 3, 4),
+                      "64x128x128 s4 w4": tile(64, 128, 128, 4, 4),
+                      "64x128x128 s3 w8": tile(64, 128, 128, 3, 8),
+                      "64x64x256 s3 w4": tile(64, 64, 256, 3, 4),
+                      "64x128x64 s6 w4": tile(64, 128, 64, 6, 4),
+                      "64x128x64 s8 w4": tile(64, 128, 64, 8, 4),
+                      "128x128x64 s6 w8 k2": tile(128, 128, 64, 6, 8, split_k=2)}
 
 # Alternatives where the C row stride is not a multiple of 16 elements: the store without the alignment hint (C_VEC=1).
 CANDIDATES["default, no vec"] = None
 # Decode-sized (M < 128) and few-tile shapes: split-K over more slices, narrow tiles.
-SMALL_M_CANDIDATES.update({"64x64x128 s4 w4 k2": Config(64, 64, 128, 8, None, None, 4, 4, split_k=2),
-                           "64x64x128 s4 w4 k4": Config(64, 64, 128, 8, None, None, 4, 4, split_k=4),
-                           "64x64x128 s4 w4 k8": Config(64, 64, 128, 8, None, None, 4, 4, split_k=8),
-                           "64x128x128 s4 w4 k4": Config(64, 128, 128, 8, None, None, 4, 4, split_k=4),
-                           "64x64x256 s4 w4": Config(64, 64, 256, 8, None, None, 4, 4),
-                           "64x64x256 s4 w4 k4": Config(64, 64, 256, 8, None, None, 4, 4, split_k=4),
-                           "64x64x128 s4 w4 k16": Config(64, 64, 128, 8, None, None, 4, 4, split_k=16),
-                           "64x64x128 s4 w4 k32": Config(64, 64, 128, 8, None, None, 4, 4, split_k=32),
-                           "16x128x128 s4 w4": Config(16, 128, 128, 8, None, None, 4, 4),
-                           "16x64x256 s4 w4": Config(16, 64, 256, 8, None, None, 4, 4),
-                           "16x64x128 s6 w4": Config(16, 64, 128, 8, None, None, 6, 4),
-                           "32x64x128 s4 w4": Config(32, 64, 128, 8, None, None, 4, 4),
-                           "16x64x128 s6 w4 k2": Config(16, 64, 128, 8, None, None, 6, 4, split_k=2),
-                           "16x128x128 s4 w4 k4": Config(16, 128, 128, 8, None, None, 4, 4, split_k=4)})
+SMALL_M_CANDIDATES.update({"64x64x128 s4 w4 k2": tile(64, 64, 128, 4, 4, split_k=2),
+                           "64x64x128 s4 w4 k4": tile(64, 64, 128, 4, 4, split_k=4),
+                           "64x64x128 s4 w4 k8": tile(64, 64, 128, 4, 4, split_k=8),
+                           "64x128x128 s4 w4 k4": tile(64, 128, 128, 4, 4, split_k=4),
+                           "64x64x256 s4 w4": tile(64, 64, 256, 4, 4),
+                           "64x64x256 s4 w4 k4": tile(64, 64, 256, 4, 4, split_k=4),
+                           "64x64x128 s4 w4 k16": tile(64, 64, 128, 4, 4, split_k=16),
+                           "64x64x128 s4 w4 k32": tile(64, 64, 128, 4, 4, split_k=32),
+                           "16x128x128 s4 w4": tile(16, 128, 128, 4, 4),
+                           "16x64x256 s4 w4": tile(16, 64, 256, 4, 4),
+                           "16x64x128 s6 w4": tile(16, 64, 128, 6, 4),
+                           "32x64x128 s4 w4": tile(32, 64, 128, 4, 4),
+                           "16x64x128 s6 w4 k2": tile(16, 64, 128, 6, 4, split_k=2),
+                           "16x128x128 s4 w4 k4": tile(16, 128, 128, 4, 4, split_k=4)})
 # FP8 tiles (block_k twice the bf16 one: the same bytes per stage)
-FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": Config(128, 256, 128, 8, None, None, 3, 8),
-                  "fp8 128x256x128 s4 w8": Config(128, 256, 128, 8, None, None, 4, 8),
-                  "fp8 128x128x128 s6 w8": Config(128, 128, 128, 8, None, None, 6, 8),
-                  "fp8 128x128x128 s4 w4": Config(128, 128, 128, 8, None, None, 4, 4),
-                  "fp8 64x128x256 s4 w4": Config(64, 128, 256, 8, None, None, 4, 4),
-                  "fp8 64x64x256 s4 w4": Config(64, 64, 256, 8, None, None, 4, 4),
-                  "fp8 128x256x64 s4 w8": Config(128, 256, 64, 8, None, None, 4, 8),
-                  "fp8 128x256x128 s3 w8 tail": Config(128, 256, 128, 8, None, None, 3, 8, split_tail=True),
-                  "fp8 128x128x128 s6 w8 tail": Config(128, 128, 128, 8, None, None, 6, 8, split_tail=True),
-                  "fp8 16x128x256 s4 w4": Config(16, 128, 256, 8, None, None, 4, 4)}
+FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
+                  "fp8 128x256x128 s4 w8": tile(128, 256, 128, 4, 8),
+                  "fp8 128x128x128 s6 w8": tile(128, 128, 128, 6, 8),
+                  "fp8 128x128x128 s4 w4": tile(128, 128, 128, 4, 4),
+                  "fp8 64x128x256 s4 w4": tile(64, 128, 256, 4, 4),
+                  "fp8 64x64x256 s4 w4": tile(64, 64, 256, 4, 4),
+                  "fp8 128x256x64 s4 w8": tile(128, 256, 64, 4, 8),
+                  "fp8 128x256x128 s3 w8 tail": tile(128, 256, 128, 3, 8, split_tail=True),
+                  "fp8 128x128x128 s6 w8 tail": tile(128, 128, 128, 6, 8, split_tail=True),
+                  "fp8 16x128x256 s4 w4": tile(16, 128, 256, 4, 4)}
 
 
 def shapes(small=False):
@@ -147,7 +155,7 @@ def run(ctx, args, run_stamp):
                 cfg = dataclasses.replace(cfg, gemm_sms=2 * ctx.get_cu_count())
             _problem.HOST_DESCRIPTORS = "device-built" not in name
             try:
-                p = Problem(ctx, "gemm_all_scatter", variant, a, b, c, m, n, k, cfg)
+                p = Problem(ctx=ctx, op="gemm_all_scatter", variant=variant, a=a, b=b, c=c, m=m, n=n, k=k, config=cfg)
             except ValueError as e:  # e.g. a split tail where there is no full wave
                 print(f"{m:>6d}x{n}x{k} {name:18s} skipped: {str(e)[:80]}", flush=True)
                 _problem.HOST_DESCRIPTORS = True

@@ -25,8 +25,14 @@ def chunk_blocks(blocks, col_blocks, programs, block_m, row_bytes):
 
 
 @triton.jit
-def scatter_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, col0, cur_rank, world_size, heap_bases,
-                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+def scatter_tile(
+    C,                                              # the gathered output, on the heap
+    pid_m, pid_n,                                   # the tile
+    M, N,                                           # size of C's block
+    stride_cm, stride_cn, col0,                     # C's strides, the block's first column
+    cur_rank, world_size, heap_bases,               # this rank, the ranks, the symmetric heap
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,   # tile
+):
     """Copy this rank's finished tile of C into the same place of every other rank's C."""
     ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, col0, BLOCK_M, BLOCK_N)
     val = tl.load(ptrs, mask=mask)
@@ -35,8 +41,14 @@ def scatter_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, col0, cur_rank, wo
 
 
 @triton.jit
-def reduce_tile(P, pid_m, pid_n, M, N, stride_m, stride_n, cur_rank, world_size, heap_bases, BLOCK_M: tl.constexpr,
-                BLOCK_N: tl.constexpr):
+def reduce_tile(
+    P,                                              # the partials, on the heap
+    pid_m, pid_n,                                   # the tile
+    M, N,                                           # problem size
+    stride_m, stride_n,                             # P's strides
+    cur_rank, world_size, heap_bases,               # this rank, the ranks, the symmetric heap
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,   # tile
+):
     """fp32 sum of the tile of P over every rank's copy (own first, then peers in rank order from the next one)."""
     ptrs, mask = c_tile(P, pid_m, pid_n, M, N, stride_m, stride_n, 0, BLOCK_M, BLOCK_N)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
@@ -46,10 +58,19 @@ def reduce_tile(P, pid_m, pid_n, M, N, stride_m, stride_n, cur_rank, world_size,
 
 
 @triton.jit
-def scatter_loop(C, M, N, stride_cm, stride_cn, col0, flags, epoch, cur_rank, world_size, heap_bases, start, step,
-                 WAIT_FLAGS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr,
-                 TRACE=None, TRACING: tl.constexpr = tl.constexpr(False), SYNC=None,
-                 WAIT_ENTRY: tl.constexpr = tl.constexpr(True)):
+def scatter_loop(
+    C,                                               # the gathered output, on the heap
+    M, N,                                            # problem size
+    stride_cm, stride_cn, col0,                      # C's strides, this rank's first column
+    flags, epoch,                                    # per-tile flags, this call's epoch
+    cur_rank, world_size, heap_bases,                # this rank, the ranks, the symmetric heap
+    start, step,                                     # this program's tiles: start, start+step, ...
+    WAIT_FLAGS: tl.constexpr,                        # wait for each tile's flag
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr,  # tiles, grouped order
+    TRACE=None, TRACING: tl.constexpr = tl.constexpr(False),  # event trace (iris.tracing)
+    SYNC=None,                                       # call synchronization (sync.py)
+    WAIT_ENTRY: tl.constexpr = tl.constexpr(True),   # first push waits for the peers' entry
+):
     """Push tiles start, start+step, ... of this rank's C block to every rank; with WAIT_FLAGS, first wait until the
     GEMM has set flags[tile] to this call's epoch. With SYNC (fused_ops/sync.py) and WAIT_ENTRY, the first push waits
     for the peers' entry into the call."""
@@ -71,10 +92,19 @@ def scatter_loop(C, M, N, stride_cm, stride_cn, col0, flags, epoch, cur_rank, wo
 
 
 @triton.jit
-def scatter_kernel(C, M, N, stride_cm, stride_cn, col0, flags, SYNC, cur_rank, world_size, heap_bases,
-                   WAIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr,
-                   TRACE=None, TRACING: tl.constexpr = tl.constexpr(False), PDL: tl.constexpr = tl.constexpr(False),
-                   ROLE: tl.constexpr = tl.constexpr(0)):
+def scatter_kernel(
+    C,                                         # the gathered output, on the heap
+    M, N,                                      # problem size
+    stride_cm, stride_cn, col0,                # C's strides, this rank's first column
+    flags,                                     # per-tile flags
+    SYNC,                                      # the call's synchronization words (sync.py)
+    cur_rank, world_size, heap_bases,          # this rank, the ranks, the symmetric heap
+    WAIT: tl.constexpr,                        # wait for each tile's flag
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr,  # tiles, grouped order
+    TRACE=None, TRACING: tl.constexpr = tl.constexpr(False),  # event trace (iris.tracing)
+    PDL: tl.constexpr = tl.constexpr(False),   # programmatic dependent launch (iris.launched_early)
+    ROLE: tl.constexpr = tl.constexpr(0),      # its part in a call of several kernels (sync.start)
+):
     iris.launched_early(PDL, NEXT_IN_AT_START)
     epoch = sync.start(SYNC, ROLE, cur_rank, world_size, heap_bases)
     scatter_loop(C, M, N, stride_cm, stride_cn, col0, flags, epoch, cur_rank, world_size, heap_bases,
@@ -84,10 +114,19 @@ def scatter_kernel(C, M, N, stride_cm, stride_cn, col0, flags, SYNC, cur_rank, w
 
 
 @triton.jit
-def reduce_loop(P, C, M, N, stride_m, stride_n, flags, epoch, cur_rank, world_size, heap_bases, start, step,
-                WAIT_FLAGS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr,
-                TRACE=None, TRACING: tl.constexpr = tl.constexpr(False), SYNC=None,
-                WAIT_ENTRY: tl.constexpr = tl.constexpr(True)):
+def reduce_loop(
+    P, C,                                            # the partials (on the heap), the output
+    M, N,                                            # problem size
+    stride_m, stride_n,                              # strides of P and C
+    flags, epoch,                                    # per-tile arrival counts, epoch
+    cur_rank, world_size, heap_bases,                # this rank, the ranks, the symmetric heap
+    start, step,                                     # this program's tiles: start, start+step, ...
+    WAIT_FLAGS: tl.constexpr,                        # wait for each tile's arrivals
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr,  # tiles, grouped order
+    TRACE=None, TRACING: tl.constexpr = tl.constexpr(False),  # event trace (iris.tracing)
+    SYNC=None,                                       # call synchronization (sync.py)
+    WAIT_ENTRY: tl.constexpr = tl.constexpr(True),   # first read waits for the peers' entry
+):
     """C tile = sum over ranks of the P tile; with WAIT_FLAGS, first wait until every rank has arrived at flags[tile]
     (arrival counters grow by world_size per call, so `>= world_size * epoch` never sees a stale count). With SYNC
     (fused_ops/sync.py) and WAIT_ENTRY, the first tile waits for the peers' entry into the call."""
@@ -111,10 +150,19 @@ def reduce_loop(P, C, M, N, stride_m, stride_n, flags, epoch, cur_rank, world_si
 
 
 @triton.jit
-def reduce_kernel(P, C, M, N, stride_m, stride_n, flags, SYNC, slot_size, cur_rank, world_size, heap_bases,
-                  WAIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr,
-                  TRACE=None, TRACING: tl.constexpr = tl.constexpr(False), PDL: tl.constexpr = tl.constexpr(False),
-                  ROLE: tl.constexpr = tl.constexpr(0)):
+def reduce_kernel(
+    P, C,                                      # the partials (on the heap), the output
+    M, N,                                      # problem size
+    stride_m, stride_n,                        # strides of P and C
+    flags,                                     # per-tile arrival counts
+    SYNC, slot_size,                           # call synchronization (sync.py); P's double-buffer slot
+    cur_rank, world_size, heap_bases,          # this rank, the ranks, the symmetric heap
+    WAIT: tl.constexpr,                        # wait for each tile's arrivals
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr,  # tiles, grouped order
+    TRACE=None, TRACING: tl.constexpr = tl.constexpr(False),  # event trace (iris.tracing)
+    PDL: tl.constexpr = tl.constexpr(False),   # programmatic dependent launch (iris.launched_early)
+    ROLE: tl.constexpr = tl.constexpr(0),      # its part in a call of several kernels (sync.start)
+):
     iris.launched_early(PDL, NEXT_IN_AT_START)
     epoch = sync.start(SYNC, ROLE, cur_rank, world_size, heap_bases)
     P = call_slot(P, epoch, slot_size)

@@ -143,21 +143,25 @@ def default_config(ctx, m, n_local, k, dtype, comm_programs=False, split=False):
     (PARTIAL_BLOCKS)."""
     sms = ctx.get_cu_count() // ctx.ranks_per_device  # ranks sharing a GPU share its SMs: spinning grids must fit
     if ctx.backend == "cpu":
-        return Config(32, 32, 32, 4, sms, 2, 1, 4, False, 1, False)
+        return Config(block_m=32, block_n=32, block_k=32, group_m=4, gemm_sms=sms, comm_sms=2, num_stages=1,
+                      num_warps=4, tma=False, split_k=1, split_tail=False)
     comm = min(16, max(1, sms // 4))
     gemm = sms - comm if comm_programs else sms
     if dtype == torch.float32:
         small = m <= 512
-        return Config(64 if small else 128, 128, 32, 8, gemm, comm, 4 if small else 3, 4 if small else 8, None, 1,
-                      False)
+        return Config(block_m=64 if small else 128, block_n=128, block_k=32, group_m=8, gemm_sms=gemm, comm_sms=comm,
+                      num_stages=4 if small else 3, num_warps=4 if small else 8, tma=None, split_k=1,
+                      split_tail=False)
     table = HOPPER_FP8_TILES if dtype == torch.float8_e4m3fn else HOPPER_TILES
     if m <= DECODE_ROWS and table is HOPPER_TILES:
         bm, bn, bk, stages, warps = DECODE_TILE
         if split and few_tiles_split(-(-m // bm) * -(-n_local // bn), gemm, k, DECODE_FEW_TILE[2], m) > 1:
             bm, bn, bk, stages, warps = DECODE_FEW_TILE  # too few tiles for the SMs: slices of K
-            return Config(bm, bn, bk, 8, gemm, comm, stages, warps, None,
-                          few_tiles_split(-(-m // bm) * -(-n_local // bn), gemm, k, bk, m), False)
-        return Config(bm, bn, bk, 8, gemm, comm, stages, warps, None, 1, False)
+            return Config(block_m=bm, block_n=bn, block_k=bk, group_m=8, gemm_sms=gemm, comm_sms=comm,
+                          num_stages=stages, num_warps=warps, tma=None,
+                          split_k=few_tiles_split(-(-m // bm) * -(-n_local // bn), gemm, k, bk, m), split_tail=False)
+        return Config(block_m=bm, block_n=bn, block_k=bk, group_m=8, gemm_sms=gemm, comm_sms=comm, num_stages=stages,
+                      num_warps=warps, tma=None, split_k=1, split_tail=False)
     tiles = lambda bm, bn: -(-m // bm) * -(-n_local // bn)  # noqa: E731
     for bm, bn, bk, stages, warps, fill in table:
         if tiles(bm, bn) >= fill * sms:
@@ -165,7 +169,8 @@ def default_config(ctx, m, n_local, k, dtype, comm_programs=False, split=False):
     waves = lambda bm, bn: -(-tiles(bm, bn) // gemm)  # noqa: E731
     if (bm, bn) not in (table[0][:2], table[1][:2]):
         s = few_tiles_split(tiles(bm, bn), gemm, k, bk) if split else 1
-        return Config(bm, bn, bk, 8, gemm, comm, stages, warps, None, s, False)
+        return Config(block_m=bm, block_n=bn, block_k=bk, group_m=8, gemm_sms=gemm, comm_sms=comm, num_stages=stages,
+                      num_warps=warps, tma=None, split_k=s, split_tail=False)
     # the large tile (where it fills the SMs) or the half one, each in whole waves (cost in large-tile waves) or with
     # its last wave split (1/s of a wave plus the fixup), where the split saves TAIL_MARGIN of the best whole cost
     costs = {}
@@ -180,18 +185,20 @@ def default_config(ctx, m, n_local, k, dtype, comm_programs=False, split=False):
     pick = min(options, key=lambda name: (options[name], name.startswith("half")))
     bm, bn, bk, stages, warps, _ = table[1] if pick.startswith("half") else table[0]
     tail = pick.endswith("tail")
-    return Config(bm, bn, bk, 8, gemm, comm, stages, warps, None,
-                  tail_split(tiles(bm, bn), gemm, k, bk) if tail else 1, tail)
+    return Config(block_m=bm, block_n=bn, block_k=bk, group_m=8, gemm_sms=gemm, comm_sms=comm, num_stages=stages,
+                  num_warps=warps, tma=None,
+                  split_k=tail_split(tiles(bm, bn), gemm, k, bk) if tail else 1, split_tail=tail)
 
 
 def candidates(ctx, dtype):
     """Launch configurations worth timing against the defaults (fused_ops.tune(configs="search")): on Hopper, each
     16-bit tile whole, and the largest with its last wave split; on the CPU, two tile sizes."""
     if ctx.backend == "cpu":
-        return [Config(16, 16, 16, split_k=1, split_tail=False), Config(32, 32, 32, split_k=1, split_tail=False)]
+        return [Config(block_m=16, block_n=16, block_k=16, split_k=1, split_tail=False),
+                Config(block_m=32, block_n=32, block_k=32, split_k=1, split_tail=False)]
     if dtype == torch.float32:
         return []
-    whole = [Config(bm, bn, bk, num_stages=st, num_warps=w, split_k=1, split_tail=False)
+    whole = [Config(block_m=bm, block_n=bn, block_k=bk, num_stages=st, num_warps=w, split_k=1, split_tail=False)
              for bm, bn, bk, st, w, _ in HOPPER_TILES]
     return whole + [replace(whole[0], split_k=None, split_tail=True)]
 

@@ -48,11 +48,22 @@ def slice_rows(s, M, world_size, BLOCK_M: tl.constexpr, EVEN: tl.constexpr):
 
 
 @triton.jit
-def kernel(A, B, OUT, S, I, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_om, ready, inflags, consumed,
-           final, CHUNK_BLOCKS, MAX_CHUNKS, SLICE_ROWS, cur_rank, world_size, heap_bases, BLOCK_M: tl.constexpr,
-           BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr,
-           EVEN: tl.constexpr, GATHER: tl.constexpr, PHASE: tl.constexpr = tl.constexpr(0),
-           PDL: tl.constexpr = tl.constexpr(False), FLAGS: tl.constexpr = tl.constexpr(True)):
+def kernel(
+    A, B,                                       # operands: A M x K, B K x N
+    OUT,                                        # all of C (GATHER) or this rank's slice
+    S, I,                                       # peers' partials (M x N), inbox (world x SLICE_ROWS x N)
+    M, N, K,                                    # problem size
+    stride_am, stride_ak, stride_bk, stride_bn, stride_om,  # strides, in elements
+    ready, inflags, consumed, final,            # per-chunk counts: partials ready, inbox landed, tiles read, final
+    CHUNK_BLOCKS, MAX_CHUNKS, SLICE_ROWS,       # row blocks per chunk, chunks per slice, inbox rows
+    cur_rank, world_size, heap_bases,           # this rank, the ranks, the symmetric heap
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,  # tiles, grouped order
+    TMA: tl.constexpr,                          # 0: plain pointers; 1: TMA; 2: TMA, B stored transposed
+    EVEN: tl.constexpr, GATHER: tl.constexpr,   # slices of M / world rows; all-reduce (C gathered)
+    PHASE: tl.constexpr = tl.constexpr(0),      # 0: every slice; 1: the peers'; 2: this rank's own
+    PDL: tl.constexpr = tl.constexpr(False),    # programmatic dependent launch (iris.launched_early)
+    FLAGS: tl.constexpr = tl.constexpr(True),   # False (run_phased): no flag raised or awaited
+):
     """S (the peers' slices' partials, M x N) and the inbox I (world x SLICE_ROWS x N) are contiguous. OUT: all of C
     (GATHER: this rank's slice at its rows, counted on `final`), or this rank's slice alone. PHASE 0: every slice in
     one launch; 1: the peers' slices only; 2: this rank's own slice only. FLAGS=False (run_phased): no flag is
@@ -106,8 +117,14 @@ def kernel(A, B, OUT, S, I, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
 
 
 @triton.jit
-def gathered_kernel(flags, MAX_CHUNKS, CHUNK_BLOCKS, M, cur_rank, world_size, heap_bases, BLOCK_M: tl.constexpr,
-                    PDL: tl.constexpr = tl.constexpr(False)):
+def gathered_kernel(
+    flags,                                     # per-chunk flags of the final chunks
+    MAX_CHUNKS, CHUNK_BLOCKS,                  # chunks per slice, row blocks per chunk
+    M,                                         # rows
+    cur_rank, world_size, heap_bases,          # this rank, the ranks, the symmetric heap
+    BLOCK_M: tl.constexpr,                     # tile rows
+    PDL: tl.constexpr = tl.constexpr(False),   # programmatic dependent launch (iris.launched_early)
+):
     """Wait until every peer's final chunks have landed in this rank's C (flags[q * MAX_CHUNKS + j]), then lower
     the flags for the next call."""
     iris.launched_early(PDL)
@@ -120,8 +137,13 @@ def gathered_kernel(flags, MAX_CHUNKS, CHUNK_BLOCKS, M, cur_rank, world_size, he
 
 
 @triton.jit
-def inbox_add_kernel(OUT, I, ROWS, N, stride_om, arrived, consumed, cur_rank, world_size, heap_bases,
-                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+def inbox_add_kernel(
+    OUT, I,                                         # this rank's slice (ROWS x N), the inbox (world x ROWS x N)
+    ROWS, N, stride_om,                             # slice size, OUT's row stride
+    arrived, consumed,                              # per-peer arrival flags, programs done
+    cur_rank, world_size, heap_bases,               # this rank, the ranks, the symmetric heap
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,   # tile
+):
     """OUT (this rank's slice, ROWS x N, holding its own partial) += every peer's partial in the inbox I (world x
     ROWS x N, contiguous), once each peer's copy has raised arrived[peer]. The last program lowers the flags."""
     for q in range(1, world_size):

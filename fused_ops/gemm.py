@@ -37,8 +37,13 @@ def tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
 
 
 @triton.jit
-def operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-             BLOCK_K: tl.constexpr, TMA: tl.constexpr):
+def operands(
+    A, B,                              # operands: A M x K, B K x N (pointers or descriptors)
+    M, N, K,                           # problem size
+    stride_am, stride_bk, stride_bn,   # strides, in elements (the K-major ones are 1)
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,  # tiles
+    TMA: tl.constexpr,                 # 0: plain pointers; 1: TMA; 2: TMA, B stored transposed
+):
     """TMA=1: A and B row-major; TMA=2: B stored transposed (N x K row-major, e.g. an nn.Linear weight's .t()).
     An operand passed as a host-built descriptor (Problem.operands) is used as is: building one here costs every
     program a global write and a proxy fence, 1.5-2.5 us per launch (results/archive/gemm_probe/)."""
@@ -58,9 +63,16 @@ def operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M: tl.constex
 
 
 @triton.jit
-def gemm_tile(a_op, b_op, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M: tl.constexpr,
-              BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, TMA: tl.constexpr,
-              A_ROW_PTRS: tl.constexpr = tl.constexpr(False), MAX_IMPRECISE: tl.constexpr = tl.constexpr(None)):
+def gemm_tile(
+    a_op, b_op,                                         # operands (gemm.operands)
+    pid_m, pid_n,                                       # the output tile
+    M, N, K,                                            # problem size
+    stride_am, stride_ak, stride_bk, stride_bn,         # A's and B's strides, in elements
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,  # tiles
+    TMA: tl.constexpr,                                  # 0: plain pointers; 1: TMA; 2: TMA, B stored transposed
+    A_ROW_PTRS: tl.constexpr = tl.constexpr(False),     # a_op is a block of BLOCK_M row pointers
+    MAX_IMPRECISE: tl.constexpr = tl.constexpr(None),   # FP8: products per promotion to fp32 (None: never)
+):
     """fp32 accumulator of one BLOCK_M x BLOCK_N output tile. With A_ROW_PTRS, `a_op` is a block of BLOCK_M row
     pointers (rows may live on different ranks: AllGather+GEMM pulls them through the heap)."""
     return gemm_k_blocks(a_op, b_op, pid_m, pid_n, 0, tl.cdiv(K, BLOCK_K), M, N, K, stride_am, stride_ak, stride_bk,
@@ -68,9 +80,17 @@ def gemm_tile(a_op, b_op, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk
 
 
 @triton.jit
-def gemm_k_blocks(a_op, b_op, pid_m, pid_n, kb0, kb1, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
-                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, TMA: tl.constexpr,
-                  A_ROW_PTRS: tl.constexpr = tl.constexpr(False), MAX_IMPRECISE: tl.constexpr = tl.constexpr(None)):
+def gemm_k_blocks(
+    a_op, b_op,                                         # operands (gemm.operands)
+    pid_m, pid_n,                                       # the output tile
+    kb0, kb1,                                           # its K blocks [kb0, kb1)
+    M, N, K,                                            # problem size
+    stride_am, stride_ak, stride_bk, stride_bn,         # A's and B's strides, in elements
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,  # tiles
+    TMA: tl.constexpr,                                  # 0: plain pointers; 1: TMA; 2: TMA, B stored transposed
+    A_ROW_PTRS: tl.constexpr = tl.constexpr(False),     # a_op is a block of BLOCK_M row pointers
+    MAX_IMPRECISE: tl.constexpr = tl.constexpr(None),   # FP8: products per promotion to fp32 (None: never)
+):
     """The tile's product over K blocks [kb0, kb1) only (the whole tile: 0, cdiv(K, BLOCK_K)). MAX_IMPRECISE (FP8):
     how many products of K Hopper's FP8 tensor cores may add up in their reduced-precision accumulator before the sum
     is promoted into the fp32 one (None: Triton's default, never; BLOCK_K: once per block, as torch._scaled_mm's
@@ -148,10 +168,18 @@ def unit_start(tile, SPLIT_K: tl.constexpr, WHOLE=0):
 
 
 @triton.jit
-def gemm_unit(a_op, b_op, unit, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, PARTIALS, COUNTS,
-              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-              TMA: tl.constexpr, SPLIT_K: tl.constexpr, WHOLE=0, SUM_SLICES: tl.constexpr = tl.constexpr(True),
-              MAX_IMPRECISE: tl.constexpr = tl.constexpr(None)):
+def gemm_unit(
+    a_op, b_op,                                         # operands (gemm.operands)
+    unit,                                               # the work unit (num_units)
+    M, N, K,                                            # problem size
+    stride_am, stride_ak, stride_bk, stride_bn,         # A's and B's strides, in elements
+    PARTIALS, COUNTS,                                   # split-K: the slices' fp32 partials and arrival counts
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,  # tiles, grouped order
+    TMA: tl.constexpr,                                  # 0: plain pointers; 1: TMA; 2: TMA, B stored transposed
+    SPLIT_K: tl.constexpr, WHOLE=0,                     # split-K: slices per tile; tiles [0, WHOLE) stay whole
+    SUM_SLICES: tl.constexpr = tl.constexpr(True),      # False: every slice is done with its own partial sum
+    MAX_IMPRECISE: tl.constexpr = tl.constexpr(None),   # FP8: products per promotion to fp32 (None: never)
+):
     """(tile, pid_m, pid_n, acc, done) of work unit `unit` (num_units) of the M x N output's tiles in grouped order
     (unit_acc)."""
     tile, s, _ = unit_tile(unit, SPLIT_K, WHOLE)
@@ -163,10 +191,18 @@ def gemm_unit(a_op, b_op, unit, M, N, K, stride_am, stride_ak, stride_bk, stride
 
 
 @triton.jit
-def unit_acc(a_op, b_op, unit, tile, s, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, PARTIALS,
-             COUNTS, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, TMA: tl.constexpr,
-             SPLIT_K: tl.constexpr, WHOLE=0, SUM_SLICES: tl.constexpr = tl.constexpr(True),
-             MAX_IMPRECISE: tl.constexpr = tl.constexpr(None)):
+def unit_acc(
+    a_op, b_op,                                         # operands (gemm.operands)
+    unit, tile, s, pid_m, pid_n,                        # the work unit: its tile, slice of K, tile coordinates
+    M, N, K,                                            # problem size
+    stride_am, stride_ak, stride_bk, stride_bn,         # A's and B's strides, in elements
+    PARTIALS, COUNTS,                                   # split-K: the slices' fp32 partials and arrival counts
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,  # tiles
+    TMA: tl.constexpr,                                  # 0: plain pointers; 1: TMA; 2: TMA, B stored transposed
+    SPLIT_K: tl.constexpr, WHOLE=0,                     # split-K: slices per tile; tiles [0, WHOLE) stay whole
+    SUM_SLICES: tl.constexpr = tl.constexpr(True),      # False: every slice is done with its own partial sum
+    MAX_IMPRECISE: tl.constexpr = tl.constexpr(None),   # FP8: products per promotion to fp32 (None: never)
+):
     """(acc, done) of work unit `unit`, of `tile` at (pid_m, pid_n): the whole tile, or slice s of its K blocks. A
     split tile's slices meet in PARTIALS (fp32) and the last slice to finish adds them up, in slice order, so the
     result does not depend on which one finished last: `done` is true for that one only, and only its `acc` is the
@@ -239,8 +275,14 @@ def aligned(x, VEC: tl.constexpr):
 
 
 @triton.jit
-def c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, col0, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-           VEC: tl.constexpr = tl.constexpr(1)):
+def c_tile(
+    C,                                              # output
+    pid_m, pid_n,                                   # the tile
+    M, N,                                           # size of the output block
+    stride_cm, stride_cn, col0,                     # C's strides, the block's first column
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,   # tile
+    VEC: tl.constexpr = tl.constexpr(1),            # N, stride_cm, col0 divide by VEC
+):
     """Pointers and mask of an output tile of an M x N block that starts at column col0 of C. VEC: N, stride_cm and
     col0 are multiples of VEC (store_vec), so rows store VEC elements at a time."""
     N = aligned(N, VEC)
@@ -253,11 +295,22 @@ def c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, col0, BLOCK_M: tl.conste
 
 
 @triton.jit
-def gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, col0, flags,
-              epoch, cur_rank, world_size, heap_bases, start, step, SIGNAL: tl.constexpr, BLOCK_M: tl.constexpr,
-              BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr,
-              TRACE=None, TRACING: tl.constexpr = tl.constexpr(False), PARTIALS=None, COUNTS=None,
-              SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0, C_VEC: tl.constexpr = tl.constexpr(1)):
+def gemm_loop(
+    A, B,                                               # operands: A M x K, B K x N (pointers or descriptors)
+    M, N, K,                                            # problem size
+    stride_am, stride_ak, stride_bk, stride_bn,         # A's and B's strides, in elements
+    C, stride_cm, stride_cn, col0,                      # output: C[:, col0:col0+N], strides in elements
+    flags, epoch,                                       # per-tile flags, this call's epoch
+    cur_rank, world_size, heap_bases,                   # this rank, the ranks, the symmetric heap
+    start, step,                                        # this program's units: start, start+step, ...
+    SIGNAL: tl.constexpr,                               # per finished tile: "local" flag, "arrive" everywhere, or none
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,  # tiles, grouped order
+    TMA: tl.constexpr,                                  # 0: plain pointers; 1: TMA; 2: TMA, B stored transposed
+    TRACE=None, TRACING: tl.constexpr = tl.constexpr(False),  # event trace (iris.tracing)
+    PARTIALS=None, COUNTS=None,                         # split-K: the slices' fp32 partials and arrival counts
+    SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0,   # split-K: slices per tile; tiles [0, WHOLE) stay whole
+    C_VEC: tl.constexpr = tl.constexpr(1),              # store width of C (store_vec)
+):
     """Work units start, start+step, ... of C[:, col0:col0+N] = A @ B (tiles, or slices of K: num_units), each
     finished tile stored locally. Then, per tile: SIGNAL="local": set this rank's flags[tile] = the call's epoch;
     "arrive": add 1 to flags[tile] on every rank. C_VEC: store_vec of C's stride, N and col0."""
@@ -280,12 +333,24 @@ def gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stri
 
 
 @triton.jit
-def gemm_kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, col0, flags,
-                SYNC, slot_size, cur_rank, world_size, heap_bases, SIGNAL: tl.constexpr, BLOCK_M: tl.constexpr,
-                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr,
-                TRACE=None, TRACING: tl.constexpr = tl.constexpr(False), PDL: tl.constexpr = tl.constexpr(False),
-                PARTIALS=None, COUNTS=None, SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0,
-                ROLE: tl.constexpr = tl.constexpr(0), C_VEC: tl.constexpr = tl.constexpr(1)):
+def gemm_kernel(
+    A, B,                                               # operands: A M x K, B K x N (pointers or descriptors)
+    M, N, K,                                            # problem size
+    stride_am, stride_ak, stride_bk, stride_bn,         # A's and B's strides, in elements
+    C, stride_cm, stride_cn, col0,                      # output: C[:, col0:col0+N], strides in elements
+    flags,                                              # per-tile flags (SIGNAL)
+    SYNC, slot_size,                                    # sync.py words; C's double-buffer slot size (0: none)
+    cur_rank, world_size, heap_bases,                   # this rank, the ranks, the symmetric heap
+    SIGNAL: tl.constexpr,                               # per finished tile: "local" flag, "arrive" everywhere, or none
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,  # tiles, grouped order
+    TMA: tl.constexpr,                                  # 0: plain pointers; 1: TMA; 2: TMA, B stored transposed
+    TRACE=None, TRACING: tl.constexpr = tl.constexpr(False),  # event trace (iris.tracing)
+    PDL: tl.constexpr = tl.constexpr(False),            # programmatic dependent launch (iris.launched_early)
+    PARTIALS=None, COUNTS=None,                         # split-K: the slices' fp32 partials and arrival counts
+    SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0,   # split-K: slices per tile; tiles [0, WHOLE) stay whole
+    ROLE: tl.constexpr = tl.constexpr(0),               # its part in a call of several kernels (sync.start)
+    C_VEC: tl.constexpr = tl.constexpr(1),              # store width of C (store_vec)
+):
     """The persistent GEMM alone, one kernel of a call of several (ROLE: its part in the call's synchronization,
     fused_ops/sync.py); C is the call's slot of a double buffer when slot_size is not 0. C_VEC: store_vec(C, its row
     stride, N, col0, slot_size)."""
@@ -299,11 +364,18 @@ def gemm_kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, st
 
 
 @triton.jit
-def scaled_gemm_kernel(A, B, SA, SB, C, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-                       TMA: tl.constexpr, ROW_SCALES: tl.constexpr, PARTIALS=None, COUNTS=None,
-                       SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0, C_VEC: tl.constexpr = tl.constexpr(1),
-                       MAX_IMPRECISE: tl.constexpr = tl.constexpr(None)):
+def scaled_gemm_kernel(
+    A, B, SA, SB, C,                                    # operands: FP8 A M x K, B K x N, fp32 scales; C M x N
+    M, N, K,                                            # problem size
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,  # strides, in elements
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,  # tiles, grouped order
+    TMA: tl.constexpr,                                  # 0: plain pointers; 1: TMA; 2: TMA, B stored transposed
+    ROW_SCALES: tl.constexpr,                           # SA per row of A, SB per column of B; else one each
+    PARTIALS=None, COUNTS=None,                         # split-K: the slices' fp32 partials and arrival counts
+    SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0,   # split-K: slices per tile; tiles [0, WHOLE) stay whole
+    C_VEC: tl.constexpr = tl.constexpr(1),              # store width of C (store_vec)
+    MAX_IMPRECISE: tl.constexpr = tl.constexpr(None),   # FP8: products per promotion to fp32 (None: never)
+):
     """C = (A @ B) * scales, the persistent tile loop on FP8 (e4m3) operands with an fp32 accumulator: per-tensor scales
     (SA, SB one fp32 each) or row-wise ones (ROW_SCALES: SA one per row of A, SB one per column of B), applied to the
     accumulator in the epilogue, as torch._scaled_mm does (fused_ops/fp8.py)."""

@@ -188,7 +188,8 @@ def _problem(ctx, op, v, a, b, c, config, a_gathered=None):
     the row-sharded ops."""
     world, m, n, k = ctx.get_num_ranks(), a.shape[0], b.shape[1], a.shape[1]
     m, m_local = {"all_gather_gemm": (m * world, m), "gemm_reduce_scatter": (m, m // world)}.get(op, (m, None))
-    return Problem(ctx, op, v, a, b, c, m, n, k, config, m_local=m_local, a_gathered=a_gathered)
+    return Problem(ctx=ctx, op=op, variant=v, a=a, b=b, c=c, m=m, n=n, k=k, config=config, m_local=m_local,
+                   a_gathered=a_gathered)
 
 
 def gemm_all_scatter(ctx, a, b, c, variant="auto", config=None):

@@ -76,7 +76,7 @@ class UnknownName(KeyError):
 
 
 def define_op(name, layout, kind="gemm"):
-    OPS[name] = Op(name, layout, kind=kind)
+    OPS[name] = Op(name=name, layout=layout, kind=kind)
 
 
 def register(op, name, pattern, summary, backends=("cpu", "cuda"), dtypes=("float16", "bfloat16", "float32"),
@@ -85,9 +85,11 @@ def register(op, name, pattern, summary, backends=("cpu", "cuda"), dtypes=("floa
         raise ValueError(f"unknown pattern class {pattern!r}; known: {sorted(PATTERNS)}")
 
     def wrap(fn):
-        OPS[op].variants[name] = Variant(op, name, pattern, summary, fn, tuple(backends), tuple(dtypes),
-                                         None if cpu_dtypes is None else tuple(cpu_dtypes), cpu_note, split_k,
-                                         shard_tiles, split_default, capture)
+        OPS[op].variants[name] = Variant(op=op, name=name, pattern=pattern, summary=summary, run=fn,
+                                         backends=tuple(backends), dtypes=tuple(dtypes),
+                                         cpu_dtypes=None if cpu_dtypes is None else tuple(cpu_dtypes),
+                                         cpu_note=cpu_note, split_k=split_k,
+                                         shard_tiles=shard_tiles, split_default=split_default, capture=capture)
         return fn
 
     return wrap

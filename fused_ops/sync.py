@@ -92,8 +92,13 @@ def entered(SYNC, epoch, seen, cur_rank, world_size, heap_bases):
 
 
 @triton.jit
-def end(SYNC, epoch, cur_rank, world_size, heap_bases, EXIT: tl.constexpr, ARRIVE: tl.constexpr = False,
-        CLOSE: tl.constexpr = True):
+def end(
+    SYNC, epoch,                        # the call's synchronization words, its epoch
+    cur_rank, world_size, heap_bases,   # this rank, the ranks, the symmetric heap
+    EXIT: tl.constexpr,                 # wait until every peer is done too
+    ARRIVE: tl.constexpr = False,       # announce this rank's entry (an earlier kernel of the call)
+    CLOSE: tl.constexpr = True,         # store the call counter (the call's last kernel)
+):
     """Last statement of every program. The last program of this rank to get here closes the call: with EXIT, it
     first tells every peer that this rank is done and waits until every peer is (its acq_rel ticket has acquired
     what the other programs released, so its release covers their stores too); then it stores the call counter.

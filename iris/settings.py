@@ -26,56 +26,63 @@ class Setting:
 
 SETTINGS = (
     # --- backend and bootstrap
-    Setting("IRIS_BACKEND", "", "str", "users", "iris/_backend.py",
-            "cpu or cuda; unset: cuda when torch sees a GPU, else cpu (the Triton interpreter, one process per rank)"),
-    Setting("IRIS_COMPILE_ONLY", "", "str", "diagnosis", "iris/_backend.py",
-            "1: act as the CUDA backend on a machine without a GPU, to compile kernels (scripts/compile_check.py)"),
-    Setting("TRITON_INTERPRET", "", "str", "users", "iris/_backend.py",
-            "Triton's own switch; set (and IRIS_BACKEND unset) it selects the CPU backend; the CPU backend sets it"),
-    Setting("IRIS_BOOTSTRAP", "", "str", "users", "iris/distributed.py",
-            "mpi: start torch.distributed through mpi4py even when no MPI launcher variable is set"),
-    Setting("IRIS_CPU_CU_COUNT", "4", "int", "users", "iris/host.py",
-            "what get_cu_count() reports on the CPU backend (persistent grids size themselves by it)"),
-    Setting("IRIS_RANK_TIMEOUT_S", "900", "float", "users", "iris/launch.py",
-            "seconds iris.spawn / RankPool wait for a rank's call before failing it and tearing the pool down"),
-    Setting("IRIS_SESSION", "", "str", "launchers", "iris/host.py",
-            "CPU backend: the shared-memory name prefix of a rank pool's heaps (RankPool sets it; unset: random)"),
+    Setting(name="IRIS_BACKEND", default="", kind="str", audience="users", where="iris/_backend.py",
+            doc="cpu or cuda; unset: cuda when torch sees a GPU, else cpu (the Triton interpreter, one process per "
+                "rank)"),
+    Setting(name="IRIS_COMPILE_ONLY", default="", kind="str", audience="diagnosis", where="iris/_backend.py",
+            doc="1: act as the CUDA backend on a machine without a GPU, to compile kernels (scripts/compile_check.py)"),
+    Setting(name="TRITON_INTERPRET", default="", kind="str", audience="users", where="iris/_backend.py",
+            doc="Triton's own switch; set (and IRIS_BACKEND unset) it selects the CPU backend; the CPU backend sets "
+                "it"),
+    Setting(name="IRIS_BOOTSTRAP", default="", kind="str", audience="users", where="iris/distributed.py",
+            doc="mpi: start torch.distributed through mpi4py even when no MPI launcher variable is set"),
+    Setting(name="IRIS_CPU_CU_COUNT", default="4", kind="int", audience="users", where="iris/host.py",
+            doc="what get_cu_count() reports on the CPU backend (persistent grids size themselves by it)"),
+    Setting(name="IRIS_RANK_TIMEOUT_S", default="900", kind="float", audience="users", where="iris/launch.py",
+            doc="seconds iris.spawn / RankPool wait for a rank's call before failing it and tearing the pool down"),
+    Setting(name="IRIS_SESSION", default="", kind="str", audience="launchers", where="iris/host.py",
+            doc="CPU backend: the shared-memory name prefix of a rank pool's heaps (RankPool sets it; unset: random)"),
     # --- device-side waits
-    Setting("IRIS_WAIT_TIMEOUT_S", "30", "float", "users", "iris/device.py",
-            "bound of every device-side spin-wait; on timeout the GPU records where and the host raises "
+    Setting(name="IRIS_WAIT_TIMEOUT_S", default="30", kind="float", audience="users", where="iris/device.py",
+            doc="bound of every device-side spin-wait; on timeout the GPU records where and the host raises "
             "iris.DeviceWaitTimeout at the next barrier() (the interpreter raises at once)"),
     Setting("IRIS_DEBUG_CHECKS", "0", "bool", "diagnosis", "iris/consistency.py",
             "1: compare every call's arguments across ranks (catalog ops, host collectives, prepared calls included), "
             "not only the first call of each signature; costs a host exchange per call"),
     # --- launch paths: each is on by default; 0 turns a mechanism off to measure it
-    Setting("IRIS_PDL", "1", "bool", "A/B runs", "iris/device.py",
-            "programmatic dependent launch for every kernel of the library on GPUs"),
-    Setting("IRIS_REPLAY", "1", "bool", "A/B runs", "iris/replay.py",
-            "a repeated eager call replays a CUDA graph of its launches, captured at its second sighting"),
-    Setting("IRIS_REPLAY_CAPACITY", "64", "int", "users", "iris/replay.py",
-            "graphs kept per context (least recently used dropped first)"),
-    Setting("IRIS_PREPARED", "1", "bool", "A/B runs", "iris/replay.py",
-            "from the third identical call, skip the checks and set-up and only launch (prepared calls)"),
-    Setting("IRIS_RELAUNCH", "1", "bool", "A/B runs", "iris/relaunch.py",
-            "a prepared collective call of at least IRIS_RELAUNCH_MIN_BYTES relaunches its kernel instead of a graph"),
-    Setting("IRIS_RELAUNCH_MIN_BYTES", str(1 << 20), "int", "A/B runs", "iris/relaunch.py",
-            "the size from which prepared collective calls relaunch their kernel (below: graph launch)"),
-    Setting("CUDA_DEVICE_MAX_CONNECTIONS", "8", "str", "users", "iris/copy_engine.py",
-            "CUDA's; 1 puts every stream on one hardware queue, which CopyEngine.wait refuses (it would deadlock)"),
+    Setting(name="IRIS_PDL", default="1", kind="bool", audience="A/B runs", where="iris/device.py",
+            doc="programmatic dependent launch for every kernel of the library on GPUs"),
+    Setting(name="IRIS_REPLAY", default="1", kind="bool", audience="A/B runs", where="iris/replay.py",
+            doc="a repeated eager call replays a CUDA graph of its launches, captured at its second sighting"),
+    Setting(name="IRIS_REPLAY_CAPACITY", default="64", kind="int", audience="users", where="iris/replay.py",
+            doc="graphs kept per context (least recently used dropped first)"),
+    Setting(name="IRIS_PREPARED", default="1", kind="bool", audience="A/B runs", where="iris/replay.py",
+            doc="from the third identical call, skip the checks and set-up and only launch (prepared calls)"),
+    Setting(name="IRIS_RELAUNCH", default="1", kind="bool", audience="A/B runs", where="iris/relaunch.py",
+            doc="a prepared collective call of at least IRIS_RELAUNCH_MIN_BYTES relaunches its kernel instead of a "
+                "graph"),
+    Setting(name="IRIS_RELAUNCH_MIN_BYTES", default=str(1 << 20), kind="int", audience="A/B runs",
+            where="iris/relaunch.py",
+            doc="the size from which prepared collective calls relaunch their kernel (below: graph launch)"),
+    Setting(name="CUDA_DEVICE_MAX_CONNECTIONS", default="8", kind="str", audience="users", where="iris/copy_engine.py",
+            doc="CUDA's; 1 puts every stream on one hardware queue, which CopyEngine.wait refuses (it would deadlock)"),
     # --- the catalog
-    Setting("FUSED_OPS_HOST_TMA", "1", "bool", "A/B runs", "fused_ops/problem.py",
-            "TMA descriptors of A and B built on the host (0: in every program, 1.5-2.5 µs more per launch)"),
-    Setting("FUSED_OPS_PDL_NEXT", "exit", "str", "A/B runs", "fused_ops/gemm.py",
-            "exit or start: when the catalog's persistent kernels let the next kernel launch"),
-    Setting("FUSED_OPS_CAPTURE_UNSAFE", "", "list", "diagnosis", "fused_ops/registry.py",
-            "op/variant[,...]: allow CUDA-graph capture of variants that a graph may deadlock (copy_engine, "
+    Setting(name="FUSED_OPS_HOST_TMA", default="1", kind="bool", audience="A/B runs", where="fused_ops/problem.py",
+            doc="TMA descriptors of A and B built on the host (0: in every program, 1.5-2.5 µs more per launch)"),
+    Setting(name="FUSED_OPS_PDL_NEXT", default="exit", kind="str", audience="A/B runs", where="fused_ops/gemm.py",
+            doc="exit or start: when the catalog's persistent kernels let the next kernel launch"),
+    Setting(name="FUSED_OPS_CAPTURE_UNSAFE", default="", kind="list", audience="diagnosis",
+            where="fused_ops/registry.py",
+            doc="op/variant[,...]: allow CUDA-graph capture of variants that a graph may deadlock (copy_engine, "
             "producer_consumer)"),
-    Setting("FUSED_OPS_MOE_GROUPED_MM", "1", "bool", "A/B runs", "fused_ops/moe/torch_nccl.py",
-            "the moe_ffn torch_nccl baseline's expert GEMMs through torch._grouped_mm on CUDA bf16 (0: one matmul per "
-            "expert)"),
+    Setting(name="FUSED_OPS_MOE_GROUPED_MM", default="1", kind="bool", audience="A/B runs",
+            where="fused_ops/moe/torch_nccl.py",
+            doc="the moe_ffn torch_nccl baseline's expert GEMMs through torch._grouped_mm on CUDA bf16 (0: one "
+                "matmul per expert)"),
     # --- results
-    Setting("IRIS_COMMIT", "", "str", "benchmarks", "taxonomy/cli.py, benchmarks/, scripts/",
-            "the commit recorded in result CSVs (unset: git rev-parse --short HEAD)"),
+    Setting(name="IRIS_COMMIT", default="", kind="str", audience="benchmarks",
+            where="taxonomy/cli.py, benchmarks/, scripts/",
+            doc="the commit recorded in result CSVs (unset: git rev-parse --short HEAD)"),
 )
 
 # Set by rank launchers and read when a context starts (iris/distributed.py, iris/host.py, taxonomy/cli.py): where

@@ -145,8 +145,10 @@ def test_fp8_refusals_say_what_was_expected(case, error, words):
 
 # (m, n, k, config): edges of every kind: M/N/K of 1, primes, N = 8 mod 16 with fp16 out (16-byte stores through the
 # alignment hint), plain split-K, and a split last wave (12 tiles over 5 programs: 2 full waves, 2 tiles split in 2)
-FP8_CASES = [(1, 1, 1, Config(16, 16, 16)), (17, 31, 29, Config(16, 16, 16)), (1, 40, 33, Config(16, 16, 32)),
-             (37, 24, 70, Config(16, 16, 16, split_k=3)), (48, 64, 256, Config(16, 16, 16, gemm_sms=5,
+FP8_CASES = [(1, 1, 1, Config(block_m=16, block_n=16, block_k=16)), (17, 31, 29, Config(block_m=16, block_n=16,
+                              block_k=16)), (1, 40, 33, Config(block_m=16, block_n=16, block_k=32)),
+             (37, 24, 70, Config(block_m=16, block_n=16, block_k=16, split_k=3)), (48, 64, 256, Config(block_m=16,
+                                 block_n=16, block_k=16, gemm_sms=5,
                                                                                 split_tail=True))]
 
 

@@ -341,7 +341,8 @@ def r_moe_device_ids(ctx):
     bad = idx.clone()
     bad[1, 0] = 2 * w if r == 0 else -1
     y = torch.zeros(4, 8, device=dev)
-    p = op.MoEProblem(ctx, x, bad, wt, w1, w2, y, "silu", 4 * w, op.default_config(ctx, x.dtype))
+    p = op.MoEProblem(ctx=ctx, x=x, idx=bad, weights=wt, w1=w1, w2=w2, y=y, act="silu", capacity=4 * w,
+                      cfg=op.default_config(ctx, x.dtype))
     fused_ops.get("moe_ffn", "fused").run(p)
     try:
         op.check_errors(ctx)

@@ -13,9 +13,17 @@ from ..registry import register
 
 
 @triton.jit
-def gather_kernel(A, G, M_LOCAL, K, stride_am, stride_gm, KPARTS, SYNC, cur_rank, world_size, heap_bases,
-                  BLOCK_M: tl.constexpr, COPY_K: tl.constexpr, PDL: tl.constexpr = tl.constexpr(False),
-                  ROLE: tl.constexpr = tl.constexpr(0)):
+def gather_kernel(
+    A, G,                                          # own shard M_LOCAL x K; gathered A world*M_LOCAL x K (heap)
+    M_LOCAL, K,                                    # shard size
+    stride_am, stride_gm,                          # row strides
+    KPARTS,                                        # each chunk's K split into KPARTS jobs
+    SYNC,                                          # the call's synchronization words (sync.py)
+    cur_rank, world_size, heap_bases,              # this rank, the ranks, the symmetric heap
+    BLOCK_M: tl.constexpr, COPY_K: tl.constexpr,   # rows per chunk, columns per copy
+    PDL: tl.constexpr = tl.constexpr(False),       # programmatic dependent launch (iris.launched_early)
+    ROLE: tl.constexpr = tl.constexpr(0),          # its part in a call of several kernels (sync.start)
+):
     """G[r * M_LOCAL + i, :] = rank r's A[i, :] for every rank r (A and G row-major, unit column stride). A job is a
     BLOCK_M-row chunk of one rank's A over 1/KPARTS of K: a remote load costs a round trip, so a few rows (small M)
     are split along K to keep every program busy instead of one program walking all of K."""

@@ -23,11 +23,20 @@ from ..registry import register
 
 
 @triton.jit
-def kernel(A, G, B, C, M_LOCAL, N, K, stride_am, stride_gm, stride_bk, stride_bn, stride_cm, stride_cn, flags, done,
-           CHUNK_BLOCKS, cur_rank, world_size, heap_bases, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-           BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr, PDL: tl.constexpr = tl.constexpr(False),
-           PHASE: tl.constexpr = tl.constexpr(0), PARTIALS=None, COUNTS=None, SPLIT_K: tl.constexpr = tl.constexpr(1),
-           WHOLE=0):
+def kernel(
+    A, G, B, C,                                         # own shard, gathered shards (heap), B K x N, output C
+    M_LOCAL, N, K,                                      # problem size (per shard)
+    stride_am, stride_gm, stride_bk, stride_bn, stride_cm, stride_cn,  # strides, in elements
+    flags, done,                                        # per-chunk flags raised by the copies; programs done
+    CHUNK_BLOCKS,                                       # row blocks per chunk
+    cur_rank, world_size, heap_bases,                   # this rank, the ranks, the symmetric heap
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,  # tiles, grouped order
+    TMA: tl.constexpr,                                  # 0: plain pointers; 1: TMA; 2: TMA, B stored transposed
+    PDL: tl.constexpr = tl.constexpr(False),            # programmatic dependent launch (iris.launched_early)
+    PHASE: tl.constexpr = tl.constexpr(0),              # 0: every shard; 1: own shard only; 2: peers' only, no flags
+    PARTIALS=None, COUNTS=None,                         # split-K: the slices' fp32 partials and arrival counts
+    SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0,   # split-K: slices per tile; tiles [0, WHOLE) stay whole
+):
     """PHASE 0: every shard, the peers' tiles each waiting on its chunk's flag. 1: this rank's own shard only; 2: the
     peers' shards only, with no flags (the copies completed before this launch: copy_engine_phased). The launch's
     tiles, shard after shard, are work units as in the shared loop (gemm.num_units: split-K, or only the last wave's

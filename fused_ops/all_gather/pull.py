@@ -13,9 +13,17 @@ from ..registry import register
 
 
 @triton.jit
-def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, M_LOCAL, SYNC,
-           cur_rank, world_size, heap_bases, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-           GROUP_M: tl.constexpr, PDL: tl.constexpr = tl.constexpr(False)):
+def kernel(
+    A, B,                                         # A: every rank's shard M_LOCAL x K (heap); B K x N
+    M, N, K,                                      # problem size
+    stride_am, stride_ak, stride_bk, stride_bn,   # A's and B's strides, in elements
+    C, stride_cm, stride_cn,                      # output: C M x N
+    M_LOCAL,                                      # rows per shard
+    SYNC,                                         # the call's synchronization words (sync.py)
+    cur_rank, world_size, heap_bases,             # this rank, the ranks, the symmetric heap
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,  # tiles, grouped order
+    PDL: tl.constexpr = tl.constexpr(False),      # programmatic dependent launch (iris.launched_early)
+):
     iris.launched_early(PDL, NEXT_IN_AT_START)
     _, b_op = operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, False)
     num_pid_m, num_pid_n = tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N)

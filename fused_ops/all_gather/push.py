@@ -18,10 +18,21 @@ from .bulk_sync import copy_k, k_parts
 
 
 @triton.jit
-def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, G, stride_gm, flags,
-           SYNC, M_LOCAL, KPARTS, cur_rank, world_size, heap_bases, COMM_SMS: tl.constexpr, BLOCK_M: tl.constexpr,
-           BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, COPY_K: tl.constexpr,
-           TMA: tl.constexpr, PDL: tl.constexpr = tl.constexpr(False)):
+def kernel(
+    A, B,                                         # operands: A M x K, B K x N (pointers or descriptors)
+    M, N, K,                                      # problem size
+    stride_am, stride_ak, stride_bk, stride_bn,   # A's and B's strides, in elements
+    C, stride_cm, stride_cn,                      # output: C M x N
+    G, stride_gm,                                 # gathered A (world*M_LOCAL x K, heap)
+    flags, SYNC,                                  # per-chunk arrival counts; call synchronization (sync.py)
+    M_LOCAL, KPARTS,                              # rows per shard; each chunk's K split into KPARTS jobs
+    cur_rank, world_size, heap_bases,             # this rank, the ranks, the symmetric heap
+    COMM_SMS: tl.constexpr,                       # programs [0, COMM_SMS) push, the rest run the GEMM
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,  # tiles, grouped order
+    COPY_K: tl.constexpr,                         # columns per copy
+    TMA: tl.constexpr,                            # 0: plain pointers; 1: TMA; 2: TMA, B stored transposed
+    PDL: tl.constexpr = tl.constexpr(False),      # programmatic dependent launch (iris.launched_early)
+):
     iris.launched_early(PDL, NEXT_IN_AT_START)
     pid = tl.program_id(0)
     chunks = tl.cdiv(M_LOCAL, BLOCK_M)

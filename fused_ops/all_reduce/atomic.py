@@ -13,10 +13,18 @@ from ..registry import register
 
 
 @triton.jit
-def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, SYNC, cur_rank,
-           world_size, heap_bases, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-           GROUP_M: tl.constexpr, TMA: tl.constexpr, PDL: tl.constexpr = tl.constexpr(False),
-           SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0):
+def kernel(
+    A, B,                                               # operands: A M x K, B K x N (pointers or descriptors)
+    M, N, K,                                            # problem size
+    stride_am, stride_ak, stride_bk, stride_bn,         # A's and B's strides, in elements
+    C, stride_cm, stride_cn,                            # output: C M x N, zeroed, on the heap
+    SYNC,                                               # the call's synchronization words (sync.py)
+    cur_rank, world_size, heap_bases,                   # this rank, the ranks, the symmetric heap
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,  # tiles, grouped order
+    TMA: tl.constexpr,                                  # 0: plain pointers; 1: TMA; 2: TMA, B stored transposed
+    PDL: tl.constexpr = tl.constexpr(False),            # programmatic dependent launch (iris.launched_early)
+    SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0,   # split-K: slices per tile; tiles [0, WHOLE) stay whole
+):
     iris.launched_early(PDL, NEXT_IN_AT_START)
     epoch = sync.begin(SYNC, cur_rank, world_size, heap_bases, ENTRY=True)
     seen = 0

@@ -72,8 +72,13 @@ def _locate(tile, rows, tiles, cum, nn, EL_P2: tl.constexpr):
 
 
 @triton.jit
-def reserve_kernel(HIST, BASES, COUNTS, FLAGS, EPOCH, E_local, E, cur_rank, world_size, heap_bases,
-                   E_P2: tl.constexpr):
+def reserve_kernel(
+    HIST, BASES,                        # this rank's rows per expert; out: its first slot in each owner's buffer
+    COUNTS, FLAGS, EPOCH,               # owners' reservation counters, flag words, the call's epoch
+    E_local, E,                         # experts per rank, in all
+    cur_rank, world_size, heap_bases,   # this rank, the ranks, the symmetric heap
+    E_P2: tl.constexpr,                 # E rounded up to 2^n
+):
     """One program. Entry handshake (no rank writes into a peer before the peer has entered this call, i.e. finished
     the previous one), then one atomic per expert reserves this rank's rows in the owner's buffer (BASES[e]: the
     first slot), then ANNOUNCE += 1 on every rank: the owners' counts are final once all ranks announced."""
@@ -93,9 +98,17 @@ def reserve_kernel(HIST, BASES, COUNTS, FLAGS, EPOCH, E_local, E, cur_rank, worl
 
 
 @triton.jit
-def push_kernel(X, IDX, POS, BASES, XBUF, META, BLOCKREADY, SLOT_OF, STATUS, DONE, FLAGS, RETREADY, n_assign, k, H,
-                cap, E_local, E, nblk, per_row, cur_rank, world_size, heap_bases, BLOCK_A: tl.constexpr,
-                BLOCK_H: tl.constexpr, BLOCK_M: tl.constexpr, FUSED: tl.constexpr):
+def push_kernel(
+    X, IDX, POS, BASES,                 # token rows, expert per assignment, its position, first slots
+    XBUF, META,                         # owners' expert buffers: rows, their sources (heap)
+    BLOCKREADY, SLOT_OF, STATUS, DONE, FLAGS, RETREADY,  # counters, slots, status (module doc)
+    n_assign, k, H,                     # assignments (T*k), experts per token, hidden size
+    cap, E_local, E,                    # rows per expert buffer; experts per rank, in all
+    nblk, per_row,                      # row blocks per expert, column tiles per returned row
+    cur_rank, world_size, heap_bases,   # this rank, the ranks, the symmetric heap
+    BLOCK_A: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_M: tl.constexpr,  # assignments, columns, rows per block
+    FUSED: tl.constexpr,                # raise BLOCKREADY / RETREADY (the fused variant)
+):
     """Dispatch: assignment a = t*k + j (expert IDX[a], E = invalid) goes to slot BASES[e] + POS[a] of its owner's
     expert buffer: the token row into XBUF, its source into META. Slots past the capacity are dropped: SLOT_OF[a] = -1
     (the combine writes NaN for the token) and STATUS[0] records the capacity needed. FUSED: each landed row raises
@@ -136,9 +149,17 @@ def push_kernel(X, IDX, POS, BASES, XBUF, META, BLOCKREADY, SLOT_OF, STATUS, DON
 
 
 @triton.jit
-def grouped_gemm_kernel(A, B, C, COUNTS, FLAGS, EPOCH, cap, N, K, E_local, BLOCKREADY, nblk, META, RETREADY, n_assign,
-                        cur_rank, world_size, heap_bases, MODE: tl.constexpr, ACT: tl.constexpr,
-                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, EL_P2: tl.constexpr):
+def grouped_gemm_kernel(
+    A, B, C,                                 # A E_local x cap x K, B E_local x K x N, C E_local x cap x N (or RET)
+    COUNTS, FLAGS, EPOCH,                    # rows per expert, flag words, the call's epoch
+    cap, N, K, E_local,                      # problem size
+    BLOCKREADY, nblk,                        # rows landed per row block, row blocks per expert
+    META, RETREADY, n_assign,                # MODE "push": each row's source, return counts
+    cur_rank, world_size, heap_bases,        # this rank, the ranks, the symmetric heap
+    MODE: tl.constexpr, ACT: tl.constexpr,   # waits and epilogue (docstring), activation
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,  # tiles
+    EL_P2: tl.constexpr,                     # E_local rounded up to 2^n
+):
     """The catalog's grouped GEMM with ragged M: C[e][:rows_e] = act(A[e][:rows_e] @ B[e]) for every local expert e,
     A: E_local x cap x K, B: E_local x K x N, rows_e = min(COUNTS[e], cap); tiles scheduled on the device over all
     experts (the shared tile loop: fused_ops.gemm.gemm_tile). MODE:
@@ -181,8 +202,14 @@ def grouped_gemm_kernel(A, B, C, COUNTS, FLAGS, EPOCH, cap, N, K, E_local, BLOCK
 
 
 @triton.jit
-def return_kernel(OBUF, META, RET, COUNTS, DONE, FLAGS, cap, H, n_assign, E_local, cur_rank, world_size, heap_bases,
-                  BLOCK_M: tl.constexpr, BLOCK_H: tl.constexpr, EL_P2: tl.constexpr):
+def return_kernel(
+    OBUF, META, RET,                                # expert outputs, their sources, the sources' return rows (heap)
+    COUNTS, DONE, FLAGS,                            # rows per expert, programs done, flag words
+    cap, H, n_assign, E_local,                      # problem size
+    cur_rank, world_size, heap_bases,               # this rank, the ranks, the symmetric heap
+    BLOCK_M: tl.constexpr, BLOCK_H: tl.constexpr,   # rows, columns per block
+    EL_P2: tl.constexpr,                            # E_local rounded up to 2^n
+):
     """bulk_sync combine, first half: every expert output row goes back to its source's RET row; the last program
     raises COMBINED on every rank."""
     rows, tiles, cum, total = _schedule(COUNTS, cap, E_local, BLOCK_M, EL_P2, 1)
@@ -228,9 +255,16 @@ def _wait_rows(RETREADY, SLOT_OF, lo, hi, target, cur_rank, heap_bases, BLOCK: t
 
 
 @triton.jit
-def combine_kernel(RET, RETREADY, SLOT_OF, WEIGHTS, Y, COUNTS, BLOCKREADY, FLAGS, EPOCH, T, k, H, E_local,
-                   n_ready, per_row, cur_rank, world_size, heap_bases, FUSED: tl.constexpr, BLOCK_T: tl.constexpr,
-                   BLOCK_H: tl.constexpr, KP2: tl.constexpr, SPIN: tl.constexpr):
+def combine_kernel(
+    RET, RETREADY, SLOT_OF, WEIGHTS, Y,   # returned rows, their counts, slots, weights; output
+    COUNTS, BLOCKREADY, FLAGS, EPOCH,     # counters reset here, flag words, the call's epoch
+    T, k, H, E_local,                     # tokens, experts per token, hidden size, experts per rank
+    n_ready, per_row,                     # BLOCKREADY words; column tiles per returned row
+    cur_rank, world_size, heap_bases,     # this rank, the ranks, the symmetric heap
+    FUSED: tl.constexpr,                  # wait per assignment (fused) or for COMBINED (bulk_sync)
+    BLOCK_T: tl.constexpr, BLOCK_H: tl.constexpr, KP2: tl.constexpr,  # tokens, columns per block; k rounded up
+    SPIN: tl.constexpr,                   # polling rounds before iris.wait (_wait_rows)
+):
     """Y[t] = sum_j WEIGHTS[t, j] * RET[t*k + j] in fp32, in j order (the result does not depend on arrival order);
     NaN for a token with a dropped assignment. Waits: bulk_sync, until every rank has returned its rows (COMBINED);
     fused, for each of the token's assignments (RETREADY >= per_row * epoch: all its row's column tiles landed). Also

@@ -187,7 +187,8 @@ def moe_ffn(ctx, x, topk_idx, topk_weights, w1, w2, out=None, variant="auto", ac
     cap = int(capacity) if capacity is not None else ctx.get_num_ranks() * x.shape[0]
     cfg = (config or Config()).merged(default_config(ctx, x.dtype))
     x, topk_idx, topk_weights = x.contiguous(), topk_idx.contiguous(), topk_weights.contiguous()
-    p = MoEProblem(ctx, x, topk_idx, topk_weights, w1.contiguous(), w2.contiguous(), y, activation, cap, cfg)
+    p = MoEProblem(ctx=ctx, x=x, idx=topk_idx, weights=topk_weights, w1=w1.contiguous(), w2=w2.contiguous(), y=y,
+                   act=activation, capacity=cap, cfg=cfg)
     if v.pattern == "baseline" or ctx.tracer is not None:
         v.run(p)
     else:  # GPUs: a call repeated on the same tensors replays a CUDA graph of its routing ops and launches

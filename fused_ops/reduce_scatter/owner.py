@@ -10,8 +10,15 @@ import iris
 
 
 @triton.jit
-def push_partial(acc, INBOX, pid_m, pid_n, M, N, M_LOCAL, flags, tile, cur_rank, world_size, heap_bases,
-                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+def push_partial(
+    acc,                                            # the tile's fp32 partial
+    INBOX,                                          # the owners' inboxes (world x M_LOCAL x N)
+    pid_m, pid_n,                                   # the tile
+    M, N, M_LOCAL,                                  # problem size, rows per rank
+    flags, tile,                                    # per-tile arrival counts, the tile's number
+    cur_rank, world_size, heap_bases,               # this rank, the ranks, the symmetric heap
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,   # tile
+):
     """INBOX[src=cur_rank] rows of each owner <- this tile's rows; then count one arrival at each owner."""
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -28,8 +35,14 @@ def push_partial(acc, INBOX, pid_m, pid_n, M, N, M_LOCAL, flags, tile, cur_rank,
 
 
 @triton.jit
-def reduce_owned(INBOX, C, stride_cm, pid_m, pid_n, M, N, M_LOCAL, flags, tile, epoch, cur_rank, world_size,
-                 heap_bases, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+def reduce_owned(
+    INBOX, C, stride_cm,                            # this rank's inbox; output, its row stride
+    pid_m, pid_n,                                   # the tile
+    M, N, M_LOCAL,                                  # problem size, rows per rank
+    flags, tile, epoch,                             # per-tile arrival counts, the tile's number, the call's epoch
+    cur_rank, world_size, heap_bases,               # this rank, the ranks, the symmetric heap
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,   # tile
+):
     """C (this rank's rows) <- sum over sources of the inbox slots, for the part of the tile this rank owns."""
     iris.wait(flags + tile, world_size * epoch, cur_rank, heap_bases, cmp="ge")
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)

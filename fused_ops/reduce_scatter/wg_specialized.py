@@ -13,9 +13,19 @@ from .owner import inbox, owns, push_partial, reduce_owned
 
 
 @triton.jit
-def kernel(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, INBOX, flags, SYNC, M_LOCAL,
-           cur_rank, world_size, heap_bases, GEMM_SMS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-           BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, TMA: tl.constexpr, PDL: tl.constexpr = tl.constexpr(False)):
+def kernel(
+    A, B,                                         # operands: A M x K, B K x N (pointers or descriptors)
+    M, N, K,                                      # problem size
+    stride_am, stride_ak, stride_bk, stride_bn,   # A's and B's strides, in elements
+    C, stride_cm,                                 # output: this rank's M_LOCAL x N rows
+    INBOX, flags, SYNC,                           # partials inbox (heap), per-tile arrival counts, sync.py words
+    M_LOCAL,                                      # rows per rank
+    cur_rank, world_size, heap_bases,             # this rank, the ranks, the symmetric heap
+    GEMM_SMS: tl.constexpr,                       # programs < GEMM_SMS run the GEMM, the rest communicate
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,  # tiles, grouped order
+    TMA: tl.constexpr,                            # 0: plain pointers; 1: TMA; 2: TMA, B stored transposed
+    PDL: tl.constexpr = tl.constexpr(False),      # programmatic dependent launch (iris.launched_early)
+):
     iris.launched_early(PDL, NEXT_IN_AT_START)
     pid = tl.program_id(0)
     epoch = sync.begin(SYNC, cur_rank, world_size, heap_bases, ENTRY=False)
