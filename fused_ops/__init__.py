@@ -18,6 +18,7 @@ from .registry import OPS, PATTERNS, get, list_ops, list_variants  # noqa: F401
 from .auto import tune  # noqa: F401
 from . import all_gather, all_reduce, all_scatter, reduce_scatter  # noqa: F401,E402  (registers variants)
 from .moe import moe_ffn  # noqa: F401,E402  (expert parallelism: fused_ops/moe)
+from . import fp8  # noqa: F401,E402  (FP8 scaled GEMM)
 
 # Keep list order meaningful: baselines first, then from least to most overlapped.
 _ORDER = ["torch_nccl", "torch_symm_mem", "torch_async_tp", "bulk_sync", "fused_sequential", "atomic", "one_shot",
@@ -33,6 +34,8 @@ variant = get
 __all__ = [
     # the four front doors, and what a call would run
     "gemm_all_scatter", "gemm_all_reduce", "all_gather_gemm", "gemm_reduce_scatter", "plan",
+    # expert parallelism (fused_ops/moe) and FP8 (fused_ops/fp8.py)
+    "moe_ffn", "fp8",
     # configuration and tuning
     "Config", "default_config", "tune",
     # the catalog

@@ -43,8 +43,26 @@ from .grid import DEVICE_CONTEXT, DEVICE_ID, HEAP_BASES, NUM_DEVICES, DeviceGrou
 from .partition import Partitioned, Symmetric, partitioned  # noqa: F401,E402
 from .tracing import Tracer  # noqa: F401,E402
 from .device_context import DeviceContext  # noqa: F401
-from . import tile  # noqa: F401
+from . import settings, tile  # noqa: F401
 
 TritonContext = DeviceContext  # the reference's newer name
+
+__all__ = [
+    # device
+    "atomic_add", "atomic_and", "atomic_cas", "atomic_max", "atomic_min", "atomic_or", "atomic_sub", "atomic_xchg",
+    "atomic_xor", "copy", "fence", "fence_proxy_async", "get", "launched_early", "load", "now_ns", "pdl_launch",
+    "put", "signal", "sm_id", "store", "translate", "wait", "wait_either",
+    # host and launch
+    "iris", "Iris", "context", "CopyEngine", "RankPool", "RankError", "spawn",
+    # process groups and nodes
+    "node_groups", "multi_node", "MultiNodeContext",
+    # errors
+    "HeapExhausted", "DeviceWaitTimeout", "DeviceMismatchError", "ConsistencyError", "ContextBroken", "PeerFailed",
+    # device context and grid
+    "DeviceContext", "TritonContext", "DEVICE_CONTEXT", "DeviceGroup", "Grid", "jit", "DEVICE_ID", "HEAP_BASES",
+    "NUM_DEVICES", "Partitioned", "Symmetric", "partitioned", "Tracer",
+    # modules
+    "BACKEND", "collectives", "hierarchical", "partition", "settings", "tile", "tracing",
+]
 
 __version__ = "0.1.0"

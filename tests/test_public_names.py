@@ -15,3 +15,11 @@ def test_variant_is_the_catalog_lookup_and_get_its_alias():
     entry = fused_ops.variant("gemm_all_reduce", "one_shot")
     assert isinstance(entry, registry.Variant) and entry.name == "one_shot"
     assert fused_ops.get is fused_ops.variant
+
+
+def test_iris_all_names_exist():
+    import iris
+
+    missing = [n for n in iris.__all__ if not hasattr(iris, n)]
+    assert not missing, f"iris.__all__ names that iris does not define: {missing}"
+    assert len(set(iris.__all__)) == len(iris.__all__), "iris.__all__ lists a name twice"
