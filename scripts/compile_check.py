@@ -1,8 +1,8 @@
 """Compile kernels for sm_90 on a machine without a GPU (Triton ships ptxas), to catch compiled-mode-only errors
-before spending GPU time. Usage: IRIS_COMPILE_ONLY=1 python scripts/compile_check.py module:kernel:sig:constexprs ...
+before spending GPU time. Usage: python scripts/compile_check.py [FILTER ...]
 
-Each spec: `tests.test_device_flags:ring_kernel` with the signature inferred from a table below, or pass --all for the
-kernels registered in KERNELS."""
+Compiles every kernel registered below (KERNELS, EXTRA and the catalog's), or, given filters, those whose module
+name contains one of them (e.g. `fused_ops.all_reduce`); prints one line per kernel and exits non-zero on a failure."""
 
 import importlib
 import inspect
