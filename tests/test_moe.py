@@ -360,3 +360,21 @@ def test_moe_ffn_invalid_ids_on_the_device_give_nan_rows_and_an_error(ranks2):
         assert "1 expert ids were out of range" in err, err
         assert nan_rows == [False, True, False, False], nan_rows
         assert again <= TOL["float32"]
+
+
+def test_moe_benchmark_smoke(tmp_path):
+    """benchmarks/moe.py end to end on tiny shapes: every variant timed, validated and written with the taxonomy's
+    columns (device, date, commit, command included)."""
+    import csv
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    proc = subprocess.run([sys.executable, "benchmarks/moe.py", "--smoke", "--out", str(tmp_path)], cwd=root,
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": root})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = list(csv.DictReader(open(tmp_path / "moe_ffn.csv")))
+    assert {r["variant"] for r in rows} >= {"bulk_sync", "fused"}, rows
+    assert all(r["correct"] == "True" for r in rows), rows
+    assert all(r[c] for r in rows for c in ("device", "date", "commit", "command")), rows
