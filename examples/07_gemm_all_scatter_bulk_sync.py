@@ -2,7 +2,8 @@
 rank r computes C's column block r, and every rank ends with all of C. First every program computes, then every
 program communicates: simplest, and nothing overlaps (08-10 overlap more and more).
 
-Teaches: a tiled GEMM in Triton, then a scatter kernel of remote stores (`dctx.store` of a tile into every rank).
+Teaches: a tiled GEMM in Triton (its tile loop is in gemm_tile.py, shared by 07-10), then a scatter kernel of remote
+stores (`dctx.store` of a tile into every rank).
 
     python examples/07_gemm_all_scatter_bulk_sync.py
 """
@@ -16,19 +17,7 @@ import triton
 import triton.language as tl
 
 import iris
-
-
-@triton.jit
-def matmul_tile(A, B, pid_m, pid_n, M, NL, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    """One BM x BN tile of A (M x K) @ B (K x NL), row-major, accumulated in fp32."""
-    rm, rn = pid_m * BM + tl.arange(0, BM), pid_n * BN + tl.arange(0, BN)
-    acc = tl.zeros((BM, BN), tl.float32)
-    for k0 in range(0, K, BK):
-        rk = k0 + tl.arange(0, BK)
-        a = tl.load(A + rm[:, None] * K + rk[None, :], mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0)
-        b = tl.load(B + rk[:, None] * NL + rn[None, :], mask=(rk[:, None] < K) & (rn[None, :] < NL), other=0.0)
-        acc += tl.dot(a, b)
-    return acc
+from examples.gemm_tile import matmul_tile  # the local tile loop, the same in examples 07-10
 
 
 @triton.jit
