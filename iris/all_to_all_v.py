@@ -104,10 +104,8 @@ def _status(ctx):
 def check(ctx, capacity=None):
     """Raise AllToAllVError if any pull-variant call since the last check overflowed its output or met invalid
     splits on this rank; clears the record. Synchronizes the host with the device (reads two words)."""
-    st = _status(ctx)
-    need, bad = (int(v) for v in st.tolist())
+    need, bad = iris.take_record(_status(ctx))
     if need or bad:
-        st.zero_()
         what = []
         if need:
             what.append(f"{need} rows arrived for an output of {capacity if capacity is not None else 'fewer'} rows "

@@ -46,12 +46,20 @@ class PeerFailed(RuntimeError):
     """A wait or host exchange gave up because a peer failed (reported by iris.RankPool) or never answered."""
 
 
+def take_record(words):
+    """The values of a device-side error record (a few heap words that kernels set), cleared if any is set, so that
+    each fault is reported once. Reads the words: a host synchronization."""
+    rec = words.tolist()
+    if any(rec):
+        words.zero_()
+    return rec
+
+
 def raise_recorded_timeout(errors):
     """Raise DeviceWaitTimeout from a heap error record (see `wait`) if it holds one, and clear it."""
-    rec = errors.tolist()
+    rec = take_record(errors)
     if rec[ERR_CODE] == 0:
         return
-    errors.zero_()
     raise DeviceWaitTimeout(
         f"rank {rec[ERR_RANK]}, program {rec[ERR_PID]}: wait on the flag at heap offset {rec[ERR_OFFSET]} for a value "
         f"{CMP_NAMES.get(rec[ERR_CMP], '?')} {rec[ERR_EXPECTED]} timed out after {WAIT_TIMEOUT_S:g} s (last seen "

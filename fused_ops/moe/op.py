@@ -5,6 +5,7 @@ from dataclasses import dataclass
 import torch
 import triton
 
+from iris.device import take_record
 from iris.replay import tensor_key
 
 from .. import registry
@@ -96,10 +97,8 @@ def _status(ctx):
 def check_errors(ctx):
     """Raise MoEError if an iris moe_ffn call on this rank dropped rows or met invalid expert ids since the last
     check; clears the record. Reads two device words: a host synchronization (the CPU backend checks every call)."""
-    st = _status(ctx)
-    need, bad = (int(v) for v in st.tolist())
+    need, bad = take_record(_status(ctx))
     if need or bad:
-        st.zero_()
         what = []
         if need:
             what.append(f"an expert received more rows than its capacity; capacity >= {need} is needed (their "
