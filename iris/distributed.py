@@ -152,3 +152,14 @@ def resolve_group(group):
                          f"create the context only on the group's ranks")
     return group
 
+
+def broadcast_value(value, source_rank, group):
+    """`value` as held by group rank `source_rank`, on every rank of `group`, through the host (any backend, GPUs
+    shared or not): tensors keep dtype and device, anything else is pickled. Collective over the group."""
+    if isinstance(value, torch.Tensor):
+        box = [value.detach().cpu() if dist.get_rank(group) == source_rank else None]
+        dist.broadcast_object_list(box, group=group, group_src=source_rank)
+        return box[0].to(value.device)
+    box = [value]
+    dist.broadcast_object_list(box, group=group, group_src=source_rank)
+    return box[0]

@@ -26,7 +26,7 @@ import torch
 import torch.distributed as dist
 
 from . import collectives as _coll
-from . import distributed
+from . import distributed, health
 from . import replay as _replay
 from .host import Iris
 
@@ -146,17 +146,16 @@ class MultiNodeContext:
         return False  # no heap spans the group
 
     def barrier(self):
-        """Collective over the whole group: this rank's device work, then every rank."""
+        """Collective over the whole group: this rank's device work, then every rank (given up at once, as
+        Iris.barrier is, when the rank pool reports a failed peer)."""
         if self.backend == "cuda":
             torch.cuda.synchronize(self.device)
-        dist.barrier(group=self.group)
+        health.host_barrier(self.group)
         self.local.check_device_errors()
 
-    def broadcast(self, value, source_rank=0):
-        """`value` as held by group rank `source_rank`, on every rank of the group (through the host)."""
-        box = [value.detach().cpu() if isinstance(value, torch.Tensor) and self.cur_rank == source_rank else value]
-        dist.broadcast_object_list(box, group=self.group, group_src=source_rank)
-        return box[0].to(value.device) if isinstance(value, torch.Tensor) else box[0]
+    def broadcast(self, value, source_rank=0, *, src=None):
+        """`value` as held by group rank `source_rank` (or `src`), on every rank of the group (through the host)."""
+        return distributed.broadcast_value(value, source_rank if src is None else src, self.group)
 
     def close(self):
         self.local.close()

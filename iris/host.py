@@ -465,14 +465,7 @@ class Iris:
     def broadcast(self, value, source_rank=0, *, src=None):
         """`value` as held by `source_rank` (or `src`, torch.distributed's name), on every rank: tensors keep dtype
         and device, anything else is pickled."""
-        source_rank = source_rank if src is None else src
-        if isinstance(value, torch.Tensor):  # through the host: works for any backend and GPU sharing
-            box = [value.detach().cpu() if self.cur_rank == source_rank else None]
-            dist.broadcast_object_list(box, group=self.group, group_src=source_rank)
-            return box[0].to(value.device)
-        box = [value]
-        dist.broadcast_object_list(box, group=self.group, group_src=source_rank)
-        return box[0]
+        return distributed.broadcast_value(value, source_rank if src is None else src, self.group)
 
     # ------------------------------------------------------------------------------------------------ teardown
     def _check_open(self, op="this call"):
