@@ -33,7 +33,8 @@ import triton
 import triton.language as tl
 
 from . import device as iris
-from .collectives import CollConfig, _all_arrive, _block, _cdiv, _warps
+from .collectives.kernels import _enter, _exit
+from .collectives.plan import CollConfig, _block, _cdiv, _check_tensor, _programs, _warps
 
 VARIANTS = ("auto", "pull", "nccl")
 STATUS_WORDS = 2  # [0] largest total demanded beyond capacity (0: none), [1] 1 if a sender's splits were invalid
@@ -49,10 +50,8 @@ def _a2av_kernel(X, SPLITS, OUT, OUT_SPLITS, STATUS, rows_in, row_len, capacity,
                  PDL: tl.constexpr = tl.constexpr(False)):
     """Program p of every rank: entry handshake, pull row blocks p, p + programs, ... of every sender, exit handshake.
     SPLITS and X are heap addresses (read on peers)."""
-    iris.launched_early(PDL)
+    e = _enter(FLAGS, EPOCHS, cur_rank, world_size, heap_bases, PDL)  # every rank's x and splits staged
     pid, programs = tl.program_id(0), tl.num_programs(0)
-    e = tl.load(EPOCHS + pid) + 1
-    _all_arrive(FLAGS + pid * world_size, e, cur_rank, world_size, heap_bases)  # every rank's x and splits staged
     ranks = tl.arange(0, WORLD_P2)
     dst_off = tl.full((), 0, tl.int64)
     for s in range(world_size):
@@ -79,8 +78,7 @@ def _a2av_kernel(X, SPLITS, OUT, OUT_SPLITS, STATUS, rows_in, row_len, capacity,
         dst_off += cnt
     if pid == 0 and dst_off > capacity:
         tl.atomic_max(STATUS, dst_off.to(tl.int32))
-    _all_arrive(FLAGS + (programs + pid) * world_size, e, cur_rank, world_size, heap_bases)  # all reads of x done
-    tl.store(EPOCHS + pid, e)
+    _exit(FLAGS, EPOCHS, e, cur_rank, world_size, heap_bases)  # all reads of x done
 
 
 def _workspace(ctx, programs, x_shape, dtype, stage):
@@ -120,12 +118,7 @@ def _check_args(ctx, output, input, in_splits, out_splits, variant):
     if variant not in VARIANTS:
         raise ValueError(f"all_to_all_v: unknown variant {variant!r}; expected one of {', '.join(VARIANTS)}")
     for name, t in (("output", output), ("input", input)):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"all_to_all_v: {name} must be a torch.Tensor, got {type(t).__name__}")
-        if not t.is_contiguous():
-            raise ValueError(f"all_to_all_v: {name} must be contiguous")
-        if t.device.type != ctx.get_device().type:
-            raise ValueError(f"all_to_all_v: {name} is on {t.device}, the heap is on {ctx.get_device()}")
+        _check_tensor(ctx, "all_to_all_v", name, t)
         if t.dim() < 1:
             raise ValueError(f"all_to_all_v: {name} must have a row dimension, got a 0-d tensor")
     if output.dtype != input.dtype:
@@ -180,10 +173,7 @@ def all_to_all_v(ctx, output, input, in_splits, out_splits=None, variant="auto",
     block = _block(cfg, 1024 if not cuda else 4096)
     block_w = min(block, triton.next_power_of_2(max(row_len, 1)))
     block_r = max(1, block // block_w)
-    limit = 2 if not cuda else ctx.get_cu_count() // ctx.ranks_per_device
-    programs = cfg.programs or max(1, min(limit, _cdiv(output.shape[0], block_r)))
-    if not 1 <= programs <= limit and cuda:
-        raise ValueError(f"config.programs={programs}: expected 1..{limit} (every program must be resident)")
+    programs = _programs(ctx, cfg, _cdiv(output.shape[0], block_r))
     ws = _workspace(ctx, programs, input.shape, input.dtype, stage)
     status = _status(ctx)
     ws["splits"].copy_(in_splits)

@@ -206,18 +206,23 @@ EXTRA = [
 
 
 def _collectives():
+    """iris.collectives' kernels (iris/collectives/kernels.py), one per host collective and variant."""
     import triton.language as tl
 
-    base = {"OP": "sum", "STAGED": False, "ACC": tl.float32, "BLOCK": 4096}
-    kinds = ["one_shot", "two_shot", "atomic", "all_gather", "reduce_scatter", "all_to_all", "broadcast"]
-    return [("iris.collectives", "collective_kernel", auto_signature("iris.collectives", "collective_kernel"),
-             [dict(base, KIND=k) for k in kinds] + [dict(base, KIND="one_shot", STAGED=True, OP="max"),
-                                                    dict(base, KIND="two_shot", STAGED=True)]),
-            ("iris.collectives", "tile_collective_kernel", auto_signature("iris.collectives", "tile_collective_kernel"),
-             [{"KIND": "all_reduce", "OP": "sum", "VARIANT": v, "BLOCK": 2048}
-              for v in ("one_shot", "two_shot", "ring", "atomic")] +
-             [{"KIND": k, "OP": "sum", "VARIANT": "one_shot", "BLOCK": 2048} for k in ("all_gather", "reduce_scatter")]
-             + [{"KIND": "all_reduce", "OP": "sum", "VARIANT": "one_shot", "BLOCK": 8192}])]
+    m = "iris.collectives.kernels"
+    red = {"OP": "sum", "ACC": tl.float32, "BLOCK": 4096}
+    barrier = [("one_shot_kernel", [dict(red, STAGED=False), dict(red, STAGED=True, OP="max")]),
+               ("two_shot_kernel", [dict(red, STAGED=False), dict(red, STAGED=True)]),
+               ("atomic_kernel", [{"BLOCK": 4096}]), ("all_gather_kernel", [{"BLOCK": 4096}]),
+               ("reduce_scatter_kernel", [red]), ("all_to_all_kernel", [{"BLOCK": 4096}]),
+               ("broadcast_kernel", [{"STAGED": s, "BLOCK": 4096} for s in (False, True)])]
+    push = [("push_all_reduce_kernel", [{"OP": "sum", "VARIANT": v, "BLOCK": 2048}
+                                        for v in ("one_shot", "ring", "atomic")] +
+             [{"OP": "sum", "VARIANT": "one_shot", "BLOCK": 8192}]),
+            ("push_two_shot_kernel", [{"OP": "sum", "BLOCK": 2048}]),
+            ("push_all_gather_kernel", [{"BLOCK": 2048}]),
+            ("push_reduce_scatter_kernel", [{"OP": "sum", "BLOCK": 2048}])]
+    return [(m, name, auto_signature(m, name), variants) for name, variants in barrier + push]
 
 
 EXTRA += _collectives()
