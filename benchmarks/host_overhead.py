@@ -1,5 +1,5 @@
 """Host (Python) time per eager collective call, with the kernel launch itself stubbed out: what a call costs
-before it reaches the GPU, with and without prepared front-door calls (iris/collectives.py, iris/replay.py).
+before it reaches the GPU, with and without prepared front-door calls (iris/collectives/, iris/replay.py).
 Runs one rank; prints microseconds per call. With IRIS_BACKEND=cuda it also times, on the GPU, a real eager call
 and its parts (a bare CUDAGraph.replay(), the capture check).
 

@@ -32,7 +32,7 @@ all_gather: "push" (through inboxes like all_reduce's push; the output may live 
 entry barrier every rank stores its slice into every rank's output); "auto" pushes up to 1 MiB of output.
 reduce_scatter: "push" (slice r into rank r's inbox; the input may live anywhere) or "pull" (after the entry barrier
 every rank reads its slice from every rank's input); "auto" pushes up to 1 MiB of input.
-The other collectives have one kernel each, or "nccl".
+all_to_all and broadcast: one kernel each, or "nccl".
 "hierarchical" (all_reduce, all_gather, reduce_scatter; iris/hierarchical.py): for a group over several hosts
 (an iris.multi_node context, where "auto" picks it): the node-local part through the heap, the cross-node part through
 torch.distributed on the cross-node group. All host exchanges ("nccl" too) run over the context's group (ctx.group).
@@ -132,6 +132,7 @@ def _run(ctx, launch, async_op, sig, result):
 _side_streams = {}
 
 
+# _run finds _on_stream in this module's namespace: tests/faults.py injects faults by patching it here.
 def _on_stream(ctx, launch, tensors, async_op):
     """launch() on the current stream, or on a side stream with a Work handle (async_op)."""
     if not async_op or ctx.backend == "cpu":
