@@ -57,7 +57,7 @@ class Operand:
     them all alike: each is part of the call's signature (prepared-call and replay keys, the first-call agreement
     across ranks) and reaches Problem as the keyword of its name, so a new one is an entry in its ops' specs."""
     name: str
-    check: Callable  # check(op, value, a, dims): raise on a bad value; called with None too (for "given iff" rules)
+    check: Callable  # check(op, value, a, b, dims): raise on a bad value; called with None too ("given iff" rules)
     exclude: tuple = ()  # variants `auto` skips while it is given (a_gathered: pull never materializes it)
     # staged(problem): where the variants leave it on the heap, copied into the caller's tensor after the launches
     # when that one is not on the heap (such a call is not prepared: the copy is not in the launches' graph)
@@ -88,7 +88,8 @@ class OpSpec:
         return tuple(name for x, t in zip(self.extras, values) if t is not None for name in x.exclude)
 
 
-def _check_gathered(op, g, a, dims):
+def _check_gathered(op, g, a, b, dims):
+    """a_gathered receives gather(A): M x K in a's dtype, contiguous (its rows are written whole)."""
     if g is None:
         return
     if not isinstance(g, torch.Tensor):
@@ -229,7 +230,7 @@ def _check_shapes(spec, ctx, a, b, c, values):
         raise ValueError(f"{spec.name}: c must be {text}, got {tuple(c.shape)}")
     dims = spec.dims(a, b, world)
     for x, t in zip(spec.extras, values):
-        x.check(spec.name, t, a, dims)
+        x.check(spec.name, t, a, b, dims)
     if spec.shared == "a" and not a.is_contiguous():
         raise ValueError(f"{spec.name}: a must be contiguous (its rows are copied and read by peers)")
 
@@ -251,15 +252,9 @@ def _check(ctx, op, a, b, c, heap_output=True):
             raise TypeError(f"{where} {name} must be a torch.Tensor, got {type(t).__name__}")
         if t.dim() != 2:
             raise ValueError(f"{where} {name} must be 2-D, got shape {tuple(t.shape)}")
-        if t.dtype not in DTYPES:
-            raise TypeError(f"{where} {name} has dtype {t.dtype}; expected one of float16, bfloat16, float32")
         if t.device.type != ctx.get_device().type:
             raise ValueError(f"{where} {name} is on {t.device}, the heap is on {ctx.get_device()}")
-    if not (a.dtype == b.dtype == c.dtype):
-        raise TypeError(f"{where} a, b, c must share one dtype, got {a.dtype}, {b.dtype}, {c.dtype}")
-    if a.dtype == torch.bfloat16 and ctx.backend == "cpu":
-        raise TypeError(f"{where} bfloat16 is not supported on the CPU backend (the Triton interpreter computes it "
-                        f"wrongly); use float16 or float32")
+    _check_dtypes(ctx, where, a, b, c)
     if a.shape[1] != b.shape[0]:
         raise ValueError(f"{where} inner dimensions differ: a is {tuple(a.shape)}, b is {tuple(b.shape)}")
     if min(a.shape[0], a.shape[1], b.shape[1]) < 1:
@@ -268,6 +263,19 @@ def _check(ctx, op, a, b, c, heap_output=True):
         ctx.require_symmetric(c, f"{where} c")
     if not c.is_contiguous():
         raise ValueError(f"{where} c must be contiguous")
+
+
+def _check_dtypes(ctx, where, a, b, c):
+    """The dtype rules: one of DTYPES, shared by a, b and c (the kernels compute in it and write it), and not
+    bfloat16 under the Triton interpreter, which computes it wrongly."""
+    for name, t in (("a", a), ("b", b), ("c", c)):
+        if t.dtype not in DTYPES:
+            raise TypeError(f"{where} {name} has dtype {t.dtype}; expected one of float16, bfloat16, float32")
+    if not (a.dtype == b.dtype == c.dtype):
+        raise TypeError(f"{where} a, b, c must share one dtype, got {a.dtype}, {b.dtype}, {c.dtype}")
+    if a.dtype == torch.bfloat16 and ctx.backend == "cpu":
+        raise TypeError(f"{where} bfloat16 is not supported on the CPU backend (the Triton interpreter computes it "
+                        f"wrongly); use float16 or float32")
 
 
 def _variant(ctx, op, variant, a, b, c, config, heap_output=True, exclude=()):
