@@ -57,3 +57,28 @@ def test_extra_operands_steer_auto_and_are_checked_on_the_host(ranks2):
                 "not a GEMM op": ("ValueError", "moe_ffn is not a GEMM+communication op")}
         for case, (name, text) in want.items():
             assert errors[case][0] == name and text in errors[case][1], (case, errors[case])
+
+
+def r_tune_gathered(ctx):
+    """tune() with a_gathered: the variants it rules out are skipped (pull used to be timed, and raised), the
+    others are timed with it and fill it."""
+    world, rank, dev = ctx.get_num_ranks(), ctx.get_rank(), ctx.get_device()
+    m, n, k = 8 * world, 8 * world, 16
+    full = torch.randn(m, k, generator=torch.Generator().manual_seed(5)).to(dev)
+    a = full[rank * 8:(rank + 1) * 8].contiguous()
+    b = torch.randn(k, n // world, generator=torch.Generator().manual_seed(6 + rank)).to(dev)
+    c = ctx.zeros(m, n // world)
+    g = torch.full((m, k), float("nan"), device=dev)
+    key = ("all_gather_gemm", m, n, k, a.dtype, world, ctx.backend, ctx.handle)
+    try:
+        times = fused_ops.tune(ctx, "all_gather_gemm", a, b, c, variants=["push", "pull"], iters=1, a_gathered=g)
+        picked = auto._tuned[key]
+    finally:
+        auto._tuned.pop(key, None)
+        auto._tuned_config.pop(key, None)
+    return sorted(times), picked, bool(torch.equal(g.cpu(), full.cpu()))
+
+
+def test_tune_skips_the_variants_an_extra_operand_rules_out(ranks2):
+    for timed, picked, gathered in ranks2.run(r_tune_gathered):
+        assert timed == ["push"] and picked == "push" and gathered, (timed, picked, gathered)
