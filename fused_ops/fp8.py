@@ -139,3 +139,74 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, out=None, config
     scaled_gemm_kernel[(programs,)](*ops, scale_a, scale_b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0),
                                     b.stride(1), c.stride(0), c.stride(1), **meta)
     return c
+
+
+# ------------------------------------------------------------------------------------------- the catalog ops
+def scale_mode(scale_a, scale_b):
+    """The SCALES constexpr of the tile loop (gemm.gemm_k_blocks): 0 not FP8, 1 per-tensor, 2 row-wise,
+    3 row-wise A with a per-tensor B (all_gather_gemm's gathered per-tensor scales)."""
+    if scale_a is None:
+        return 0
+    return 2 if scale_a.numel() > 1 or scale_b.numel() > 1 else 1
+
+
+def check_catalog(ctx, op, a, b, c, scale_a, scale_b):
+    """Host checks of a catalog op's FP8 operands (before any launch); returns scale_mode. a and b both e4m3 (or
+    neither, and then no scales), c bf16/fp16/fp32, fp32 scales on a's device: per-tensor (one element each) or
+    row-wise (scale_a: a.shape[0] x 1, this rank's rows of a; scale_b: 1 x b.shape[1], this rank's columns of b),
+    b column-major (stride(0) == 1: the .t() of a row-major weight, as torch._scaled_mm and Hopper's FP8 tensor
+    cores want it). Raises TypeError/ValueError saying what was wrong and what was expected."""
+    where = f"{op}:"
+    fp8 = [t.dtype == FP8 for t in (a, b) if isinstance(t, torch.Tensor)]
+    if not any(fp8):
+        if scale_a is not None or scale_b is not None:
+            raise TypeError(f"{where} scale_a/scale_b are for FP8 operands only; a and b are "
+                            f"{getattr(a, 'dtype', type(a).__name__)}, {getattr(b, 'dtype', type(b).__name__)} "
+                            f"(pass float8_e4m3fn a and b with the scales, or no scales)")
+        return 0
+    if not all(fp8) or len(fp8) < 2:
+        raise TypeError(f"{where} FP8 needs a and b both torch.float8_e4m3fn, got "
+                        f"{getattr(a, 'dtype', None)}, {getattr(b, 'dtype', None)}")
+    if isinstance(c, torch.Tensor) and c.dtype not in OUT_DTYPES:
+        raise TypeError(f"{where} c has dtype {c.dtype}; with FP8 operands c holds the result in bfloat16, float16 "
+                        f"or float32 (the communication moves it)")
+    if scale_a is None or scale_b is None:
+        raise TypeError(f"{where} FP8 operands need scale_a and scale_b (fp32: one element each, or row-wise "
+                        f"{a.shape[0]} x 1 and 1 x {b.shape[1]}), got "
+                        f"{'None' if scale_a is None else 'a tensor'} and {'None' if scale_b is None else 'a tensor'}")
+    for name, t in (("scale_a", scale_a), ("scale_b", scale_b)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{where} {name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dtype != torch.float32:
+            raise TypeError(f"{where} {name} has dtype {t.dtype}; expected torch.float32")
+        if t.device != a.device:
+            raise ValueError(f"{where} {name} is on {t.device}, a on {a.device}")
+    m, n = a.shape[0], b.shape[1]
+    tensor_wise = scale_a.numel() == 1 and scale_b.numel() == 1
+    row_wise = (tuple(scale_a.shape) == (m, 1) and tuple(scale_b.shape) == (1, n) and scale_a.is_contiguous() and
+                scale_b.is_contiguous())
+    if not (tensor_wise or row_wise):
+        raise ValueError(f"{where} scales of shapes {tuple(scale_a.shape)} and {tuple(scale_b.shape)}; expected one "
+                         f"element each (per-tensor) or contiguous ({m}, 1) and (1, {n}) (row-wise: a row of this "
+                         f"rank's a, a column of this rank's b)")
+    if b.stride(0) != 1:
+        raise ValueError(f"{where} FP8 b must be column-major (stride(0) == 1: pass w.t() of an N x K row-major "
+                         f"weight, as torch._scaled_mm requires), got strides {b.stride()}")
+    if a.stride(1) != 1:
+        raise ValueError(f"{where} FP8 a must be row-major (stride(1) == 1), got strides {a.stride()}")
+    return scale_mode(scale_a, scale_b)
+
+
+def matmul(a, b, scale_a, scale_b, out_dtype, out=None):
+    """The baselines' local GEMM: torch.matmul, or torch._scaled_mm (fp32 accumulation, use_fast_accum=False) for FP8
+    operands. A per-tensor scale paired with a row-wise one (all_gather_gemm's gathered A) is expanded to rows."""
+    if scale_a is None:
+        return torch.matmul(a, b, out=out)
+    if scale_a.numel() != scale_b.numel() == 1:
+        scale_b = scale_b.reshape(1, 1).expand(1, b.shape[1]).contiguous()
+    r = torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=out_dtype)
+    return r if out is None else out.copy_(r)
+
+
+# registry dtypes of the variants that take FP8 operands (registry.Variant.dtypes)
+WITH_FP8 = ("float16", "bfloat16", "float32", "float8_e4m3fn")

@@ -36,7 +36,7 @@ import torch
 from iris import consistency, health
 from iris.replay import tensor_key
 
-from . import auto, registry
+from . import auto, fp8, registry
 from .problem import DTYPES, Problem
 
 registry.define_op("gemm_all_scatter", "A (M x K) everywhere, B split by columns; every rank ends with C (M x N)")
@@ -48,20 +48,21 @@ registry.define_op("gemm_reduce_scatter", "A split by columns, B split by rows (
                                           "M/world rows of the sum")
 
 
-def _check(ctx, op, a, b, c, heap_output=True):
+def _check(ctx, op, a, b, c, heap_output=True, scale_a=None, scale_b=None):
     where = f"{op}:"
     for name, t in (("a", a), ("b", b), ("c", c)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{where} {name} must be a torch.Tensor, got {type(t).__name__}")
         if t.dim() != 2:
             raise ValueError(f"{where} {name} must be 2-D, got shape {tuple(t.shape)}")
-        if t.dtype not in DTYPES:
+        if t.dtype not in DTYPES and not (t.dtype == fp8.FP8 and name != "c"):
             raise TypeError(f"{where} {name} has dtype {t.dtype}; expected one of float16, bfloat16, float32")
         if t.device.type != ctx.get_device().type:
             raise ValueError(f"{where} {name} is on {t.device}, the heap is on {ctx.get_device()}")
-    if not (a.dtype == b.dtype == c.dtype):
+    fp8_scales = fp8.check_catalog(ctx, op, a, b, c, scale_a, scale_b)
+    if not fp8_scales and not (a.dtype == b.dtype == c.dtype):
         raise TypeError(f"{where} a, b, c must share one dtype, got {a.dtype}, {b.dtype}, {c.dtype}")
-    if a.dtype == torch.bfloat16 and ctx.backend == "cpu":
+    if c.dtype == torch.bfloat16 and ctx.backend == "cpu":
         raise TypeError(f"{where} bfloat16 is not supported on the CPU backend (the Triton interpreter computes it "
                         f"wrongly); use float16 or float32")
     if a.shape[1] != b.shape[0]:
@@ -74,11 +75,11 @@ def _check(ctx, op, a, b, c, heap_output=True):
         raise ValueError(f"{where} c must be contiguous")
 
 
-def _variant(ctx, op, variant, a, b, c, config, heap_output=True, exclude=()):
+def _variant(ctx, op, variant, a, b, c, config, heap_output=True, exclude=(), scales=(None, None)):
     """(the variant to run, its config): auto's pick, with the config tune() found for it here when the caller
     gave none."""
     registry.check_op(op)
-    _check(ctx, op, a, b, c, heap_output)
+    _check(ctx, op, a, b, c, heap_output, *scales)
     if variant == "auto":
         shape = auto.global_shape(ctx, op, a, b)
         variant = auto.choose(ctx, op, *shape, a.dtype, exclude)
@@ -87,8 +88,9 @@ def _variant(ctx, op, variant, a, b, c, config, heap_output=True, exclude=()):
     allowed = v.dtypes_on(ctx.backend)
     if str(a.dtype).replace("torch.", "") not in allowed:
         note = f" ({v.cpu_note})" if ctx.backend == "cpu" and v.cpu_note else ""
+        can = registry.list_variants(op, ctx.backend, a.dtype)
         raise TypeError(f"{op}/{variant} supports {', '.join(allowed)} on the {ctx.backend} backend, not "
-                        f"{a.dtype}{note}")
+                        f"{a.dtype}{note}; variants of {op} that take {a.dtype} here: {', '.join(can) or 'none'}")
     if v.one_gpu_per_rank and ctx.backend == "cuda" and ctx.ranks_per_device > 1:
         why = ("NCCL and SymmetricMemory refuse two ranks on one device" if v.pattern == "baseline" else
                "its kernels wait on what the peers' copy engines deliver (flags, barriers), and kernels of two "
@@ -103,13 +105,14 @@ def _variant(ctx, op, variant, a, b, c, config, heap_output=True, exclude=()):
 _SHARED = {"gemm_all_scatter": "c", "gemm_all_reduce": "c", "all_gather_gemm": "a"}
 
 
-def _agree(ctx, op, variant, v, cfg, a, b, c, a_gathered=None):
-    """Collective on the first call of this signature: compare it across ranks (iris/consistency.py)."""
+def _agree(ctx, op, variant, v, cfg, a, b, c, a_gathered=None, scales=(None, None)):
+    """Collective on the first call of this signature: compare it across ranks (iris/consistency.py); FP8 scales
+    included (per-tensor on one rank and row-wise on another is a mismatch)."""
     if ctx.get_num_ranks() > 1:
         shared = {"a": a, "c": c}.get(_SHARED.get(op))
         consistency.first_call(ctx, (op, variant, v.name, repr(cfg), consistency.describe(a), consistency.describe(b),
                                      consistency.describe(c), consistency.describe(a_gathered),
-                                     consistency.offset(ctx, shared)))
+                                     *map(consistency.describe, scales), consistency.offset(ctx, shared)))
 
 
 def _guarded(op, ctx, call, *args):
@@ -175,80 +178,85 @@ def _set_up_capture_pick(ctx, op, variant, a, b, again, exclude=()):
             again(other)
 
 
-def plan(ctx, op, a, b, c, variant="auto", config=None):
+def plan(ctx, op, a, b, c, variant="auto", config=None, scale_a=None, scale_b=None):
     """(variant, config) that `op` would run on these operands: auto's pick, and the launch configuration with the
     per-device defaults filled in (None for the baselines, which run torch's own kernels). Launches nothing; checks
     the operands and the variant as a call does, but not c's shape."""
-    v, config = _variant(ctx, op, variant, a, b, c, config, heap_output=op in ("gemm_all_scatter", "gemm_all_reduce"))
+    v, config = _variant(ctx, op, variant, a, b, c, config, heap_output=op in ("gemm_all_scatter", "gemm_all_reduce"),
+                         scales=(scale_a, scale_b))
     return (v.name, None) if v.pattern == "baseline" else (v.name, _problem(ctx, op, v, a, b, c, config).cfg)
 
 
-def _problem(ctx, op, v, a, b, c, config, a_gathered=None):
+def _problem(ctx, op, v, a, b, c, config, a_gathered=None, scales=(None, None)):
     """The Problem of this rank's GEMM: (M x K) @ (K x N) over its operands' shapes, with the rows of one shard for
     the row-sharded ops."""
     world, m, n, k = ctx.get_num_ranks(), a.shape[0], b.shape[1], a.shape[1]
     m, m_local = {"all_gather_gemm": (m * world, m), "gemm_reduce_scatter": (m, m // world)}.get(op, (m, None))
     return Problem(ctx=ctx, op=op, variant=v, a=a, b=b, c=c, m=m, n=n, k=k, config=config, m_local=m_local,
-                   a_gathered=a_gathered)
+                   a_gathered=a_gathered, scale_a=scales[0], scale_b=scales[1])
 
 
-def gemm_all_scatter(ctx, a, b, c, variant="auto", config=None):
-    return _guarded("gemm_all_scatter", ctx, _gemm_all_scatter_call, a, b, c, variant, config)
+def gemm_all_scatter(ctx, a, b, c, variant="auto", config=None, scale_a=None, scale_b=None):
+    return _guarded("gemm_all_scatter", ctx, _gemm_all_scatter_call, a, b, c, variant, config, scale_a, scale_b)
 
 
-def _gemm_all_scatter_call(ctx, a, b, c, variant, config):
-    sig, call = _prepared(ctx, "gemm_all_scatter", a, b, c, variant, config)
-    return call() if call is not None else _gemm_all_scatter(ctx, a, b, c, variant, config, sig)
+def _gemm_all_scatter_call(ctx, a, b, c, variant, config, *scales):
+    sig, call = _prepared(ctx, "gemm_all_scatter", a, b, c, variant, config, *scales)
+    return call() if call is not None else _gemm_all_scatter(ctx, a, b, c, variant, config, sig, scales)
 
 
-def _gemm_all_scatter(ctx, a, b, c, variant, config, sig=None):
-    v, cfg = _variant(ctx, "gemm_all_scatter", variant, a, b, c, config)
+def _gemm_all_scatter(ctx, a, b, c, variant, config, sig=None, scales=(None, None)):
+    v, cfg = _variant(ctx, "gemm_all_scatter", variant, a, b, c, config, scales=scales)
     m, n_local, world = a.shape[0], b.shape[1], ctx.get_num_ranks()
     if tuple(c.shape) != (m, n_local * world):
         raise ValueError(f"gemm_all_scatter: c must be M x N = {m} x {n_local * world} (b holds N/world = {n_local} "
                          f"columns on each of {world} ranks), got {tuple(c.shape)}")
-    _agree(ctx, "gemm_all_scatter", variant, v, cfg, a, b, c)
-    _run(ctx, v, cfg, lambda: _problem(ctx, "gemm_all_scatter", v, a, b, c, cfg), a, b, c,
-         prepare=(sig, c, lambda: _gemm_all_scatter(ctx, a, b, c, variant, config)))
-    _set_up_capture_pick(ctx, "gemm_all_scatter", variant, a, b, lambda v: gemm_all_scatter(ctx, a, b, c, v, config))
+    _agree(ctx, "gemm_all_scatter", variant, v, cfg, a, b, c, scales=scales)
+    _run(ctx, v, cfg, lambda: _problem(ctx, "gemm_all_scatter", v, a, b, c, cfg, scales=scales), a, b, c, *scales,
+         prepare=(sig, c, lambda: _gemm_all_scatter(ctx, a, b, c, variant, config, scales=scales)))
+    _set_up_capture_pick(ctx, "gemm_all_scatter", variant, a, b,
+                         lambda v: gemm_all_scatter(ctx, a, b, c, v, config, *scales))
     return c
 
 
-def gemm_all_reduce(ctx, a, b, c, variant="auto", config=None):
-    return _guarded("gemm_all_reduce", ctx, _gemm_all_reduce_call, a, b, c, variant, config)
+def gemm_all_reduce(ctx, a, b, c, variant="auto", config=None, scale_a=None, scale_b=None):
+    return _guarded("gemm_all_reduce", ctx, _gemm_all_reduce_call, a, b, c, variant, config, scale_a, scale_b)
 
 
-def _gemm_all_reduce_call(ctx, a, b, c, variant, config):
-    sig, call = _prepared(ctx, "gemm_all_reduce", a, b, c, variant, config)
-    return call() if call is not None else _gemm_all_reduce(ctx, a, b, c, variant, config, sig)
+def _gemm_all_reduce_call(ctx, a, b, c, variant, config, *scales):
+    sig, call = _prepared(ctx, "gemm_all_reduce", a, b, c, variant, config, *scales)
+    return call() if call is not None else _gemm_all_reduce(ctx, a, b, c, variant, config, sig, scales)
 
 
-def _gemm_all_reduce(ctx, a, b, c, variant, config, sig=None):
-    v, cfg = _variant(ctx, "gemm_all_reduce", variant, a, b, c, config)
+def _gemm_all_reduce(ctx, a, b, c, variant, config, sig=None, scales=(None, None)):
+    v, cfg = _variant(ctx, "gemm_all_reduce", variant, a, b, c, config, scales=scales)
     m, n = a.shape[0], b.shape[1]
     if tuple(c.shape) != (m, n):
         raise ValueError(f"gemm_all_reduce: c must be M x N = {m} x {n}, got {tuple(c.shape)}")
-    _agree(ctx, "gemm_all_reduce", variant, v, cfg, a, b, c)
-    _run(ctx, v, cfg, lambda: _problem(ctx, "gemm_all_reduce", v, a, b, c, cfg), a, b, c,
-         prepare=(sig, c, lambda: _gemm_all_reduce(ctx, a, b, c, variant, config)))
-    _set_up_capture_pick(ctx, "gemm_all_reduce", variant, a, b, lambda v: gemm_all_reduce(ctx, a, b, c, v, config))
+    _agree(ctx, "gemm_all_reduce", variant, v, cfg, a, b, c, scales=scales)
+    _run(ctx, v, cfg, lambda: _problem(ctx, "gemm_all_reduce", v, a, b, c, cfg, scales=scales), a, b, c, *scales,
+         prepare=(sig, c, lambda: _gemm_all_reduce(ctx, a, b, c, variant, config, scales=scales)))
+    _set_up_capture_pick(ctx, "gemm_all_reduce", variant, a, b,
+                         lambda v: gemm_all_reduce(ctx, a, b, c, v, config, *scales))
     return c
 
 
-def all_gather_gemm(ctx, a, b, c, variant="auto", config=None, a_gathered=None):
-    return _guarded("all_gather_gemm", ctx, _all_gather_gemm_call, a, b, c, variant, config, a_gathered)
+def all_gather_gemm(ctx, a, b, c, variant="auto", config=None, a_gathered=None, scale_a=None, scale_b=None):
+    return _guarded("all_gather_gemm", ctx, _all_gather_gemm_call, a, b, c, variant, config, a_gathered, scale_a,
+                    scale_b)
 
 
-def _all_gather_gemm_call(ctx, a, b, c, variant, config, a_gathered):
-    sig, call = _prepared(ctx, "all_gather_gemm", a, b, c, variant, config, a_gathered)
-    return call() if call is not None else _all_gather_gemm(ctx, a, b, c, variant, config, a_gathered, sig)
+def _all_gather_gemm_call(ctx, a, b, c, variant, config, a_gathered, *scales):
+    sig, call = _prepared(ctx, "all_gather_gemm", a, b, c, variant, config, a_gathered, *scales)
+    return call() if call is not None else _all_gather_gemm(ctx, a, b, c, variant, config, a_gathered, sig, scales)
 
 
-def _all_gather_gemm(ctx, a, b, c, variant, config, a_gathered, sig=None):
+def _all_gather_gemm(ctx, a, b, c, variant, config, a_gathered, sig=None, scales=(None, None)):
     # c is written by this rank only: it may live anywhere on the device; `a` is read by peers (staged on the heap
     # when it is not there already).
     exclude = ("pull",) if a_gathered is not None else ()
-    v, cfg = _variant(ctx, "all_gather_gemm", variant, a, b, c, config, heap_output=False, exclude=exclude)
+    v, cfg = _variant(ctx, "all_gather_gemm", variant, a, b, c, config, heap_output=False, exclude=exclude,
+                      scales=scales)
     world = ctx.get_num_ranks()
     m_local, k = a.shape
     m, n_local = m_local * world, b.shape[1]
@@ -261,38 +269,39 @@ def _all_gather_gemm(ctx, a, b, c, variant, config, a_gathered, sig=None):
                              f"{tuple(a_gathered.shape)} {a_gathered.dtype}")
     if not a.is_contiguous():
         raise ValueError("all_gather_gemm: a must be contiguous (its rows are copied and read by peers)")
-    _agree(ctx, "all_gather_gemm", variant, v, cfg, a, b, c, a_gathered)
-    make = lambda: _problem(ctx, "all_gather_gemm", v, a, b, c, cfg, a_gathered)  # noqa: E731
+    _agree(ctx, "all_gather_gemm", variant, v, cfg, a, b, c, a_gathered, scales)
+    make = lambda: _problem(ctx, "all_gather_gemm", v, a, b, c, cfg, a_gathered, scales)  # noqa: E731
     copy_out = a_gathered is not None and v.pattern != "baseline" and not ctx.is_symmetric(a_gathered)
-    _run(ctx, v, cfg, make, a, b, c, a_gathered,  # a copy after the launches is not in their graph: not prepared
-         prepare=None if copy_out else (sig, c, lambda: _all_gather_gemm(ctx, a, b, c, variant, config, a_gathered)))
+    _run(ctx, v, cfg, make, a, b, c, a_gathered, *scales,  # a copy after the launches is not in their graph
+         prepare=None if copy_out else (sig, c, lambda: _all_gather_gemm(ctx, a, b, c, variant, config, a_gathered,
+                                                                         scales=scales)))
     if copy_out:
         a_gathered.copy_(make().gathered_buffer())
     _set_up_capture_pick(ctx, "all_gather_gemm", variant, a, b,
-                         lambda v: all_gather_gemm(ctx, a, b, c, v, config, a_gathered), exclude)
+                         lambda v: all_gather_gemm(ctx, a, b, c, v, config, a_gathered, *scales), exclude)
     return c
 
 
-def gemm_reduce_scatter(ctx, a, b, c, variant="auto", config=None):
-    return _guarded("gemm_reduce_scatter", ctx, _gemm_reduce_scatter_call, a, b, c, variant, config)
+def gemm_reduce_scatter(ctx, a, b, c, variant="auto", config=None, scale_a=None, scale_b=None):
+    return _guarded("gemm_reduce_scatter", ctx, _gemm_reduce_scatter_call, a, b, c, variant, config, scale_a, scale_b)
 
 
-def _gemm_reduce_scatter_call(ctx, a, b, c, variant, config):
-    sig, call = _prepared(ctx, "gemm_reduce_scatter", a, b, c, variant, config)
-    return call() if call is not None else _gemm_reduce_scatter(ctx, a, b, c, variant, config, sig)
+def _gemm_reduce_scatter_call(ctx, a, b, c, variant, config, *scales):
+    sig, call = _prepared(ctx, "gemm_reduce_scatter", a, b, c, variant, config, *scales)
+    return call() if call is not None else _gemm_reduce_scatter(ctx, a, b, c, variant, config, sig, scales)
 
 
-def _gemm_reduce_scatter(ctx, a, b, c, variant, config, sig=None):
-    v, cfg = _variant(ctx, "gemm_reduce_scatter", variant, a, b, c, config, heap_output=False)
+def _gemm_reduce_scatter(ctx, a, b, c, variant, config, sig=None, scales=(None, None)):
+    v, cfg = _variant(ctx, "gemm_reduce_scatter", variant, a, b, c, config, scales=scales, heap_output=False)
     world = ctx.get_num_ranks()
     m, n = a.shape[0], b.shape[1]
     if m % world:
         raise ValueError(f"gemm_reduce_scatter: M={m} must be divisible by the world size {world}")
     if tuple(c.shape) != (m // world, n):
         raise ValueError(f"gemm_reduce_scatter: c must be M/world x N = {m // world} x {n}, got {tuple(c.shape)}")
-    _agree(ctx, "gemm_reduce_scatter", variant, v, cfg, a, b, c)
-    _run(ctx, v, cfg, lambda: _problem(ctx, "gemm_reduce_scatter", v, a, b, c, cfg), a, b, c,
-         prepare=(sig, c, lambda: _gemm_reduce_scatter(ctx, a, b, c, variant, config)))
+    _agree(ctx, "gemm_reduce_scatter", variant, v, cfg, a, b, c, scales=scales)
+    _run(ctx, v, cfg, lambda: _problem(ctx, "gemm_reduce_scatter", v, a, b, c, cfg, scales=scales), a, b, c, *scales,
+         prepare=(sig, c, lambda: _gemm_reduce_scatter(ctx, a, b, c, variant, config, scales=scales)))
     _set_up_capture_pick(ctx, "gemm_reduce_scatter", variant, a, b,
-                         lambda v: gemm_reduce_scatter(ctx, a, b, c, v, config))
+                         lambda v: gemm_reduce_scatter(ctx, a, b, c, v, config, *scales))
     return c
