@@ -204,7 +204,11 @@ def matmul(a, b, scale_a, scale_b, out_dtype, out=None):
         return torch.matmul(a, b, out=out)
     if scale_a.numel() != scale_b.numel() == 1:
         scale_b = scale_b.reshape(1, 1).expand(1, b.shape[1]).contiguous()
-    r = torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=out_dtype)
+    if scale_a.numel() == scale_b.numel() == 1 or out_dtype == torch.bfloat16 or a.device.type != "cuda":
+        r = torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=out_dtype)
+    else:  # torch's row-wise scaling on GPUs writes bfloat16 only: fp32 product, then the scales
+        one = torch.ones((), device=a.device)
+        r = (torch._scaled_mm(a, b, one, one, out_dtype=torch.float32) * scale_a * scale_b).to(out_dtype)
     return r if out is None else out.copy_(r)
 
 
