@@ -129,18 +129,21 @@ def tune(ctx, op, a, b, c, variants=None, iters=10, configs=(), **kwargs):
     its defaults and with each of `configs` it accepts (Configs; "search": config.candidates, the tiles and splits
     the defaults choose among), remember the fastest variant and config for this shape, and return {variant:
     microseconds} (its best config's). `auto` calls on this shape then run that variant with that config, unless
-    they pass a config of their own. Call it once per shape before a long run."""
+    they pass a config of their own. `kwargs`: the op's optional operands, as its calls take them; variants they
+    rule out (all_gather_gemm's pull with a_gathered) are skipped. Call it once per shape before a long run."""
     from . import config as _config, ops
 
     m, n, k = global_shape(ctx, op, a, b)
     if isinstance(configs, str):
         configs = _config.candidates(ctx, a.dtype)
-    names = [v for v in (variants or registry.list_variants(op)) if _runnable(ctx, op, v, a.dtype)]
+    spec = ops._spec(op)
+    skip = spec.exclude(spec.values(kwargs))
+    names = [v for v in (variants or registry.list_variants(op)) if _runnable(ctx, op, v, a.dtype) and v not in skip]
     times, best = {}, {}
     for name in names:
         for cfg in (None, *(() if registry.get(op, name).pattern == "baseline" else configs)):
             try:  # a config the variant refuses is refused on the host, on every rank alike
-                ops.plan(ctx, op, a, b, c, name, cfg)
+                ops.plan(ctx, op, a, b, c, name, cfg, **kwargs)
             except ValueError:
                 continue
             t = _time_calls(ctx, lambda: getattr(ops, op)(ctx, a, b, c, variant=name, config=cfg, **kwargs), iters)

@@ -143,67 +143,67 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, out=None, config
 
 # ------------------------------------------------------------------------------------------- the catalog ops
 def scale_mode(scale_a, scale_b):
-    """The SCALES constexpr of the tile loop (gemm.gemm_k_blocks): 0 not FP8, 1 per-tensor, 2 row-wise,
-    3 row-wise A with a per-tensor B (all_gather_gemm's gathered per-tensor scales)."""
+    """The SCALES constexpr of the tile loop (gemm.gemm_k_blocks, gemm.scale_tile): 0 not FP8, else 1 + (scale_a per
+    row of A) + 2 * (scale_b per column of B): 1 both per-tensor, 4 both row-wise, 2 and 3 one of each."""
     if scale_a is None:
         return 0
-    return 2 if scale_a.numel() > 1 or scale_b.numel() > 1 else 1
+    return 1 + (scale_a.numel() > 1) + 2 * (scale_b.numel() > 1)
 
 
-def check_catalog(ctx, op, a, b, c, scale_a, scale_b):
-    """Host checks of a catalog op's FP8 operands (before any launch); returns scale_mode. a and b both e4m3 (or
-    neither, and then no scales), c bf16/fp16/fp32, fp32 scales on a's device: per-tensor (one element each) or
-    row-wise (scale_a: a.shape[0] x 1, this rank's rows of a; scale_b: 1 x b.shape[1], this rank's columns of b),
-    b column-major (stride(0) == 1: the .t() of a row-major weight, as torch._scaled_mm and Hopper's FP8 tensor
-    cores want it). Raises TypeError/ValueError saying what was wrong and what was expected."""
-    where = f"{op}:"
-    fp8 = [t.dtype == FP8 for t in (a, b) if isinstance(t, torch.Tensor)]
-    if not any(fp8):
-        if scale_a is not None or scale_b is not None:
-            raise TypeError(f"{where} scale_a/scale_b are for FP8 operands only; a and b are "
-                            f"{getattr(a, 'dtype', type(a).__name__)}, {getattr(b, 'dtype', type(b).__name__)} "
-                            f"(pass float8_e4m3fn a and b with the scales, or no scales)")
-        return 0
-    if not all(fp8) or len(fp8) < 2:
-        raise TypeError(f"{where} FP8 needs a and b both torch.float8_e4m3fn, got "
-                        f"{getattr(a, 'dtype', None)}, {getattr(b, 'dtype', None)}")
-    if isinstance(c, torch.Tensor) and c.dtype not in OUT_DTYPES:
-        raise TypeError(f"{where} c has dtype {c.dtype}; with FP8 operands c holds the result in bfloat16, float16 "
-                        f"or float32 (the communication moves it)")
-    if scale_a is None or scale_b is None:
-        raise TypeError(f"{where} FP8 operands need scale_a and scale_b (fp32: one element each, or row-wise "
-                        f"{a.shape[0]} x 1 and 1 x {b.shape[1]}), got "
-                        f"{'None' if scale_a is None else 'a tensor'} and {'None' if scale_b is None else 'a tensor'}")
-    for name, t in (("scale_a", scale_a), ("scale_b", scale_b)):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{where} {name} must be a torch.Tensor, got {type(t).__name__}")
-        if t.dtype != torch.float32:
-            raise TypeError(f"{where} {name} has dtype {t.dtype}; expected torch.float32")
-        if t.device != a.device:
-            raise ValueError(f"{where} {name} is on {t.device}, a on {a.device}")
-    m, n = a.shape[0], b.shape[1]
-    tensor_wise = scale_a.numel() == 1 and scale_b.numel() == 1
-    row_wise = (tuple(scale_a.shape) == (m, 1) and tuple(scale_b.shape) == (1, n) and scale_a.is_contiguous() and
-                scale_b.is_contiguous())
-    if not (tensor_wise or row_wise):
-        raise ValueError(f"{where} scales of shapes {tuple(scale_a.shape)} and {tuple(scale_b.shape)}; expected one "
-                         f"element each (per-tensor) or contiguous ({m}, 1) and (1, {n}) (row-wise: a row of this "
-                         f"rank's a, a column of this rank's b)")
+def check_operands(where, a, b, c):
+    """FP8 operand rules of a catalog op, on the host: False when neither a nor b is FP8 (the caller's own dtype
+    rules apply); True for a valid FP8 call: a and b both float8_e4m3fn, c bfloat16/float16/float32 (the result,
+    which the communication moves), a row-major and b column-major (b = w.t() of an N x K row-major weight, as
+    torch._scaled_mm and Hopper's FP8 tensor cores want them). Raises TypeError/ValueError saying what was expected."""
+    if a.dtype != FP8 and b.dtype != FP8:
+        return False
+    if a.dtype != b.dtype:
+        raise TypeError(f"{where} FP8 needs a and b both torch.float8_e4m3fn, got {a.dtype}, {b.dtype}")
+    if c.dtype not in OUT_DTYPES:
+        raise TypeError(f"{where} c has dtype {c.dtype}; with FP8 operands c holds the result: expected one of "
+                        f"bfloat16, float16, float32")
     if b.stride(0) != 1:
         raise ValueError(f"{where} FP8 b must be column-major (stride(0) == 1: pass w.t() of an N x K row-major "
                          f"weight, as torch._scaled_mm requires), got strides {b.stride()}")
     if a.stride(1) != 1:
         raise ValueError(f"{where} FP8 a must be row-major (stride(1) == 1), got strides {a.stride()}")
-    return scale_mode(scale_a, scale_b)
+    return True
+
+
+def check_scale(name, op, s, a, b, dims):
+    """scale_a / scale_b of a catalog op (ops.Operand check): given iff a is FP8; an fp32 tensor on a's device with
+    one element (per-tensor) or one per row of this rank's a (scale_a: a.shape[0] x 1) / per column of this rank's b
+    (scale_b: 1 x b.shape[1]), contiguous."""
+    where = f"{op}:"
+    if a.dtype != FP8:
+        if s is not None:
+            raise TypeError(f"{where} {name} is for FP8 operands only; a and b are {a.dtype}, {b.dtype} (pass "
+                            f"float8_e4m3fn a and b with scale_a and scale_b, or no scales)")
+        return
+    want = (a.shape[0], 1) if name == "scale_a" else (1, b.shape[1])
+    if s is None:
+        raise TypeError(f"{where} FP8 operands need {name}: an fp32 tensor of one element (per-tensor) or "
+                        f"{want[0]} x {want[1]} (row-wise), got None")
+    if not isinstance(s, torch.Tensor):
+        raise TypeError(f"{where} {name} must be a torch.Tensor, got {type(s).__name__}")
+    if s.dtype != torch.float32:
+        raise TypeError(f"{where} {name} has dtype {s.dtype}; expected torch.float32")
+    if s.device != a.device:
+        raise ValueError(f"{where} {name} is on {s.device}, a on {a.device}")
+    if s.numel() != 1 and (tuple(s.shape) != want or not s.is_contiguous()):
+        per = "row of this rank's a" if name == "scale_a" else "column of this rank's b"
+        raise ValueError(f"{where} {name} has shape {tuple(s.shape)}; expected one element (per-tensor) or a "
+                         f"contiguous {want} (row-wise: one per {per})")
 
 
 def matmul(a, b, scale_a, scale_b, out_dtype, out=None):
     """The baselines' local GEMM: torch.matmul, or torch._scaled_mm (fp32 accumulation, use_fast_accum=False) for FP8
-    operands. A per-tensor scale paired with a row-wise one (all_gather_gemm's gathered A) is expanded to rows."""
+    operands. A per-tensor scale paired with a row-wise one is expanded to rows (torch takes one kind for both)."""
     if scale_a is None:
         return torch.matmul(a, b, out=out)
-    if scale_a.numel() != scale_b.numel() == 1:
-        scale_b = scale_b.reshape(1, 1).expand(1, b.shape[1]).contiguous()
+    if (scale_a.numel() == 1) != (scale_b.numel() == 1):  # torch wants both per-tensor or both row-wise
+        scale_a = scale_a.reshape(-1, 1).expand(a.shape[0], 1).contiguous()
+        scale_b = scale_b.reshape(1, -1).expand(1, b.shape[1]).contiguous()
     if scale_a.numel() == scale_b.numel() == 1 or out_dtype == torch.bfloat16 or a.device.type != "cuda":
         r = torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=out_dtype)
     else:  # torch's row-wise scaling on GPUs writes bfloat16 only: fp32 product, then the scales

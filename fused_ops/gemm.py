@@ -127,15 +127,14 @@ def gemm_k_blocks(
             a_ptrs += BLOCK_K * stride_ak
             b_ptrs += BLOCK_K * stride_bk
     if SCALES != 0:
-        acc = scale_tile(acc, SA, SB, pid_m, pid_n, M, N, SCALES >= 2, SCALES == 2)
+        acc = scale_tile(acc, SA, SB, pid_m, pid_n, M, N, SCALES % 2 == 0, SCALES >= 3)
     return acc
 
 
 @triton.jit
 def scale_tile(acc, SA, SB, pid_m, pid_n, M, N, A_ROWS: tl.constexpr, B_COLS: tl.constexpr):
     """acc * scales, the FP8 epilogue of torch._scaled_mm: SA one fp32 per row of A (A_ROWS) or one in all, SB one
-    per column of B (B_COLS) or one in all. A tile's small loads; SCALES of gemm_k_blocks: 1 both per-tensor, 2 both
-    row-wise, 3 rows of A with one B scale (fp8.scale_mode)."""
+    per column of B (B_COLS) or one in all: a tile's few small loads. (gemm_k_blocks' SCALES: fp8.scale_mode.)"""
     if A_ROWS:
         rm = pid_m * acc.shape[0] + tl.arange(0, acc.shape[0])
         acc = acc * tl.load(SA + rm, mask=rm < M, other=0.0)[:, None]

@@ -14,6 +14,12 @@
     gemm_reduce_scatter(ctx, a, b, c, variant="auto", config=None)
         a: M x K/world; b: K/world x N (a row-parallel weight's rows); c: M/world x N, this rank's rows of the sum.
 
+FP8: every op also takes scale_a=None, scale_b=None. With a and b float8_e4m3fn (b column-major, as torch._scaled_mm
+wants it) they are fp32 scales, per-tensor (one element) or row-wise (scale_a: a.shape[0] x 1, this rank's rows of a;
+scale_b: 1 x b.shape[1]); c is bfloat16, float16 or float32 and holds (a * scale_a) @ (b * scale_b), fp32-accumulated.
+The communication moves that result; all_gather_gemm moves the FP8 rows of A and their row scales. Which variants take
+FP8: fused_ops.list_variants(op, backend, "float8_e4m3fn") (fused_ops/fp8.py).
+
 `variant` picks an overlap pattern by name (`fused_ops.list_variants(op)`), or "auto" (the default): the fastest
 variant measured for the nearest shape on this GPU model, or one measured by `fused_ops.tune` (fused_ops/auto.py);
 `config` (fused_ops.Config) overrides
@@ -31,6 +37,10 @@ rank when they differ (IRIS_DEBUG_CHECKS=1: every call, prepared ones included).
 a failed peer breaks the context: every later call raises ContextBroken at once.
 """
 
+import functools
+from dataclasses import dataclass
+from typing import Callable, NamedTuple
+
 import torch
 
 from iris import consistency, health
@@ -39,32 +49,225 @@ from iris.replay import tensor_key
 from . import auto, fp8, registry
 from .problem import DTYPES, Problem
 
-registry.define_op("gemm_all_scatter", "A (M x K) everywhere, B split by columns; every rank ends with C (M x N)")
-registry.define_op("gemm_all_reduce", "A split by columns, B split by rows (K sharded); every rank ends with the "
-                                      "sum C (M x N)")
-registry.define_op("all_gather_gemm", "A split by rows, B split by columns; every rank ends with its M x N/world "
-                                      "block of gather(A) @ B (and optionally the gathered A)")
-registry.define_op("gemm_reduce_scatter", "A split by columns, B split by rows (K sharded); every rank ends with its "
-                                          "M/world rows of the sum")
+
+class Dims(NamedTuple):
+    """This rank's GEMM, (m x k) @ (k x n), and for the row-sharded ops the rows of one shard (m_local)."""
+    m: int
+    n: int
+    k: int
+    m_local: int = None
 
 
-def _check(ctx, op, a, b, c, heap_output=True, scale_a=None, scale_b=None):
+@dataclass(frozen=True)
+class Operand:
+    """An optional operand beyond a, b, c, passed by keyword (all_gather_gemm's a_gathered). The call path treats
+    them all alike: each is part of the call's signature (prepared-call and replay keys, the first-call agreement
+    across ranks) and reaches Problem as the keyword of its name, so a new one is an entry in its ops' specs."""
+    name: str
+    check: Callable  # check(op, value, a, b, dims): raise on a bad value; called with None too ("given iff" rules)
+    exclude: tuple = ()  # variants `auto` skips while it is given (a_gathered: pull never materializes it)
+    # staged(problem): where the variants leave it on the heap, copied into the caller's tensor after the launches
+    # when that one is not on the heap (such a call is not prepared: the copy is not in the launches' graph)
+    staged: Callable = None
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """What differs between the catalog's front doors; _call runs one sequence for all of them."""
+    name: str
+    layout: str  # the registry's one-line description of who holds what
+    shared: str  # the operand peers read or write in place ("a" or "c"; None: neither): its heap offset must agree
+    heap_output: bool  # c must be on the symmetric heap (peers write into it); False: c may live anywhere
+    rows: Callable  # rows(m, world) -> (this rank's GEMM rows, rows of one shard or None), m: a's rows
+    out: Callable  # out(m, n, world) -> (c's shape, how the message spells it), m, n: a's rows, b's columns; may raise
+    extras: tuple = ()  # its Operands, in keyword order
+
+    def dims(self, a, b, world):
+        m, m_local = self.rows(a.shape[0], world)
+        return Dims(m, b.shape[1], a.shape[1], m_local)
+
+    def values(self, extra):
+        """The extra operands' values in the spec's order (None where not given)."""
+        return tuple(extra.get(x.name) for x in self.extras) if self.extras else ()
+
+    def exclude(self, values):
+        """Variants `auto` may not pick for a call given these extra operands."""
+        return tuple(name for x, t in zip(self.extras, values) if t is not None for name in x.exclude)
+
+
+def _check_gathered(op, g, a, b, dims):
+    """a_gathered receives gather(A): M x K in a's dtype, contiguous (its rows are written whole)."""
+    if g is None:
+        return
+    if not isinstance(g, torch.Tensor):
+        raise TypeError(f"{op}: a_gathered must be a torch.Tensor or None, got {type(g).__name__}")
+    if tuple(g.shape) != (dims.m, dims.k) or g.dtype != a.dtype or not g.is_contiguous():
+        raise ValueError(f"{op}: a_gathered must be a contiguous {dims.m} x {dims.k} {a.dtype} tensor, got "
+                         f"{tuple(g.shape)} {g.dtype}")
+
+
+def _reduce_scatter_out(m, n, world):
+    if m % world:
+        raise ValueError(f"gemm_reduce_scatter: M={m} must be divisible by the world size {world}")
+    return (m // world, n), f"M/world x N = {m // world} x {n}"
+
+
+A_GATHERED = Operand("a_gathered", _check_gathered, exclude=("pull",), staged=lambda p: p.gathered_buffer())
+# FP8 (fused_ops/fp8.py): given iff a and b are float8_e4m3fn; the GEMM loop applies them in its epilogue
+SCALES = (Operand("scale_a", functools.partial(fp8.check_scale, "scale_a")),
+          Operand("scale_b", functools.partial(fp8.check_scale, "scale_b")))
+
+GEMM_ALL_SCATTER = OpSpec(
+    "gemm_all_scatter", "A (M x K) everywhere, B split by columns; every rank ends with C (M x N)",
+    shared="c", heap_output=True, rows=lambda m, w: (m, None),
+    out=lambda m, n, w: ((m, n * w), f"M x N = {m} x {n * w} (b holds N/world = {n} columns on each of {w} ranks)"),
+    extras=SCALES)
+GEMM_ALL_REDUCE = OpSpec(
+    "gemm_all_reduce", "A split by columns, B split by rows (K sharded); every rank ends with the sum C (M x N)",
+    shared="c", heap_output=True, rows=lambda m, w: (m, None), out=lambda m, n, w: ((m, n), f"M x N = {m} x {n}"),
+    extras=SCALES)
+# c is written by this rank only: it may live anywhere on the device; `a` is read by peers (staged on the heap when
+# it is not there already).
+ALL_GATHER_GEMM = OpSpec(
+    "all_gather_gemm", "A split by rows, B split by columns; every rank ends with its M x N/world block of "
+                       "gather(A) @ B (and optionally the gathered A)",
+    shared="a", heap_output=False, rows=lambda m, w: (m * w, m),
+    out=lambda m, n, w: ((m * w, n), f"M x N/world = {m * w} x {n} (a holds M/world = {m} rows on each of {w} ranks)"),
+    extras=(A_GATHERED, *SCALES))
+GEMM_REDUCE_SCATTER = OpSpec(
+    "gemm_reduce_scatter", "A split by columns, B split by rows (K sharded); every rank ends with its M/world rows "
+                           "of the sum",
+    shared=None, heap_output=False, rows=lambda m, w: (m, m // w), out=_reduce_scatter_out, extras=SCALES)
+
+SPECS = {s.name: s for s in (GEMM_ALL_SCATTER, GEMM_ALL_REDUCE, ALL_GATHER_GEMM, GEMM_REDUCE_SCATTER)}
+for _spec in SPECS.values():
+    registry.define_op(_spec.name, _spec.layout)
+
+
+def gemm_all_scatter(ctx, a, b, c, variant="auto", config=None, scale_a=None, scale_b=None):
+    """Collective: every rank ends with C = A @ B, B split by columns (module docstring). Returns c."""
+    return _call(GEMM_ALL_SCATTER, ctx, a, b, c, variant, config, scale_a=scale_a, scale_b=scale_b)
+
+
+def gemm_all_reduce(ctx, a, b, c, variant="auto", config=None, scale_a=None, scale_b=None):
+    """Collective: every rank ends with C = sum over ranks of a_r @ b_r (module docstring). Returns c."""
+    return _call(GEMM_ALL_REDUCE, ctx, a, b, c, variant, config, scale_a=scale_a, scale_b=scale_b)
+
+
+def all_gather_gemm(ctx, a, b, c, variant="auto", config=None, a_gathered=None, scale_a=None, scale_b=None):
+    """Collective: this rank's N/world columns of gather(A) @ B (module docstring). Returns c."""
+    return _call(ALL_GATHER_GEMM, ctx, a, b, c, variant, config, a_gathered=a_gathered, scale_a=scale_a,
+                 scale_b=scale_b)
+
+
+def gemm_reduce_scatter(ctx, a, b, c, variant="auto", config=None, scale_a=None, scale_b=None):
+    """Collective: this rank's M/world rows of sum over ranks of a_r @ b_r (module docstring). Returns c."""
+    return _call(GEMM_REDUCE_SCATTER, ctx, a, b, c, variant, config, scale_a=scale_a, scale_b=scale_b)
+
+
+def plan(ctx, op, a, b, c, variant="auto", config=None, **extra):
+    """(variant, config) that `op` would run on these operands: auto's pick, and the launch configuration with the
+    per-device defaults filled in (None for the baselines, which run torch's own kernels). Launches nothing; checks
+    the operands and the variant as a call does, but not c's shape. `extra`: the op's optional operands, as a call
+    takes them (they can change auto's pick)."""
+    spec = _spec(op)
+    unknown = sorted(set(extra) - {x.name for x in spec.extras})
+    if unknown:
+        raise TypeError(f"plan: {op} takes no operand {', '.join(unknown)}; its optional operands: "
+                        f"{', '.join(x.name for x in spec.extras) or 'none'}")
+    v, config = _variant(ctx, op, variant, a, b, c, config, spec.heap_output, spec.exclude(spec.values(extra)))
+    return (v.name, None) if v.pattern == "baseline" else (v.name, _problem(ctx, spec, v, a, b, c, config, extra).cfg)
+
+
+def _spec(op):
+    """The spec of a GEMM op, raising registry.UnknownName (naming the valid ops) for an unknown name."""
+    registry.check_op(op)
+    if op not in SPECS:
+        raise ValueError(f"{op} is not a GEMM+communication op; plan() covers {', '.join(SPECS)}")
+    return SPECS[op]
+
+
+def _call(spec, ctx, a, b, c, variant, config, **extra):
+    """Every front-door call: raise at once on a broken context and break it on a fault (iris/health.py); with
+    IRIS_DEBUG_CHECKS=1 compare the call's arguments across ranks (prepared calls included); then the prepared call
+    of this signature if there is one (_prepared), else the call in full (_full)."""
+    if getattr(ctx, "_broken", None) is not None:
+        health.raise_broken(ctx, spec.name)
+    try:
+        values = spec.values(extra)
+        if consistency.EVERY_CALL and ctx.get_num_ranks() > 1:
+            consistency.agree(ctx, "the call's arguments", _fingerprint(ctx, spec, (variant, repr(config)), a, b, c,
+                                                                        values), spec.name)
+        sig, call = _prepared(ctx, spec.name, a, b, c, variant, config, *values)
+        return call() if call is not None else _full(spec, ctx, a, b, c, variant, config, extra, sig)
+    except BaseException as e:
+        health.on_error(ctx, spec.name, e)
+        raise
+
+
+def _full(spec, ctx, a, b, c, variant, config, extra, sig=None):
+    """A call in full: the variant (auto's pick) and its checks, the op's shape checks, the first-call agreement
+    across ranks, the launches (replayed from a graph on repeated operands; offered for preparing under `sig`), the
+    staged copy-out of extra operands, and after an eager auto call the set-up of auto's pick under capture."""
+    values = spec.values(extra)
+    exclude = spec.exclude(values)
+    v, cfg = _variant(ctx, spec.name, variant, a, b, c, config, spec.heap_output, exclude)
+    _check_shapes(spec, ctx, a, b, c, values)
+    if ctx.get_num_ranks() > 1:  # collective on the first call of this signature (iris/consistency.py)
+        consistency.first_call(ctx, _fingerprint(ctx, spec, (variant, v.name, repr(cfg)), a, b, c, values))
+    make = lambda: _problem(ctx, spec, v, a, b, c, cfg, extra)  # noqa: E731
+    staged = [(x, t) for x, t in zip(spec.extras, values) if x.staged is not None and t is not None and
+              v.pattern != "baseline" and not ctx.is_symmetric(t)]
+    again = lambda: _full(spec, ctx, a, b, c, variant, config, extra)  # noqa: E731
+    _run(ctx, v, cfg, make, a, b, c, *values, prepare=None if staged else (sig, c, again))
+    for x, t in staged:
+        t.copy_(x.staged(make()))
+    _set_up_capture_pick(ctx, spec.name, variant, a, b, lambda other: _call(spec, ctx, a, b, c, other, config, **extra),
+                         exclude)
+    return c
+
+
+def _fingerprint(ctx, spec, head, a, b, c, values):
+    """(op, *head, shapes and dtypes of every operand, heap offset of the one peers reach): what ranks must agree
+    on for their kernels to meet (iris/consistency.py)."""
+    shared = {"a": a, "c": c}.get(spec.shared)
+    return (spec.name, *head, *map(consistency.describe, (a, b, c, *values)), consistency.offset(ctx, shared))
+
+
+def _check_shapes(spec, ctx, a, b, c, values):
+    """The op's own rules, after those every op shares (_check): c's shape, the extra operands, and a contiguous
+    `a` where peers read it."""
+    world = ctx.get_num_ranks()
+    shape, text = spec.out(a.shape[0], b.shape[1], world)
+    if tuple(c.shape) != shape:
+        raise ValueError(f"{spec.name}: c must be {text}, got {tuple(c.shape)}")
+    dims = spec.dims(a, b, world)
+    for x, t in zip(spec.extras, values):
+        x.check(spec.name, t, a, b, dims)
+    if spec.shared == "a" and not a.is_contiguous():
+        raise ValueError(f"{spec.name}: a must be contiguous (its rows are copied and read by peers)")
+
+
+def _problem(ctx, spec, v, a, b, c, config, extra):
+    """The Problem of this rank's GEMM: (M x K) @ (K x N) over its operands' shapes, with the rows of one shard for
+    the row-sharded ops, and the extra operands by name."""
+    d = spec.dims(a, b, ctx.get_num_ranks())
+    return Problem(ctx=ctx, op=spec.name, variant=v, a=a, b=b, c=c, m=d.m, n=d.n, k=d.k, config=config,
+                   m_local=d.m_local, **extra)
+
+
+def _check(ctx, op, a, b, c, heap_output=True):
+    """The operand rules every op shares (types, 2-D, dtypes, device, inner dimensions, c on the heap where peers
+    write it): refused on the host, naming what was wrong, before anything launches."""
     where = f"{op}:"
     for name, t in (("a", a), ("b", b), ("c", c)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{where} {name} must be a torch.Tensor, got {type(t).__name__}")
         if t.dim() != 2:
             raise ValueError(f"{where} {name} must be 2-D, got shape {tuple(t.shape)}")
-        if t.dtype not in DTYPES and not (t.dtype == fp8.FP8 and name != "c"):
-            raise TypeError(f"{where} {name} has dtype {t.dtype}; expected one of float16, bfloat16, float32")
         if t.device.type != ctx.get_device().type:
             raise ValueError(f"{where} {name} is on {t.device}, the heap is on {ctx.get_device()}")
-    fp8_scales = fp8.check_catalog(ctx, op, a, b, c, scale_a, scale_b)
-    if not fp8_scales and not (a.dtype == b.dtype == c.dtype):
-        raise TypeError(f"{where} a, b, c must share one dtype, got {a.dtype}, {b.dtype}, {c.dtype}")
-    if c.dtype == torch.bfloat16 and ctx.backend == "cpu":
-        raise TypeError(f"{where} bfloat16 is not supported on the CPU backend (the Triton interpreter computes it "
-                        f"wrongly); use float16 or float32")
+    _check_dtypes(ctx, where, a, b, c)
     if a.shape[1] != b.shape[0]:
         raise ValueError(f"{where} inner dimensions differ: a is {tuple(a.shape)}, b is {tuple(b.shape)}")
     if min(a.shape[0], a.shape[1], b.shape[1]) < 1:
@@ -75,11 +278,30 @@ def _check(ctx, op, a, b, c, heap_output=True, scale_a=None, scale_b=None):
         raise ValueError(f"{where} c must be contiguous")
 
 
-def _variant(ctx, op, variant, a, b, c, config, heap_output=True, exclude=(), scales=(None, None)):
+def _check_dtypes(ctx, where, a, b, c):
+    """The dtype rules: one of DTYPES, shared by a, b and c (the kernels compute in it and write it), and not
+    bfloat16 under the Triton interpreter, which computes it wrongly. FP8: a and b float8_e4m3fn (b column-major),
+    c one of DTYPES (fp8.check_operands)."""
+    if fp8.check_operands(where, a, b, c):
+        if c.dtype == torch.bfloat16 and ctx.backend == "cpu":
+            raise TypeError(f"{where} c in bfloat16 is not supported on the CPU backend (the Triton interpreter "
+                            f"computes it wrongly); use float16 or float32")
+        return
+    for name, t in (("a", a), ("b", b), ("c", c)):
+        if t.dtype not in DTYPES:
+            raise TypeError(f"{where} {name} has dtype {t.dtype}; expected one of float16, bfloat16, float32")
+    if not (a.dtype == b.dtype == c.dtype):
+        raise TypeError(f"{where} a, b, c must share one dtype, got {a.dtype}, {b.dtype}, {c.dtype}")
+    if a.dtype == torch.bfloat16 and ctx.backend == "cpu":
+        raise TypeError(f"{where} bfloat16 is not supported on the CPU backend (the Triton interpreter computes it "
+                        f"wrongly); use float16 or float32")
+
+
+def _variant(ctx, op, variant, a, b, c, config, heap_output=True, exclude=()):
     """(the variant to run, its config): auto's pick, with the config tune() found for it here when the caller
     gave none."""
     registry.check_op(op)
-    _check(ctx, op, a, b, c, heap_output, *scales)
+    _check(ctx, op, a, b, c, heap_output)
     if variant == "auto":
         shape = auto.global_shape(ctx, op, a, b)
         variant = auto.choose(ctx, op, *shape, a.dtype, exclude)
@@ -99,37 +321,6 @@ def _variant(ctx, op, variant, a, b, c, config, heap_output=True, exclude=(), sc
                          f"here)")
     check_capture(ctx.backend, v)
     return v, config
-
-
-# Operands that peers read or write in place, by op: their heap offsets must agree across ranks.
-_SHARED = {"gemm_all_scatter": "c", "gemm_all_reduce": "c", "all_gather_gemm": "a"}
-
-
-def _agree(ctx, op, variant, v, cfg, a, b, c, a_gathered=None, scales=(None, None)):
-    """Collective on the first call of this signature: compare it across ranks (iris/consistency.py); FP8 scales
-    included (per-tensor on one rank and row-wise on another is a mismatch)."""
-    if ctx.get_num_ranks() > 1:
-        shared = {"a": a, "c": c}.get(_SHARED.get(op))
-        consistency.first_call(ctx, (op, variant, v.name, repr(cfg), consistency.describe(a), consistency.describe(b),
-                                     consistency.describe(c), consistency.describe(a_gathered),
-                                     *map(consistency.describe, scales), consistency.offset(ctx, shared)))
-
-
-def _guarded(op, ctx, call, *args):
-    """call(*args) with the context's fault state: raise at once if broken; break it on a fault (iris/health.py).
-    With IRIS_DEBUG_CHECKS=1, compare the call's arguments across ranks first (prepared calls included)."""
-    if getattr(ctx, "_broken", None) is not None:
-        health.raise_broken(ctx, op)
-    try:
-        if consistency.EVERY_CALL and ctx.get_num_ranks() > 1:
-            a, b, c, variant, config, *extra = args
-            shared = {"a": a, "c": c}.get(_SHARED.get(op))
-            consistency.agree(ctx, "the call's arguments", (op, variant, repr(config), *map(consistency.describe, (
-                a, b, c, *extra)), consistency.offset(ctx, shared)), op)
-        return call(ctx, *args)
-    except BaseException as e:
-        health.on_error(ctx, op, e)
-        raise
 
 
 def check_capture(backend, v):
@@ -177,131 +368,3 @@ def _set_up_capture_pick(ctx, op, variant, a, b, again, exclude=()):
         if other is not None:
             again(other)
 
-
-def plan(ctx, op, a, b, c, variant="auto", config=None, scale_a=None, scale_b=None):
-    """(variant, config) that `op` would run on these operands: auto's pick, and the launch configuration with the
-    per-device defaults filled in (None for the baselines, which run torch's own kernels). Launches nothing; checks
-    the operands and the variant as a call does, but not c's shape."""
-    v, config = _variant(ctx, op, variant, a, b, c, config, heap_output=op in ("gemm_all_scatter", "gemm_all_reduce"),
-                         scales=(scale_a, scale_b))
-    return (v.name, None) if v.pattern == "baseline" else (v.name, _problem(ctx, op, v, a, b, c, config).cfg)
-
-
-def _problem(ctx, op, v, a, b, c, config, a_gathered=None, scales=(None, None)):
-    """The Problem of this rank's GEMM: (M x K) @ (K x N) over its operands' shapes, with the rows of one shard for
-    the row-sharded ops."""
-    world, m, n, k = ctx.get_num_ranks(), a.shape[0], b.shape[1], a.shape[1]
-    m, m_local = {"all_gather_gemm": (m * world, m), "gemm_reduce_scatter": (m, m // world)}.get(op, (m, None))
-    return Problem(ctx=ctx, op=op, variant=v, a=a, b=b, c=c, m=m, n=n, k=k, config=config, m_local=m_local,
-                   a_gathered=a_gathered, scale_a=scales[0], scale_b=scales[1])
-
-
-def gemm_all_scatter(ctx, a, b, c, variant="auto", config=None, scale_a=None, scale_b=None):
-    return _guarded("gemm_all_scatter", ctx, _gemm_all_scatter_call, a, b, c, variant, config, scale_a, scale_b)
-
-
-def _gemm_all_scatter_call(ctx, a, b, c, variant, config, *scales):
-    sig, call = _prepared(ctx, "gemm_all_scatter", a, b, c, variant, config, *scales)
-    return call() if call is not None else _gemm_all_scatter(ctx, a, b, c, variant, config, sig, scales)
-
-
-def _gemm_all_scatter(ctx, a, b, c, variant, config, sig=None, scales=(None, None)):
-    v, cfg = _variant(ctx, "gemm_all_scatter", variant, a, b, c, config, scales=scales)
-    m, n_local, world = a.shape[0], b.shape[1], ctx.get_num_ranks()
-    if tuple(c.shape) != (m, n_local * world):
-        raise ValueError(f"gemm_all_scatter: c must be M x N = {m} x {n_local * world} (b holds N/world = {n_local} "
-                         f"columns on each of {world} ranks), got {tuple(c.shape)}")
-    _agree(ctx, "gemm_all_scatter", variant, v, cfg, a, b, c, scales=scales)
-    _run(ctx, v, cfg, lambda: _problem(ctx, "gemm_all_scatter", v, a, b, c, cfg, scales=scales), a, b, c, *scales,
-         prepare=(sig, c, lambda: _gemm_all_scatter(ctx, a, b, c, variant, config, scales=scales)))
-    _set_up_capture_pick(ctx, "gemm_all_scatter", variant, a, b,
-                         lambda v: gemm_all_scatter(ctx, a, b, c, v, config, *scales))
-    return c
-
-
-def gemm_all_reduce(ctx, a, b, c, variant="auto", config=None, scale_a=None, scale_b=None):
-    return _guarded("gemm_all_reduce", ctx, _gemm_all_reduce_call, a, b, c, variant, config, scale_a, scale_b)
-
-
-def _gemm_all_reduce_call(ctx, a, b, c, variant, config, *scales):
-    sig, call = _prepared(ctx, "gemm_all_reduce", a, b, c, variant, config, *scales)
-    return call() if call is not None else _gemm_all_reduce(ctx, a, b, c, variant, config, sig, scales)
-
-
-def _gemm_all_reduce(ctx, a, b, c, variant, config, sig=None, scales=(None, None)):
-    v, cfg = _variant(ctx, "gemm_all_reduce", variant, a, b, c, config, scales=scales)
-    m, n = a.shape[0], b.shape[1]
-    if tuple(c.shape) != (m, n):
-        raise ValueError(f"gemm_all_reduce: c must be M x N = {m} x {n}, got {tuple(c.shape)}")
-    _agree(ctx, "gemm_all_reduce", variant, v, cfg, a, b, c, scales=scales)
-    _run(ctx, v, cfg, lambda: _problem(ctx, "gemm_all_reduce", v, a, b, c, cfg, scales=scales), a, b, c, *scales,
-         prepare=(sig, c, lambda: _gemm_all_reduce(ctx, a, b, c, variant, config, scales=scales)))
-    _set_up_capture_pick(ctx, "gemm_all_reduce", variant, a, b,
-                         lambda v: gemm_all_reduce(ctx, a, b, c, v, config, *scales))
-    return c
-
-
-def all_gather_gemm(ctx, a, b, c, variant="auto", config=None, a_gathered=None, scale_a=None, scale_b=None):
-    return _guarded("all_gather_gemm", ctx, _all_gather_gemm_call, a, b, c, variant, config, a_gathered, scale_a,
-                    scale_b)
-
-
-def _all_gather_gemm_call(ctx, a, b, c, variant, config, a_gathered, *scales):
-    sig, call = _prepared(ctx, "all_gather_gemm", a, b, c, variant, config, a_gathered, *scales)
-    return call() if call is not None else _all_gather_gemm(ctx, a, b, c, variant, config, a_gathered, sig, scales)
-
-
-def _all_gather_gemm(ctx, a, b, c, variant, config, a_gathered, sig=None, scales=(None, None)):
-    # c is written by this rank only: it may live anywhere on the device; `a` is read by peers (staged on the heap
-    # when it is not there already).
-    exclude = ("pull",) if a_gathered is not None else ()
-    v, cfg = _variant(ctx, "all_gather_gemm", variant, a, b, c, config, heap_output=False, exclude=exclude,
-                      scales=scales)
-    world = ctx.get_num_ranks()
-    m_local, k = a.shape
-    m, n_local = m_local * world, b.shape[1]
-    if tuple(c.shape) != (m, n_local):
-        raise ValueError(f"all_gather_gemm: c must be M x N/world = {m} x {n_local} (a holds M/world = {m_local} rows "
-                         f"on each of {world} ranks), got {tuple(c.shape)}")
-    if a_gathered is not None:
-        if tuple(a_gathered.shape) != (m, k) or a_gathered.dtype != a.dtype or not a_gathered.is_contiguous():
-            raise ValueError(f"all_gather_gemm: a_gathered must be a contiguous {m} x {k} {a.dtype} tensor, got "
-                             f"{tuple(a_gathered.shape)} {a_gathered.dtype}")
-    if not a.is_contiguous():
-        raise ValueError("all_gather_gemm: a must be contiguous (its rows are copied and read by peers)")
-    _agree(ctx, "all_gather_gemm", variant, v, cfg, a, b, c, a_gathered, scales)
-    make = lambda: _problem(ctx, "all_gather_gemm", v, a, b, c, cfg, a_gathered, scales)  # noqa: E731
-    copy_out = a_gathered is not None and v.pattern != "baseline" and not ctx.is_symmetric(a_gathered)
-    _run(ctx, v, cfg, make, a, b, c, a_gathered, *scales,  # a copy after the launches is not in their graph
-         prepare=None if copy_out else (sig, c, lambda: _all_gather_gemm(ctx, a, b, c, variant, config, a_gathered,
-                                                                         scales=scales)))
-    if copy_out:
-        a_gathered.copy_(make().gathered_buffer())
-    _set_up_capture_pick(ctx, "all_gather_gemm", variant, a, b,
-                         lambda v: all_gather_gemm(ctx, a, b, c, v, config, a_gathered, *scales), exclude)
-    return c
-
-
-def gemm_reduce_scatter(ctx, a, b, c, variant="auto", config=None, scale_a=None, scale_b=None):
-    return _guarded("gemm_reduce_scatter", ctx, _gemm_reduce_scatter_call, a, b, c, variant, config, scale_a, scale_b)
-
-
-def _gemm_reduce_scatter_call(ctx, a, b, c, variant, config, *scales):
-    sig, call = _prepared(ctx, "gemm_reduce_scatter", a, b, c, variant, config, *scales)
-    return call() if call is not None else _gemm_reduce_scatter(ctx, a, b, c, variant, config, sig, scales)
-
-
-def _gemm_reduce_scatter(ctx, a, b, c, variant, config, sig=None, scales=(None, None)):
-    v, cfg = _variant(ctx, "gemm_reduce_scatter", variant, a, b, c, config, scales=scales, heap_output=False)
-    world = ctx.get_num_ranks()
-    m, n = a.shape[0], b.shape[1]
-    if m % world:
-        raise ValueError(f"gemm_reduce_scatter: M={m} must be divisible by the world size {world}")
-    if tuple(c.shape) != (m // world, n):
-        raise ValueError(f"gemm_reduce_scatter: c must be M/world x N = {m // world} x {n}, got {tuple(c.shape)}")
-    _agree(ctx, "gemm_reduce_scatter", variant, v, cfg, a, b, c, scales=scales)
-    _run(ctx, v, cfg, lambda: _problem(ctx, "gemm_reduce_scatter", v, a, b, c, cfg, scales=scales), a, b, c, *scales,
-         prepare=(sig, c, lambda: _gemm_reduce_scatter(ctx, a, b, c, variant, config, scales=scales)))
-    _set_up_capture_pick(ctx, "gemm_reduce_scatter", variant, a, b,
-                         lambda v: gemm_reduce_scatter(ctx, a, b, c, v, config, *scales))
-    return c

@@ -33,7 +33,7 @@ class Problem:
         self.ctx, self.op, self.variant = ctx, op, variant
         self.m_local, self.a_gathered = m_local, a_gathered  # row-sharded ops: this rank's rows of M
         self.a, self.b, self.c = a, b, c
-        # FP8 (the GEMM operand group): this rank's scales, as the caller gave them (fp8.check_catalog)
+        # FP8 (the GEMM operand group): this rank's scales, as the caller gave them (checked: fp8.check_scale)
         self.scale_a, self.scale_b, self.scales = scale_a, scale_b, _fp8.scale_mode(scale_a, scale_b)
         self.m, self.n, self.k = m, n, k  # this rank's GEMM: (m x k) @ (k x n)
         self.rank, self.world = ctx.get_rank(), ctx.get_num_ranks()
@@ -172,7 +172,7 @@ class Problem:
         if not self.scales:
             return {}
         if self.op == "all_gather_gemm":
-            return dict(SA=self.gathered_scale_a, SB=self.scale_b, SCALES=2 if self.scales == 2 else 3)
+            return dict(SA=self.gathered_scale_a, SB=self.scale_b, SCALES=4 if self.scales >= 3 else 2)
         return dict(SA=self.scale_a, SB=self.scale_b, SCALES=self.scales)
 
     @functools.cached_property

@@ -16,6 +16,9 @@ OPS = fused_ops.list_ops()
 CASES = [(op, v) for op in OPS for v in fused_ops.list_variants(op, iris.BACKEND, "float8_e4m3fn")]
 OUT = ["float16", "float32"] + (["bfloat16"] if ON_GPU else [])
 TOL = {torch.float16: 2e-3, torch.bfloat16: 1e-2, torch.float32: 1e-5}
+# per-rank m x n x k: edges in M, N and K for the CPU's 32-wide tiles and FP8's 128x256x128 on GPUs; on GPUs K and N are
+# multiples of 16 (torch._scaled_mm's rule for the baselines) and rows of 48 bytes take the TMA path
+DIMS = (18, 48, 48) if ON_GPU else (18, 40, 36)
 
 
 def _shard(seed, rank, rows, cols, row_wise, device):
@@ -28,17 +31,18 @@ def _shard(seed, rank, rows, cols, row_wise, device):
     return q.to(device), s.to(device), q.double() * s.double()
 
 
-def fp8_inputs(op, call, world, rank, dims, row_wise, device):
+def fp8_inputs(op, call, world, rank, dims, rows, device):
     """This rank's (a, scale_a, b, scale_b) and the float64 reference of its output. dims: (m_loc, n_loc, k_loc)
     per-rank sizes; global M, N, K are world times those along the sharded dimensions. b is column-major (the .t()
-    of an N x K weight) with a 1 x N scale (row-wise), as torch._scaled_mm wants it."""
+    of an N x K weight) with a 1 x N scale (row-wise), as torch._scaled_mm wants it. rows: (scale_a row-wise,
+    scale_b row-wise)."""
     ml, nl, kl = dims
 
-    def a_of(r, rows, cols):
-        return _shard(call * 2, r, rows, cols, row_wise, device)
+    def a_of(r, m, k):
+        return _shard(call * 2, r, m, k, rows[0], device)
 
     def b_of(r, n, k):  # stored N x K, passed as its K x N transpose; its scale per column of b
-        q, s, d = _shard(call * 2 + 1, r, n, k, row_wise, device)
+        q, s, d = _shard(call * 2 + 1, r, n, k, rows[1], device)
         return q.t(), s.reshape(1, -1), d.t()
 
     if op == "gemm_all_scatter":
@@ -66,16 +70,19 @@ def out_shape(op, world, dims):
             "all_gather_gemm": (ml * world, nl), "gemm_reduce_scatter": (ml, nl * world)}[op]
 
 
-def r_fp8(ctx, op, variant, out_name, dims, calls, cfg=None):
-    """`calls` calls in a row, alternating per-tensor and row-wise scales, fresh data each time, c poisoned with NaN
-    before each. Returns the worst relative error, or what went wrong."""
+KINDS = [(False, False), (True, True), (True, False), (False, True)]  # (scale_a, scale_b) row-wise
+
+
+def r_fp8(ctx, op, variant, out_name, dims, calls, cfg=None, first=0):
+    """`calls` calls in a row through the kinds of scales (KINDS, from `first` on), fresh data each time, c poisoned
+    with NaN before each. Returns the worst relative error, or what went wrong."""
     world, rank, dev = ctx.get_num_ranks(), ctx.get_rank(), ctx.get_device()
     dtype = getattr(torch, out_name)
     c = ctx.zeros(*out_shape(op, world, dims), dtype=dtype)
     worst = 0.0
     for call in range(calls):
-        row_wise = call % 2 == 1
-        a, sa, b, sb, ref = fp8_inputs(op, call + 1, world, rank, dims, row_wise, dev)
+        kind = KINDS[(first + call) % len(KINDS)]
+        a, sa, b, sb, ref = fp8_inputs(op, call + 1, world, rank, dims, kind, dev)
         c.fill_(float("nan"))
         ctx.barrier()  # peers write into c: poison it before anyone starts
         getattr(fused_ops, op)(ctx, a, b, c, variant=variant, scale_a=sa, scale_b=sb,
@@ -83,7 +90,7 @@ def r_fp8(ctx, op, variant, out_name, dims, calls, cfg=None):
         ctx.barrier()
         err = ((c.double().cpu() - ref.cpu()).norm() / ref.norm()).item()
         if not err <= TOL[dtype]:
-            return f"call {call + 1} ({'row-wise' if row_wise else 'per-tensor'} scales): relative error {err}"
+            return f"call {call + 1} (row-wise scale_a, scale_b: {kind}): relative error {err}"
         worst = max(worst, err)
     return worst
 
@@ -95,21 +102,24 @@ def _check(results):
 
 @pytest.mark.parametrize("op,variant", CASES, ids=[f"{o}-{v}" for o, v in CASES])
 def test_fp8_variant_against_float64(ranks2, op, variant):
-    # per rank 18 x 40 x 36 with 32-wide tiles (CPU): edges in M, N and K, both scale kinds, stale flags
-    _check(ranks2.run(r_fp8, op, variant, OUT[len(variant) % len(OUT)], (18, 40, 36), 3))
+    # every kind of scales (KINDS), fresh data and scales per call, c poisoned before each, edge tiles (DIMS)
+    _check(ranks2.run(r_fp8, op, variant, OUT[len(variant) % len(OUT)], DIMS, 3))
 
 
-FOUR = [(op, fused_ops.ops.auto.DEFAULT[op]) for op in OPS]
+FOUR = [("all_gather_gemm", "push"), ("gemm_reduce_scatter", "fused")]
 
 
 @pytest.mark.parametrize("op,variant", FOUR, ids=[f"{o}-{v}" for o, v in FOUR])
-def test_fp8_four_ranks_default_variants(ranks4, op, variant):
+def test_fp8_four_ranks(ranks4, op, variant):
+    # 4 ranks, each with scales of its own (the gathered row scales; the sum of four differently scaled partials);
+    # rows of 20 bytes: the pointer path on GPUs too
     _check(ranks4.run(r_fp8, op, variant, "float32", (9, 24, 20), 2))
 
 
 def test_fp8_split_k_scales_each_slice_once(ranks2):
     # slices of K meet in fp32 partials: scaled per slice, they must add up to the scaled tile (not scale twice)
-    _check(ranks2.run(r_fp8, "gemm_all_reduce", "one_shot", "float32", (18, 40, 100), 2, dict(split_k=2)))
+    # (and the two mixed kinds of scales: row-wise scale_a with a per-tensor scale_b, and the other way round)
+    _check(ranks2.run(r_fp8, "gemm_all_reduce", "one_shot", "float32", (18, 40, 100), 2, dict(split_k=2), 2))
 
 
 def test_auto_picks_an_fp8_capable_variant(ranks2):
@@ -128,14 +138,15 @@ def r_refusals(ctx):
     run = fused_ops.gemm_all_scatter
     cases = {
         "FP8 needs a and b both": lambda: run(ctx, a, b.float(), c, scale_a=one, scale_b=one),
-        "c has dtype torch.float8_e4m3fn; expected": lambda: run(ctx, a, b, ctx.zeros(8, 16 * w, dtype=FP8),
+        "c holds the result: expected one of bfloat16": lambda: run(ctx, a, b, ctx.zeros(8, 16 * w, dtype=FP8),
                                                                scale_a=one, scale_b=one),
-        "need scale_a and scale_b": lambda: run(ctx, a, b, c, scale_a=one),
-        "scale_a/scale_b are for FP8 operands only": lambda: run(ctx, a.float(), b.float(), c, scale_a=one,
-                                                                 scale_b=one),
+        "FP8 operands need scale_b": lambda: run(ctx, a, b, c, scale_a=one),
+        "scale_a is for FP8 operands only": lambda: run(ctx, a.float(), b.float(), c, scale_a=one),
         "expected torch.float32": lambda: run(ctx, a, b, c, scale_a=one.half(), scale_b=one),
-        "(8, 1) and (1, 16) (row-wise": lambda: run(ctx, a, b, c, scale_a=torch.ones(8, 1, device=dev),
-                                                     scale_b=torch.ones(1, 15, device=dev)),
+        "contiguous (1, 16) (row-wise: one per column": lambda: run(ctx, a, b, c, scale_a=torch.ones(8, 1, device=dev),
+                                                                     scale_b=torch.ones(1, 15, device=dev)),
+        "contiguous (8, 1) (row-wise: one per row": lambda: run(ctx, a, b, c, scale_a=torch.ones(1, 8, device=dev),
+                                                                 scale_b=one),
         "must be column-major": lambda: run(ctx, a, b.contiguous(), c, scale_a=one, scale_b=one),
         "that take torch.float8_e4m3fn here: ": lambda: fused_ops.gemm_reduce_scatter(
             ctx, torch.randn(8, 16).to(FP8).to(dev), b[:16], ctx.zeros(8 // w, 16), variant="copy_engine",
