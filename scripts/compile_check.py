@@ -169,11 +169,11 @@ def fp8_kernels():
         out.append((m, n, host, [dict(g, TMA=2, SCALES=4, **cx)]))
     for m, n, cx in (("fused_ops.all_gather.pull", "kernel", {}),
                      ("fused_ops.all_gather.push", "kernel", {"COMM_SMS": 16, "COPY_K": 256})):
-        sig = {**auto_signature(m, n), "A": p("fp8e4nv"), "B": p("fp8e4nv"), "G": p("fp8e4nv"), "SA": p("fp32"),
-               "SB": p("fp32")}
-        tma = "TMA" in getattr(importlib.import_module(m), n).arg_names
-        out.append((m, n, sig, [dict(g, SCALES=s, **cx, **({"TMA": t} if tma else {}))
-                                for s in (2, 4) for t in (0, 2)]))
+        names = getattr(importlib.import_module(m), n).arg_names
+        sig = {**auto_signature(m, n), "A": p("fp8e4nv"), "B": p("fp8e4nv"), "SA": p("fp32"), "SB": p("fp32"),
+               **({"G": p("fp8e4nv")} if "G" in names else {})}
+        out.append((m, n, sig, [dict(g, SCALES=s, **cx, **({"TMA": t} if "TMA" in names else {}))
+                                for s in (2, 4) for t in ((0, 2) if "TMA" in names else (0,))]))
     return out
 
 
