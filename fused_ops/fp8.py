@@ -196,14 +196,21 @@ def check_scale(name, op, s, a, b, dims):
                          f"contiguous {want} (row-wise: one per {per})")
 
 
+def one_kind(a, b, scale_a, scale_b):
+    """(scale_a, scale_b), both per-tensor or both row-wise, as torch's scaled GEMMs take them: a per-tensor scale
+    paired with a row-wise one is expanded to rows (M x 1 or 1 x N)."""
+    if (scale_a.numel() == 1) != (scale_b.numel() == 1):
+        scale_a = scale_a.reshape(-1, 1).expand(a.shape[0], 1).contiguous()
+        scale_b = scale_b.reshape(1, -1).expand(1, b.shape[1]).contiguous()
+    return scale_a, scale_b
+
+
 def matmul(a, b, scale_a, scale_b, out_dtype, out=None):
     """The baselines' local GEMM: torch.matmul, or torch._scaled_mm (fp32 accumulation, use_fast_accum=False) for FP8
     operands. A per-tensor scale paired with a row-wise one is expanded to rows (torch takes one kind for both)."""
     if scale_a is None:
         return torch.matmul(a, b, out=out)
-    if (scale_a.numel() == 1) != (scale_b.numel() == 1):  # torch wants both per-tensor or both row-wise
-        scale_a = scale_a.reshape(-1, 1).expand(a.shape[0], 1).contiguous()
-        scale_b = scale_b.reshape(1, -1).expand(1, b.shape[1]).contiguous()
+    scale_a, scale_b = one_kind(a, b, scale_a, scale_b)
     if scale_a.numel() == scale_b.numel() == 1 or out_dtype == torch.bfloat16 or a.device.type != "cuda":
         r = torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=out_dtype)
     else:  # torch's row-wise scaling on GPUs writes bfloat16 only: fp32 product, then the scales

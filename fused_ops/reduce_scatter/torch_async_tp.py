@@ -2,7 +2,7 @@
 
 import torch
 from ..peers import symm_mem_group
-from ..fp8 import WITH_FP8
+from ..fp8 import WITH_FP8, one_kind
 from ..registry import register
 
 
@@ -11,8 +11,9 @@ from ..registry import register
           dtypes=WITH_FP8)
 def run(p):
     group = symm_mem_group(p.ctx)
-    if p.scales:  # FP8: PyTorch's scaled twin (row-wise scale_a is scattered with A's rows)
+    if p.scales:  # FP8: PyTorch's scaled twin (row-wise scales both, or per-tensor both: fp8.one_kind)
+        scale_a, scale_b = one_kind(p.a, p.b, p.scale_a, p.scale_b)
         p.c.copy_(torch.ops.symm_mem.fused_scaled_matmul_reduce_scatter(
-            p.a, p.b, p.scale_a, p.scale_b, "sum", 0, 0, group, [p.m, p.n], out_dtype=p.c.dtype))
+            p.a, p.b, scale_a, scale_b, "sum", 0, 0, group, [p.m, p.n], out_dtype=p.c.dtype))
     else:
         p.c.copy_(torch.ops.symm_mem.fused_matmul_reduce_scatter(p.a, p.b, "sum", 0, group))
