@@ -166,3 +166,13 @@ def test_fp8_bad_input_is_refused_with_what_was_expected(ranks2):
     for got in ranks2.run(r_refusals):
         for want, msg in got.items():
             assert want in msg, (want, msg)
+
+
+def test_the_first_call_agreement_covers_the_scales():
+    # ranks that pass scales of different kinds (per-tensor here, row-wise there) run kernels that do not meet: the
+    # first call's cross-rank fingerprint (ops._fingerprint, iris/consistency.py) must differ, so they are refused
+    spec = fused_ops.ops.GEMM_REDUCE_SCATTER  # no operand on the heap: the fingerprint needs no context
+    a, b, c = torch.zeros(8, 32).to(FP8), torch.zeros(16, 32).to(FP8).t(), torch.zeros(4, 16)
+    prints = {fused_ops.ops._fingerprint(None, spec, (), a, b, c, scales) for scales in (
+        (torch.ones(1), torch.ones(1)), (torch.ones(8, 1), torch.ones(1)), (torch.ones(1), torch.ones(1, 16)))}
+    assert len(prints) == 3
