@@ -79,8 +79,8 @@ def r_fp8(ctx, op, variant, out_name, dims, calls, cfg=None, first=0):
     world, rank, dev = ctx.get_num_ranks(), ctx.get_rank(), ctx.get_device()
     dtype = getattr(torch, out_name)
     c = ctx.zeros(*out_shape(op, world, dims), dtype=dtype)
-    worst = 0.0
-    for call in range(calls):
+    worst, failed = 0.0, None
+    for call in range(calls):  # every rank makes every call, even after a wrong result (peers would wait for it)
         kind = KINDS[(first + call) % len(KINDS)]
         a, sa, b, sb, ref = fp8_inputs(op, call + 1, world, rank, dims, kind, dev)
         c.fill_(float("nan"))
@@ -89,10 +89,10 @@ def r_fp8(ctx, op, variant, out_name, dims, calls, cfg=None, first=0):
                                config=None if cfg is None else fused_ops.Config(**cfg))
         ctx.barrier()
         err = ((c.double().cpu() - ref.cpu()).norm() / ref.norm()).item()
-        if not err <= TOL[dtype]:
-            return f"call {call + 1} (row-wise scale_a, scale_b: {kind}): relative error {err}"
+        if not err <= TOL[dtype] and failed is None:
+            failed = f"call {call + 1} (row-wise scale_a, scale_b: {kind}): relative error {err}"
         worst = max(worst, err)
-    return worst
+    return failed or worst
 
 
 def _check(results):
