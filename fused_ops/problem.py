@@ -168,7 +168,8 @@ class Problem:
     def scale_args(self):
         """FP8: the scale arguments of a kernel running the shared tile loop (SA, SB, SCALES: gemm.gemm_k_blocks, which
         scales each tile's accumulator), {} otherwise. all_gather_gemm's GEMM runs over every rank's rows of A, so
-        its SA is the gathered row scales (gathered_scale_a)."""
+        its SA is the gathered row scales (gathered_scale_a), M + BLOCK_M of them: the copy-engine variants' padded
+        shards read up to a block past row M (rows they do not store)."""
         if not self.scales:
             return {}
         if self.op == "all_gather_gemm":
@@ -184,8 +185,8 @@ class Problem:
 
         rows = self.buffer("fp8_scale_rows", (self.m_local,), torch.float32)
         rows.copy_(self.scale_a.reshape(-1).expand(self.m_local))
-        out = self.buffer("fp8_scale_gathered", (self.m,), torch.float32)
-        collectives.all_gather(self.ctx, out, rows)
+        out = self.buffer("fp8_scale_gathered", (self.m + self.cfg.block_m,), torch.float32)
+        collectives.all_gather(self.ctx, out[:self.m], rows)
         return out
 
     def trace_args(self):

@@ -167,8 +167,15 @@ def fp8_kernels():
             else dict(g, TMA=0, SCALES=3, **cx)]))
         host = {**sig, "A": f"tensordesc<fp8e4nv[{bm}, {bk}]>", "B": f"tensordesc<fp8e4nv[{bn}, {bk}]>"}
         out.append((m, n, host, [dict(g, TMA=2, SCALES=4, **cx)]))
+    sig = {**auto_signature("fused_ops.copy_reduce", "kernel"), "A": p("fp8e4nv"), "B": p("fp8e4nv"),
+           "SA": p("fp32"), "SB": p("fp32")}
+    out.append(("fused_ops.copy_reduce", "kernel", sig, [dict(g, TMA=t, EVEN=e, GATHER=not e, SCALES=s)
+                                                         for t in (0, 2) for e in (False, True) for s in (1, 4)] +
+                [dict(g, TMA=2, EVEN=True, GATHER=False, FLAGS=False, PHASE=ph, SCALES=3) for ph in (1, 2)]))
     for m, n, cx in (("fused_ops.all_gather.pull", "kernel", {}),
-                     ("fused_ops.all_gather.push", "kernel", {"COMM_SMS": 16, "COPY_K": 256})):
+                     ("fused_ops.all_gather.push", "kernel", {"COMM_SMS": 16, "COPY_K": 256}),
+                     ("fused_ops.all_gather.copy_engine", "kernel", {"PHASE": 0}),
+                     ("fused_ops.all_gather.copy_engine", "kernel", {"PHASE": 2, "SPLIT_K": 2})):
         names = getattr(importlib.import_module(m), n).arg_names
         sig = {**auto_signature(m, n), "A": p("fp8e4nv"), "B": p("fp8e4nv"), "SA": p("fp32"), "SB": p("fp32"),
                **({"G": p("fp8e4nv")} if "G" in names else {})}
