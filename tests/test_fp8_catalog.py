@@ -151,10 +151,10 @@ def r_refusals(ctx):
         "contiguous (8, 1) (row-wise: one per row": lambda: run(ctx, a, b, c, scale_a=torch.ones(1, 8, device=dev),
                                                                  scale_b=one),
         "must be column-major": lambda: run(ctx, a, b.contiguous(), c, scale_a=one, scale_b=one),
-        "that take torch.float8_e4m3fn here: ": lambda: fused_ops.gemm_reduce_scatter(
-            ctx, torch.randn(8, 16).to(FP8).to(dev), b[:16], ctx.zeros(8 // w, 16), variant="copy_engine",
-            scale_a=one, scale_b=one),
     }
+    if not ON_GPU:  # all_reduce/atomic: FP8 on GPUs only (the interpreter's atomics), the one variant without it here
+        cases["that take torch.float8_e4m3fn here: torch_nccl, bulk_sync, one_shot"] = lambda: fused_ops.gemm_all_reduce(
+            ctx, a[:, :16], b[:16], ctx.zeros(8, 16), variant="atomic", scale_a=one, scale_b=one)
     got = {}
     for want, call in cases.items():
         try:
