@@ -153,8 +153,9 @@ def r_refusals(ctx):
         "must be column-major": lambda: run(ctx, a, b.contiguous(), c, scale_a=one, scale_b=one),
     }
     if not ON_GPU:  # all_reduce/atomic: FP8 on GPUs only (the interpreter's atomics), the one variant without it here
-        cases["that take torch.float8_e4m3fn here: torch_nccl, bulk_sync, one_shot"] = lambda: fused_ops.gemm_all_reduce(
-            ctx, a[:, :16], b[:16], ctx.zeros(8, 16), variant="atomic", scale_a=one, scale_b=one)
+        want = "that take torch.float8_e4m3fn here: torch_nccl, bulk_sync, one_shot"
+        cases[want] = lambda: fused_ops.gemm_all_reduce(ctx, a[:, :16], b[:16], ctx.zeros(8, 16), variant="atomic",
+                                                        scale_a=one, scale_b=one)
     got = {}
     for want, call in cases.items():
         try:
