@@ -3,9 +3,13 @@
 of torch._scaled_mm: per-tensor scales (one fp32 each) or row-wise ones (scale_a M x 1, scale_b 1 x N), a row-major,
 b column-major (b = w.t() of an N x K row-major weight: Hopper's FP8 tensor cores read both operands K-major).
 
-One GPU, not collective; one kernel launch (persistent grid, split-K where tiles are few), host cost: validation and
-two TMA descriptors. On the CPU backend it runs under the Triton interpreter (which computes FP8 dots exactly: the CPU
-tests check the tile loop's edges against float64 there).
+The four catalog ops take FP8 operands too (scale_a=, scale_b=: fused_ops/ops.py): check_operands and check_scale
+are their host checks, scale_mode the tile loop's SCALES constexpr (gemm.gemm_k_blocks scales each tile), matmul
+their baselines' local GEMM (torch._scaled_mm), WITH_FP8 the registry dtypes of the variants that take them.
+
+scaled_mm: one GPU, not collective; one kernel launch (persistent grid, split-K where tiles are few), host cost:
+validation and two TMA descriptors. On the CPU backend it runs under the Triton interpreter (which computes FP8 dots
+exactly: the CPU tests check the tile loop's edges against float64 there).
 """
 
 import os
