@@ -63,6 +63,7 @@ def kernel(
     PHASE: tl.constexpr = tl.constexpr(0),      # 0: every slice; 1: the peers'; 2: this rank's own
     PDL: tl.constexpr = tl.constexpr(False),    # programmatic dependent launch (iris.launched_early)
     FLAGS: tl.constexpr = tl.constexpr(True),   # False (run_phased): no flag raised or awaited
+    SA=None, SB=None, SCALES: tl.constexpr = tl.constexpr(0),  # FP8: scales (gemm.scale_tile); 0: none
 ):
     """S (the peers' slices' partials, M x N) and the inbox I (world x SLICE_ROWS x N) are contiguous. OUT: all of C
     (GATHER: this rank's slice at its rows, counted on `final`), or this rank's slice alone. PHASE 0: every slice in
@@ -84,11 +85,15 @@ def kernel(
         tiles = blocks * num_pid_n
         a_op, b_op = operands(A + lo * stride_am, B, hi - lo, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N,
                               BLOCK_K, TMA)
+        sa = SA
+        if SCALES % 2 == 0:  # FP8, a scale per row of A: this slice's rows (SCALES 0 has no SA to offset)
+            if SCALES != 0:
+                sa = SA + lo
         for t in range(first_unit(base), base + tiles, programs):
             lb, pid_n = tile_coords(t - base, blocks, num_pid_n, GROUP_M)
             j = lb // CHUNK_BLOCKS
             acc = gemm_tile(a_op, b_op, lb, pid_n, hi - lo, N, K, stride_am, stride_ak, stride_bk, stride_bn,
-                            BLOCK_M, BLOCK_N, BLOCK_K, TMA)
+                            BLOCK_M, BLOCK_N, BLOCK_K, TMA, SA=sa, SB=SB, SCALES=SCALES)
             if i < world_size:  # a peer's rows: the partial goes to the copy engine, chunk by chunk
                 ptrs, mask = c_tile(S + lo * N, lb, pid_n, hi - lo, N, N, 1, 0, BLOCK_M, BLOCK_N)
                 tl.store(ptrs, acc.to(S.dtype.element_ty), mask=mask)
@@ -177,7 +182,7 @@ def _kernel_args(p, out, partials, inbox, flags, chunk_blocks, max_chunks, slice
     args = (p.a, *p.operands(b=p.b), out, partials, inbox, p.m, p.n, p.k, p.a.stride(0), p.a.stride(1),
             p.b.stride(0), p.b.stride(1), out.stride(0), *flags, chunk_blocks, max_chunks, slice_rows, *p.rank_args())
     meta = dict(BLOCK_M=p.cfg.block_m, BLOCK_N=p.cfg.block_n, BLOCK_K=p.cfg.block_k, GROUP_M=p.cfg.group_m,
-                TMA=p.tma, num_warps=p.cfg.num_warps, num_stages=p.cfg.num_stages, **constexprs)
+                TMA=p.tma, num_warps=p.cfg.num_warps, num_stages=p.cfg.num_stages, **constexprs, **p.scale_args())
     return args, meta
 
 

@@ -3,9 +3,13 @@
 of torch._scaled_mm: per-tensor scales (one fp32 each) or row-wise ones (scale_a M x 1, scale_b 1 x N), a row-major,
 b column-major (b = w.t() of an N x K row-major weight: Hopper's FP8 tensor cores read both operands K-major).
 
-One GPU, not collective; one kernel launch (persistent grid, split-K where tiles are few), host cost: validation and
-two TMA descriptors. On the CPU backend it runs under the Triton interpreter (which computes FP8 dots exactly: the CPU
-tests check the tile loop's edges against float64 there).
+The four catalog ops take FP8 operands too (scale_a=, scale_b=: fused_ops/ops.py): check_operands and check_scale
+are their host checks, scale_mode the tile loop's SCALES constexpr (gemm.gemm_k_blocks scales each tile), matmul
+their baselines' local GEMM (torch._scaled_mm), WITH_FP8 the registry dtypes of the variants that take them.
+
+scaled_mm: one GPU, not collective; one kernel launch (persistent grid, split-K where tiles are few), host cost:
+validation and two TMA descriptors. On the CPU backend it runs under the Triton interpreter (which computes FP8 dots
+exactly: the CPU tests check the tile loop's edges against float64 there).
 """
 
 import os
@@ -139,3 +143,85 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, out=None, config
     scaled_gemm_kernel[(programs,)](*ops, scale_a, scale_b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0),
                                     b.stride(1), c.stride(0), c.stride(1), **meta)
     return c
+
+
+# ------------------------------------------------------------------------------------------- the catalog ops
+def scale_mode(scale_a, scale_b):
+    """The SCALES constexpr of the tile loop (gemm.gemm_k_blocks, gemm.scale_tile): 0 not FP8, else 1 + (scale_a per
+    row of A) + 2 * (scale_b per column of B): 1 both per-tensor, 4 both row-wise, 2 and 3 one of each."""
+    if scale_a is None:
+        return 0
+    return 1 + (scale_a.numel() > 1) + 2 * (scale_b.numel() > 1)
+
+
+def check_operands(where, a, b, c):
+    """FP8 operand rules of a catalog op, on the host: False when neither a nor b is FP8 (the caller's own dtype
+    rules apply); True for a valid FP8 call: a and b both float8_e4m3fn, c bfloat16/float16/float32 (the result,
+    which the communication moves), a row-major and b column-major (b = w.t() of an N x K row-major weight, as
+    torch._scaled_mm and Hopper's FP8 tensor cores want them). Raises TypeError/ValueError saying what was expected."""
+    if a.dtype != FP8 and b.dtype != FP8:
+        return False
+    if a.dtype != b.dtype:
+        raise TypeError(f"{where} FP8 needs a and b both torch.float8_e4m3fn, got {a.dtype}, {b.dtype}")
+    if c.dtype not in OUT_DTYPES:
+        raise TypeError(f"{where} c has dtype {c.dtype}; with FP8 operands c holds the result: expected one of "
+                        f"bfloat16, float16, float32")
+    if b.stride(0) != 1:
+        raise ValueError(f"{where} FP8 b must be column-major (stride(0) == 1: pass w.t() of an N x K row-major "
+                         f"weight, as torch._scaled_mm requires), got strides {b.stride()}")
+    if a.stride(1) != 1:
+        raise ValueError(f"{where} FP8 a must be row-major (stride(1) == 1), got strides {a.stride()}")
+    return True
+
+
+def check_scale(name, op, s, a, b, dims):
+    """scale_a / scale_b of a catalog op (ops.Operand check): given iff a is FP8; an fp32 tensor on a's device with
+    one element (per-tensor) or one per row of this rank's a (scale_a: a.shape[0] x 1) / per column of this rank's b
+    (scale_b: 1 x b.shape[1]), contiguous."""
+    where = f"{op}:"
+    if a.dtype != FP8:
+        if s is not None:
+            raise TypeError(f"{where} {name} is for FP8 operands only; a and b are {a.dtype}, {b.dtype} (pass "
+                            f"float8_e4m3fn a and b with scale_a and scale_b, or no scales)")
+        return
+    want = (a.shape[0], 1) if name == "scale_a" else (1, b.shape[1])
+    if s is None:
+        raise TypeError(f"{where} FP8 operands need {name}: an fp32 tensor of one element (per-tensor) or "
+                        f"{want[0]} x {want[1]} (row-wise), got None")
+    if not isinstance(s, torch.Tensor):
+        raise TypeError(f"{where} {name} must be a torch.Tensor, got {type(s).__name__}")
+    if s.dtype != torch.float32:
+        raise TypeError(f"{where} {name} has dtype {s.dtype}; expected torch.float32")
+    if s.device != a.device:
+        raise ValueError(f"{where} {name} is on {s.device}, a on {a.device}")
+    if s.numel() != 1 and (tuple(s.shape) != want or not s.is_contiguous()):
+        per = "row of this rank's a" if name == "scale_a" else "column of this rank's b"
+        raise ValueError(f"{where} {name} has shape {tuple(s.shape)}; expected one element (per-tensor) or a "
+                         f"contiguous {want} (row-wise: one per {per})")
+
+
+def one_kind(a, b, scale_a, scale_b):
+    """(scale_a, scale_b), both per-tensor or both row-wise, as torch's scaled GEMMs take them: a per-tensor scale
+    paired with a row-wise one is expanded to rows (M x 1 or 1 x N)."""
+    if (scale_a.numel() == 1) != (scale_b.numel() == 1):
+        scale_a = scale_a.reshape(-1, 1).expand(a.shape[0], 1).contiguous()
+        scale_b = scale_b.reshape(1, -1).expand(1, b.shape[1]).contiguous()
+    return scale_a, scale_b
+
+
+def matmul(a, b, scale_a, scale_b, out_dtype, out=None):
+    """The baselines' local GEMM: torch.matmul, or torch._scaled_mm (fp32 accumulation, use_fast_accum=False) for FP8
+    operands. A per-tensor scale paired with a row-wise one is expanded to rows (torch takes one kind for both)."""
+    if scale_a is None:
+        return torch.matmul(a, b, out=out)
+    scale_a, scale_b = one_kind(a, b, scale_a, scale_b)
+    if scale_a.numel() == scale_b.numel() == 1 or out_dtype == torch.bfloat16 or a.device.type != "cuda":
+        r = torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=out_dtype)
+    else:  # torch's row-wise scaling on GPUs writes bfloat16 only: fp32 product, then the scales
+        one = torch.ones((), device=a.device)
+        r = (torch._scaled_mm(a, b, one, one, out_dtype=torch.float32) * scale_a * scale_b).to(out_dtype)
+    return r if out is None else out.copy_(r)
+
+
+# registry dtypes of the variants that take FP8 operands (registry.Variant.dtypes)
+WITH_FP8 = ("float16", "bfloat16", "float32", "float8_e4m3fn")

@@ -72,11 +72,12 @@ def gemm_tile(
     TMA: tl.constexpr,                                  # 0: plain pointers; 1: TMA; 2: TMA, B stored transposed
     A_ROW_PTRS: tl.constexpr = tl.constexpr(False),     # a_op is a block of BLOCK_M row pointers
     MAX_IMPRECISE: tl.constexpr = tl.constexpr(None),   # FP8: products per promotion to fp32 (None: never)
+    SA=None, SB=None, SCALES: tl.constexpr = tl.constexpr(0),  # FP8: scales (scale_tile); 0: none
 ):
     """fp32 accumulator of one BLOCK_M x BLOCK_N output tile. With A_ROW_PTRS, `a_op` is a block of BLOCK_M row
     pointers (rows may live on different ranks: AllGather+GEMM pulls them through the heap)."""
     return gemm_k_blocks(a_op, b_op, pid_m, pid_n, 0, tl.cdiv(K, BLOCK_K), M, N, K, stride_am, stride_ak, stride_bk,
-                         stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA, A_ROW_PTRS, MAX_IMPRECISE)
+                         stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA, A_ROW_PTRS, MAX_IMPRECISE, SA, SB, SCALES)
 
 
 @triton.jit
@@ -90,11 +91,15 @@ def gemm_k_blocks(
     TMA: tl.constexpr,                                  # 0: plain pointers; 1: TMA; 2: TMA, B stored transposed
     A_ROW_PTRS: tl.constexpr = tl.constexpr(False),     # a_op is a block of BLOCK_M row pointers
     MAX_IMPRECISE: tl.constexpr = tl.constexpr(None),   # FP8: products per promotion to fp32 (None: never)
+    SA=None, SB=None, SCALES: tl.constexpr = tl.constexpr(0),  # FP8: scales (scale_tile); 0: none
 ):
     """The tile's product over K blocks [kb0, kb1) only (the whole tile: 0, cdiv(K, BLOCK_K)). MAX_IMPRECISE (FP8):
     how many products of K Hopper's FP8 tensor cores may add up in their reduced-precision accumulator before the sum
     is promoted into the fp32 one (None: Triton's default, never; BLOCK_K: once per block, as torch._scaled_mm's
-    default, use_fast_accum=False, does)."""
+    default, use_fast_accum=False, does). SCALES (FP8 operands of the catalog ops): the product scaled as scale_tile
+    says, and promoted once per BLOCK_K whatever MAX_IMPRECISE says; scaling is linear, so split-K slices and atomic
+    sums of scaled partials add up to the scaled tile."""
+    IMPRECISE: tl.constexpr = BLOCK_K if SCALES != 0 else MAX_IMPRECISE
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     if TMA:
         for kk in range(kb0, kb1):
@@ -103,7 +108,7 @@ def gemm_k_blocks(
                 b = b_op.load([pid_n * BLOCK_N, kk * BLOCK_K]).T
             else:
                 b = b_op.load([kk * BLOCK_K, pid_n * BLOCK_N])
-            acc = tl.dot(a, b, acc, max_num_imprecise_acc=MAX_IMPRECISE)
+            acc = tl.dot(a, b, acc, max_num_imprecise_acc=IMPRECISE)
     else:
         rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
         rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -118,9 +123,28 @@ def gemm_k_blocks(
             k_left = K - kk * BLOCK_K
             a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] < k_left), other=0.0)
             b = tl.load(b_ptrs, mask=(rk[:, None] < k_left) & (rn[None, :] < N), other=0.0)
-            acc = tl.dot(a, b, acc, max_num_imprecise_acc=MAX_IMPRECISE)
+            acc = tl.dot(a, b, acc, max_num_imprecise_acc=IMPRECISE)
             a_ptrs += BLOCK_K * stride_ak
             b_ptrs += BLOCK_K * stride_bk
+    if SCALES != 0:
+        acc = scale_tile(acc, SA, SB, pid_m, pid_n, M, N, SCALES % 2 == 0, SCALES >= 3)
+    return acc
+
+
+@triton.jit
+def scale_tile(acc, SA, SB, pid_m, pid_n, M, N, A_ROWS: tl.constexpr, B_COLS: tl.constexpr):
+    """acc * scales, the FP8 epilogue of torch._scaled_mm: SA one fp32 per row of A (A_ROWS) or one in all, SB one
+    per column of B (B_COLS) or one in all: a tile's few small loads. (gemm_k_blocks' SCALES: fp8.scale_mode.)"""
+    if A_ROWS:
+        rm = pid_m * acc.shape[0] + tl.arange(0, acc.shape[0])
+        acc = acc * tl.load(SA + rm, mask=rm < M, other=0.0)[:, None]
+    else:
+        acc = acc * tl.load(SA)
+    if B_COLS:
+        rn = pid_n * acc.shape[1] + tl.arange(0, acc.shape[1])
+        acc = acc * tl.load(SB + rn, mask=rn < N, other=0.0)[None, :]
+    else:
+        acc = acc * tl.load(SB)
     return acc
 
 
@@ -179,6 +203,7 @@ def gemm_unit(
     SPLIT_K: tl.constexpr, WHOLE=0,                     # split-K: slices per tile; tiles [0, WHOLE) stay whole
     SUM_SLICES: tl.constexpr = tl.constexpr(True),      # False: every slice is done with its own partial sum
     MAX_IMPRECISE: tl.constexpr = tl.constexpr(None),   # FP8: products per promotion to fp32 (None: never)
+    SA=None, SB=None, SCALES: tl.constexpr = tl.constexpr(0),  # FP8: scales (scale_tile); 0: none
 ):
     """(tile, pid_m, pid_n, acc, done) of work unit `unit` (num_units) of the M x N output's tiles in grouped order
     (unit_acc)."""
@@ -186,7 +211,7 @@ def gemm_unit(
     pid_m, pid_n = tile_coords(tile, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     acc, done = unit_acc(a_op, b_op, unit, tile, s, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk,
                          stride_bn, PARTIALS, COUNTS, BLOCK_M, BLOCK_N, BLOCK_K, TMA, SPLIT_K, WHOLE, SUM_SLICES,
-                         MAX_IMPRECISE)
+                         MAX_IMPRECISE, SA, SB, SCALES)
     return tile, pid_m, pid_n, acc, done
 
 
@@ -202,6 +227,7 @@ def unit_acc(
     SPLIT_K: tl.constexpr, WHOLE=0,                     # split-K: slices per tile; tiles [0, WHOLE) stay whole
     SUM_SLICES: tl.constexpr = tl.constexpr(True),      # False: every slice is done with its own partial sum
     MAX_IMPRECISE: tl.constexpr = tl.constexpr(None),   # FP8: products per promotion to fp32 (None: never)
+    SA=None, SB=None, SCALES: tl.constexpr = tl.constexpr(0),  # FP8: scales (scale_tile); 0: none
 ):
     """(acc, done) of work unit `unit`, of `tile` at (pid_m, pid_n): the whole tile, or slice s of its K blocks. A
     split tile's slices meet in PARTIALS (fp32) and the last slice to finish adds them up, in slice order, so the
@@ -210,7 +236,7 @@ def unit_acc(
     sum (a variant that adds tiles atomically adds the slices too)."""
     if SPLIT_K == 1:
         acc = gemm_tile(a_op, b_op, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M,
-                        BLOCK_N, BLOCK_K, TMA, False, MAX_IMPRECISE)
+                        BLOCK_N, BLOCK_K, TMA, False, MAX_IMPRECISE, SA, SB, SCALES)
         done = True
     else:
         split = unit >= WHOLE
@@ -218,7 +244,7 @@ def unit_acc(
         per = tl.where(split, tl.cdiv(k_blocks, SPLIT_K), k_blocks)
         acc = gemm_k_blocks(a_op, b_op, pid_m, pid_n, s * per, tl.minimum(s * per + per, k_blocks), M, N, K,
                             stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA, False,
-                            MAX_IMPRECISE)
+                            MAX_IMPRECISE, SA, SB, SCALES)
         done = unit >= 0
         if SUM_SLICES:
             if split:
@@ -310,6 +336,7 @@ def gemm_loop(
     PARTIALS=None, COUNTS=None,                         # split-K: the slices' fp32 partials and arrival counts
     SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0,   # split-K: slices per tile; tiles [0, WHOLE) stay whole
     C_VEC: tl.constexpr = tl.constexpr(1),              # store width of C (store_vec)
+    SA=None, SB=None, SCALES: tl.constexpr = tl.constexpr(0),  # FP8: scales (scale_tile); 0: none
 ):
     """Work units start, start+step, ... of C[:, col0:col0+N] = A @ B (tiles, or slices of K: num_units), each
     finished tile stored locally. Then, per tile: SIGNAL="local": set this rank's flags[tile] = the call's epoch;
@@ -319,7 +346,7 @@ def gemm_loop(
         record(TRACE, GEMM, unit_tile(unit, SPLIT_K, WHOLE)[0], TRACING)
         tile, pid_m, pid_n, acc, done = gemm_unit(a_op, b_op, unit, M, N, K, stride_am, stride_ak, stride_bk,
                                                   stride_bn, PARTIALS, COUNTS, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                                                  TMA, SPLIT_K, WHOLE)
+                                                  TMA, SPLIT_K, WHOLE, SA=SA, SB=SB, SCALES=SCALES)
         if done:
             ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, col0, BLOCK_M, BLOCK_N, C_VEC)
             tl.store(ptrs, acc.to(C.dtype.element_ty), mask=mask)
@@ -350,6 +377,7 @@ def gemm_kernel(
     SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0,   # split-K: slices per tile; tiles [0, WHOLE) stay whole
     ROLE: tl.constexpr = tl.constexpr(0),               # its part in a call of several kernels (sync.start)
     C_VEC: tl.constexpr = tl.constexpr(1),              # store width of C (store_vec)
+    SA=None, SB=None, SCALES: tl.constexpr = tl.constexpr(0),  # FP8: scales (scale_tile); 0: none
 ):
     """The persistent GEMM alone, one kernel of a call of several (ROLE: its part in the call's synchronization,
     fused_ops/sync.py); C is the call's slot of a double buffer when slot_size is not 0. C_VEC: store_vec(C, its row
@@ -359,7 +387,7 @@ def gemm_kernel(
     C = call_slot(C, epoch, aligned(slot_size, C_VEC))
     gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, col0, flags, epoch,
               cur_rank, world_size, heap_bases, tl.program_id(0), tl.num_programs(0), SIGNAL, BLOCK_M, BLOCK_N,
-              BLOCK_K, GROUP_M, TMA, TRACE, TRACING, PARTIALS, COUNTS, SPLIT_K, WHOLE, C_VEC)
+              BLOCK_K, GROUP_M, TMA, TRACE, TRACING, PARTIALS, COUNTS, SPLIT_K, WHOLE, C_VEC, SA, SB, SCALES)
     sync.finish(SYNC, epoch, ROLE, cur_rank, world_size, heap_bases)
 
 
@@ -380,20 +408,11 @@ def scaled_gemm_kernel(
     (SA, SB one fp32 each) or row-wise ones (ROW_SCALES: SA one per row of A, SB one per column of B), applied to the
     accumulator in the epilogue, as torch._scaled_mm does (fused_ops/fp8.py)."""
     a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
-    if not ROW_SCALES:
-        scale = tl.load(SA) * tl.load(SB)
     for unit in range(tl.program_id(0), num_units(M, N, BLOCK_M, BLOCK_N, SPLIT_K, WHOLE), tl.num_programs(0)):
         tile, pid_m, pid_n, acc, done = gemm_unit(a_op, b_op, unit, M, N, K, stride_am, stride_ak, stride_bk,
                                                   stride_bn, PARTIALS, COUNTS, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
                                                   TMA, SPLIT_K, WHOLE, True, MAX_IMPRECISE)
         if done:
             ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N, C_VEC)
-            if ROW_SCALES:
-                rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-                rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-                sa = tl.load(SA + rm, mask=rm < M, other=0.0)
-                sb = tl.load(SB + rn, mask=rn < N, other=0.0)
-                acc = acc * sa[:, None] * sb[None, :]
-            else:
-                acc = acc * scale
+            acc = scale_tile(acc, SA, SB, pid_m, pid_n, M, N, ROW_SCALES, ROW_SCALES)
             tl.store(ptrs, acc.to(C.dtype.element_ty), mask=mask)

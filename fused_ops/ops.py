@@ -14,6 +14,12 @@
     gemm_reduce_scatter(ctx, a, b, c, variant="auto", config=None)
         a: M x K/world; b: K/world x N (a row-parallel weight's rows); c: M/world x N, this rank's rows of the sum.
 
+FP8: every op also takes scale_a=None, scale_b=None. With a and b float8_e4m3fn (b column-major, as torch._scaled_mm
+wants it) they are fp32 scales, per-tensor (one element) or row-wise (scale_a: a.shape[0] x 1, this rank's rows of a;
+scale_b: 1 x b.shape[1]); c is bfloat16, float16 or float32 and holds (a * scale_a) @ (b * scale_b), fp32-accumulated.
+The communication moves that result; all_gather_gemm moves the FP8 rows of A and their row scales. Which variants take
+FP8: fused_ops.list_variants(op, backend, "float8_e4m3fn") (fused_ops/fp8.py).
+
 `variant` picks an overlap pattern by name (`fused_ops.list_variants(op)`), or "auto" (the default): the fastest
 variant measured for the nearest shape on this GPU model, or one measured by `fused_ops.tune` (fused_ops/auto.py);
 `config` (fused_ops.Config) overrides
@@ -31,6 +37,7 @@ rank when they differ (IRIS_DEBUG_CHECKS=1: every call, prepared ones included).
 a failed peer breaks the context: every later call raises ContextBroken at once.
 """
 
+import functools
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
 
@@ -39,7 +46,7 @@ import torch
 from iris import consistency, health
 from iris.replay import tensor_key
 
-from . import auto, registry
+from . import auto, fp8, registry
 from .problem import DTYPES, Problem
 
 
@@ -110,14 +117,19 @@ def _reduce_scatter_out(m, n, world):
 
 
 A_GATHERED = Operand("a_gathered", _check_gathered, exclude=("pull",), staged=lambda p: p.gathered_buffer())
+# FP8 (fused_ops/fp8.py): given iff a and b are float8_e4m3fn; the GEMM loop applies them in its epilogue
+SCALES = (Operand("scale_a", functools.partial(fp8.check_scale, "scale_a")),
+          Operand("scale_b", functools.partial(fp8.check_scale, "scale_b")))
 
 GEMM_ALL_SCATTER = OpSpec(
     "gemm_all_scatter", "A (M x K) everywhere, B split by columns; every rank ends with C (M x N)",
     shared="c", heap_output=True, rows=lambda m, w: (m, None),
-    out=lambda m, n, w: ((m, n * w), f"M x N = {m} x {n * w} (b holds N/world = {n} columns on each of {w} ranks)"))
+    out=lambda m, n, w: ((m, n * w), f"M x N = {m} x {n * w} (b holds N/world = {n} columns on each of {w} ranks)"),
+    extras=SCALES)
 GEMM_ALL_REDUCE = OpSpec(
     "gemm_all_reduce", "A split by columns, B split by rows (K sharded); every rank ends with the sum C (M x N)",
-    shared="c", heap_output=True, rows=lambda m, w: (m, None), out=lambda m, n, w: ((m, n), f"M x N = {m} x {n}"))
+    shared="c", heap_output=True, rows=lambda m, w: (m, None), out=lambda m, n, w: ((m, n), f"M x N = {m} x {n}"),
+    extras=SCALES)
 # c is written by this rank only: it may live anywhere on the device; `a` is read by peers (staged on the heap when
 # it is not there already).
 ALL_GATHER_GEMM = OpSpec(
@@ -125,35 +137,35 @@ ALL_GATHER_GEMM = OpSpec(
                        "gather(A) @ B (and optionally the gathered A)",
     shared="a", heap_output=False, rows=lambda m, w: (m * w, m),
     out=lambda m, n, w: ((m * w, n), f"M x N/world = {m * w} x {n} (a holds M/world = {m} rows on each of {w} ranks)"),
-    extras=(A_GATHERED,))
+    extras=(A_GATHERED, *SCALES))
 GEMM_REDUCE_SCATTER = OpSpec(
     "gemm_reduce_scatter", "A split by columns, B split by rows (K sharded); every rank ends with its M/world rows "
                            "of the sum",
-    shared=None, heap_output=False, rows=lambda m, w: (m, m // w), out=_reduce_scatter_out)
+    shared=None, heap_output=False, rows=lambda m, w: (m, m // w), out=_reduce_scatter_out, extras=SCALES)
 
 SPECS = {s.name: s for s in (GEMM_ALL_SCATTER, GEMM_ALL_REDUCE, ALL_GATHER_GEMM, GEMM_REDUCE_SCATTER)}
 for _spec in SPECS.values():
     registry.define_op(_spec.name, _spec.layout)
 
 
-def gemm_all_scatter(ctx, a, b, c, variant="auto", config=None):
+def gemm_all_scatter(ctx, a, b, c, variant="auto", config=None, scale_a=None, scale_b=None):
     """Collective: every rank ends with C = A @ B, B split by columns (module docstring). Returns c."""
-    return _call(GEMM_ALL_SCATTER, ctx, a, b, c, variant, config)
+    return _call(GEMM_ALL_SCATTER, ctx, a, b, c, variant, config, scale_a, scale_b)
 
 
-def gemm_all_reduce(ctx, a, b, c, variant="auto", config=None):
+def gemm_all_reduce(ctx, a, b, c, variant="auto", config=None, scale_a=None, scale_b=None):
     """Collective: every rank ends with C = sum over ranks of a_r @ b_r (module docstring). Returns c."""
-    return _call(GEMM_ALL_REDUCE, ctx, a, b, c, variant, config)
+    return _call(GEMM_ALL_REDUCE, ctx, a, b, c, variant, config, scale_a, scale_b)
 
 
-def all_gather_gemm(ctx, a, b, c, variant="auto", config=None, a_gathered=None):
+def all_gather_gemm(ctx, a, b, c, variant="auto", config=None, a_gathered=None, scale_a=None, scale_b=None):
     """Collective: this rank's N/world columns of gather(A) @ B (module docstring). Returns c."""
-    return _call(ALL_GATHER_GEMM, ctx, a, b, c, variant, config, a_gathered)
+    return _call(ALL_GATHER_GEMM, ctx, a, b, c, variant, config, a_gathered, scale_a, scale_b)
 
 
-def gemm_reduce_scatter(ctx, a, b, c, variant="auto", config=None):
+def gemm_reduce_scatter(ctx, a, b, c, variant="auto", config=None, scale_a=None, scale_b=None):
     """Collective: this rank's M/world rows of sum over ranks of a_r @ b_r (module docstring). Returns c."""
-    return _call(GEMM_REDUCE_SCATTER, ctx, a, b, c, variant, config)
+    return _call(GEMM_REDUCE_SCATTER, ctx, a, b, c, variant, config, scale_a, scale_b)
 
 
 def plan(ctx, op, a, b, c, variant="auto", config=None, **extra):
@@ -271,7 +283,13 @@ def _check(ctx, op, a, b, c, heap_output=True):
 
 def _check_dtypes(ctx, where, a, b, c):
     """The dtype rules: one of DTYPES, shared by a, b and c (the kernels compute in it and write it), and not
-    bfloat16 under the Triton interpreter, which computes it wrongly."""
+    bfloat16 under the Triton interpreter, which computes it wrongly. FP8: a and b float8_e4m3fn (b column-major),
+    c one of DTYPES (fp8.check_operands)."""
+    if fp8.check_operands(where, a, b, c):
+        if c.dtype == torch.bfloat16 and ctx.backend == "cpu":
+            raise TypeError(f"{where} c in bfloat16 is not supported on the CPU backend (the Triton interpreter "
+                            f"computes it wrongly); use float16 or float32")
+        return
     for name, t in (("a", a), ("b", b), ("c", c)):
         if t.dtype not in DTYPES:
             raise TypeError(f"{where} {name} has dtype {t.dtype}; expected one of float16, bfloat16, float32")
@@ -295,8 +313,9 @@ def _variant(ctx, op, variant, a, b, c, config, heap_output=True, exclude=()):
     allowed = v.dtypes_on(ctx.backend)
     if str(a.dtype).replace("torch.", "") not in allowed:
         note = f" ({v.cpu_note})" if ctx.backend == "cpu" and v.cpu_note else ""
+        can = registry.list_variants(op, ctx.backend, a.dtype)
         raise TypeError(f"{op}/{variant} supports {', '.join(allowed)} on the {ctx.backend} backend, not "
-                        f"{a.dtype}{note}")
+                        f"{a.dtype}{note}; variants of {op} that take {a.dtype} here: {', '.join(can) or 'none'}")
     if v.one_gpu_per_rank and ctx.backend == "cuda" and ctx.ranks_per_device > 1:
         why = ("NCCL and SymmetricMemory refuse two ranks on one device" if v.pattern == "baseline" else
                "its kernels wait on what the peers' copy engines deliver (flags, barriers), and kernels of two "

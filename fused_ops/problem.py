@@ -12,6 +12,7 @@ import iris
 from iris import settings
 
 from . import config as _config
+from . import fp8 as _fp8
 from . import sync as _sync
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -27,10 +28,13 @@ def _tma_allocator(size, alignment, stream):
 
 
 class Problem:
-    def __init__(self, ctx, op, variant, a, b, c, m, n, k, config, m_local=None, a_gathered=None):
+    def __init__(self, ctx, op, variant, a, b, c, m, n, k, config, m_local=None, a_gathered=None, scale_a=None,
+                 scale_b=None):
         self.ctx, self.op, self.variant = ctx, op, variant
         self.m_local, self.a_gathered = m_local, a_gathered  # row-sharded ops: this rank's rows of M
         self.a, self.b, self.c = a, b, c
+        # FP8 (the GEMM operand group): this rank's scales, as the caller gave them (checked: fp8.check_scale)
+        self.scale_a, self.scale_b, self.scales = scale_a, scale_b, _fp8.scale_mode(scale_a, scale_b)
         self.m, self.n, self.k = m, n, k  # this rank's GEMM: (m x k) @ (k x n)
         self.rank, self.world = ctx.get_rank(), ctx.get_num_ranks()
         self.heap_bases = ctx.get_heap_bases()
@@ -145,12 +149,45 @@ class Problem:
                     num_stages=self.cfg.num_stages, **iris.pdl_launch())
         if self.cfg.split_k > 1:
             meta.update(SPLIT_K=self.cfg.split_k, WHOLE=self.whole)
+        if self.scales:
+            meta.update(self.scale_args())
         if self.cfg.split_k > 1 and sum_slices:
             split = max(1, self.num_tiles - self.whole)  # (a tail of 0 tiles still gets a valid pointer)
             slices = split * self.cfg.split_k * self.cfg.block_m * self.cfg.block_n  # one fp32 tile per slice
             meta.update(PARTIALS=self.buffer("split_k_partials", (slices,), torch.float32),
                         COUNTS=self.buffer("split_k_counts", (split,), torch.int32))
         return meta
+
+    def matmul(self, a, b, out=None, scale_a=None):
+        """The baselines' local GEMM of this call: torch.matmul, or torch._scaled_mm with the call's scales (FP8;
+        scale_a: another A's row scales, e.g. the gathered ones) into c's dtype."""
+        if not self.scales:
+            return torch.matmul(a, b, out=out)
+        return _fp8.matmul(a, b, self.scale_a if scale_a is None else scale_a, self.scale_b, self.c.dtype, out)
+
+    def scale_args(self):
+        """FP8: the scale arguments of a kernel running the shared tile loop (SA, SB, SCALES: gemm.gemm_k_blocks, which
+        scales each tile's accumulator), {} otherwise. all_gather_gemm's GEMM runs over every rank's rows of A, so
+        its SA is the gathered row scales (gathered_scale_a), M + BLOCK_M of them: the copy-engine variants' padded
+        shards read up to a block past row M (rows they do not store)."""
+        if not self.scales:
+            return {}
+        if self.op == "all_gather_gemm":
+            return dict(SA=self.gathered_scale_a, SB=self.scale_b, SCALES=4 if self.scales >= 3 else 2)
+        return dict(SA=self.scale_a, SB=self.scale_b, SCALES=self.scales)
+
+    @functools.cached_property
+    def gathered_scale_a(self):
+        """all_gather_gemm with FP8: every rank's row scales of A (M fp32; a per-tensor scale counts for each of its
+        rank's rows, so ranks may quantize their shards with scales of their own), gathered by one small collective
+        (iris.collectives.all_gather, M x 4 bytes) into a workspace buffer. Collective; once per call."""
+        from iris import collectives
+
+        rows = self.buffer("fp8_scale_rows", (self.m_local,), torch.float32)
+        rows.copy_(self.scale_a.reshape(-1).expand(self.m_local))
+        out = self.buffer("fp8_scale_gathered", (self.m + self.cfg.block_m,), torch.float32)
+        collectives.all_gather(self.ctx, out[:self.m], rows)
+        return out
 
     def trace_args(self):
         """TRACE/TRACING for kernels that record events, when an iris.Tracer is active (else their defaults: off)."""

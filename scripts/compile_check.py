@@ -2,7 +2,8 @@
 before spending GPU time. Usage: python scripts/compile_check.py [FILTER ...]
 
 Compiles every kernel registered below (KERNELS, EXTRA and the catalog's), or, given filters, those whose module
-name contains one of them (e.g. `fused_ops.all_reduce`); prints one line per kernel and exits non-zero on a failure."""
+name contains one of them (e.g. `fused_ops.all_reduce`; `fp8`: the FP8 kernels alone);
+prints one line per kernel and exits non-zero on a failure."""
 
 import importlib
 import inspect
@@ -142,6 +143,47 @@ def catalog_kernels():
     return [(m, n, auto_signature(m, n), v) for m, n, v in out] + host_descriptor_kernels(gemm)
 
 
+def fp8_kernels():
+    """The catalog kernels that take FP8 operands (fused_ops/fp8.py WITH_FP8): e4m3 A/B, bf16 C and partials, fp32
+    scales (SCALES: fp8.scale_mode; all_gather_gemm's gathered row scales: 2 and 4), on FP8's default tile, through
+    pointers and in-kernel descriptors of a column-major B (TMA=2), and with host-built e4m3 descriptors."""
+    from fused_ops.config import HOPPER_FP8_TILES
+
+    bm, bn, bk, stages, warps, _ = HOPPER_FP8_TILES[0]
+    g = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_stages": stages, "num_warps": warps}
+    kernels = [("fused_ops.gemm", "gemm_kernel", {"SIGNAL": "local"}),
+               ("fused_ops.all_scatter.fused_sequential", "kernel", {}),
+               ("fused_ops.all_scatter.wg_specialized", "kernel", {"GEMM_SMS": 116}),
+               ("fused_ops.all_reduce.atomic", "kernel", {}), ("fused_ops.all_reduce.one_shot", "kernel", {}),
+               ("fused_ops.all_reduce.two_shot", "kernel", {}),
+               ("fused_ops.all_reduce.wg_specialized", "kernel", {"GEMM_SMS": 116}),
+               ("fused_ops.reduce_scatter.fused", "kernel", {}),
+               ("fused_ops.reduce_scatter.wg_specialized", "kernel", {"GEMM_SMS": 116})]
+    out = []
+    for m, n, cx in kernels:
+        sig = {**auto_signature(m, n), "A": p("fp8e4nv"), "B": p("fp8e4nv"), "SA": p("fp32"), "SB": p("fp32")}
+        out.append((m, n, sig, [dict(g, TMA=t, SCALES=s, **cx) for t in (0, 2) for s in (1, 4)] + [
+            dict(g, TMA=2, SCALES=3, SPLIT_K=2, **cx) if "SPLIT_K" in getattr(importlib.import_module(m), n).arg_names
+            else dict(g, TMA=0, SCALES=3, **cx)]))
+        host = {**sig, "A": f"tensordesc<fp8e4nv[{bm}, {bk}]>", "B": f"tensordesc<fp8e4nv[{bn}, {bk}]>"}
+        out.append((m, n, host, [dict(g, TMA=2, SCALES=4, **cx)]))
+    sig = {**auto_signature("fused_ops.copy_reduce", "kernel"), "A": p("fp8e4nv"), "B": p("fp8e4nv"),
+           "SA": p("fp32"), "SB": p("fp32")}
+    out.append(("fused_ops.copy_reduce", "kernel", sig, [dict(g, TMA=t, EVEN=e, GATHER=not e, SCALES=s)
+                                                         for t in (0, 2) for e in (False, True) for s in (1, 4)] +
+                [dict(g, TMA=2, EVEN=True, GATHER=False, FLAGS=False, PHASE=ph, SCALES=3) for ph in (1, 2)]))
+    for m, n, cx in (("fused_ops.all_gather.pull", "kernel", {}),
+                     ("fused_ops.all_gather.push", "kernel", {"COMM_SMS": 16, "COPY_K": 256}),
+                     ("fused_ops.all_gather.copy_engine", "kernel", {"PHASE": 0}),
+                     ("fused_ops.all_gather.copy_engine", "kernel", {"PHASE": 2, "SPLIT_K": 2})):
+        names = getattr(importlib.import_module(m), n).arg_names
+        sig = {**auto_signature(m, n), "A": p("fp8e4nv"), "B": p("fp8e4nv"), "SA": p("fp32"), "SB": p("fp32"),
+               **({"G": p("fp8e4nv")} if "G" in names else {})}
+        out.append((m, n, sig, [dict(g, SCALES=s, **cx, **({"TMA": t} if "TMA" in names else {}))
+                                for s in (2, 4) for t in ((0, 2) if "TMA" in names else (0,))]))
+    return out
+
+
 def host_descriptor_kernels(gemm):
     """The kernels again with the operands Problem.operands builds on the host: TMA descriptors instead of pointers
     (push and copy_reduce: B only; they move or store through A's pointer)."""
@@ -174,8 +216,10 @@ def host_descriptor_kernels(gemm):
 def main():
     failures = 0
     only = sys.argv[1:]
-    for module, name, sig, variants in KERNELS + EXTRA + catalog_kernels():
-        if only and not any(o in module for o in only):
+    fp8_only = only == ["fp8"]  # `fp8`: the FP8 kernels alone
+    every = fp8_kernels() if fp8_only else KERNELS + EXTRA + catalog_kernels() + fp8_kernels()
+    for module, name, sig, variants in every:
+        if only and not fp8_only and not any(o in module for o in only):
             continue
         for cx in variants:
             try:

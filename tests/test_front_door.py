@@ -50,7 +50,7 @@ def test_extra_operands_steer_auto_and_are_checked_on_the_host(ranks2):
     for picks, errors in ranks2.run(r_extras):
         assert picks[0] == "pull" and picks[1] != "pull", picks  # pull never materializes the gathered A
         want = {"unknown operand": ("TypeError", "gemm_all_reduce takes no operand a_gathered; its optional operands: "
-                                                 "none"),
+                                                 "scale_a, scale_b"),
                 "not a tensor": ("TypeError", "a_gathered must be a torch.Tensor or None, got str"),
                 "wrong shape": ("ValueError", "a_gathered must be a contiguous 16 x 16 torch.float32 tensor, got "
                                               "(15, 16)"),

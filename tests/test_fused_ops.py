@@ -340,7 +340,8 @@ ERRORS = {
     "bad block": ("ValueError", "power of two"),
     "bad sms": ("ValueError", "positive integer"),
     "cuda-only variant": ("ValueError", "runs on cuda only"),
-    "unsupported dtype": ("TypeError", "supports bfloat16, float32 on the cuda backend, not torch.float16"),
+    "unsupported dtype": ("TypeError", "supports bfloat16, float32, float8_e4m3fn on the cuda backend, not "
+                                       "torch.float16"),
     "split-K unsupported": ("ValueError", "runs whole tiles only; split-K variants of gemm_all_reduce: bulk_sync"),
     "split-K over SMs": ("ValueError", "split_k=8 exceeds gemm_sms=4"),
     "split tail, no full wave": ("ValueError", "leave 1 in a last wave after 0 full ones; it needs at least one full"),

@@ -9,6 +9,7 @@ import triton.language as tl
 import iris
 from .. import sync
 from ..gemm import gemm_kernel
+from ..fp8 import WITH_FP8
 from ..registry import register
 
 
@@ -58,7 +59,7 @@ def k_parts(jobs, programs, k, step):
 
 
 @register("all_gather_gemm", "bulk_sync", "bulk-synchronous", "barrier, gather kernel (all SMs), GEMM kernel on the "
-                                                              "gathered A: no overlap", split_k=True)
+                                                              "gathered A: no overlap", split_k=True, dtypes=WITH_FP8)
 def run(p):
     a, g, ws = p.staged_a(), p.gathered_buffer(), p.workspace(in_kernel=True)
     programs, step = p.cfg.gemm_sms, copy_k(a.element_size())

@@ -19,6 +19,7 @@ import iris
 from iris.replay import tensor_key
 from ..comm import chunk_blocks
 from ..gemm import NEXT_IN_AT_START, c_tile, first_unit, operands, tile_coords, unit_acc, unit_start, unit_tile
+from ..fp8 import WITH_FP8
 from ..registry import register
 
 
@@ -36,6 +37,7 @@ def kernel(
     PHASE: tl.constexpr = tl.constexpr(0),              # 0: every shard; 1: own shard only; 2: peers' only, no flags
     PARTIALS=None, COUNTS=None,                         # split-K: the slices' fp32 partials and arrival counts
     SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0,   # split-K: slices per tile; tiles [0, WHOLE) stay whole
+    SA=None, SB=None, SCALES: tl.constexpr = tl.constexpr(0),  # FP8: scales (gemm.scale_tile); 0: none
 ):
     """PHASE 0: every shard, the peers' tiles each waiting on its chunk's flag. 1: this rank's own shard only; 2: the
     peers' shards only, with no flags (the copies completed before this launch: copy_engine_phased). The launch's
@@ -61,6 +63,10 @@ def kernel(
         else:
             rows, base, stride, block0 = world_size * blocks * BLOCK_M, G, stride_gm, src * blocks
         a_op, b_op = operands(base, B, rows, N, K, stride, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
+        sa = SA
+        if SCALES % 2 == 0:  # FP8 (SA: every rank's row scales, padded): row (block0 + lb) * BLOCK_M + i of this
+            if SCALES != 0:  # operand is row lb * BLOCK_M + i of shard src
+                sa = SA + src * M_LOCAL - block0 * BLOCK_M
         lo = (shard - first) * per_shard  # the launch's tiles, numbered from 0
         for unit in range(first_unit(unit_start(lo, SPLIT_K, WHOLE)), unit_start(lo + per_shard, SPLIT_K, WHOLE),
                           programs):
@@ -72,7 +78,8 @@ def kernel(
                     if TMA:  # the chunk was written by the copy engine; TMA reads through the async proxy
                         iris.fence_proxy_async()
             acc, whole = unit_acc(a_op, b_op, unit, tile, s, block0 + lb, pid_n, rows, N, K, stride, 1, stride_bk,
-                                  stride_bn, PARTIALS, COUNTS, BLOCK_M, BLOCK_N, BLOCK_K, TMA, SPLIT_K, WHOLE)
+                                  stride_bn, PARTIALS, COUNTS, BLOCK_M, BLOCK_N, BLOCK_K, TMA, SPLIT_K, WHOLE,
+                                  SA=sa, SB=SB, SCALES=SCALES)
             if whole:  # (a split tile: on the program that summed its slices)
                 ptrs, mask = c_tile(C + src * M_LOCAL * stride_cm, lb, pid_n, M_LOCAL, N, stride_cm, stride_cn, 0,
                                     BLOCK_M, BLOCK_N)
@@ -88,7 +95,7 @@ def kernel(
 
 @register("all_gather_gemm", "copy_engine", "copy-engine", "copy engines pull peers' A chunks on a side stream and "
                                                            "raise flags from the stream; one GEMM on every SM",
-          shard_tiles=True, capture=False, split_k=True, split_default=False)
+          shard_tiles=True, capture=False, split_k=True, split_default=False, dtypes=WITH_FP8)
 def run(p):
     a, g, blocks, col_blocks = operands_and_buffer(p)
     programs = min(p.cfg.gemm_sms, p.world * blocks * col_blocks)
@@ -117,6 +124,7 @@ def operands_and_buffer(p):
     """A on the heap (peers copy it), the gathered buffer (each shard at a multiple of BLOCK_M rows), the shard's row
     blocks and the column blocks."""
     a, bm = p.staged_a(), p.cfg.block_m
+    p.scale_args()  # FP8: the row scales' gather (a collective launch) now, before the copy engines' block
     blocks = triton.cdiv(p.m_local, bm)
     g = p.buffer("gathered_a_by_block", (p.world * blocks * bm, p.k), a.dtype)
     return a, g, blocks, triton.cdiv(p.n, p.cfg.block_n)
@@ -133,7 +141,7 @@ def launch(p, a, g, flags, done, per, phase, pdl=True):
                         p.b.stride(0), p.b.stride(1), c.stride(0), c.stride(1), flags, done, per, *p.rank_args(),
                         BLOCK_M=p.cfg.block_m, BLOCK_N=p.cfg.block_n, BLOCK_K=p.cfg.block_k, GROUP_M=p.cfg.group_m,
                         TMA=p.tma, num_warps=p.cfg.num_warps, num_stages=p.cfg.num_stages, PHASE=phase,
-                        **split, **(iris.pdl_launch() if pdl else {}))
+                        **split, **(iris.pdl_launch() if pdl else {}), **p.scale_args())
 
 
 def finish(p, a, g, blocks):

@@ -8,6 +8,7 @@ launch. A barrier last, as in `copy_engine`."""
 
 import torch
 
+from ..fp8 import WITH_FP8
 from ..registry import register
 from .copy_engine import finish, launch, operands_and_buffer
 
@@ -23,7 +24,7 @@ SIDE_MIN_K = 8192
 @register("all_gather_gemm", "copy_engine_phased", "copy-engine", "copy engines pull the peers' shards while a GEMM "
                                                                   "runs the own rows; a second GEMM, after the copies "
                                                                   "by stream order, runs the peers' rows: no flags",
-          shard_tiles=True, split_k=True, split_default=False)
+          shard_tiles=True, split_k=True, split_default=False, dtypes=WITH_FP8)
 def run(p):
     a, g, blocks, _ = operands_and_buffer(p)
     unused = p.buffer("no_flags", (1,), torch.int32)  # the kernel's flag arguments, not read in phases 1 and 2

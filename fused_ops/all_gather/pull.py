@@ -9,6 +9,7 @@ import triton.language as tl
 import iris
 from .. import sync
 from ..gemm import NEXT_IN_AT_START, c_tile, gemm_tile, operands, tile_coords
+from ..fp8 import WITH_FP8
 from ..registry import register
 
 
@@ -23,6 +24,7 @@ def kernel(
     cur_rank, world_size, heap_bases,             # this rank, the ranks, the symmetric heap
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,  # tiles, grouped order
     PDL: tl.constexpr = tl.constexpr(False),      # programmatic dependent launch (iris.launched_early)
+    SA=None, SB=None, SCALES: tl.constexpr = tl.constexpr(0),  # FP8: scales (gemm.scale_tile); 0: none
 ):
     iris.launched_early(PDL, NEXT_IN_AT_START)
     _, b_op = operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, False)
@@ -42,14 +44,14 @@ def kernel(
             seen = sync.entered(SYNC, epoch, seen, cur_rank, world_size, heap_bases)
         rows = A + delta + (rm - owner * M_LOCAL) * stride_am
         acc = gemm_tile(rows, b_op, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M,
-                        BLOCK_N, BLOCK_K, False, True)
+                        BLOCK_N, BLOCK_K, False, True, SA=SA, SB=SB, SCALES=SCALES)
         ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N)
         tl.store(ptrs, acc.to(C.dtype.element_ty), mask=mask)
     sync.end(SYNC, epoch, cur_rank, world_size, heap_bases, EXIT=True)
 
 
 @register("all_gather_gemm", "pull", "fused sequential", "persistent GEMM loads remote A rows directly, own rows "
-                                                         "first; barriers in the kernel")
+                                                         "first; barriers in the kernel", dtypes=WITH_FP8)
 def run(p):
     if p.a_gathered is not None:
         raise ValueError("all_gather_gemm/pull never materializes the gathered A; ask push, bulk_sync or torch_nccl "
@@ -59,4 +61,4 @@ def run(p):
                                    c.stride(0), c.stride(1), p.m_local, ws["sync"], *p.rank_args(),
                                    BLOCK_M=p.cfg.block_m, BLOCK_N=p.cfg.block_n, BLOCK_K=p.cfg.block_k,
                                    GROUP_M=p.cfg.group_m, num_warps=p.cfg.num_warps, num_stages=p.cfg.num_stages,
-                                   **iris.pdl_launch())
+                                   **iris.pdl_launch(), **p.scale_args())

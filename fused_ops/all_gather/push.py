@@ -13,6 +13,7 @@ import triton.language as tl
 import iris
 from .. import sync
 from ..gemm import NEXT_IN_AT_START, c_tile, gemm_tile, operands, tile_coords
+from ..fp8 import WITH_FP8
 from ..registry import register
 from .bulk_sync import copy_k, k_parts
 
@@ -32,6 +33,7 @@ def kernel(
     COPY_K: tl.constexpr,                         # columns per copy
     TMA: tl.constexpr,                            # 0: plain pointers; 1: TMA; 2: TMA, B stored transposed
     PDL: tl.constexpr = tl.constexpr(False),      # programmatic dependent launch (iris.launched_early)
+    SA=None, SB=None, SCALES: tl.constexpr = tl.constexpr(0),  # FP8: scales (gemm.scale_tile); 0: none
 ):
     iris.launched_early(PDL, NEXT_IN_AT_START)
     pid = tl.program_id(0)
@@ -71,14 +73,15 @@ def kernel(
             if TMA:  # the rows arrived as plain stores; TMA reads through the async proxy
                 iris.fence_proxy_async()
             acc = gemm_tile(g_op, b_op, pid_m, pid_n, M, N, K, stride_gm, 1, stride_bk, stride_bn, BLOCK_M,
-                            BLOCK_N, BLOCK_K, TMA)
+                            BLOCK_N, BLOCK_K, TMA, SA=SA, SB=SB, SCALES=SCALES)
             ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N)
             tl.store(ptrs, acc.to(C.dtype.element_ty), mask=mask)
     sync.end(SYNC, epoch, cur_rank, world_size, heap_bases, EXIT=False)
 
 
 @register("all_gather_gemm", "push", "workgroup-specialized", "producer programs push A chunks into every rank's "
-                                                              "inbox and release flags; GEMM programs wait on them")
+                                                              "inbox and release flags; GEMM programs wait on them",
+          dtypes=WITH_FP8)
 def run(p):
     g, c = p.gathered_buffer(), p.c
     chunks, step = -(-p.m_local // p.cfg.block_m), copy_k(p.a.element_size())
@@ -97,4 +100,4 @@ def run(p):
                                          BLOCK_K=p.cfg.block_k, GROUP_M=p.cfg.group_m, COPY_K=step,
                                          TMA=tma,
                                          num_warps=p.cfg.num_warps, num_stages=p.cfg.num_stages,
-                                         **iris.pdl_launch())
+                                         **iris.pdl_launch(), **p.scale_args())

@@ -1,15 +1,28 @@
-"""Peer baseline: PyTorch's own fused op, torch.ops.symm_mem.fused_all_gather_matmul (async tensor parallelism)."""
+"""Peer baseline: PyTorch's own fused op, torch.ops.symm_mem.fused_all_gather_matmul (async tensor parallelism), and
+for FP8 its scaled twin, fused_all_gather_scaled_matmul."""
 
 import torch
+from ..fp8 import WITH_FP8
 from ..peers import symm_mem_group
 from ..registry import register
 
 
 @register("all_gather_gemm", "torch_async_tp", "baseline", "torch.ops.symm_mem.fused_all_gather_matmul (PyTorch "
-                                                           "async-TP)", backends=("cuda",))
+                                                           "async-TP)", backends=("cuda",), dtypes=WITH_FP8)
 def run(p):
     group = symm_mem_group(p.ctx)
-    gathered, (out,) = torch.ops.symm_mem.fused_all_gather_matmul(p.a, [p.b], 0, group)
+    if p.scales:
+        # Row-wise scales both: torch gathers a row-wise A_scale with A's rows, while a per-tensor one would be taken
+        # as every rank's (each rank may quantize its shard with a scale of its own here).
+        if p.c.dtype != torch.bfloat16:
+            raise ValueError(f"all_gather_gemm/torch_async_tp: with FP8 operands PyTorch's fused op writes bfloat16 "
+                             f"only (row-wise scales); c is {p.c.dtype}")
+        scale_a = p.scale_a.reshape(-1, 1).expand(p.m_local, 1).contiguous()
+        scale_b = p.scale_b.reshape(1, -1).expand(1, p.n).contiguous()
+        gathered, (out,) = torch.ops.symm_mem.fused_all_gather_scaled_matmul(
+            p.a, [p.b], scale_a, [scale_b], 0, group, [None], [None], [torch.bfloat16], [False])
+    else:
+        gathered, (out,) = torch.ops.symm_mem.fused_all_gather_matmul(p.a, [p.b], 0, group)
     p.c.copy_(out)
     if p.a_gathered is not None:
         p.a_gathered.copy_(gathered)

@@ -9,6 +9,7 @@ import triton.language as tl
 import iris
 from .. import sync
 from ..gemm import NEXT_IN_AT_START, c_tile, gemm_unit, num_units, operands
+from ..fp8 import WITH_FP8
 from ..registry import register
 
 
@@ -24,6 +25,7 @@ def kernel(
     TMA: tl.constexpr,                                  # 0: plain pointers; 1: TMA; 2: TMA, B stored transposed
     PDL: tl.constexpr = tl.constexpr(False),            # programmatic dependent launch (iris.launched_early)
     SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0,   # split-K: slices per tile; tiles [0, WHOLE) stay whole
+    SA=None, SB=None, SCALES: tl.constexpr = tl.constexpr(0),  # FP8: scales (gemm.scale_tile); 0: none
 ):
     iris.launched_early(PDL, NEXT_IN_AT_START)
     epoch = sync.begin(SYNC, cur_rank, world_size, heap_bases, ENTRY=True)
@@ -33,7 +35,7 @@ def kernel(
         # a split tile's slices are added like tiles: the atomics sum them (no partials, no waiting)
         _, pid_m, pid_n, acc, _ = gemm_unit(a_op, b_op, unit, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
                                             None, None, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, TMA, SPLIT_K, WHOLE,
-                                            SUM_SLICES=False)
+                                            SUM_SLICES=False, SA=SA, SB=SB, SCALES=SCALES)
         ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N)
         val = acc.to(C.dtype.element_ty)
         seen = sync.entered(SYNC, epoch, seen, cur_rank, world_size, heap_bases)
@@ -46,7 +48,7 @@ def kernel(
 @register("gemm_all_reduce", "atomic", "fused sequential", "zero C, persistent GEMM atomically adds each tile into "
                                                            "every rank's C; barriers in the kernel",
           cpu_dtypes=("float32",), cpu_note="the Triton interpreter's float16 atomic add is not atomic across rank "
-                                            "processes", split_k=True)
+                                            "processes", split_k=True, dtypes=WITH_FP8)
 def run(p):
     c = p.c
     ws = p.workspace(in_kernel=True)

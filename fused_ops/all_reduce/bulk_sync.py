@@ -9,12 +9,13 @@ import iris
 from .. import sync
 from ..comm import reduce_kernel
 from ..gemm import gemm_kernel
+from ..fp8 import WITH_FP8
 from ..registry import register
 
 
 @register("gemm_all_reduce", "bulk_sync", "bulk-synchronous", "GEMM kernel into a partial buffer, barrier, "
                                                                "reduce kernel reading every rank's partial",
-          split_k=True)
+          split_k=True, dtypes=WITH_FP8)
 def run(p):
     c = p.c
     ws = p.workspace(in_kernel=True, partial=((2, p.m, p.n), c.dtype))

@@ -12,6 +12,7 @@ from iris.tracing import GEMM, REDUCE, WAIT, record
 from .. import sync
 from ..comm import reduce_tile
 from ..gemm import NEXT_IN_AT_START, c_tile, call_slot, gemm_unit, num_units, operands, unit_tile
+from ..fp8 import WITH_FP8
 from ..registry import register
 
 
@@ -29,6 +30,7 @@ def kernel(
     PDL: tl.constexpr = tl.constexpr(False),            # programmatic dependent launch (iris.launched_early)
     PARTIALS=None, COUNTS=None,                         # split-K: the slices' fp32 partials and arrival counts
     SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0,   # split-K: slices per tile; tiles [0, WHOLE) stay whole
+    SA=None, SB=None, SCALES: tl.constexpr = tl.constexpr(0),  # FP8: scales (gemm.scale_tile); 0: none
 ):
     iris.launched_early(PDL, NEXT_IN_AT_START)
     epoch = sync.begin(SYNC, cur_rank, world_size, heap_bases, ENTRY=False)
@@ -38,7 +40,7 @@ def kernel(
         record(TRACE, GEMM, unit_tile(unit, SPLIT_K, WHOLE)[0], TRACING)
         tile, pid_m, pid_n, acc, done = gemm_unit(a_op, b_op, unit, M, N, K, stride_am, stride_ak, stride_bk,
                                                   stride_bn, PARTIALS, COUNTS, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                                                  TMA, SPLIT_K, WHOLE)
+                                                  TMA, SPLIT_K, WHOLE, SA=SA, SB=SB, SCALES=SCALES)
         record(TRACE, -GEMM, tile, TRACING)
         if done:  # the tile is whole (with split-K: on the program that finished its last slice)
             ptrs, mask = c_tile(P, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N)
@@ -59,7 +61,7 @@ def kernel(
 
 @register("gemm_all_reduce", "one_shot", "fused sequential", "publish each partial tile, count arrivals, every rank "
                                                              "sums the tile from all ranks; no barrier",
-          split_k=True)
+          split_k=True, dtypes=WITH_FP8)
 def run(p):
     c = p.c
     ws = p.workspace(in_kernel=True, partial=((2, p.m, p.n), c.dtype))

@@ -22,9 +22,9 @@ def _symmetric_buffer(ctx, shape, dtype, device):
 
 @register("gemm_all_reduce", "torch_symm_mem", "baseline", "torch.matmul into a SymmetricMemory buffer, "
                                                            "two_shot_all_reduce_, copy into C", backends=("cuda",),
-          dtypes=("bfloat16", "float32"))  # PyTorch has no float16 kernel for it
+          dtypes=("bfloat16", "float32", "float8_e4m3fn"))  # PyTorch has no float16 kernel for it
 def run(p):
     buf, group = _symmetric_buffer(p.ctx, (p.m, p.n), p.c.dtype, p.c.device)
-    torch.matmul(p.a, p.b, out=buf)
+    p.matmul(p.a, p.b, out=buf)
     torch.ops.symm_mem.two_shot_all_reduce_(buf, "sum", group)
     p.c.copy_(buf)

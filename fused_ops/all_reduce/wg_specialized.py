@@ -10,6 +10,7 @@ import iris
 from .. import sync
 from ..comm import reduce_loop
 from ..gemm import NEXT_IN_AT_START, call_slot, gemm_loop
+from ..fp8 import WITH_FP8
 from ..registry import register
 
 
@@ -28,6 +29,7 @@ def kernel(
     PDL: tl.constexpr = tl.constexpr(False),            # programmatic dependent launch (iris.launched_early)
     PARTIALS=None, COUNTS=None,                         # split-K: the slices' fp32 partials and arrival counts
     SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0,   # split-K: slices per tile; tiles [0, WHOLE) stay whole
+    SA=None, SB=None, SCALES: tl.constexpr = tl.constexpr(0),  # FP8: scales (gemm.scale_tile); 0: none
 ):
     iris.launched_early(PDL, NEXT_IN_AT_START)
     pid = tl.program_id(0)
@@ -36,7 +38,7 @@ def kernel(
     if pid < GEMM_SMS:
         gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, P, stride_cm, stride_cn, 0, flags, epoch,
                   cur_rank, world_size, heap_bases, pid, GEMM_SMS, "arrive", BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, TMA,
-                  TRACE, TRACING, PARTIALS, COUNTS, SPLIT_K, WHOLE)
+                  TRACE, TRACING, PARTIALS, COUNTS, SPLIT_K, WHOLE, SA=SA, SB=SB, SCALES=SCALES)
     else:
         reduce_loop(P, C, M, N, stride_cm, stride_cn, flags, epoch, cur_rank, world_size, heap_bases, pid - GEMM_SMS,
                     tl.num_programs(0) - GEMM_SMS, True, BLOCK_M, BLOCK_N, GROUP_M, TRACE, TRACING)
@@ -45,7 +47,7 @@ def kernel(
 
 @register("gemm_all_reduce", "wg_specialized", "workgroup-specialized", "one kernel: GEMM programs publish partial "
                                                                         "tiles, comm programs reduce them into C",
-          split_k=True)
+          split_k=True, dtypes=WITH_FP8)
 def run(p):
     c = p.c
     ws = p.workspace(in_kernel=True, partial=((2, p.m, p.n), c.dtype))

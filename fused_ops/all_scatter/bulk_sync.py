@@ -8,11 +8,13 @@ import iris
 from .. import sync
 from ..comm import scatter_kernel
 from ..gemm import gemm_kernel
+from ..fp8 import WITH_FP8
 from ..registry import register
 
 
 @register("gemm_all_scatter", "bulk_sync", "bulk-synchronous", "GEMM kernel (all SMs), barrier, scatter kernel "
-                                                                "(all SMs), barrier: no overlap", split_k=True)
+                                                                "(all SMs), barrier: no overlap", split_k=True,
+          dtypes=WITH_FP8)
 def run(p):
     c, col0, ws = p.c, p.rank * p.n, p.workspace(in_kernel=True)
     gemm_kernel[p.grid(p.cfg.gemm_sms)](*p.gemm_args(), c, c.stride(0), c.stride(1), col0, ws["flags"], ws["sync"], 0,

@@ -10,6 +10,7 @@ import iris
 from iris.tracing import GEMM, STORE, record
 from .. import sync
 from ..gemm import NEXT_IN_AT_START, c_tile, gemm_unit, num_units, operands, unit_tile
+from ..fp8 import WITH_FP8
 from ..registry import register
 
 
@@ -27,6 +28,7 @@ def kernel(
     PDL: tl.constexpr = tl.constexpr(False),            # programmatic dependent launch (iris.launched_early)
     PARTIALS=None, COUNTS=None,                         # split-K: the slices' fp32 partials and arrival counts
     SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0,   # split-K: slices per tile; tiles [0, WHOLE) stay whole
+    SA=None, SB=None, SCALES: tl.constexpr = tl.constexpr(0),  # FP8: scales (gemm.scale_tile); 0: none
 ):
     iris.launched_early(PDL, NEXT_IN_AT_START)
     epoch = sync.begin(SYNC, cur_rank, world_size, heap_bases, ENTRY=True)
@@ -36,7 +38,7 @@ def kernel(
         record(TRACE, GEMM, unit_tile(unit, SPLIT_K, WHOLE)[0], TRACING)
         tile, pid_m, pid_n, acc, done = gemm_unit(a_op, b_op, unit, M, N, K, stride_am, stride_ak, stride_bk,
                                                   stride_bn, PARTIALS, COUNTS, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                                                  TMA, SPLIT_K, WHOLE)
+                                                  TMA, SPLIT_K, WHOLE, SA=SA, SB=SB, SCALES=SCALES)
         record(TRACE, -GEMM, tile, TRACING)
         if done:
             ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, cur_rank * N, BLOCK_M, BLOCK_N)
@@ -51,7 +53,7 @@ def kernel(
 
 @register("gemm_all_scatter", "fused_sequential", "fused sequential", "persistent GEMM stores each finished tile "
                                                                       "into every rank's C; barriers in the kernel",
-          split_k=True)
+          split_k=True, dtypes=WITH_FP8)
 def run(p):
     c, ws = p.c, p.workspace(in_kernel=True)
     kernel[p.grid(p.cfg.gemm_sms)](*p.gemm_args(), c, c.stride(0), c.stride(1), ws["sync"], *p.rank_args(),

@@ -11,6 +11,7 @@ import iris
 from .. import sync
 from ..comm import scatter_kernel
 from ..gemm import gemm_kernel
+from ..fp8 import WITH_FP8
 from ..registry import register
 
 _streams = {}
@@ -24,7 +25,7 @@ def side_stream(device):
 
 @register("gemm_all_scatter", "producer_consumer", "producer-consumer", "GEMM kernel and scatter kernel on two "
                                                                         "streams, linked by per-tile flags; barrier",
-          split_k=True, capture=False)
+          split_k=True, capture=False, dtypes=WITH_FP8)
 def run(p):
     c, col0 = p.c, p.rank * p.n
     ws = p.workspace(in_kernel=True)

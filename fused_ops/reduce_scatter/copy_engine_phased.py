@@ -7,12 +7,14 @@ default tiles are sized for a slice (registry `shard_tiles`): 8192x4608x36864 ha
 4.4 waves of 132 programs, where 128x128 tiles fill 8.7 (fused_ops/config.py: HALF_TILE_COST)."""
 
 from .. import copy_reduce
+from ..fp8 import WITH_FP8
 from ..registry import register
 
 
 @register("gemm_reduce_scatter", "copy_engine_phased", "copy-engine", "peers' slices first, put to their owners by "
                                                                       "the copy engines while a second launch computes "
                                                                       "the own slice; an add kernel last: no flags "
-                                                                      "between this GPU's streams", shard_tiles=True)
+                                                                      "between this GPU's streams", shard_tiles=True,
+          dtypes=WITH_FP8)
 def run(p):
     copy_reduce.run_phased(p)

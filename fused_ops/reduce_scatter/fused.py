@@ -8,6 +8,7 @@ import triton.language as tl
 
 import iris
 from ..gemm import NEXT_IN_AT_START, call_slot, gemm_unit, num_units, operands, tile_coords, unit_tile
+from ..fp8 import WITH_FP8
 from ..registry import register
 from .. import sync
 from .owner import inbox, owns, push_partial, reduce_owned
@@ -27,6 +28,7 @@ def kernel(
     PDL: tl.constexpr = tl.constexpr(False),            # programmatic dependent launch (iris.launched_early)
     PARTIALS=None, COUNTS=None,                         # split-K: the slices' fp32 partials and arrival counts
     SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0,   # split-K: slices per tile; tiles [0, WHOLE) stay whole
+    SA=None, SB=None, SCALES: tl.constexpr = tl.constexpr(0),  # FP8: scales (gemm.scale_tile); 0: none
 ):
     iris.launched_early(PDL, NEXT_IN_AT_START)
     epoch = sync.begin(SYNC, cur_rank, world_size, heap_bases, ENTRY=False)
@@ -36,7 +38,7 @@ def kernel(
     for unit in range(tl.program_id(0), units, tl.num_programs(0)):
         tile, pid_m, pid_n, acc, done = gemm_unit(a_op, b_op, unit, M, N, K, stride_am, stride_ak, stride_bk,
                                                   stride_bn, PARTIALS, COUNTS, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                                                  TMA, SPLIT_K, WHOLE)
+                                                  TMA, SPLIT_K, WHOLE, SA=SA, SB=SB, SCALES=SCALES)
         if done:
             push_partial(acc, INBOX, pid_m, pid_n, M, N, M_LOCAL, flags, tile, cur_rank, world_size, heap_bases,
                          BLOCK_M, BLOCK_N)
@@ -52,7 +54,8 @@ def kernel(
 
 
 @register("gemm_reduce_scatter", "fused", "fused sequential", "each partial tile pushed to its owner rank, owners "
-                                                              "sum what arrived; no barrier", split_k=True)
+                                                              "sum what arrived; no barrier", split_k=True,
+          dtypes=WITH_FP8)
 def run(p):
     ws, box = inbox(p)
     c = p.c

@@ -7,6 +7,7 @@ import triton.language as tl
 
 import iris
 from ..gemm import NEXT_IN_AT_START, call_slot, gemm_tile, operands, tile_coords
+from ..fp8 import WITH_FP8
 from ..registry import register
 from .. import sync
 from .owner import inbox, owns, push_partial, reduce_owned
@@ -25,6 +26,7 @@ def kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,  # tiles, grouped order
     TMA: tl.constexpr,                            # 0: plain pointers; 1: TMA; 2: TMA, B stored transposed
     PDL: tl.constexpr = tl.constexpr(False),      # programmatic dependent launch (iris.launched_early)
+    SA=None, SB=None, SCALES: tl.constexpr = tl.constexpr(0),  # FP8: scales (gemm.scale_tile); 0: none
 ):
     iris.launched_early(PDL, NEXT_IN_AT_START)
     pid = tl.program_id(0)
@@ -36,7 +38,7 @@ def kernel(
         for tile in range(pid, num_pid_m * num_pid_n, GEMM_SMS):
             pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
             acc = gemm_tile(a_op, b_op, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M,
-                            BLOCK_N, BLOCK_K, TMA)
+                            BLOCK_N, BLOCK_K, TMA, SA=SA, SB=SB, SCALES=SCALES)
             push_partial(acc, INBOX, pid_m, pid_n, M, N, M_LOCAL, flags, tile, cur_rank, world_size, heap_bases,
                          BLOCK_M, BLOCK_N)
     else:
@@ -49,7 +51,8 @@ def kernel(
 
 
 @register("gemm_reduce_scatter", "wg_specialized", "workgroup-specialized", "one kernel: GEMM programs push partial "
-                                                                            "tiles to owners, comm programs reduce")
+                                                                            "tiles to owners, comm programs reduce",
+          dtypes=WITH_FP8)
 def run(p):
     ws, box = inbox(p)
     c = p.c
