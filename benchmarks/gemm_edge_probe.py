@@ -16,10 +16,14 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import iris  # noqa: E402
 import torch  # noqa: E402
 
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: E402
+
 from benchmarks.gemm_probe import cublas_kernels  # noqa: E402
 from benchmarks.harness import paired_graph_us, stamp  # noqa: E402
 from fused_ops.config import Config  # noqa: E402
-from fused_ops.gemm import gemm_kernel, store_vec  # noqa: E402
+from fused_ops.gemm import gemm_kernel, store_vec, tile_coords  # noqa: E402
 from fused_ops.problem import Problem  # noqa: E402
 from fused_ops.registry import OPS  # noqa: E402
 
@@ -46,6 +50,55 @@ SPLIT_SHAPES = {
     (128, 12288, 1536): [cfg(64, 128, 128, 4, 4), cfg(128, 128, 64, 6, 8), cfg(128, 256, 64, 3, 8)],
     (4096, 3584, 448): [cfg(128, 256, 64, 3, 8), cfg(128, 128, 64, 6, 8), cfg(128, 256, 64, 2, 8)],
 }
+
+
+@triton.jit
+def mixed_kernel(A, B, BD, C, M, N, K, stride_bk, stride_cm, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                 GROUP_M: tl.constexpr, B_TMA: tl.constexpr, VEC: tl.constexpr):
+    """A stripped persistent GEMM: A through a host TMA descriptor; B through one too (B_TMA) or through plain
+    pointers (cp.async) with its row stride and N known to be multiples of VEC (16-byte accesses)."""
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    n = N // VEC * VEC
+    sbk = stride_bk // VEC * VEC
+    scm = stride_cm // VEC * VEC
+    for tile in range(tl.program_id(0), num_pid_m * num_pid_n, tl.num_programs(0)):
+        pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        rn = pid_n * BN + tl.arange(0, BN)
+        rk = tl.arange(0, BK)
+        b_ptrs = B + rk[:, None].to(tl.int64) * sbk + rn[None, :]
+        for kk in range(tl.cdiv(K, BK)):
+            a = A.load([pid_m * BM, kk * BK])
+            if B_TMA:
+                b = BD.load([kk * BK, pid_n * BN])
+            else:
+                b = tl.load(b_ptrs, mask=(rk[:, None] < K - kk * BK) & (rn[None, :] < n), other=0.0)
+            acc = tl.dot(a, b, acc)
+            b_ptrs += BK * sbk
+        rm = pid_m * BM + tl.arange(0, BM)
+        tl.store(C + rm[:, None].to(tl.int64) * scm + rn[None, :], acc.to(C.dtype.element_ty),
+                 mask=(rm[:, None] < M) & (rn[None, :] < n))
+
+
+def time_mixed(a, b, c, ref, b_tma, bm=128, bn=256, bk=64, stages=3, warps=8):
+    m, k = a.shape
+    n = b.shape[1]
+    vec = store_vec(b, b.stride(0), n)
+    assert vec == store_vec(c, c.stride(0), n)
+    ad = TensorDescriptor.from_tensor(a, [bm, bk])
+    bd = TensorDescriptor.from_tensor(b, [bk, bn]) if b_tma else ad
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    grid = (min(sms, -(-m // bm) * -(-n // bn)),)
+
+    def call():
+        mixed_kernel[grid](ad, b, bd, c, m, n, k, b.stride(0), c.stride(0), BM=bm, BN=bn, BK=bk, GROUP_M=8,
+                           B_TMA=b_tma, VEC=vec, num_stages=stages, num_warps=warps)
+    c.fill_(float("nan"))
+    call()
+    err = ((c.double() - ref).norm() / ref.norm()).item()
+    t, t_torch = paired_graph_us(call, lambda: torch.matmul(a, b, out=c))
+    return t, t_torch, err, vec
 
 
 def layout_b(k, n, layout, dev, g):
@@ -117,6 +170,21 @@ def run(ctx, args, run_stamp):
                     print(f"{m:>6d}x{n}x{k} {layout:6s} {name:18s} {t:8.1f} us torch(same layout) {tt:8.1f} "
                           f"{tt / t:5.2f}x  vs torch row {t_row / t:5.2f}x  err {err:.0e} | {p.cfg.describe()} tma "
                           f"{p.tma} | {names[:90]}", flush=True)
+                if layout == "kmajor":
+                    continue
+                for b_tma, (bm, bn, bk, st, w) in ((True, (128, 256, 64, 3, 8)), (False, (128, 256, 64, 3, 8)),
+                                                   (False, (128, 256, 64, 4, 8)), (False, (128, 128, 64, 5, 8))):
+                    name = f"stripped B {'tma' if b_tma else 'cp.async'} {bm}x{bn}x{bk} s{st}"
+                    try:
+                        t, tt, err, vec = time_mixed(a, b, c, ref, b_tma, bm, bn, bk, st, w)
+                    except Exception as e:  # noqa: BLE001
+                        print(f"{m}x{n}x{k} {layout} {name}: {type(e).__name__} {str(e)[:100]}", flush=True)
+                        continue
+                    add(part="layout", m=m, n=n, k=k, layout=layout, config=name, cfg=name, tma=int(b_tma),
+                        time_us=t, torch_us=tt, torch_row_us=t_row, vs_torch=tt / t, vs_torch_row=t_row / t,
+                        rel_error=err, cublas=names)
+                    print(f"{m:>6d}x{n}x{k} {layout:6s} {name:32s} {t:8.1f} us torch {tt:8.1f} {tt / t:5.2f}x  vs "
+                          f"torch row {t_row / t:5.2f}x  err {err:.0e} vec {vec}", flush=True)
     if "split" in args.parts:
         for (m, n, k), configs in SPLIT_SHAPES.items():
             g = torch.Generator(device=dev).manual_seed(m + n + k)
