@@ -23,6 +23,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: E402
 from benchmarks.gemm_probe import cublas_kernels  # noqa: E402
 from benchmarks.harness import paired_graph_us, stamp  # noqa: E402
 from fused_ops.config import Config  # noqa: E402
+from fused_ops import gemm  # noqa: E402
 from fused_ops.gemm import gemm_kernel, store_vec, tile_coords  # noqa: E402
 from fused_ops.problem import Problem  # noqa: E402
 from fused_ops.registry import OPS  # noqa: E402
@@ -93,6 +94,20 @@ def time_mixed(a, b, c, ref, b_tma, bm=128, bn=256, bk=64, stages=3, warps=8):
     t, t_torch = paired_graph_us(call, lambda: torch.matmul(a, b, out=c))
     return t, t_torch, err, vec
 
+# run 3: the 1-2 wave shapes with plain split-K / split tails, whose slices are summed in order (the default up to
+# gemm.SERIAL_SLICES) or, with --serial-slices 1, by atomics; two programs per SM at short K ("x2": gemm_sms 264).
+TAIL_SHAPES = {
+    (1024, 2560, 2880): [cfg(128, 256, 64, 3, 8, s) for s in (2, 3)] + [cfg(128, 128, 64, 6, 8, s) for s in (2, 3, 4)],
+    (4096, 1280, 2880): [cfg(128, 128, 64, 6, 8, split_k=None, split_tail=True),
+                         cfg(128, 256, 64, 3, 8, split_k=None, split_tail=True)],
+    (1024, 2112, 7168): [cfg(128, 256, 64, 3, 8, s) for s in (2, 3)] + [cfg(128, 128, 64, 6, 8, split_k=None,
+                                                                            split_tail=True)],
+    (4096, 1440, 2880): [cfg(128, 256, 64, 3, 8, split_k=None, split_tail=True), cfg(128, 256, 64, 3, 8, 2)],
+}
+X2_SHAPES = {(m, n, k): [cfg(128, 128, 64, 3, 8, gemm_sms=264), cfg(128, 128, 64, 2, 8, gemm_sms=264),
+                         cfg(128, 256, 64, 2, 8, gemm_sms=264), cfg(128, 256, 64, 3, 8)]
+             for m, n, k in ((4096, 3584, 448), (4096, 3584, 896), (16384, 4096, 1024), (4096, 2880, 360))}
+
 
 def layout_b(k, n, layout, dev, g):
     """B (K x N, values fixed by g) in a layout: row (contiguous), padNN (row stride rounded up to NN elements),
@@ -129,13 +144,16 @@ def time_ours(ctx, a, b, c, config, ref):
 def run(ctx, args, run_stamp):
     import pandas as pd
 
+    if args.serial_slices is not None:
+        gemm.SERIAL_SLICES = tl.constexpr(args.serial_slices)  # before any kernel compiles: a JIT global
     dev = ctx.get_device()
     rows = []
     os.makedirs(args.out, exist_ok=True)
+    csv = "edge_probe.csv" if args.serial_slices is None else f"edge_probe_serial{args.serial_slices}.csv"
 
     def add(**row):
         rows.append(dict(**row, **run_stamp))
-        pd.DataFrame(rows).to_csv(os.path.join(args.out, "edge_probe.csv"), index=False)
+        pd.DataFrame(rows).to_csv(os.path.join(args.out, csv), index=False)
 
     if "layout" in args.parts:
         for m, n, k in LAYOUT_SHAPES:
@@ -178,8 +196,9 @@ def run(ctx, args, run_stamp):
                         rel_error=err, cublas=names)
                     print(f"{m:>6d}x{n}x{k} {layout:6s} {name:32s} {t:8.1f} us torch {tt:8.1f} {tt / t:5.2f}x  vs "
                           f"torch row {t_row / t:5.2f}x  err {err:.0e} vec {vec}", flush=True)
-    if "split" in args.parts:
-        for (m, n, k), configs in SPLIT_SHAPES.items():
+    parts = {"split": SPLIT_SHAPES, "tail": TAIL_SHAPES, "x2": X2_SHAPES}
+    for part in [p for p in args.parts if p in parts]:
+        for (m, n, k), configs in parts[part].items():
             g = torch.Generator(device=dev).manual_seed(m + n + k)
             a = torch.randn(m, k, device=dev, dtype=torch.bfloat16, generator=g)
             b = torch.randn(k, n, device=dev, dtype=torch.bfloat16, generator=g)
@@ -194,8 +213,10 @@ def run(ctx, args, run_stamp):
                     print(f"{m}x{n}x{k} {config}: {type(e).__name__} {str(e)[:100]}", flush=True)
                     continue
                 name = "default" if config is None else p.cfg.describe()
-                add(part="split", m=m, n=n, k=k, layout="row", config=name, cfg=p.cfg.describe(), tma=p.tma,
-                    time_us=t, torch_us=tt, vs_torch=tt / t, rel_error=err, cublas=names)
+                name += "" if gemm.SERIAL_SLICES.value > 1 or p.cfg.split_k == 1 else " atomic"
+                add(part=part, m=m, n=n, k=k, layout="row", config=name, cfg=p.cfg.describe(), tma=p.tma,
+                    time_us=t, torch_us=tt, vs_torch=tt / t, rel_error=err, cublas=names,
+                    serial_slices=int(gemm.SERIAL_SLICES.value), programs=p.grid(p.cfg.gemm_sms)[0])
                 print(f"{m:>6d}x{n}x{k} {name:45s} {t:8.1f} us torch {tt:8.1f} {tt / t:5.2f}x err {err:.0e} | "
                       f"{p.cfg.describe()}", flush=True)
 
@@ -203,7 +224,9 @@ def run(ctx, args, run_stamp):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="results/gemm_edge_probe")
-    ap.add_argument("--parts", nargs="+", default=["layout", "split"])
+    ap.add_argument("--parts", nargs="+", default=["layout", "split"], help="layout split tail x2")
+    ap.add_argument("--serial-slices", type=int, default=None, help="gemm.SERIAL_SLICES for this run (1: every "
+                                                                      "split tile's slices added by atomics)")
     args = ap.parse_args()
     if iris.BACKEND != "cuda":
         raise SystemExit("run it with IRIS_BACKEND=cuda")

@@ -231,6 +231,21 @@ def test_fp8_default_configs_on_gpu_match_float64_like_torch():
                 assert err < max(2 * err_torch, 1e-2), (m, n, k, row, err, err_torch)
 
 
+def r_atomic_slices(ctx, op, variant):
+    """r_check with 10 slices per tile (more than gemm.SERIAL_SLICES: added by fp32 atomics into a partial that the
+    last slice zeroes again), 16-wide tiles at edges of 4; K blocks 9, so a slice is empty."""
+    from test_fused_ops import r_check
+    w = ctx.get_num_ranks()
+    cfg = {"block_m": 16, "block_n": 16, "block_k": 16, "split_k": 10, "gemm_sms": 20}
+    return r_check(ctx, op, variant, "float32", 20, 20 * w, 144, 3, cfg)
+
+
+def test_atomic_slice_sums_in_fused_ops(ranks2):
+    # the GEMM loop the fused variants share (FP8's scaled_mm, FP8_CASES above, covers the kernel of its own)
+    errs = ranks2.run(r_atomic_slices, "gemm_all_scatter", "bulk_sync")
+    assert all(isinstance(e, float) for e in errs), errs
+
+
 def r_decode(ctx, op, variant, cfg):
     from test_fused_ops import r_check
     w = ctx.get_num_ranks()
