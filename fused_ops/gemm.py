@@ -229,8 +229,10 @@ def unit_acc(
 # A tile split into more slices than this adds them with fp32 atomics into one partial (its first slice's, zero
 # between calls) instead of each slice storing its own for the last one to read back in order: there one program
 # reads SPLIT_K partials serially, which cost more than more slices saved (K >> M x N, 128x128x65536: 16 slices 0.62x
-# torch.matmul, 32 slices 0.53x; results/current/gemm/edge_eb7d296/). The atomics' order varies from call to call,
-# so such a tile's fp32 sum may differ in its last bits; up to SERIAL_SLICES slices the sum is in slice order.
+# torch.matmul, 32 slices 0.53x; results/current/gemm/edge_eb7d296/; by atomics 33 slices ran 0.74x, median of 3 runs,
+# final_e9cb8e8/). At 2-3 slices of 128-row tiles neither sum pays (1024x2560x2880: whole tiles 0.77x, 2 slices 0.42x
+# in order, 0.39x by atomics). The atomics' order varies from call to call, so such a tile's fp32 sum may differ in
+# its last bits; up to SERIAL_SLICES slices the sum is in slice order.
 SERIAL_SLICES = tl.constexpr(8)
 
 
