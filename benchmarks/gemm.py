@@ -23,7 +23,7 @@ from benchmarks import shapes as shape_set  # noqa: E402
 from benchmarks.harness import paired_graph_us, stamp  # noqa: E402
 from fused_ops import problem as _problem  # noqa: E402
 from fused_ops.config import Config  # noqa: E402
-from fused_ops.gemm import gemm_kernel, store_vec  # noqa: E402
+from fused_ops.gemm import gemm_kernel, pad_weight, store_vec  # noqa: E402
 from fused_ops.problem import Problem  # noqa: E402
 from fused_ops.registry import OPS  # noqa: E402
 
@@ -76,6 +76,9 @@ SMALL_M_CANDIDATES = {"128x128x64 s4 w8 k2": tile(128, 128, 64, 4, 8, split_k=2)
 
 # Alternatives where the C row stride is not a multiple of 16 elements: the store without the alignment hint (C_VEC=1).
 CANDIDATES["default, no vec"] = None
+# Where B's rows are not 128-byte aligned: B through fused_ops.pad_weight (done once per weight, outside the timing),
+# against torch.matmul on the unpadded B (what a user gets who pads vs one who does not; torch ran as fast on either).
+CANDIDATES["default, padded B"] = None
 # Decode-sized (M < 128) and few-tile shapes: split-K over more slices, narrow tiles.
 SMALL_M_CANDIDATES.update({"64x64x128 s4 w4 k2": tile(64, 64, 128, 4, 4, split_k=2),
                            "64x64x128 s4 w4 k4": tile(64, 64, 128, 4, 4, split_k=4),
@@ -102,6 +105,9 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "fp8 128x256x128 s3 w8 tail": tile(128, 256, 128, 3, 8, split_tail=True),
                   "fp8 128x128x128 s6 w8 tail": tile(128, 128, 128, 6, 8, split_tail=True),
                   "fp8 16x128x256 s4 w4": tile(16, 128, 256, 4, 4)}
+
+
+ROUNDS = 11  # paired rounds per configuration (benchmarks.harness.paired_graph_us), medians
 
 
 def shapes(small=False):
@@ -149,13 +155,18 @@ def run(ctx, args, run_stamp):
                 continue  # 64-row tiles are for small M, narrower ones for decode (M < 128)
             if name.endswith("no vec") and store_vec(c, c.stride(0), n) == 8 // 1 and n % 16 == 0:
                 continue  # Triton aligns the stores itself: nothing to compare
+            bb = b
+            if name.endswith("padded B"):
+                if (n * b.element_size()) % 128 == 0 or (n * b.element_size()) % 16:
+                    continue  # aligned already, or rows TMA cannot describe at all (the pointer path)
+                bb = pad_weight(b)
             if cfg is not None and cfg.split_k is None and not cfg.split_tail:  # whole tiles: not the default's
                 cfg = dataclasses.replace(cfg, split_k=1, split_tail=False)  # split (the default may split a tail)
             if name.endswith(" x2"):
                 cfg = dataclasses.replace(cfg, gemm_sms=2 * ctx.get_cu_count())
             _problem.HOST_DESCRIPTORS = "device-built" not in name
             try:
-                p = Problem(ctx=ctx, op="gemm_all_scatter", variant=variant, a=a, b=b, c=c, m=m, n=n, k=k, config=cfg)
+                p = Problem(ctx=ctx, op="gemm_all_scatter", variant=variant, a=a, b=bb, c=c, m=m, n=n, k=k, config=cfg)
             except ValueError as e:  # e.g. a split tail where there is no full wave
                 print(f"{m:>6d}x{n}x{k} {name:18s} skipped: {str(e)[:80]}", flush=True)
                 _problem.HOST_DESCRIPTORS = True
@@ -178,7 +189,8 @@ def run(ctx, args, run_stamp):
                 _problem.HOST_DESCRIPTORS = True
                 continue
             err = ((c.double() - ref).norm() / ref.norm()).item()
-            t, t_torch = paired_graph_us(call, lambda: torch.matmul(a, b, out=c))  # torch again, in turns
+            # torch again, in turns; ROUNDS pairs (a GEMM of ~10 us moved up to 15% between runs at 5 rounds)
+            t, t_torch = paired_graph_us(call, lambda: torch.matmul(a, b, out=c), rounds=ROUNDS)
             rows.append(dict(m=m, n=n, k=k, shape_class=tag["class"], source=tag["source"], config=name, c_vec=vec,
                              host_descriptors=_problem.HOST_DESCRIPTORS, pdl=pdl,
                              block_m=p.cfg.block_m, block_n=p.cfg.block_n,
@@ -198,6 +210,12 @@ def run(ctx, args, run_stamp):
     best = df.loc[df.groupby(["m", "n", "k"]).vs_torch.idxmax()].set_index(["m", "n", "k"])
     print(d[["shape_class", "vs_torch"]].join(best[["config", "vs_torch"]], rsuffix="_best").to_string())
     print(class_table(df[df.config == "default"]).to_string())
+    if (df.config == "default, padded B").any():
+        pad = df[df.config == "default, padded B"].set_index(["m", "n", "k"])
+        both = df[df.config == "default"].set_index(["m", "n", "k"])
+        both.loc[pad.index] = pad
+        print("... with B through fused_ops.pad_weight where its rows are not 128-byte aligned:")
+        print(class_table(both.reset_index()).to_string())
     print(f"wrote {args.out}/gemm.csv ({len(df)} rows, all correct: {bool(df.correct.all())})")
 
 

@@ -17,9 +17,21 @@ from benchmarks import shapes as S  # noqa: E402
 from benchmarks.gemm import class_table  # noqa: E402
 
 
-def defaults(path):
-    df = pd.read_csv(path)
-    df = df[df.config == "default"].copy()
+def defaults(path, padded=False):
+    """The `default` rows; padded: where the CSV has a `default, padded B` row for a shape (B rows not 128-byte
+    aligned, B through fused_ops.pad_weight), that row instead. Several CSVs (runs of the same command): per shape and
+    config, the row of the median vs_torch."""
+    if not isinstance(path, str):
+        runs = pd.concat([pd.read_csv(p) for p in path], ignore_index=True)
+        pick = runs.groupby(["m", "n", "k", "config"]).vs_torch.transform(lambda v: v.sort_values().iloc[len(v) // 2])
+        path = runs[runs.vs_torch == pick].drop_duplicates(["m", "n", "k", "config"])
+    df = pd.read_csv(path) if isinstance(path, str) else path
+    if padded:
+        pad = df[df.config == "default, padded B"].set_index(["m", "n", "k"])
+        df = df[df.config == "default"].set_index(["m", "n", "k"])
+        df.loc[pad.index] = pad
+        df = df.reset_index()
+    df = df[df.config.str.startswith("default")].copy() if padded else df[df.config == "default"].copy()
     df["shape_class"] = [S.shape_class(m, n, k) for m, n, k in zip(df.m, df.n, df.k)]  # older CSVs have no class
     return df
 
@@ -27,7 +39,7 @@ def defaults(path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--before", required=True)
-    ap.add_argument("--after", required=True)
+    ap.add_argument("--after", required=True, nargs="+", help="one CSV, or several runs (the median per shape)")
     ap.add_argument("--fp8", default=None)
     ap.add_argument("--png", default=None)
     args = ap.parse_args()
@@ -35,8 +47,13 @@ def main():
     table = before.set_index("shape_class")[["shapes", "geomean", "min"]].join(
         after.set_index("shape_class")[["geomean", "min", "below_floor", "worst"]], lsuffix="_before",
         rsuffix="_after")
-    a = pd.read_csv(args.after).iloc[0]
-    print(f"bf16 vs torch.matmul, {a.device}, {a.date}, commit {a.commit}: `{a.command}`")
+    padded = None
+    if (pd.read_csv(args.after[0]).config == "default, padded B").any():
+        padded = class_table(defaults(args.after, padded=True)).set_index("shape_class")
+        table = table.join(padded[["geomean", "min", "below_floor"]].add_suffix("_padded_b"))
+    a = pd.read_csv(args.after[0]).iloc[0]
+    runs = f" (median of {len(args.after)} runs)" if len(args.after) > 1 else ""
+    print(f"bf16 vs torch.matmul, {a.device}, {a.date}, commit {a.commit}: `{a.command}`{runs}")
     print(table.to_string())
     fp8 = {}
     if args.fp8:
@@ -54,6 +71,8 @@ def main():
 
         classes = list(table.index)
         series = {"bf16 before": table.geomean_before, "bf16 after": table.geomean_after}
+        if padded is not None:
+            series["bf16 after, B via pad_weight"] = table.geomean_padded_b
         series.update({name: t.set_index("shape_class").geomean.reindex(classes) for name, t in fp8.items()})
         fig, ax = plt.subplots(figsize=(12, 4.5))
         width = 0.8 / len(series)

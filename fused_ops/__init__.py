@@ -19,6 +19,7 @@ from .auto import tune  # noqa: F401
 from . import all_gather, all_reduce, all_scatter, reduce_scatter  # noqa: F401,E402  (registers variants)
 from .moe import moe_ffn  # noqa: F401,E402  (expert parallelism: fused_ops/moe)
 from . import fp8  # noqa: F401,E402  (FP8 scaled GEMM)
+from .gemm import pad_weight  # noqa: F401,E402  (B rows aligned for TMA, once per weight)
 
 # Keep list order meaningful: baselines first, then from least to most overlapped.
 _ORDER = ["torch_nccl", "torch_symm_mem", "torch_async_tp", "bulk_sync", "fused_sequential", "atomic", "one_shot",
@@ -37,7 +38,7 @@ __all__ = [
     # expert parallelism (fused_ops/moe) and FP8 (fused_ops/fp8.py)
     "moe_ffn", "fp8",
     # configuration and tuning
-    "Config", "default_config", "tune",
+    "Config", "default_config", "tune", "pad_weight",
     # the catalog
     "OPS", "PATTERNS", "list_ops", "list_variants", "variant", "get",
 ]

@@ -71,6 +71,14 @@ HALF_TILE_COST = 0.52
 TILE_OVERHEAD_BLOCKS = 9
 
 
+# The 64x128 tile (4 warps) takes about 0.6-0.7 of a 128x128 tile's time (128x12288x1536: 2 waves of it 17.3 us, 1
+# wave of 128x128 tiles 14.4 us; 1024x896x5120: 20.6 vs 29.0 us, both in 1 wave; results/current/gemm/edge_eb7d296/).
+# Where it needs more waves than the 128x128 tile by more than that (192 tiles over 132 SMs where 96 128x128 tiles
+# fit in one wave: 0.81 -> 0.99x torch.matmul, results/current/gemm/final_e9cb8e8/), the larger tile is the pick,
+# though its one wave leaves SMs idle.
+QUARTER_TILE_COST = 0.65
+
+
 def half_tile_cost(k, block_k):
     """A 128x128 tile's time in 128x256 tiles at this K (HALF_TILE_COST at long K, more where K is short)."""
     kb = -(-k // block_k)
@@ -99,12 +107,14 @@ def tail_split(tiles, programs, k, block_k):
 
 # Where even the smallest tile leaves most programs idle (tiles <= programs / FEW_TILES: K >> M x N, e.g. 128 x 128 x
 # 65536 ran 0.10x torch.matmul on 4 whole tiles, results/current/gemm/), every tile is split along K (plain split-K)
-# into as many slices as the programs take (at most MAX_SPLIT: 16 slices beat 33 at both such shapes, the fixup
-# reads every slice back: 128x128x65536 0.47 -> 0.59x, 64x256x131072 0.78 -> 0.87x), each of at least
-# MIN_SLICE_BLOCKS blocks. At 64 tiles (about half the SMs) whole tiles won (results/archive/gemm_small_21da4a4.csv),
-# hence the margin.
+# into as many slices as the programs take (at most MAX_SPLIT), each of at least MIN_SLICE_BLOCKS blocks: such a GEMM
+# streams A and B once and needs every SM's loads in flight. With the slices summed in order by the last one in, 16
+# slices beat 33 (128x128x65536 0.47 -> 0.59x, 64x256x131072 0.78 -> 0.87x); with more than gemm.SERIAL_SLICES
+# slices they add up by atomics and all the programs take part: 33 slices of 4 tiles, 0.59 -> 0.74x and 0.87 -> 1.03x
+# (median of 3 runs, results/current/gemm/final_e9cb8e8/). At 64 tiles (about half the SMs) whole tiles won
+# (results/archive/gemm_small_21da4a4.csv), hence the margin.
 FEW_TILES = 4
-MAX_SPLIT = 16
+MAX_SPLIT = 64
 
 
 def few_tiles_split(tiles, programs, k, block_k, m=None):
@@ -167,6 +177,8 @@ def default_config(ctx, m, n_local, k, dtype, comm_programs=False, split=False):
         if tiles(bm, bn) >= fill * sms:
             break
     waves = lambda bm, bn: -(-tiles(bm, bn) // gemm)  # noqa: E731
+    if (bm, bn) == table[2][:2] and waves(bm, bn) * QUARTER_TILE_COST > waves(*table[1][:2]):
+        bm, bn, bk, stages, warps, fill = table[1]  # the 64-row tile would take more waves than it saves
     if (bm, bn) not in (table[0][:2], table[1][:2]):
         s = few_tiles_split(tiles(bm, bn), gemm, k, bk) if split else 1
         return Config(block_m=bm, block_n=bn, block_k=bk, group_m=8, gemm_sms=gemm, comm_sms=comm, num_stages=stages,

@@ -134,7 +134,7 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, out=None, config
         split = tiles - whole
         key = (a.device, split * s * bm * bn, split)
         if key not in _workspaces:
-            _workspaces[key] = (torch.empty(max(1, split * s * bm * bn), device=a.device, dtype=torch.float32),
+            _workspaces[key] = (torch.zeros(max(1, split * s * bm * bn), device=a.device, dtype=torch.float32),
                                 torch.zeros(max(1, split), device=a.device, dtype=torch.int32))
         partials, counts = _workspaces[key]
         units = whole + split * s

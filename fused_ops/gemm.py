@@ -252,21 +252,39 @@ def unit_acc(
     return acc, done
 
 
+# A tile split into more slices than this adds them with fp32 atomics into one partial (its first slice's, zero
+# between calls) instead of each slice storing its own for the last one to read back in order: there one program
+# reads SPLIT_K partials serially, which cost more than more slices saved (K >> M x N, 128x128x65536: 16 slices 0.62x
+# torch.matmul, 32 slices 0.53x; results/current/gemm/edge_eb7d296/; by atomics 33 slices ran 0.74x, median of 3 runs,
+# final_e9cb8e8/). At 2-3 slices of 128-row tiles neither sum pays (1024x2560x2880: whole tiles 0.77x, 2 slices 0.42x
+# in order, 0.39x by atomics). The atomics' order varies from call to call, so such a tile's fp32 sum may differ in
+# its last bits; up to SERIAL_SLICES slices the sum is in slice order.
+SERIAL_SLICES = tl.constexpr(8)
+
+
 @triton.jit
 def sum_slices(acc, tile, s, PARTIALS, COUNTS, SPLIT_K: tl.constexpr):
     """Publish slice s of split tile number `tile` (counting split tiles only), count it in; the last one in sums all
-    slices and re-arms the count for the next call (each call brings the count from 0 to SPLIT_K: never stale)."""
+    slices and re-arms the count (and, beyond SERIAL_SLICES, zeroes the atomic partial) for the next call (each call
+    brings the count from 0 to SPLIT_K: never stale)."""
     BLOCK_M: tl.constexpr = acc.shape[0]
     BLOCK_N: tl.constexpr = acc.shape[1]
     offs = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
     base = PARTIALS + tile.to(tl.int64) * (SPLIT_K * BLOCK_M * BLOCK_N)
-    tl.store(base + s * (BLOCK_M * BLOCK_N) + offs, acc)
+    if SPLIT_K > SERIAL_SLICES:
+        tl.atomic_add(base + offs, acc, sem="relaxed", scope="gpu")
+    else:
+        tl.store(base + s * (BLOCK_M * BLOCK_N) + offs, acc)
     tl.debug_barrier()  # every thread's stores, then one release (acq_rel: the last one also acquires the others')
     done = tl.atomic_add(COUNTS + tile, 1, sem="acq_rel", scope="gpu") == SPLIT_K - 1
     if done:
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for j in tl.static_range(SPLIT_K):
-            acc += tl.load(base + j * (BLOCK_M * BLOCK_N) + offs, cache_modifier=".cg")
+        if SPLIT_K > SERIAL_SLICES:
+            acc = tl.load(base + offs, cache_modifier=".cg")
+            tl.store(base + offs, tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32))
+        else:
+            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+            for j in tl.static_range(SPLIT_K):
+                acc += tl.load(base + j * (BLOCK_M * BLOCK_N) + offs, cache_modifier=".cg")
         tl.store(COUNTS + tile, 0)
     return acc, done
 
@@ -276,6 +294,31 @@ def call_slot(P, epoch, slot_size):
     """This call's half of a double buffer of 2 x slot_size elements (the call's epoch parity). The epoch is read on
     the device, so replays of a captured CUDA graph alternate too."""
     return P + (epoch % 2) * slot_size
+
+
+def pad_weight(w, multiple=64):
+    """w (K x N, row-major) with the same shape and values, in storage whose rows start every `multiple` elements
+    (a view of K x ceil(N / multiple) x multiple): call it once per weight, where it is created or loaded, not per
+    GEMM (it copies w). Why: a B operand whose rows are not 128-byte aligned (N x 2 bytes % 128 != 0: N = 1000, 3000,
+    5000...) makes every TMA box row straddle two 128-byte lines; on one H100 4096x1000x8192 ran 0.77x torch.matmul
+    with B contiguous and 1.00x with the padded stride, 4096x3000x4096 0.74 -> 0.99x (results/current/gemm/
+    edge_eb7d296/). A weight stored as nn.Linear stores it (N x K, passed as w.t()) needs no padding where K is
+    aligned: that layout ran 0.98-0.99x. Cost: K x (padded N - N) elements of memory; none per call. Not collective."""
+    import torch
+
+    if w.dim() != 2:
+        raise ValueError(f"pad_weight: expected a 2-D K x N weight, got shape {tuple(w.shape)}")
+    if multiple < 1 or (multiple * w.element_size()) % 16:
+        raise ValueError(f"pad_weight: multiple={multiple} elements must be a positive multiple of 16 bytes "
+                         f"({16 // w.element_size()} elements of {w.dtype})")
+    k, n = w.shape
+    aligned_rows = w.stride(1) == 1 and w.stride(0) % multiple == 0
+    aligned_cols = w.stride(0) == 1 and w.stride(1) % multiple == 0  # K-major (nn.Linear's weight.t()): TMA=2
+    if (aligned_rows or aligned_cols) and w.data_ptr() % 16 == 0:
+        return w
+    buf = torch.empty(k, -(-n // multiple) * multiple, dtype=w.dtype, device=w.device)
+    buf[:, :n] = w
+    return buf[:, :n]
 
 
 def store_vec(c, *ints):

@@ -105,7 +105,7 @@ def catalog_kernels():
         k2 = dict(g, SPLIT_K=2)  # split-K's slice sums (fused_ops.gemm.gemm_unit)
         out += [
             ("fused_ops.gemm", "gemm_kernel", [dict(g, SIGNAL=s) for s in ("none", "local", "arrive")] +
-             [dict(k2, SIGNAL="local")] +
+             [dict(k2, SIGNAL="local"), dict(g, SPLIT_K=33, SIGNAL="none")] +  # 33 slices: added by atomics
              [dict(g, SIGNAL="none", ROLE=sync.role(**r)) for r in ({"enter": True}, {"arrive": True},
                                                                      {"exit": True, "close": True})]),
             ("fused_ops.all_scatter.fused_sequential", "kernel", [g, k2]),

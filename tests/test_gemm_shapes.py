@@ -12,12 +12,13 @@ from fused_ops.config import (
     DECODE_TILE,
     HOPPER_FP8_TILES,
     HOPPER_TILES,
+    MAX_SPLIT,
     Config,
     default_config,
     half_tile_cost,
     resolve,
 )
-from fused_ops.gemm import store_vec
+from fused_ops.gemm import SERIAL_SLICES, pad_weight, store_vec
 
 
 class _GPU:
@@ -76,14 +77,38 @@ def test_decode_rows_get_16_row_tiles():
 def test_plain_split_k_where_tiles_are_few():
     for m, n, k in ((128, 128, 65536), (64, 256, 131072)):
         cfg = default_config(_GPU(), m, n, k, torch.bfloat16, split=True)
-        assert (cfg.split_k, cfg.split_tail) == (16, False)
-        assert resolve(cfg, None, m, n, k).split_k == 16  # resolve keeps the default's plain split
+        # 4 tiles of 64x64: 33 slices each, every SM streaming (more than SERIAL_SLICES: summed by atomics)
+        assert (cfg.split_k, cfg.split_tail) == (33, False) and cfg.split_k > SERIAL_SLICES
+        assert resolve(cfg, None, m, n, k).split_k == 33  # resolve keeps the default's plain split
         # a caller's tiles get their own split; split_tail=False from the caller means whole tiles
-        assert resolve(cfg.merged(cfg), Config(block_n=128), m, n, k).split_k == 16
+        wide = Config(block_n=128)  # 2 tiles: 66 slices would fit the programs, MAX_SPLIT caps them
+        assert resolve(wide.merged(cfg), wide, m, n, k).split_k == MAX_SPLIT == 64
         user = Config(split_tail=False)
         assert resolve(user.merged(cfg), user, m, n, k).split_k == 1
     # half the SMs busy: whole tiles (results/archive/gemm_small_21da4a4.csv)
     assert default_config(_GPU(), 128, 8192, 8192, torch.bfloat16, split=True).split_k == 1
+
+
+def test_64_row_tiles_only_where_they_take_no_more_waves():
+    # 128 x 12288: 192 64x128 tiles (2 waves of 132) vs 96 128x128 tiles (1 wave): the larger tile (0.80 -> 0.96x)
+    assert _tile(default_config(_GPU(), 128, 12288, 1536, torch.bfloat16)) == HOPPER_TILES[1][:3]
+    # one wave either way: the 64-row tile stays (1024x896x5120: 0.81x vs 0.62x for 128x128)
+    for m, n, k in ((1024, 896, 5120), (129, 4096, 4096), (128, 8192, 7392)):
+        assert _tile(default_config(_GPU(), m, n, k, torch.bfloat16)) == HOPPER_TILES[2][:3], (m, n, k)
+
+
+def test_pad_weight_aligns_rows_and_keeps_values():
+    w = torch.randn(5, 1000, dtype=torch.float16)
+    p = pad_weight(w)
+    assert p.shape == w.shape and p.stride() == (1024, 1) and torch.equal(p, w)
+    assert pad_weight(p) is p  # aligned already: no copy
+    t = torch.randn(1000, 64, dtype=torch.float16).t()  # nn.Linear's weight.t(): K-major, rows of K = 64: aligned
+    assert pad_weight(t) is t
+    assert pad_weight(w, 8).stride(0) == 1000
+    with pytest.raises(ValueError, match="2-D"):
+        pad_weight(torch.zeros(3))
+    with pytest.raises(ValueError, match="multiple of 16 bytes"):
+        pad_weight(w, 4)
 
 
 def test_half_tile_cost_rises_where_k_is_short():
@@ -147,7 +172,10 @@ def test_fp8_refusals_say_what_was_expected(case, error, words):
 # alignment hint), plain split-K, and a split last wave (12 tiles over 5 programs: 2 full waves, 2 tiles split in 2)
 FP8_CASES = [(1, 1, 1, Config(block_m=16, block_n=16, block_k=16)), (17, 31, 29, Config(block_m=16, block_n=16,
                               block_k=16)), (1, 40, 33, Config(block_m=16, block_n=16, block_k=32)),
-             (37, 24, 70, Config(block_m=16, block_n=16, block_k=16, split_k=3)), (48, 64, 256, Config(block_m=16,
+             (37, 24, 70, Config(block_m=16, block_n=16, block_k=16, split_k=3)),
+             # more slices than gemm.SERIAL_SLICES: added by fp32 atomics (K blocks 13 over 12 slices: some empty)
+             (20, 24, 200, Config(block_m=16, block_n=16, block_k=16, split_k=12, gemm_sms=24)),
+             (48, 64, 256, Config(block_m=16,
                                  block_n=16, block_k=16, gemm_sms=5,
                                                                                 split_tail=True))]
 
@@ -201,6 +229,21 @@ def test_fp8_default_configs_on_gpu_match_float64_like_torch():
                     err_torch = ((torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16).double() - ref).norm()
                                  / ref.norm()).item()
                 assert err < max(2 * err_torch, 1e-2), (m, n, k, row, err, err_torch)
+
+
+def r_atomic_slices(ctx, op, variant):
+    """r_check with 10 slices per tile (more than gemm.SERIAL_SLICES: added by fp32 atomics into a partial that the
+    last slice zeroes again), 16-wide tiles at edges of 4; K blocks 9, so a slice is empty."""
+    from test_fused_ops import r_check
+    w = ctx.get_num_ranks()
+    cfg = {"block_m": 16, "block_n": 16, "block_k": 16, "split_k": 10, "gemm_sms": 20}
+    return r_check(ctx, op, variant, "float32", 20, 20 * w, 144, 3, cfg)
+
+
+def test_atomic_slice_sums_in_fused_ops(ranks2):
+    # the GEMM loop the fused variants share (FP8's scaled_mm, FP8_CASES above, covers the kernel of its own)
+    errs = ranks2.run(r_atomic_slices, "gemm_all_scatter", "bulk_sync")
+    assert all(isinstance(e, float) for e in errs), errs
 
 
 def r_decode(ctx, op, variant, cfg):
