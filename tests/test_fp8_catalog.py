@@ -15,7 +15,9 @@ FP8 = torch.float8_e4m3fn
 OPS = fused_ops.list_ops()
 CASES = [(op, v) for op in OPS for v in fused_ops.list_variants(op, iris.BACKEND, "float8_e4m3fn")]
 OUT = ["float16", "float32"] + (["bfloat16"] if ON_GPU else [])
-TOL = {torch.float16: 2e-3, torch.bfloat16: 1e-2, torch.float32: 1e-5}
+# float32 out: the interpreter's FP8 dots are exact; Hopper's FP8 tensor cores accumulate with fewer bits than fp32
+# (relative errors of 4e-5 to 2e-4 at these sizes; torch._scaled_mm 7e-5 to 1.3e-4 on an H100)
+TOL = {torch.float16: 2e-3, torch.bfloat16: 1e-2, torch.float32: 1e-3 if ON_GPU else 1e-5}
 # per-rank m x n x k: edges in M, N and K for the CPU's 32-wide tiles and FP8's 128x256x128 on GPUs; on GPUs K and N are
 # multiples of 16 (torch._scaled_mm's rule for the baselines) and rows of 48 bytes take the TMA path
 DIMS = (18, 48, 48) if ON_GPU else (18, 40, 36)

@@ -362,6 +362,7 @@ def test_moe_ffn_invalid_ids_on_the_device_give_nan_rows_and_an_error(ranks2):
         assert again <= TOL["float32"]
 
 
+@gpu_per_rank(2)  # the benchmark gathers its timings over NCCL
 def test_moe_benchmark_smoke(tmp_path):
     """benchmarks/moe.py end to end on tiny shapes: every variant timed, validated and written with the taxonomy's
     columns (device, date, commit, command included)."""
