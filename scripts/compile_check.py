@@ -143,6 +143,17 @@ def catalog_kernels():
     return [(m, n, auto_signature(m, n), v) for m, n, v in out] + host_descriptor_kernels(gemm)
 
 
+# The kernels that run the whole GEMM loop in one launch (module, kernel, constexprs besides the tiles)
+WHOLE_GEMM = [("fused_ops.gemm", "gemm_kernel", {"SIGNAL": "local"}),
+              ("fused_ops.all_scatter.fused_sequential", "kernel", {}),
+              ("fused_ops.all_scatter.wg_specialized", "kernel", {"GEMM_SMS": 116}),
+              ("fused_ops.all_reduce.atomic", "kernel", {}), ("fused_ops.all_reduce.one_shot", "kernel", {}),
+              ("fused_ops.all_reduce.two_shot", "kernel", {}),
+              ("fused_ops.all_reduce.wg_specialized", "kernel", {"GEMM_SMS": 116}),
+              ("fused_ops.reduce_scatter.fused", "kernel", {}),
+              ("fused_ops.reduce_scatter.wg_specialized", "kernel", {"GEMM_SMS": 116})]
+
+
 def fp8_kernels():
     """The catalog kernels that take FP8 operands (fused_ops/fp8.py WITH_FP8): e4m3 A/B, bf16 C and partials, fp32
     scales (SCALES: fp8.scale_mode; all_gather_gemm's gathered row scales: 2 and 4), on FP8's default tile, through
@@ -151,14 +162,7 @@ def fp8_kernels():
 
     bm, bn, bk, stages, warps, _ = HOPPER_FP8_TILES[0]
     g = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_stages": stages, "num_warps": warps}
-    kernels = [("fused_ops.gemm", "gemm_kernel", {"SIGNAL": "local"}),
-               ("fused_ops.all_scatter.fused_sequential", "kernel", {}),
-               ("fused_ops.all_scatter.wg_specialized", "kernel", {"GEMM_SMS": 116}),
-               ("fused_ops.all_reduce.atomic", "kernel", {}), ("fused_ops.all_reduce.one_shot", "kernel", {}),
-               ("fused_ops.all_reduce.two_shot", "kernel", {}),
-               ("fused_ops.all_reduce.wg_specialized", "kernel", {"GEMM_SMS": 116}),
-               ("fused_ops.reduce_scatter.fused", "kernel", {}),
-               ("fused_ops.reduce_scatter.wg_specialized", "kernel", {"GEMM_SMS": 116})]
+    kernels = WHOLE_GEMM
     out = []
     for m, n, cx in kernels:
         sig = {**auto_signature(m, n), "A": p("fp8e4nv"), "B": p("fp8e4nv"), "SA": p("fp32"), "SB": p("fp32")}
@@ -190,14 +194,7 @@ def host_descriptor_kernels(gemm):
     a = f"tensordesc<bf16[{gemm['BLOCK_M']}, {gemm['BLOCK_K']}]>"
     b = {1: f"tensordesc<bf16[{gemm['BLOCK_K']}, {gemm['BLOCK_N']}]>",
          2: f"tensordesc<bf16[{gemm['BLOCK_N']}, {gemm['BLOCK_K']}]>"}
-    whole = [("fused_ops.gemm", "gemm_kernel", {"SIGNAL": "local"}),
-             ("fused_ops.all_scatter.fused_sequential", "kernel", {}),
-             ("fused_ops.all_scatter.wg_specialized", "kernel", {"GEMM_SMS": 116}),
-             ("fused_ops.all_reduce.atomic", "kernel", {}), ("fused_ops.all_reduce.one_shot", "kernel", {}),
-             ("fused_ops.all_reduce.two_shot", "kernel", {}),
-             ("fused_ops.all_reduce.wg_specialized", "kernel", {"GEMM_SMS": 116}),
-             ("fused_ops.reduce_scatter.fused", "kernel", {}),
-             ("fused_ops.reduce_scatter.wg_specialized", "kernel", {"GEMM_SMS": 116})]
+    whole = WHOLE_GEMM
     out = []
     for tma in (1, 2):
         for m, n, cx in whole:
