@@ -104,7 +104,15 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "fp8 128x256x64 s4 w8": tile(128, 256, 64, 4, 8),
                   "fp8 128x256x128 s3 w8 tail": tile(128, 256, 128, 3, 8, split_tail=True),
                   "fp8 128x128x128 s6 w8 tail": tile(128, 128, 128, 6, 8, split_tail=True),
-                  "fp8 16x128x256 s4 w4": tile(16, 128, 256, 4, 4)}
+                  "fp8 16x128x256 s4 w4": tile(16, 128, 256, 4, 4),
+                  # issue 31 round 3: K blocks of 256 (one promotion of the FP8 accumulator per 256 products of K,
+                  # half the waits of 128), 128x64 tiles, two 64x128 programs per SM (98 KB each, gemm_sms 2 x 132)
+                  "fp8 128x128x256 s3 w8": tile(128, 128, 256, 3, 8),
+                  "fp8 128x128x256 s3 w8 tail": tile(128, 128, 256, 3, 8, split_tail=True),
+                  "fp8 128x64x256 s4 w4": tile(128, 64, 256, 4, 4),
+                  "fp8 64x128x256 s2 w4 x2": tile(64, 128, 256, 2, 4, gemm_sms=264),
+                  "fp8 64x256x128 s4 w8": tile(64, 256, 128, 4, 8),
+                  "fp8 16x64x256 s4 w4": tile(16, 64, 256, 4, 4)}
 
 
 ROUNDS = 11  # paired rounds per configuration (benchmarks.harness.paired_graph_us), medians
