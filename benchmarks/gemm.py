@@ -304,13 +304,12 @@ def run_fp8(ctx, args, run_stamp):
                     continue
                 if cfg is not None and cfg.split_k is None and not cfg.split_tail:
                     cfg = dataclasses.replace(cfg, split_k=1, split_tail=False)
+                fast = "fast accum" in name
                 try:
-                    used, _ = fp8.plan(a, b, cfg)
+                    used, _ = fp8.plan(a, b, cfg, fast)
                 except ValueError as e:
                     print(f"{m}x{n}x{k} {name}: {e}")
                     continue
-
-                fast = "fast accum" in name
 
                 def call():
                     return fp8.scaled_mm(a, b, sa, sb, out=c, config=cfg, use_fast_accum=fast)
