@@ -58,6 +58,18 @@ DECODE_ROWS = 16
 DECODE_TILE = (16, 64, 256, 4, 4)
 DECODE_FEW_TILE = (16, 64, 128, 6, 4)
 HOPPER_FP8_TILES = tuple((bm, bn, 2 * bk, st, w, fill) for bm, bn, bk, st, w, fill in HOPPER_TILES)
+# FP8 with precise accumulation (scaled_mm's default, use_fast_accum=False, as torch._scaled_mm's): Triton promotes the
+# tensor cores' partial sums into the fp32 accumulator once per dot (gemm_k_blocks' MAX_IMPRECISE = BLOCK_K), which
+# needs a second accumulator and a wait on the MMAs just issued. A 128x256 tile's two fp32 accumulators need 256
+# registers a thread at 8 warps: it spills (ptxas: 255 registers, 124 B of spill stores), and ran 1.35-1.55x slower
+# than with fast accumulation at M >= 1024. A 128x128 tile over 256-deep K blocks (155 registers, one promotion and one
+# wait per 256 products of K; its error matched torch's to 1%) beat it at 26 of the 33 shapes where the 128-row tiles
+# were the default (e.g. 4096x4544x4544 0.63 -> 0.75x, 128x12288x1536 0.77 -> 0.92x torch._scaled_mm; geomean of the
+# 46 FP8 shapes, best tile per shape: 0.79), and 16-row tiles beat the 64-row ones at decode (16x5120x6912 0.44 ->
+# 0.60x, 1x19008x8192 0.78 -> 0.90x; results/current/gemm/fp8_explore_4ef4cd5/). Two or three 64x128 programs per SM
+# (one's MMAs running while another waits) did not make up for their smaller tiles (geomean 0.58).
+FP8_PRECISE_TILE = (128, 128, 256, 3, 8)
+FP8_DECODE_TILE = (16, 64, 256, 4, 4)
 # A persistent grid runs its tiles in waves of one per program, and a last wave that is partly empty costs a whole one.
 # A 128x128 tile (6 stages, 8 warps) takes 0.48-0.55 of a 128x256 tile's time (median 0.51 over the 40 GEMMs a rank
 # runs in the 2-GPU default sweep, results/current/gemm/wave_a8219b8/), so it is the better pick where its waves times
@@ -200,6 +212,22 @@ def default_config(ctx, m, n_local, k, dtype, comm_programs=False, split=False):
     return Config(block_m=bm, block_n=bn, block_k=bk, group_m=8, gemm_sms=gemm, comm_sms=comm, num_stages=stages,
                   num_warps=warps, tma=None,
                   split_k=tail_split(tiles(bm, bn), gemm, k, bk) if tail else 1, split_tail=tail)
+
+
+def fp8_precise(cfg, m):
+    """FP8 defaults (default_config's, for scaled_mm) made for precise accumulation: where they chose a 128-row tile,
+    FP8_PRECISE_TILE in whole tiles; at decode (m <= DECODE_ROWS), FP8_DECODE_TILE; plain split-K (few tiles) and the
+    64-row tiles as they were. Host only, free."""
+    if cfg.split_k > 1 and not cfg.split_tail:
+        return cfg
+    if m <= DECODE_ROWS:
+        bm, bn, bk, stages, warps = FP8_DECODE_TILE
+    elif cfg.block_m == 128:
+        bm, bn, bk, stages, warps = FP8_PRECISE_TILE
+    else:
+        return cfg
+    return replace(cfg, block_m=bm, block_n=bn, block_k=bk, num_stages=stages, num_warps=warps, split_k=1,
+                   split_tail=False)
 
 
 def candidates(ctx, dtype):

@@ -84,12 +84,15 @@ def check(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, out=None):
     return m, n, k, not tensor_wise
 
 
-def plan(a, b, config=None):
-    """(Config, TMA mode) scaled_mm would run for these operands: the device defaults for FP8 merged with `config`."""
+def plan(a, b, config=None, use_fast_accum=False):
+    """(Config, TMA mode) scaled_mm would run for these operands: the device defaults for FP8 (without fast
+    accumulation, on GPUs: config.fp8_precise's tiles) merged with `config`."""
     m, k = a.shape
     n = b.shape[1]
     dev = _Device(a.device)
     defaults = _config.default_config(dev, m, n, k, FP8, split=True)
+    if dev.backend == "cuda" and not use_fast_accum:
+        defaults = _config.fp8_precise(defaults, m)
     cfg = _config.resolve((config or _config.Config()).merged(defaults), config, m, n, k)
     _config.check(cfg, dev, None)
     aligned = all(t.data_ptr() % 16 == 0 for t in (a, b)) and (a.stride(0) % 16 == 0) and (b.stride(1) % 16 == 0)
@@ -103,9 +106,10 @@ def plan(a, b, config=None):
 def scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, out=None, config=None, use_fast_accum=False):
     """(a * scale_a) @ (b * scale_b) on FP8 e4m3 operands, fp32 accumulation, `out_dtype` result (a new M x N tensor,
     or `out`). Same operands, scales and use_fast_accum as torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=...):
-    without fast accumulation the tensor cores' partial sums are promoted to fp32 once per block of K (at K = 131072
-    the relative error was 1.1e-2 without, torch's 1.7e-3). config (fused_ops.Config): tiles, stages, warps,
-    programs, split_k (None: the FP8 defaults of config.default_config). One GPU, not collective."""
+    without fast accumulation the tensor cores' partial sums are promoted to fp32 once per block of K (128 or 256
+    products; at K = 131072 the relative error was 1.1e-2 without, torch's 1.7e-3). config (fused_ops.Config): tiles,
+    stages, warps, programs, split_k (None: the FP8 defaults of config.default_config, config.fp8_precise without
+    fast accumulation). One GPU, not collective."""
     m, n, k, row = check(a, b, scale_a, scale_b, out_dtype, out)
     if a.device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
         raise NotImplementedError("scaled_mm: FP8 operands on the CPU run only under the Triton interpreter "
@@ -113,7 +117,7 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, out=None, config
     if a.device.type == "cuda" and torch.cuda.get_device_capability(a.device) < (8, 9):
         raise NotImplementedError(f"scaled_mm: {torch.cuda.get_device_name(a.device)} has no FP8 tensor cores "
                                   f"(compute capability 8.9 or newer needed)")
-    cfg, tma = plan(a, b, config)
+    cfg, tma = plan(a, b, config, use_fast_accum)
     c = out if out is not None else torch.empty(m, n, device=a.device, dtype=out_dtype)
     bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k
     if tma:
