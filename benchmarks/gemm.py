@@ -79,6 +79,9 @@ CANDIDATES["default, no vec"] = None
 # Where B's rows are not 128-byte aligned: B through fused_ops.pad_weight (done once per weight, outside the timing),
 # against torch.matmul on the unpadded B (what a user gets who pads vs one who does not; torch ran as fast on either).
 CANDIDATES["default, padded B"] = None
+# The default with B as given where the call would copy it into aligned rows itself (fused_ops/problem.py pads_b):
+# what the default ran before that copy.
+CANDIDATES["default, B as given"] = None
 # Decode-sized (M < 128) and few-tile shapes: split-K over more slices, narrow tiles.
 SMALL_M_CANDIDATES.update({"64x64x128 s4 w4 k2": tile(64, 64, 128, 4, 4, split_k=2),
                            "64x64x128 s4 w4 k4": tile(64, 64, 128, 4, 4, split_k=4),
@@ -172,16 +175,23 @@ def run(ctx, args, run_stamp):
                 if (n * b.element_size()) % 128 == 0 or (n * b.element_size()) % 16:
                     continue  # aligned already, or rows TMA cannot describe at all (the pointer path)
                 bb = pad_weight(b)
+            if name.endswith("B as given") and not _problem.pads_b(m, n, k, b.element_size(), b.stride(0)):
+                continue  # the default does not copy B here: the same run as "default"
             if cfg is not None and cfg.split_k is None and not cfg.split_tail:  # whole tiles: not the default's
                 cfg = dataclasses.replace(cfg, split_k=1, split_tail=False)  # split (the default may split a tail)
             if name.endswith(" x2"):
                 cfg = dataclasses.replace(cfg, gemm_sms=2 * ctx.get_cu_count())
             _problem.HOST_DESCRIPTORS = "device-built" not in name
+            _problem.AUTO_PAD_B = not name.endswith("B as given")
+
+            def problem():  # per call, as the fused ops build it (inside what a graph captures: B's copy, if any)
+                return Problem(ctx=ctx, op="gemm_all_scatter", variant=variant, a=a, b=bb, c=c, m=m, n=n, k=k,
+                               config=cfg)
             try:
-                p = Problem(ctx=ctx, op="gemm_all_scatter", variant=variant, a=a, b=bb, c=c, m=m, n=n, k=k, config=cfg)
+                p = problem()
             except ValueError as e:  # e.g. a split tail where there is no full wave
                 print(f"{m:>6d}x{n}x{k} {name:18s} skipped: {str(e)[:80]}", flush=True)
-                _problem.HOST_DESCRIPTORS = True
+                _problem.HOST_DESCRIPTORS, _problem.AUTO_PAD_B = True, True
                 continue
             if p.cfg.split_k > 1 and not p.cfg.split_tail and p.num_tiles >= ctx.get_cu_count():
                 continue  # tiles enough for every SM: nothing for split-K to fill
@@ -190,15 +200,16 @@ def run(ctx, args, run_stamp):
             vec = 1 if name.endswith("no vec") else store_vec(c, c.stride(0), n)
 
             def call():
-                return gemm_kernel[p.grid(p.cfg.gemm_sms)](*p.gemm_args(), c, c.stride(0), c.stride(1), 0, flags,
-                                                           epoch, 0, *p.rank_args(), SIGNAL="none", C_VEC=vec,
-                                                           **p.meta())
+                q = problem()
+                return gemm_kernel[q.grid(q.cfg.gemm_sms)](*q.gemm_args(), c, c.stride(0), c.stride(1), 0, flags,
+                                                           epoch, 0, *q.rank_args(), SIGNAL="none", C_VEC=vec,
+                                                           **q.meta())
             c.fill_(float("nan"))
             try:
                 compiled = call()
             except triton.runtime.errors.OutOfResources as e:  # a candidate too large for this GPU: noted, skipped
                 print(f"{m:>6d}x{n}x{k} {name:18s} skipped: {str(e)[:80]}", flush=True)
-                _problem.HOST_DESCRIPTORS = True
+                _problem.HOST_DESCRIPTORS, _problem.AUTO_PAD_B = True, True
                 continue
             err = ((c.double() - ref).norm() / ref.norm()).item()
             # torch again, in turns; ROUNDS pairs (a GEMM of ~10 us moved up to 15% between runs at 5 rounds)
@@ -208,12 +219,12 @@ def run(ctx, args, run_stamp):
                              block_m=p.cfg.block_m, block_n=p.cfg.block_n,
                              block_k=p.cfg.block_k, num_stages=p.cfg.num_stages, num_warps=p.cfg.num_warps,
                              split_k=p.cfg.split_k, split_tail=p.cfg.split_tail,
-                             tma=p.tma, programs=p.grid(p.cfg.gemm_sms)[0],
+                             tma=p.tma, pad_b=p.pad_b, programs=p.grid(p.cfg.gemm_sms)[0],
                              shared_kb=compiled.metadata.shared / 1024 if compiled is not None else None,
                              regs=getattr(compiled, "n_regs", None), time_us=t, torch_us=t_torch, vs_torch=t_torch / t,
                              tflops=2 * m * n * k / t / 1e6, rel_error=err, correct=err < 1e-2, dtype="bfloat16",
                              **run_stamp))
-            _problem.HOST_DESCRIPTORS = True
+            _problem.HOST_DESCRIPTORS, _problem.AUTO_PAD_B = True, True
             print(f"{m:>6d}x{n}x{k} {name:18s} {t:9.1f} µs  torch {t_torch:9.1f}  {t_torch / t:5.2f}x  err {err:.1e}",
                   flush=True)
         df = pd.DataFrame(rows)  # after every shape: a run cut short keeps what it measured

@@ -303,7 +303,9 @@ def pad_weight(w, multiple=64):
     5000...) makes every TMA box row straddle two 128-byte lines; on one H100 4096x1000x8192 ran 0.77x torch.matmul
     with B contiguous and 1.00x with the padded stride, 4096x3000x4096 0.74 -> 0.99x (results/current/gemm/
     edge_eb7d296/). A weight stored as nn.Linear stores it (N x K, passed as w.t()) needs no padding where K is
-    aligned: that layout ran 0.98-0.99x. Cost: K x (padded N - N) elements of memory; none per call. Not collective."""
+    aligned: that layout ran 0.98-0.99x. Without it, large calls copy B into aligned rows themselves, per call
+    (fused_ops/problem.py pads_b: 4096x1000x8192 0.83x instead of 1.02x). Cost: K x (padded N - N) elements of memory;
+    none per call. Not collective."""
     import torch
 
     if w.dim() != 2:

@@ -2,6 +2,7 @@
 every variant shares, so a variant file holds only what differs: its kernel and its launch sequence."""
 
 import functools
+import weakref
 
 import torch
 import triton
@@ -27,12 +28,40 @@ def _tma_allocator(size, alignment, stream):
     return torch.empty(size, dtype=torch.int8, device="cuda")
 
 
+# B rows not 128-byte aligned (row-major K x N, N x 2 bytes % 128 != 0: N = 1000, 1440, 3000, 5000) run the tile loop at
+# ~0.74x torch.matmul on one H100, the same values with the row stride padded at ~0.99x (results/current/gemm/
+# edge_eb7d296/). Where the GEMM is large enough, each call copies B into a padded per-context buffer first
+# (pads_b). The cost model: the copy moves 2 x K x N x elem bytes at PAD_B_BANDWIDTH plus a launch; the gain is
+# PAD_B_GAIN of the GEMM's time at PAD_B_FLOPS; the copy is made only where the gain exceeds PAD_B_MARGIN x its
+# cost (bf16: roughly M >= 3000 at large K x N). Measured on one H100 (results/current/gemm/autopad_f04f0a1/): the copy
+# ran at 1.3-1.7 TB/s, not 2.5 (the margin covers it); 4096x1000x8192 0.79 -> 0.83x, 4096x3000x4096 0.77 -> 0.84x
+# (pad_weight once per weight: ~1.0x). AUTO_PAD_B = False: B as given (A/B measurements).
+AUTO_PAD_B = True
+PAD_B_BANDWIDTH = 2.5e12  # bytes/s of the copy (H100 HBM3, read + write)
+PAD_B_FLOPS = 600e12  # the GEMM's rate, bf16 dense (fp32 runs slower: conservative there)
+PAD_B_GAIN = 0.25  # share of the GEMM's time the aligned rows save (0.74x -> 0.99x)
+PAD_B_LAUNCH_S = 4e-6  # fixed cost of the copy's launch, counted generously
+PAD_B_MARGIN = 1.5
+_PADDED_B = weakref.WeakKeyDictionary()  # ctx -> {(device, K, N, dtype): padded K x N view}
+
+
+def pads_b(m, n, k, elem_bytes, row_stride):
+    """Whether a call copies its row-major B (K x N, rows `row_stride` elements apart) into row-aligned storage
+    first: rows not 128-byte aligned, and a GEMM long enough that the copy pays for itself with a margin (see
+    PAD_B_*). Host-side, free."""
+    if (row_stride * elem_bytes) % 128 == 0:
+        return False
+    copy_s = 2 * k * n * elem_bytes / PAD_B_BANDWIDTH + PAD_B_LAUNCH_S
+    gain_s = PAD_B_GAIN * 2 * m * n * k / PAD_B_FLOPS
+    return gain_s > PAD_B_MARGIN * copy_s
+
+
 class Problem:
     def __init__(self, ctx, op, variant, a, b, c, m, n, k, config, m_local=None, a_gathered=None, scale_a=None,
                  scale_b=None):
         self.ctx, self.op, self.variant = ctx, op, variant
         self.m_local, self.a_gathered = m_local, a_gathered  # row-sharded ops: this rank's rows of M
-        self.a, self.b, self.c = a, b, c
+        self.a, self.b_given, self.c = a, b, c
         # FP8 (the GEMM operand group): this rank's scales, as the caller gave them (checked: fp8.check_scale)
         self.scale_a, self.scale_b, self.scales = scale_a, scale_b, _fp8.scale_mode(scale_a, scale_b)
         self.m, self.n, self.k = m, n, k  # this rank's GEMM: (m x k) @ (k x n)
@@ -45,6 +74,8 @@ class Problem:
         self.cfg = _config.resolve((config or _config.Config()).merged(defaults), config, rows, n, k)
         _config.check(self.cfg, ctx, variant)
         self.tma = self._tma_mode()
+        self.pad_b = (AUTO_PAD_B and self.tma == 1 and ctx.backend == "cuda" and variant.pattern != "baseline" and
+                      a.dtype in DTYPES and pads_b(m, n, k, b.element_size(), b.stride(0)))
         user_split = config is not None and config.split_tail is not None
         if not self.tma and ctx.backend == "cuda" and self.cfg.split_tail and not user_split:
             # rows TMA cannot describe (not 16-byte aligned): the pointer path's split tail ran 4x slower than whole
@@ -55,8 +86,31 @@ class Problem:
             # such as torch's op checks run ops in contexts of their own.
             triton.set_allocator(_tma_allocator)
         self.num_tiles = triton.cdiv(m, self.cfg.block_m) * triton.cdiv(n, self.cfg.block_n)
+        self.b = self._staged_b()
         if not variant.shard_tiles:  # one GEMM over all tiles: a split config that does not fit fails here, on the host
             self.whole  # noqa: B018  (built now, for its checks)
+
+    def _staged_b(self):
+        """The B the kernels read: the caller's, or (pad_b) a copy of it with 128-byte aligned rows, made here on the
+        caller's stream, before any of the variant's launches (Problem is built inside the call's launch sequence,
+        ops._run's make(), so a CUDA graph of the call holds the copy: replays copy fresh B values). The buffer is a
+        plain device tensor cached per context, shape and dtype (B is never read by peers); calls of one shape share
+        it, in stream order. Not collective. Cost: one copy of B per call (2 x K x N x elem bytes), where pads_b says
+        it pays."""
+        b = self.b_given
+        if not self.pad_b:
+            return b
+        k, n = b.shape
+        cache = _PADDED_B.setdefault(self.ctx, {})
+        key = (str(b.device), k, n, b.dtype)
+        buf = cache.get(key)
+        if buf is None:
+            if torch.cuda.is_current_stream_capturing():  # allocating inside a capture: B as given (correct, slower)
+                self.pad_b = False
+                return b
+            per_row = 128 // b.element_size()
+            buf = cache[key] = torch.empty(k, -(-n // per_row) * per_row, dtype=b.dtype, device=b.device)[:, :n]
+        return buf.copy_(b)
 
     @functools.cached_property
     def whole(self):
@@ -105,7 +159,7 @@ class Problem:
     def _tma_mode(self):
         """0: pointer path; 1: TMA, B row-major; 2: TMA, B stored transposed (column-major, a weight's .t()).
         config.tma forces TMA on or off; by default TMA where it is CUDA and the strides and alignment allow it."""
-        a, b = self.a, self.b
+        a, b = self.a, self.b_given
         row = lambda t: t.stride(-1) == 1 and (t.stride(0) * t.element_size()) % 16 == 0  # noqa: E731
         col = lambda t: t.stride(0) == 1 and (t.stride(1) * t.element_size()) % 16 == 0  # noqa: E731
         b_mode = 1 if row(b) else 2 if col(b) else 0

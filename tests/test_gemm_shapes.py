@@ -283,3 +283,70 @@ def test_decode_tiles_in_every_variant(ranks2, op):
                 continue
             errs = ranks2.run(r_decode, op, variant, cfg)
             assert all(isinstance(e, float) for e in errs), (variant, cfg, errs)
+
+
+def test_pads_b_copies_only_unaligned_rows_of_large_gemms():
+    # fused_ops/problem.py: B rows not 128-byte aligned are copied into aligned ones per call where the GEMM is long
+    # enough for the copy (2 x K x N x 2 bytes at ~2.5 TB/s + a launch) to pay 1.5 times over (results/current/gemm/)
+    from fused_ops.problem import pads_b
+
+    for m, n, k in ((4096, 1000, 8192), (4096, 3000, 4096), (16384, 1440, 2880), (8192, 5000, 4096)):
+        assert pads_b(m, n, k, 2, n), (m, n, k)
+        assert not pads_b(m, n, k, 2, -(-n // 64) * 64), (m, n, k)  # aligned rows (pad_weight's): never
+    # decode, small, and GEMMs whose gain (~25% of 2MNK at 600 TFLOP/s) does not cover the copy: B as given
+    for m, n, k in ((1, 4000, 4096), (16, 1000, 8192), (128, 3000, 4096), (1000, 1000, 1000), (2048, 5000, 2048),
+                    (4096, 1440, 2880), (1024, 2112, 7168), (4096, 2880, 360)):
+        assert not pads_b(m, n, k, 2, n), (m, n, k)
+    assert not pads_b(4096, 1024, 8192, 2, 1024) and not pads_b(4096, 1000, 8192, 4, 1024)  # 128-byte rows
+
+
+def r_padded_b(ctx, op, variant, calls, replay):
+    """Every call with fresh values of A and B (bf16; B's local rows 1000 elements: not 128-byte aligned), the rule
+    forced to copy (no margin, no launch cost) at this small shape; replay: the same tensors refilled in place (the
+    calls from the third on replay a captured graph, which must copy the new B), else new tensors per call."""
+    from fused_ops import problem
+    from fused_ops import reference as R
+
+    problem.PAD_B_MARGIN, problem.PAD_B_LAUNCH_S = 0.0, 0.0
+    w = ctx.get_num_ranks()
+    m, k = 256, 512 * w
+    n = 1000 * w if op == "gemm_all_scatter" else 1000
+    _, (kb, nb), c_shape = R.local_shapes(op, m, n, k, w)
+    assert nb == 1000
+    c = ctx.zeros(*c_shape, dtype=torch.bfloat16)
+    a = b = None
+    worst = 0.0
+    for call in range(1, calls + 1):
+        a_new, b_new, ref = R.make_inputs(op, 1000 + call, w, ctx.get_rank(), m, n, k, torch.bfloat16, ctx.get_device())
+        if replay and a is not None:
+            a.copy_(a_new)
+            b.copy_(b_new)
+        else:
+            a, b = a_new, b_new
+        c.fill_(float("nan"))
+        ctx.barrier()
+        getattr(__import__("fused_ops"), op)(ctx, a, b, c, variant=variant)
+        err = R.rel_error(c, ref)
+        if not err <= R.TOLERANCE[torch.bfloat16]:
+            return f"call {call}: relative error {err}"
+        worst = max(worst, err)
+    padded = [key for key in problem._PADDED_B.get(ctx, {}) if key[1:3] == (kb, nb)]
+    ctx.barrier()
+    return worst if padded else "B was not copied into aligned rows"
+
+
+@pytest.mark.skipif(not ON_GPU, reason="B is copied on CUDA only (TMA); the interpreter runs every stride alike")
+@pytest.mark.parametrize("op", ["gemm_all_scatter", "gemm_all_reduce"])
+def test_unaligned_b_copied_per_call_with_fresh_values(ranks2, op):
+    from test_fused_ops import shares_gpus
+
+    import fused_ops
+    ran = 0
+    for variant in fused_ops.list_variants(op, "cuda", "bfloat16"):
+        if fused_ops.get(op, variant).pattern == "baseline" or shares_gpus(ranks2, op, variant):
+            continue
+        for replay in (True, False):
+            errs = ranks2.run(r_padded_b, op, variant, 6, replay)
+            assert all(isinstance(e, float) for e in errs), (variant, replay, errs)
+        ran += 1
+    assert ran >= 2
