@@ -1,7 +1,6 @@
 """Ranks out of step (issue 29): mismatched calls are refused on every rank, a fault breaks the context and every
 later call fails at once, float64 collectives are exact, and fault messages name the cause first."""
 
-import os
 import signal
 import threading
 import time
@@ -346,7 +345,9 @@ def r_sleep(ctx):
 def test_ctrl_c_on_the_parent_returns_promptly():
     pool = iris.RankPool(2, heap_size=None)
     procs = list(pool.procs)
-    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    # SIGINT to the main thread, as a terminal's Ctrl-C reaches a Python program (a signal sent to the process may be
+    # taken by another of its threads, e.g. torch's, and then not interrupt the main thread's wait)
+    timer = threading.Timer(1.0, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
     start = time.monotonic()
     timer.start()
     with pytest.raises(KeyboardInterrupt):
