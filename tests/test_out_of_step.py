@@ -1,8 +1,10 @@
 """Ranks out of step (issue 29): mismatched calls are refused on every rank, a fault breaks the context and every
 later call fails at once, float64 collectives are exact, and fault messages name the cause first."""
 
+import os
 import signal
-import threading
+import subprocess
+import sys
 import time
 import traceback
 
@@ -342,16 +344,45 @@ def r_sleep(ctx):
     time.sleep(60)
 
 
+CTRL_C_PARENT = """
+import sys
+sys.path.insert(0, {tests!r})
+import iris
+from test_out_of_step import r_sleep
+pool = iris.RankPool(2, heap_size=None)
+print(" ".join(str(p.pid) for p in pool.procs), flush=True)
+try:
+    pool.run(r_sleep, timeout=120)
+except KeyboardInterrupt:
+    print("interrupted", len(pool.procs), flush=True)
+    sys.exit(0)
+print("returned", flush=True)
+"""
+
+
 def test_ctrl_c_on_the_parent_returns_promptly():
-    pool = iris.RankPool(2, heap_size=None)
-    procs = list(pool.procs)
-    # SIGINT to the main thread, as a terminal's Ctrl-C reaches a Python program (a signal sent to the process may be
-    # taken by another of its threads, e.g. torch's, and then not interrupt the main thread's wait)
-    timer = threading.Timer(1.0, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
-    start = time.monotonic()
-    timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        pool.run(r_sleep, timeout=120)
-    took = time.monotonic() - start
+    # A fresh Python process (as a user's script) running a pool call gets SIGINT, as a terminal's Ctrl-C sends it:
+    # KeyboardInterrupt within seconds, and no rank process left behind.
+    code = CTRL_C_PARENT.format(tests=os.path.dirname(os.path.abspath(__file__)))
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        ranks = [int(pid) for pid in proc.stdout.readline().split()]
+        assert len(ranks) == 2, proc.communicate(timeout=60)
+        time.sleep(1.0)  # inside pool.run now
+        start = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        took = time.monotonic() - start
+    finally:
+        proc.kill()
+    assert out.split() == ["interrupted", "0"], (out, err)
     assert took < 4.0, took
-    assert not any(p.is_alive() for p in procs) and not pool.procs
+
+    def alive(pid):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+    assert not any(alive(pid) for pid in ranks), ranks
