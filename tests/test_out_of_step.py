@@ -347,8 +347,10 @@ def r_sleep(ctx):
 CTRL_C_PARENT = """
 import signal
 import sys
-signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a script started from a terminal (an ignored SIGINT
-# is inherited: some earlier test of the suite leaves it ignored in the pytest process)
+# SIGINT handled and unblocked, as in a script started from a terminal: an ignored or blocked SIGINT is inherited, and
+# something earlier in the whole suite leaves the pytest process so
+signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
 sys.path.insert(0, {tests!r})
 import iris
 from test_out_of_step import r_sleep
