@@ -19,6 +19,7 @@ import triton
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from . import config as _config
+from . import wgmma
 from .gemm import scaled_gemm_kernel, store_vec
 
 FP8 = torch.float8_e4m3fn
@@ -103,13 +104,38 @@ def plan(a, b, config=None, use_fast_accum=False):
     return cfg, tma
 
 
-def scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, out=None, config=None, use_fast_accum=False):
+KERNELS = ("wgmma", "tile_loop")
+
+
+def pick_kernel(a, b, c, cfg, config, use_fast_accum, kernel):
+    """(kernel, Config) scaled_mm runs: "wgmma" (fused_ops/wgmma.py, Gluon, Hopper) where it takes the operands and
+    the defaults run whole tiles of 64 rows or more (config.wgmma_fp8), else "tile_loop" (gemm.py). kernel="wgmma"
+    with a caller's config runs the caller's tile in it. Host only."""
+    if kernel not in (None,) + KERNELS:
+        raise ValueError(f"scaled_mm: kernel={kernel!r}; expected None (the faster one here), 'wgmma' or 'tile_loop'")
+    if kernel == "tile_loop":
+        return kernel, cfg
+    ok = wgmma.supports(a, b, c)
+    if kernel == "wgmma":
+        if not ok:
+            raise ValueError("scaled_mm: kernel='wgmma' needs a Hopper GPU (compute capability 9.x), Triton with Gluon "
+                             "and TMA-describable operands (16-byte aligned, a row-major, b column-major)")
+        if cfg.block_m < 64 or cfg.split_k > 1:
+            raise ValueError(f"scaled_mm: kernel='wgmma' runs whole tiles of 64 or more rows, got {cfg.describe()}")
+        return kernel, cfg if config is not None else (_config.wgmma_fp8(cfg, use_fast_accum) or cfg)
+    pick = _config.wgmma_fp8(cfg, use_fast_accum) if ok and config is None else None
+    return ("wgmma", pick) if pick is not None else ("tile_loop", cfg)
+
+
+def scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, out=None, config=None, use_fast_accum=False,
+              kernel=None):
     """(a * scale_a) @ (b * scale_b) on FP8 e4m3 operands, fp32 accumulation, `out_dtype` result (a new M x N tensor,
     or `out`). Same operands, scales and use_fast_accum as torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=...):
     without fast accumulation the tensor cores' partial sums are promoted to fp32 once per block of K (128 or 256
     products; at K = 131072 the relative error was 1.1e-2 without, torch's 1.7e-3). config (fused_ops.Config): tiles,
     stages, warps, programs, split_k (None: the FP8 defaults of config.default_config, config.fp8_precise without
-    fast accumulation). One GPU, not collective."""
+    fast accumulation). kernel: None (on Hopper, the Gluon kernel of fused_ops/wgmma.py where the tiles have 64 rows
+    or more, else the catalog's tile loop), "wgmma" or "tile_loop" (pick_kernel). One GPU, not collective."""
     m, n, k, row = check(a, b, scale_a, scale_b, out_dtype, out)
     if a.device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
         raise NotImplementedError("scaled_mm: FP8 operands on the CPU run only under the Triton interpreter "
@@ -119,6 +145,10 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, out=None, config
                                   f"(compute capability 8.9 or newer needed)")
     cfg, tma = plan(a, b, config, use_fast_accum)
     c = out if out is not None else torch.empty(m, n, device=a.device, dtype=out_dtype)
+    kernel, cfg = pick_kernel(a, b, c, cfg, config, use_fast_accum, kernel)
+    if kernel == "wgmma":
+        return wgmma.run(a, b, c, cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.num_warps, cfg.gemm_sms,
+                         scale_a, scale_b, promote=not use_fast_accum, group_m=cfg.group_m)
     bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k
     if tma:
         ops = (TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(b.t(), [bn, bk]))
