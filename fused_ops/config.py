@@ -236,10 +236,11 @@ def fp8_precise(cfg, m):
                    split_tail=False)
 
 
-def wgmma_fp8(cfg, fast):
+def wgmma_fp8(cfg, fast, force=False):
     """The Gluon kernel's FP8 config (WGMMA_FP8_*_TILE) where `cfg` (the FP8 defaults) runs whole tiles of 64 rows or
-    more; None where it does not apply (decode rows, split-K): gemm.py's tile loop runs those. Host only, free."""
-    if cfg.block_m < 64 or cfg.split_k > 1:
+    more (or wherever, with force); None where it does not apply (decode rows, split-K): gemm.py's tile loop runs
+    those. Host only, free."""
+    if not force and (cfg.block_m < 64 or cfg.split_k > 1):
         return None
     bm, bn, bk, stages, warps = WGMMA_FP8_FAST_TILE if fast else WGMMA_FP8_PRECISE_TILE
     return replace(cfg, block_m=bm, block_n=bn, block_k=bk, num_stages=stages, num_warps=warps, split_k=1,

@@ -120,9 +120,11 @@ def pick_kernel(a, b, c, cfg, config, use_fast_accum, kernel):
         if not ok:
             raise ValueError("scaled_mm: kernel='wgmma' needs a Hopper GPU (compute capability 9.x), Triton with Gluon "
                              "and TMA-describable operands (16-byte aligned, a row-major, b column-major)")
+        if config is None:
+            return kernel, _config.wgmma_fp8(cfg, use_fast_accum, force=True)
         if cfg.block_m < 64 or cfg.split_k > 1:
             raise ValueError(f"scaled_mm: kernel='wgmma' runs whole tiles of 64 or more rows, got {cfg.describe()}")
-        return kernel, cfg if config is not None else (_config.wgmma_fp8(cfg, use_fast_accum) or cfg)
+        return kernel, cfg
     pick = _config.wgmma_fp8(cfg, use_fast_accum) if ok and config is None else None
     return ("wgmma", pick) if pick is not None else ("tile_loop", cfg)
 

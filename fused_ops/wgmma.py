@@ -185,8 +185,120 @@ if _GLUON:
             mbarrier.invalidate(bars.index(i))
 
 
+    @gluon.jit
+    def ws_loads(
+        a_desc, b_desc, a_bufs, b_bufs, ready, empty,   # operands; the ring's stages and barriers
+        M, N, K,                                        # problem size
+        GROUP_M: gl.constexpr, NUM_BUFFERS: gl.constexpr,
+    ):
+        """The load warp of wgmma_ws_kernel: every K block of every tile of this program into the ring, each stage
+        once both consumers have released it."""
+        BLOCK_M: gl.constexpr = a_desc.block_type.shape[0]
+        BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
+        BLOCK_N: gl.constexpr = b_desc.block_type.shape[0]
+        num_pid_m = gl.cdiv(M, BLOCK_M)
+        num_pid_n = gl.cdiv(N, BLOCK_N)
+        k_tiles = gl.cdiv(K, BLOCK_K)
+        p = 0
+        for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
+            pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
+            for kk in range(k_tiles):
+                s = p % NUM_BUFFERS
+                mbarrier.wait(empty.index(s), ((p // NUM_BUFFERS) & 1) ^ 1)  # a fresh barrier passes parity 1
+                bar = ready.index(s)
+                mbarrier.expect(bar, a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+                tma.async_copy_global_to_shared(a_desc, [pid_m * BLOCK_M, kk * BLOCK_K], bar, a_bufs.index(s))
+                tma.async_copy_global_to_shared(b_desc, [pid_n * BLOCK_N, kk * BLOCK_K], bar, b_bufs.index(s))
+                p += 1
+
+    @gluon.jit
+    def ws_consumer(
+        HALF: gl.constexpr,                             # which 64-row half of each tile this warpgroup computes
+        a_bufs, b_bufs, ready, empty, c_desc, c_smem,   # the ring; C's descriptor (64-row blocks) and staging tile
+        SA, SB,                                         # FP8 scales (SCALES)
+        M, N, K,                                        # problem size
+        GROUP_M: gl.constexpr, NUM_BUFFERS: gl.constexpr,
+        SCALES: gl.constexpr,                           # 0: none; 1: per-tensor; 2: row-wise
+        PROMOTE: gl.constexpr,                          # FP8: add each block's sum into the fp32 accumulator
+    ):
+        """A consumer warpgroup of wgmma_ws_kernel: waits for a block, multiplies its half of A by B, waits for its
+        own MMAs (promoting the block's sum into fp32), releases the stage; the other warpgroup's MMAs keep the
+        tensor cores busy meanwhile, so the two drift into turns."""
+        HALF_M: gl.constexpr = c_desc.block_type.shape[0]
+        BLOCK_N: gl.constexpr = c_desc.block_type.shape[1]
+        BLOCK_K: gl.constexpr = a_bufs.type.shape[2]
+        layout: gl.constexpr = mma_layout(HALF_M, BLOCK_N, a_bufs.dtype.primitive_bitwidth, 4)
+        num_pid_m = gl.cdiv(M, 2 * HALF_M)
+        num_pid_n = gl.cdiv(N, BLOCK_N)
+        k_tiles = gl.cdiv(K, BLOCK_K)
+        zero = gl.zeros([HALF_M, BLOCK_N], gl.float32, layout)
+        c = 0
+        for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
+            pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
+            acc = zero
+            for kk in range(k_tiles):
+                s = c % NUM_BUFFERS
+                mbarrier.wait(ready.index(s), (c // NUM_BUFFERS) & 1)
+                a = a_bufs.index(s).slice(HALF * HALF_M, HALF_M, dim=0)
+                b = b_bufs.index(s).permute((1, 0))
+                if PROMOTE:
+                    part = warpgroup_mma(a, b, zero, use_acc=False, is_async=True)
+                    part = warpgroup_mma_wait(0, deps=(part, ))
+                    acc += part
+                else:
+                    acc = warpgroup_mma(a, b, acc, use_acc=kk > 0, is_async=True)
+                    acc = warpgroup_mma_wait(0, deps=(acc, ))
+                mbarrier.arrive(empty.index(s), count=1)
+                c += 1
+            row0 = pid_m * 2 * HALF_M + HALF * HALF_M
+            if SCALES == 1:
+                acc = acc * (gl.load(SA) * gl.load(SB))
+            elif SCALES == 2:
+                rm = row0 + gl.arange(0, HALF_M, layout=gl.SliceLayout(1, layout))
+                rn = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, layout))
+                acc = acc * gl.load(SA + rm, mask=rm < M, other=0.0)[:, None]
+                acc = acc * gl.load(SB + rn, mask=rn < N, other=0.0)[None, :]
+            tma.store_wait(pendings=0)  # this warpgroup's previous C has left c_smem
+            c_smem.store(acc.to(c_desc.dtype))
+            fence_async_shared()
+            tma.async_copy_shared_to_global(c_desc, [row0, pid_n * BLOCK_N], c_smem)
+        tma.store_wait(pendings=0)
+
+    @gluon.jit
+    def wgmma_ws_kernel(
+        a_desc, b_desc, c_desc,                         # A M x K, B N x K (K-major), C M x N in 64-row blocks
+        SA, SB,                                         # FP8 scales (fp32): one each, or per row of A / column of B
+        M, N, K,                                        # problem size
+        GROUP_M: gl.constexpr,                          # grouped tile order
+        NUM_BUFFERS: gl.constexpr,                      # stages of the load ring
+        SCALES: gl.constexpr,                           # 0: none; 1: per-tensor; 2: row-wise
+        PROMOTE: gl.constexpr,                          # FP8: add the partial sums into fp32 every block of K
+        CONSUMER_REGS: gl.constexpr,                    # registers per thread of the second consumer warpgroup
+    ):
+        """Warp-specialized: one warp loads, two warpgroups of 4 warps (this kernel's own, and a worker) each compute
+        64 rows of every 128-row tile, synchronized only through the ring's mbarriers (no CTA-wide barrier), so one
+        can wait on its MMAs and add while the other's run. B must be K-major (B_T)."""
+        a_bufs = gl.allocate_shared_memory(a_desc.dtype, [NUM_BUFFERS] + a_desc.block_type.shape, a_desc.layout)
+        b_bufs = gl.allocate_shared_memory(b_desc.dtype, [NUM_BUFFERS] + b_desc.block_type.shape, b_desc.layout)
+        c0 = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
+        c1 = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
+        ready = gl.allocate_shared_memory(gl.int64, [NUM_BUFFERS, 1], mbarrier.MBarrierLayout())
+        empty = gl.allocate_shared_memory(gl.int64, [NUM_BUFFERS, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(NUM_BUFFERS):
+            mbarrier.init(ready.index(i), count=1)
+            mbarrier.init(empty.index(i), count=2)
+        gl.warp_specialize([
+            (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c0, SA, SB, M, N, K, GROUP_M, NUM_BUFFERS,
+                           SCALES, PROMOTE)),
+            (ws_consumer, (1, a_bufs, b_bufs, ready, empty, c_desc, c1, SA, SB, M, N, K, GROUP_M, NUM_BUFFERS,
+                           SCALES, PROMOTE)),
+            (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS)),
+        ], [4, 1], [CONSUMER_REGS, 40])
+
+
 _GL_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32",
               torch.float8_e4m3fn: "float8e4nv"}
+CONSUMER_REGS = 232  # registers per thread of wgmma_ws_kernel's second consumer warpgroup (setmaxnreg)
 SMEM_BYTES = 232448 - 1024  # shared memory a program may use on an H100/H200, less the barriers' and the compiler's
 
 
@@ -215,24 +327,33 @@ def supports(a, b, c):
 
 def run(a, b, c, block_m, block_n, block_k, stages, num_warps, programs, scale_a=None, scale_b=None, promote=False,
         group_m=8):
-    """c = a @ b (FP8: * scales) on one GPU with wgmma_gemm_kernel; `supports(a, b, c)` must hold. promote (FP8):
-    precise accumulation (fp32 every block of K). One launch; host cost: three TMA descriptors. Not collective."""
+    """c = a @ b (FP8: * scales) on one GPU; `supports(a, b, c)` must hold. promote (FP8, precise accumulation: fp32
+    every block of K) runs wgmma_ws_kernel (two consumer warpgroups of 64 rows each, block_m = 128; num_warps is
+    theirs), else wgmma_gemm_kernel. One launch; host cost: three TMA descriptors. Not collective."""
     m, k = a.shape
     n = b.shape[1]
     b_t = b.stride(0) == 1 and b.stride(1) != 1
+    ws = bool(promote)
+    if ws and not (b_t and block_m == 128):
+        raise ValueError(f"wgmma.run: precise FP8 accumulation runs 128-row tiles on a K-major b, got block_m="
+                         f"{block_m}, b strides {b.stride()}")
     dt = getattr(gl, _GL_DTYPES[a.dtype])
     a_desc = TensorDescriptor.from_tensor(a, [block_m, block_k],
                                           gl.NVMMASharedLayout.get_default_for([block_m, block_k], dt))
     bt = b.t() if b_t else b
     b_block = [block_n, block_k] if b_t else [block_k, block_n]
     b_desc = TensorDescriptor.from_tensor(bt, b_block, gl.NVMMASharedLayout.get_default_for(b_block, dt))
-    c_desc = TensorDescriptor.from_tensor(c, [block_m, block_n], gl.NVMMASharedLayout.get_default_for(
-        [block_m, block_n], getattr(gl, _GL_DTYPES[c.dtype])))
+    c_block = [block_m // 2 if ws else block_m, block_n]
+    c_desc = TensorDescriptor.from_tensor(c, c_block, gl.NVMMASharedLayout.get_default_for(
+        c_block, getattr(gl, _GL_DTYPES[c.dtype])))
     scales = 0 if scale_a is None else (1 if scale_a.numel() == 1 and scale_b.numel() == 1 else 2)
     if scales == 0:
         scale_a = scale_b = c  # unused
-    tiles = triton.cdiv(m, block_m) * triton.cdiv(n, block_n)
-    wgmma_gemm_kernel[(min(programs, tiles),)](
-        a_desc, b_desc, c_desc, scale_a, scale_b, m, n, k, GROUP_M=group_m, NUM_BUFFERS=stages, B_T=b_t,
-        SCALES=scales, PROMOTE=bool(promote), num_warps=num_warps)
+    grid = (min(programs, triton.cdiv(m, block_m) * triton.cdiv(n, block_n)),)
+    if ws:
+        wgmma_ws_kernel[grid](a_desc, b_desc, c_desc, scale_a, scale_b, m, n, k, GROUP_M=group_m, NUM_BUFFERS=stages,
+                              SCALES=scales, PROMOTE=True, CONSUMER_REGS=CONSUMER_REGS, num_warps=4)
+    else:
+        wgmma_gemm_kernel[grid](a_desc, b_desc, c_desc, scale_a, scale_b, m, n, k, GROUP_M=group_m,
+                                NUM_BUFFERS=stages, B_T=b_t, SCALES=scales, PROMOTE=False, num_warps=num_warps)
     return c
