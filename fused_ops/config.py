@@ -70,12 +70,12 @@ HOPPER_FP8_TILES = tuple((bm, bn, 2 * bk, st, w, fill) for bm, bn, bk, st, w, fi
 # (one's MMAs running while another waits) did not make up for their smaller tiles (geomean 0.58).
 FP8_PRECISE_TILE = (128, 128, 256, 3, 8)
 FP8_DECODE_TILE = (16, 64, 256, 4, 4)
-# FP8 on Hopper through the Gluon kernel (fused_ops/wgmma.py), where the defaults chose a 64- or 128-row tile in whole
-# tiles: precise accumulation keeps three 128x128 fp32 tiles in registers (the sum and two partial sums, 185 registers
-# at 8 warps, no spills), so its tile is 128x128 over 128-deep K blocks, with as many stages as shared memory holds;
-# fast accumulation has one accumulator and takes the 128x256 tile. (block_m, block_n, block_k, stages, warps)
-WGMMA_FP8_PRECISE_TILE = (128, 128, 128, 6, 8)
-WGMMA_FP8_FAST_TILE = (128, 256, 128, 3, 8)
+# FP8 with precise accumulation on Hopper through the warp-specialized Gluon kernel (fused_ops/wgmma.py): 128x128
+# tiles over 128-deep K blocks, 6 stages (224 KB of shared memory with C's staging tiles). It needs tiles for most SMs:
+# with fewer 128x128 tiles than WGMMA_MIN_FILL x the SMs, gemm.py's split-K and 64-row tiles did better
+# (results/current/gemm/README.md). (block_n, block_k, stages)
+WGMMA_FP8_TILE = (128, 128, 6)
+WGMMA_MIN_FILL = 0.7
 # A persistent grid runs its tiles in waves of one per program, and a last wave that is partly empty costs a whole one.
 # A 128x128 tile (6 stages, 8 warps) takes 0.48-0.55 of a 128x256 tile's time (median 0.51 over the 40 GEMMs a rank
 # runs in the 2-GPU default sweep, results/current/gemm/wave_a8219b8/), so it is the better pick where its waves times
@@ -236,14 +236,14 @@ def fp8_precise(cfg, m):
                    split_tail=False)
 
 
-def wgmma_fp8(cfg, fast, force=False):
-    """The Gluon kernel's FP8 config (WGMMA_FP8_*_TILE) where `cfg` (the FP8 defaults) runs whole tiles of 64 rows or
-    more (or wherever, with force); None where it does not apply (decode rows, split-K): gemm.py's tile loop runs
-    those. Host only, free."""
-    if not force and (cfg.block_m < 64 or cfg.split_k > 1):
+def wgmma_fp8(cfg, m, n, sms, fast, force=False):
+    """The Gluon kernel's FP8 config (WGMMA_FP8_TILE; block_m 128) for an m x n output: with precise accumulation where
+    its 128x128 tiles reach WGMMA_MIN_FILL x the SMs (or wherever, with force); None elsewhere (decode rows and
+    few tiles: gemm.py's tile loop runs them; fast accumulation: the tile loop's 128x256 tiles). Host only, free."""
+    bn, bk, stages = WGMMA_FP8_TILE
+    if not force and (fast or -(-m // 128) * -(-n // bn) < WGMMA_MIN_FILL * sms):
         return None
-    bm, bn, bk, stages, warps = WGMMA_FP8_FAST_TILE if fast else WGMMA_FP8_PRECISE_TILE
-    return replace(cfg, block_m=bm, block_n=bn, block_k=bk, num_stages=stages, num_warps=warps, split_k=1,
+    return replace(cfg, block_m=128, block_n=bn, block_k=bk, num_stages=stages, num_warps=4, split_k=1,
                    split_tail=False)
 
 

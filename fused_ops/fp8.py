@@ -13,6 +13,7 @@ exactly: the CPU tests check the tile loop's edges against float64 there).
 """
 
 import os
+from dataclasses import replace
 
 import torch
 import triton
@@ -109,24 +110,35 @@ KERNELS = ("wgmma", "tile_loop")
 
 def pick_kernel(a, b, c, cfg, config, use_fast_accum, kernel):
     """(kernel, Config) scaled_mm runs: "wgmma" (fused_ops/wgmma.py, Gluon, Hopper) where it takes the operands and
-    the defaults run whole tiles of 64 rows or more (config.wgmma_fp8), else "tile_loop" (gemm.py). kernel="wgmma"
-    with a caller's config runs the caller's tile in it. Host only."""
+    config.wgmma_fp8 picks it (precise accumulation, tiles for most SMs), else "tile_loop" (gemm.py). kernel="wgmma"
+    runs it wherever it takes the operands, with the caller's block_n, block_k, stages and programs if a config is
+    given (block_m must be 128). Host only."""
     if kernel not in (None,) + KERNELS:
         raise ValueError(f"scaled_mm: kernel={kernel!r}; expected None (the faster one here), 'wgmma' or 'tile_loop'")
     if kernel == "tile_loop":
         return kernel, cfg
     ok = wgmma.supports(a, b, c)
+    m, n = c.shape
     if kernel == "wgmma":
         if not ok:
             raise ValueError("scaled_mm: kernel='wgmma' needs a Hopper GPU (compute capability 9.x), Triton with Gluon "
                              "and TMA-describable operands (16-byte aligned, a row-major, b column-major)")
         if config is None:
-            return kernel, _config.wgmma_fp8(cfg, use_fast_accum, force=True)
-        if cfg.block_m < 64 or cfg.split_k > 1:
-            raise ValueError(f"scaled_mm: kernel='wgmma' runs whole tiles of 64 or more rows, got {cfg.describe()}")
+            return kernel, _fit(_config.wgmma_fp8(cfg, m, n, cfg.gemm_sms, use_fast_accum, force=True), c)
+        if cfg.block_m != wgmma.BLOCK_M or cfg.split_k > 1:
+            raise ValueError(f"scaled_mm: kernel='wgmma' runs whole 128-row tiles, got {cfg.describe()}")
+        if not wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, c.element_size()):
+            raise ValueError(f"scaled_mm: kernel='wgmma': {cfg.describe()} needs more shared memory than an SM has")
         return kernel, cfg
-    pick = _config.wgmma_fp8(cfg, use_fast_accum) if ok and config is None else None
-    return ("wgmma", pick) if pick is not None else ("tile_loop", cfg)
+    pick = _config.wgmma_fp8(cfg, m, n, cfg.gemm_sms, use_fast_accum) if ok and config is None else None
+    return ("wgmma", _fit(pick, c)) if pick is not None else ("tile_loop", cfg)
+
+
+def _fit(cfg, c):
+    """cfg with as many of its stages as fit beside c's staging tiles (fp32 C takes a stage's worth)."""
+    while not wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, c.element_size()):
+        cfg = replace(cfg, num_stages=cfg.num_stages - 1)
+    return cfg
 
 
 def scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, out=None, config=None, use_fast_accum=False,
@@ -136,8 +148,9 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, out=None, config
     without fast accumulation the tensor cores' partial sums are promoted to fp32 once per block of K (128 or 256
     products; at K = 131072 the relative error was 1.1e-2 without, torch's 1.7e-3). config (fused_ops.Config): tiles,
     stages, warps, programs, split_k (None: the FP8 defaults of config.default_config, config.fp8_precise without
-    fast accumulation). kernel: None (on Hopper, the Gluon kernel of fused_ops/wgmma.py where the tiles have 64 rows
-    or more, else the catalog's tile loop), "wgmma" or "tile_loop" (pick_kernel). One GPU, not collective."""
+    fast accumulation). kernel: None (on Hopper with precise accumulation, the warp-specialized Gluon kernel of
+    fused_ops/wgmma.py where its tiles fill most SMs, else the catalog's tile loop), "wgmma" or "tile_loop"
+    (pick_kernel). One GPU, not collective."""
     m, n, k, row = check(a, b, scale_a, scale_b, out_dtype, out)
     if a.device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
         raise NotImplementedError("scaled_mm: FP8 operands on the CPU run only under the Triton interpreter "
@@ -149,8 +162,8 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, out=None, config
     c = out if out is not None else torch.empty(m, n, device=a.device, dtype=out_dtype)
     kernel, cfg = pick_kernel(a, b, c, cfg, config, use_fast_accum, kernel)
     if kernel == "wgmma":
-        return wgmma.run(a, b, c, cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.num_warps, cfg.gemm_sms,
-                         scale_a, scale_b, promote=not use_fast_accum, group_m=cfg.group_m)
+        return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, scale_a, scale_b,
+                         promote=not use_fast_accum, group_m=cfg.group_m)
     bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k
     if tma:
         ops = (TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(b.t(), [bn, bk]))

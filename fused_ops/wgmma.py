@@ -1,19 +1,19 @@
-"""The GEMM alone on Hopper, written in Gluon (stock Triton's explicit dialect: TMA, mbarriers and warpgroup MMAs
-as the kernel says, not as the compiler's pipeliner decides).
+"""FP8 GEMM on Hopper with precise accumulation, written in Gluon (stock Triton's explicit dialect: TMA, mbarriers,
+warpgroup MMAs and warp specialization as the kernel says, not as the compiler's pipeliner decides).
 
-Why a second kernel next to the tile loop of gemm.py: FP8 with precise accumulation (torch._scaled_mm's default) adds
-the tensor cores' reduced-precision partial sums into an fp32 accumulator every block of K. Triton's pipeliner then
-waits for every MMA in flight at each block (`wgmma.wait_group 0`), whatever the loop says, and the tensor cores idle
-until the next block's MMAs issue. Here each block's MMAs write one of two partial sums in turn, and the other one,
-finished, is added while they run (one MMA group stays in flight: `warpgroup_mma_wait(1)`), so promotion costs
-registers (three 128x128 fp32 tiles) and CUDA-core adds, not tensor-core time. The same kernel runs bf16/fp16 and FP8
-with fast accumulation (one accumulator, one MMA group in flight).
+Why a second kernel next to the tile loop of gemm.py: precise accumulation (torch._scaled_mm's default) adds the
+tensor cores' reduced-precision partial sums into an fp32 accumulator every block of K, which needs a wait on the
+block's MMAs. In gemm.py's loop all 8 warps of a program wait at once (Triton's pipeliner emits `wgmma.wait_group 0`
+there, and each block has CTA-wide barriers), so the tensor cores idle at every block. Overlapping inside one warpgroup
+does not work either: reading a finished partial sum while the next block's MMAs are in flight makes ptxas serialize
+every MMA (C7514). Here one warp loads and two consumer warpgroups each compute 64 rows of every 128x128 tile,
+synchronized only through the load ring's mbarriers: while one waits for its block and adds it, the other's MMAs
+run, and the two fall into turns on the tensor cores.
 
-Scope: one GPU, TMA-describable operands (16-byte aligned base and row strides), 64- or 128-row tiles (warpgroup MMAs
-need 64 rows); the loads of a program's next tile are issued during its current tile's last blocks and epilogue (the
-ring of NUM_BUFFERS stages runs across tiles), and C leaves through an asynchronous TMA store that the next tile's
-main loop hides. Not under the interpreter: the CPU backend runs gemm.py's tile loop. `available()` says whether
-this Triton has the Gluon Hopper API; `plan()`/`run()` are called by fp8.scaled_mm and benchmarks/gemm.py.
+Scope: one GPU, FP8 e4m3 A row-major and B column-major (K-major, as torch._scaled_mm takes it), 16-byte aligned
+bases and row strides (TMA zero-fills the edges), 128-row tiles in whole tiles; fp32 scales per tensor or per row /
+column, bf16/fp16/fp32 out. fused_ops/config.py (wgmma_fp8) says where it is the default; elsewhere (few tiles,
+decode rows, fast accumulation) gemm.py's tile loop runs. Not under the interpreter: the CPU backend runs gemm.py.
 """
 
 import torch
@@ -23,7 +23,7 @@ try:
     from triton.experimental import gluon
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
-                                                                   warpgroup_mma_init, warpgroup_mma_wait)
+                                                                   warpgroup_mma_wait)
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
     _GLUON = True
 except ImportError:  # Triton without Gluon's Hopper API (before 3.5): gemm.py's tile loop serves every call
@@ -56,134 +56,6 @@ if _GLUON:
         first_m = (tile // width) * GROUP_M
         size_m = gl.minimum(num_pid_m - first_m, GROUP_M)
         return first_m + (tile % width) % size_m, (tile % width) // size_m
-
-    @gluon.jit
-    def issue_load(
-        p,                                              # this program's p-th K block, counted across its tiles
-        a_desc, b_desc, bars, a_bufs, b_bufs,           # operands, the ring's barriers and stages
-        k_tiles, my_tiles, num_pid_m, num_pid_n,        # K blocks per tile, this program's tiles, the tile grid
-        GROUP_M: gl.constexpr, NUM_BUFFERS: gl.constexpr, B_T: gl.constexpr,
-    ):
-        """TMA loads of block p into stage p % NUM_BUFFERS (nothing past the program's last block)."""
-        BLOCK_M: gl.constexpr = a_desc.block_type.shape[0]
-        BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
-        BLOCK_N: gl.constexpr = b_desc.block_type.shape[0] if B_T else b_desc.block_type.shape[1]
-        t = p // k_tiles
-        kk = p - t * k_tiles
-        pred = t < my_tiles
-        pid_m, pid_n = tile_coords(gl.program_id(0) + t * gl.num_programs(0), num_pid_m, num_pid_n, GROUP_M)
-        s = p % NUM_BUFFERS
-        bar = bars.index(s)
-        mbarrier.expect(bar, a_desc.block_type.nbytes + b_desc.block_type.nbytes, pred=pred)
-        tma.async_copy_global_to_shared(a_desc, [pid_m * BLOCK_M, kk * BLOCK_K], bar, a_bufs.index(s), pred)
-        if B_T:
-            tma.async_copy_global_to_shared(b_desc, [pid_n * BLOCK_N, kk * BLOCK_K], bar, b_bufs.index(s), pred)
-        else:
-            tma.async_copy_global_to_shared(b_desc, [kk * BLOCK_K, pid_n * BLOCK_N], bar, b_bufs.index(s), pred)
-
-    @gluon.jit
-    def stage(c, bars, a_bufs, b_bufs, NUM_BUFFERS: gl.constexpr, B_T: gl.constexpr):
-        """(A, B) of block c, once its loads have landed (B as a K x N view)."""
-        s = c % NUM_BUFFERS
-        mbarrier.wait(bars.index(s), (c // NUM_BUFFERS) & 1)
-        b = b_bufs.index(s)
-        if B_T:
-            b = b.permute((1, 0))
-        return a_bufs.index(s), b
-
-    @gluon.jit
-    def wgmma_gemm_kernel(
-        a_desc, b_desc, c_desc,                         # A M x K, B K x N (or N x K: B_T), C M x N: TMA descriptors
-        SA, SB,                                         # FP8 scales (fp32): one each, or per row of A / column of B
-        M, N, K,                                        # problem size
-        GROUP_M: gl.constexpr,                          # grouped tile order
-        NUM_BUFFERS: gl.constexpr,                      # stages of the load ring
-        B_T: gl.constexpr,                              # B given N x K, K-major (FP8 needs it; an nn.Linear weight)
-        SCALES: gl.constexpr,                           # 0: none; 1: per-tensor; 2: row-wise
-        PROMOTE: gl.constexpr,                          # FP8: add the partial sums into fp32 every block of K
-        num_warps: gl.constexpr,
-    ):
-        """C = (A @ B) [* scales], persistent: program i runs tiles i, i + programs, ... in grouped order."""
-        BLOCK_M: gl.constexpr = c_desc.block_type.shape[0]
-        BLOCK_N: gl.constexpr = c_desc.block_type.shape[1]
-        BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
-        layout: gl.constexpr = mma_layout(BLOCK_M, BLOCK_N, a_desc.dtype.primitive_bitwidth, num_warps)
-
-        a_bufs = gl.allocate_shared_memory(a_desc.dtype, [NUM_BUFFERS] + a_desc.block_type.shape, a_desc.layout)
-        b_bufs = gl.allocate_shared_memory(b_desc.dtype, [NUM_BUFFERS] + b_desc.block_type.shape, b_desc.layout)
-        c_smem = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
-        bars = gl.allocate_shared_memory(gl.int64, [NUM_BUFFERS, 1], mbarrier.MBarrierLayout())
-        for i in gl.static_range(NUM_BUFFERS):
-            mbarrier.init(bars.index(i), count=1)
-
-        num_pid_m = gl.cdiv(M, BLOCK_M)
-        num_pid_n = gl.cdiv(N, BLOCK_N)
-        k_tiles = gl.cdiv(K, BLOCK_K)
-        my_tiles = gl.cdiv(num_pid_m * num_pid_n - gl.program_id(0), gl.num_programs(0))
-        for i in gl.static_range(NUM_BUFFERS - 1):
-            issue_load(i, a_desc, b_desc, bars, a_bufs, b_bufs, k_tiles, my_tiles, num_pid_m, num_pid_n, GROUP_M,
-                       NUM_BUFFERS, B_T)
-        c = 0  # blocks consumed; block c + NUM_BUFFERS - 1 is loaded once block c - 1's MMAs are done
-
-        zero = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout)
-        acc = zero
-        for t in range(my_tiles):
-            pid_m, pid_n = tile_coords(gl.program_id(0) + t * gl.num_programs(0), num_pid_m, num_pid_n, GROUP_M)
-            if PROMOTE:
-                # blocks alternate between partial sums t0 and t1; each wait leaves the newest block's MMAs in
-                # flight and adds the finished one into acc (an odd first block goes to t1 alone)
-                acc = zero
-                t0 = zero
-                t1 = warpgroup_mma_init(zero)
-                if k_tiles % 2 == 1:
-                    a, b = stage(c, bars, a_bufs, b_bufs, NUM_BUFFERS, B_T)
-                    t1 = warpgroup_mma(a, b, t1, use_acc=False, is_async=True)
-                    issue_load(c + NUM_BUFFERS - 1, a_desc, b_desc, bars, a_bufs, b_bufs, k_tiles, my_tiles,
-                               num_pid_m, num_pid_n, GROUP_M, NUM_BUFFERS, B_T)  # block c - 1's MMAs are done
-                    c += 1
-                for _ in range(k_tiles // 2):
-                    a, b = stage(c, bars, a_bufs, b_bufs, NUM_BUFFERS, B_T)
-                    t0 = warpgroup_mma(a, b, t0, use_acc=False, is_async=True)
-                    t1 = warpgroup_mma_wait(1, deps=(t1, ))
-                    acc += t1
-                    issue_load(c + NUM_BUFFERS - 1, a_desc, b_desc, bars, a_bufs, b_bufs, k_tiles, my_tiles,
-                               num_pid_m, num_pid_n, GROUP_M, NUM_BUFFERS, B_T)
-                    c += 1
-                    a, b = stage(c, bars, a_bufs, b_bufs, NUM_BUFFERS, B_T)
-                    t1 = warpgroup_mma(a, b, t1, use_acc=False, is_async=True)
-                    t0 = warpgroup_mma_wait(1, deps=(t0, ))
-                    acc += t0
-                    issue_load(c + NUM_BUFFERS - 1, a_desc, b_desc, bars, a_bufs, b_bufs, k_tiles, my_tiles,
-                               num_pid_m, num_pid_n, GROUP_M, NUM_BUFFERS, B_T)
-                    c += 1
-                t1 = warpgroup_mma_wait(0, deps=(t1, ))
-                acc += t1
-            else:
-                for kk in range(k_tiles):
-                    a, b = stage(c, bars, a_bufs, b_bufs, NUM_BUFFERS, B_T)
-                    acc = warpgroup_mma(a, b, acc, use_acc=kk > 0, is_async=True)
-                    acc = warpgroup_mma_wait(1, deps=(acc, ))  # block c - 1's MMAs are done: its stage is free
-                    issue_load(c + NUM_BUFFERS - 1, a_desc, b_desc, bars, a_bufs, b_bufs, k_tiles, my_tiles,
-                               num_pid_m, num_pid_n, GROUP_M, NUM_BUFFERS, B_T)
-                    c += 1
-                acc = warpgroup_mma_wait(0, deps=(acc, ))
-
-            out = acc
-            if SCALES == 1:
-                out = out * (gl.load(SA) * gl.load(SB))
-            elif SCALES == 2:
-                rm = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, layout))
-                rn = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, layout))
-                out = out * gl.load(SA + rm, mask=rm < M, other=0.0)[:, None]
-                out = out * gl.load(SB + rn, mask=rn < N, other=0.0)[None, :]
-            tma.store_wait(pendings=0)  # the previous tile's C has left c_smem
-            c_smem.store(out.to(c_desc.dtype))
-            fence_async_shared()
-            tma.async_copy_shared_to_global(c_desc, [pid_m * BLOCK_M, pid_n * BLOCK_N], c_smem)
-        tma.store_wait(pendings=0)
-        for i in gl.static_range(NUM_BUFFERS):
-            mbarrier.invalidate(bars.index(i))
-
 
     @gluon.jit
     def ws_loads(
@@ -277,7 +149,7 @@ if _GLUON:
     ):
         """Warp-specialized: one warp loads, two warpgroups of 4 warps (this kernel's own, and a worker) each compute
         64 rows of every 128-row tile, synchronized only through the ring's mbarriers (no CTA-wide barrier), so one
-        can wait on its MMAs and add while the other's run. B must be K-major (B_T)."""
+        can wait on its MMAs and add while the other's run."""
         a_bufs = gl.allocate_shared_memory(a_desc.dtype, [NUM_BUFFERS] + a_desc.block_type.shape, a_desc.layout)
         b_bufs = gl.allocate_shared_memory(b_desc.dtype, [NUM_BUFFERS] + b_desc.block_type.shape, b_desc.layout)
         c0 = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
@@ -298,62 +170,46 @@ if _GLUON:
 
 _GL_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32",
               torch.float8_e4m3fn: "float8e4nv"}
+BLOCK_M = 128  # two consumer warpgroups of 64 rows
 CONSUMER_REGS = 232  # registers per thread of wgmma_ws_kernel's second consumer warpgroup (setmaxnreg)
 SMEM_BYTES = 232448 - 1024  # shared memory a program may use on an H100/H200, less the barriers' and the compiler's
 
 
-def fits(block_m, block_n, block_k, stages, in_bytes, out_bytes):
-    """Whether the ring of `stages` A/B stages plus C's staging tile fit in one SM's shared memory."""
-    return stages * (block_m + block_n) * block_k * in_bytes + block_m * block_n * out_bytes <= SMEM_BYTES
+def fits(block_n, block_k, stages, out_bytes):
+    """Whether the ring of `stages` FP8 A/B stages plus the two consumers' C staging tiles fit in shared memory."""
+    return stages * (BLOCK_M + block_n) * block_k + BLOCK_M * block_n * out_bytes <= SMEM_BYTES
 
 
 def supports(a, b, c):
-    """Whether run() takes these operands: CUDA Hopper-class device, Gluon present, TMA-describable A, B and C (16-byte
-    aligned bases and row strides, unit inner stride), B row-major or K-major."""
+    """Whether run() takes these operands: a Hopper GPU, Gluon present, FP8 a row-major and b column-major, c row-major
+    in bf16/fp16/fp32, each 16-byte aligned with 16-byte aligned row strides (what TMA can describe)."""
     if not (_GLUON and a.is_cuda and torch.cuda.get_device_capability(a.device)[0] == 9):
         return False
-    if a.dtype not in _GL_DTYPES or c.dtype not in _GL_DTYPES or a.dtype == torch.float32:
+    if a.dtype != torch.float8_e4m3fn or b.dtype != a.dtype or c.dtype not in _GL_DTYPES:
         return False
-    b_t = b.stride(0) == 1 and b.stride(1) != 1
-    if a.stride(1) != 1 or c.stride(1) != 1 or not (b.stride(1) == 1 or b_t):
+    if a.stride(1) != 1 or b.stride(0) != 1 or c.stride(1) != 1:
         return False
-    if a.dtype == torch.float8_e4m3fn and not b_t:
-        return False  # FP8 warpgroup MMAs read B K-major only
-    for t, row in ((a, a.stride(0)), (b, b.stride(1) if b_t else b.stride(0)), (c, c.stride(0))):
-        if t.data_ptr() % 16 or (row * t.element_size()) % 16:
-            return False
-    return True
+    return all(t.data_ptr() % 16 == 0 and (row * t.element_size()) % 16 == 0
+               for t, row in ((a, a.stride(0)), (b, b.stride(1)), (c, c.stride(0))))
 
 
-def run(a, b, c, block_m, block_n, block_k, stages, num_warps, programs, scale_a=None, scale_b=None, promote=False,
-        group_m=8):
-    """c = a @ b (FP8: * scales) on one GPU; `supports(a, b, c)` must hold. promote (FP8, precise accumulation: fp32
-    every block of K) runs wgmma_ws_kernel (two consumer warpgroups of 64 rows each, block_m = 128; num_warps is
-    theirs), else wgmma_gemm_kernel. One launch; host cost: three TMA descriptors. Not collective."""
+def run(a, b, c, block_n, block_k, stages, programs, scale_a, scale_b, promote=True, group_m=8):
+    """c = (a @ b) * scales on one GPU with wgmma_ws_kernel (128 x block_n tiles, `stages` ring stages, at most
+    `programs` persistent programs); `supports(a, b, c)` must hold. promote: precise accumulation (fp32 every block of
+    K), else the tensor cores' own accumulation across K. One launch; host cost: three TMA descriptors. Not
+    collective."""
     m, k = a.shape
     n = b.shape[1]
-    b_t = b.stride(0) == 1 and b.stride(1) != 1
-    ws = bool(promote)
-    if ws and not (b_t and block_m == 128):
-        raise ValueError(f"wgmma.run: precise FP8 accumulation runs 128-row tiles on a K-major b, got block_m="
-                         f"{block_m}, b strides {b.stride()}")
-    dt = getattr(gl, _GL_DTYPES[a.dtype])
-    a_desc = TensorDescriptor.from_tensor(a, [block_m, block_k],
-                                          gl.NVMMASharedLayout.get_default_for([block_m, block_k], dt))
-    bt = b.t() if b_t else b
-    b_block = [block_n, block_k] if b_t else [block_k, block_n]
-    b_desc = TensorDescriptor.from_tensor(bt, b_block, gl.NVMMASharedLayout.get_default_for(b_block, dt))
-    c_block = [block_m // 2 if ws else block_m, block_n]
+    fp8 = gl.float8e4nv
+    a_desc = TensorDescriptor.from_tensor(a, [BLOCK_M, block_k],
+                                          gl.NVMMASharedLayout.get_default_for([BLOCK_M, block_k], fp8))
+    b_desc = TensorDescriptor.from_tensor(b.t(), [block_n, block_k],
+                                          gl.NVMMASharedLayout.get_default_for([block_n, block_k], fp8))
+    c_block = [BLOCK_M // 2, block_n]
     c_desc = TensorDescriptor.from_tensor(c, c_block, gl.NVMMASharedLayout.get_default_for(
         c_block, getattr(gl, _GL_DTYPES[c.dtype])))
-    scales = 0 if scale_a is None else (1 if scale_a.numel() == 1 and scale_b.numel() == 1 else 2)
-    if scales == 0:
-        scale_a = scale_b = c  # unused
-    grid = (min(programs, triton.cdiv(m, block_m) * triton.cdiv(n, block_n)),)
-    if ws:
-        wgmma_ws_kernel[grid](a_desc, b_desc, c_desc, scale_a, scale_b, m, n, k, GROUP_M=group_m, NUM_BUFFERS=stages,
-                              SCALES=scales, PROMOTE=True, CONSUMER_REGS=CONSUMER_REGS, num_warps=4)
-    else:
-        wgmma_gemm_kernel[grid](a_desc, b_desc, c_desc, scale_a, scale_b, m, n, k, GROUP_M=group_m,
-                                NUM_BUFFERS=stages, B_T=b_t, SCALES=scales, PROMOTE=False, num_warps=num_warps)
+    scales = 1 if scale_a.numel() == 1 and scale_b.numel() == 1 else 2
+    grid = (min(programs, triton.cdiv(m, BLOCK_M) * triton.cdiv(n, block_n)),)
+    wgmma_ws_kernel[grid](a_desc, b_desc, c_desc, scale_a, scale_b, m, n, k, GROUP_M=group_m, NUM_BUFFERS=stages,
+                          SCALES=scales, PROMOTE=bool(promote), CONSUMER_REGS=CONSUMER_REGS, num_warps=4)
     return c
