@@ -144,7 +144,7 @@ def test_fp8_wgmma_many_calls_in_a_row():
     for i in range(30):
         a, b, sa, sb = _quantized(384, 512, 640, i % 2 == 1)
         out = torch.full((384, 512), float("nan"), device="cuda", dtype=torch.float32 if i % 3 == 0 else BF16)
-        fp8.scaled_mm(a, b, sa, sb, out=out, kernel="wgmma")
+        fp8.scaled_mm(a, b, sa, sb, out_dtype=out.dtype, out=out, kernel="wgmma")
         calls.append((a, b, sa, sb, out))
     for a, b, sa, sb, out in calls:
         ref = (a.double() * sa.double()) @ (b.double() * sb.double())
