@@ -238,10 +238,11 @@ def fp8_precise(cfg, m):
 
 def wgmma_fp8(cfg, m, n, sms, fast, force=False):
     """The Gluon kernel's FP8 config (WGMMA_FP8_TILE; block_m 128) for an m x n output: with precise accumulation where
-    its 128x128 tiles reach WGMMA_MIN_FILL x the SMs (or wherever, with force); None elsewhere (decode rows and
-    few tiles: gemm.py's tile loop runs them; fast accumulation: the tile loop's 128x256 tiles). Host only, free."""
+    its 128x128 tiles reach WGMMA_MIN_FILL x the SMs and m is more than decode rows (or wherever, with force); None
+    elsewhere (decode rows, whose 16-row tiles waste less, and few tiles: gemm.py's tile loop runs them; fast
+    accumulation: the tile loop's 128x256 tiles). Host only, free."""
     bn, bk, stages = WGMMA_FP8_TILE
-    if not force and (fast or -(-m // 128) * -(-n // bn) < WGMMA_MIN_FILL * sms):
+    if not force and (fast or m <= DECODE_ROWS or -(-m // 128) * -(-n // bn) < WGMMA_MIN_FILL * sms):
         return None
     return replace(cfg, block_m=128, block_n=bn, block_k=bk, num_stages=stages, num_warps=4, split_k=1,
                    split_tail=False)

@@ -89,6 +89,7 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
     assert C.wgmma_fp8(cfg, 4096, 4096, 132, fast=True) is None
     assert C.wgmma_fp8(cfg, 128, 8192, 132, fast=False) is None  # 64 tiles for 132 SMs
     assert C.wgmma_fp8(cfg, 128, 12288, 132, fast=False) is not None  # 96 tiles
+    assert C.wgmma_fp8(cfg, 16, 16384, 132, fast=False) is None  # decode rows keep their 16-row tiles
     assert C.wgmma_fp8(cfg, 16, 4096, 132, fast=False, force=True).block_m == 128
     assert not wgmma.fits(128, 128, 7, 2)  # 7 stages and C's tiles exceed an SM's shared memory
 
