@@ -74,6 +74,11 @@ SMALL_M_CANDIDATES = {"128x128x64 s4 w8 k2": tile(128, 128, 64, 4, 8, split_k=2)
                       "64x128x64 s8 w4": tile(64, 128, 64, 8, 4),
                       "128x128x64 s6 w8 k2": tile(128, 128, 64, 6, 8, split_k=2)}
 
+# The warp-specialized Gluon kernel of fused_ops/wgmma.py (one load warp running ahead across tiles, two consumer
+# warpgroups of 64 rows; B as given, row-major), with its own tiles (block_m 128; num_warps: per consumer).
+WGMMA_CANDIDATES = {"wgmma 128x256x64 s3": tile(128, 256, 64, 3, 4),
+                    "wgmma 128x128x64 s6": tile(128, 128, 64, 6, 4)}
+CANDIDATES.update(WGMMA_CANDIDATES)
 # Alternatives where the C row stride is not a multiple of 16 elements: the store without the alignment hint (C_VEC=1).
 CANDIDATES["default, no vec"] = None
 # Where B's rows are not 128-byte aligned: B through fused_ops.pad_weight (done once per weight, outside the timing),
@@ -124,7 +129,8 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   # precise accumulation unless named fast, wherever it runs (the default picks it by tile count)
                   "wgmma fp8 128x128x128 s4": tile(128, 128, 128, 4, 4),
                   "wgmma fp8 128x128x128 s6": tile(128, 128, 128, 6, 4),
-                  "wgmma fp8 128x128x128 s6 fast accum": tile(128, 128, 128, 6, 4)}
+                  "wgmma fp8 128x128x128 s6 fast accum": tile(128, 128, 128, 6, 4),
+                  "wgmma fp8 128x256x128 s3 fast accum": tile(128, 256, 128, 3, 4)}
 
 
 ROUNDS = 11  # paired rounds per configuration (benchmarks.harness.paired_graph_us), medians
@@ -182,6 +188,9 @@ def run(ctx, args, run_stamp):
                 bb = pad_weight(b)
             if name.endswith("B as given") and not _problem.pads_b(m, n, k, b.element_size(), b.stride(0)):
                 continue  # the default does not copy B here: the same run as "default"
+            if name in WGMMA_CANDIDATES:
+                rows += wgmma_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp)
+                continue
             if cfg is not None and cfg.split_k is None and not cfg.split_tail:  # whole tiles: not the default's
                 cfg = dataclasses.replace(cfg, split_k=1, split_tail=False)  # split (the default may split a tail)
             if name.endswith(" x2"):
@@ -245,6 +254,28 @@ def run(ctx, args, run_stamp):
         print("... with B through fused_ops.pad_weight where its rows are not 128-byte aligned:")
         print(class_table(both.reset_index()).to_string())
     print(f"wrote {args.out}/gemm.csv ({len(df)} rows, all correct: {bool(df.correct.all())})")
+
+
+def wgmma_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp):
+    """[the CSV row] of a bf16 candidate through fused_ops/wgmma.py, or [] where it does not take the operands."""
+    from fused_ops import wgmma
+
+    if not wgmma.supports(a, b, c):
+        return []
+
+    def call():
+        return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, ctx.get_cu_count())
+    c.fill_(float("nan"))
+    call()
+    err = ((c.double() - ref).norm() / ref.norm()).item()
+    t, t_torch = paired_graph_us(call, lambda: torch.matmul(a, b, out=c), rounds=ROUNDS)
+    print(f"{m:>6d}x{n}x{k} {name:18s} {t:9.1f} µs  torch {t_torch:9.1f}  {t_torch / t:5.2f}x  err {err:.1e}",
+          flush=True)
+    return [dict(m=m, n=n, k=k, shape_class=tag["class"], source=tag["source"], config=name, block_m=128,
+                 block_n=cfg.block_n, block_k=cfg.block_k, num_stages=cfg.num_stages, num_warps=8, split_k=1,
+                 split_tail=False, tma=1, programs=min(ctx.get_cu_count(), -(-m // 128) * -(-n // cfg.block_n)),
+                 time_us=t, torch_us=t_torch, vs_torch=t_torch / t, tflops=2 * m * n * k / t / 1e6, rel_error=err,
+                 correct=err < 1e-2, dtype="bfloat16", **run_stamp)]
 
 
 def shape_list(args):

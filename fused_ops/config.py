@@ -75,6 +75,7 @@ FP8_DECODE_TILE = (16, 64, 256, 4, 4)
 # with fewer 128x128 tiles than WGMMA_MIN_FILL x the SMs, gemm.py's split-K and 64-row tiles did better
 # (results/current/gemm/README.md). (block_n, block_k, stages)
 WGMMA_FP8_TILE = (128, 128, 6)
+WGMMA_FP8_FAST_TILE = (256, 128, 3)  # fast accumulation: one accumulator, 64x256 per warpgroup
 WGMMA_MIN_FILL = 0.7
 # A persistent grid runs its tiles in waves of one per program, and a last wave that is partly empty costs a whole one.
 # A 128x128 tile (6 stages, 8 warps) takes 0.48-0.55 of a 128x256 tile's time (median 0.51 over the 40 GEMMs a rank

@@ -127,7 +127,7 @@ def pick_kernel(a, b, c, cfg, config, use_fast_accum, kernel):
             return kernel, _fit(_config.wgmma_fp8(cfg, m, n, cfg.gemm_sms, use_fast_accum, force=True), c)
         if cfg.block_m != wgmma.BLOCK_M or cfg.split_k > 1:
             raise ValueError(f"scaled_mm: kernel='wgmma' runs whole 128-row tiles, got {cfg.describe()}")
-        if not wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, c.element_size()):
+        if not wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, 1, c.element_size()):
             raise ValueError(f"scaled_mm: kernel='wgmma': {cfg.describe()} needs more shared memory than an SM has")
         return kernel, cfg
     pick = _config.wgmma_fp8(cfg, m, n, cfg.gemm_sms, use_fast_accum) if ok and config is None else None
@@ -136,7 +136,7 @@ def pick_kernel(a, b, c, cfg, config, use_fast_accum, kernel):
 
 def _fit(cfg, c):
     """cfg with as many of its stages as fit beside c's staging tiles (fp32 C takes a stage's worth)."""
-    while not wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, c.element_size()):
+    while not wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, 1, c.element_size()):
         cfg = replace(cfg, num_stages=cfg.num_stages - 1)
     return cfg
 

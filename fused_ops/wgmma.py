@@ -61,13 +61,13 @@ if _GLUON:
     def ws_loads(
         a_desc, b_desc, a_bufs, b_bufs, ready, empty,   # operands; the ring's stages and barriers
         M, N, K,                                        # problem size
-        GROUP_M: gl.constexpr, NUM_BUFFERS: gl.constexpr,
+        GROUP_M: gl.constexpr, NUM_BUFFERS: gl.constexpr, B_T: gl.constexpr,
     ):
         """The load warp of wgmma_ws_kernel: every K block of every tile of this program into the ring, each stage
         once both consumers have released it."""
         BLOCK_M: gl.constexpr = a_desc.block_type.shape[0]
         BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
-        BLOCK_N: gl.constexpr = b_desc.block_type.shape[0]
+        BLOCK_N: gl.constexpr = b_desc.block_type.shape[0] if B_T else b_desc.block_type.shape[1]
         num_pid_m = gl.cdiv(M, BLOCK_M)
         num_pid_n = gl.cdiv(N, BLOCK_N)
         k_tiles = gl.cdiv(K, BLOCK_K)
@@ -80,7 +80,10 @@ if _GLUON:
                 bar = ready.index(s)
                 mbarrier.expect(bar, a_desc.block_type.nbytes + b_desc.block_type.nbytes)
                 tma.async_copy_global_to_shared(a_desc, [pid_m * BLOCK_M, kk * BLOCK_K], bar, a_bufs.index(s))
-                tma.async_copy_global_to_shared(b_desc, [pid_n * BLOCK_N, kk * BLOCK_K], bar, b_bufs.index(s))
+                if B_T:
+                    tma.async_copy_global_to_shared(b_desc, [pid_n * BLOCK_N, kk * BLOCK_K], bar, b_bufs.index(s))
+                else:
+                    tma.async_copy_global_to_shared(b_desc, [kk * BLOCK_K, pid_n * BLOCK_N], bar, b_bufs.index(s))
                 p += 1
 
     @gluon.jit
@@ -90,12 +93,14 @@ if _GLUON:
         SA, SB,                                         # FP8 scales (SCALES)
         M, N, K,                                        # problem size
         GROUP_M: gl.constexpr, NUM_BUFFERS: gl.constexpr,
+        B_T: gl.constexpr,                              # B stored N x K (K-major)
         SCALES: gl.constexpr,                           # 0: none; 1: per-tensor; 2: row-wise
         PROMOTE: gl.constexpr,                          # FP8: add each block's sum into the fp32 accumulator
     ):
-        """A consumer warpgroup of wgmma_ws_kernel: waits for a block, multiplies its half of A by B, waits for its
-        own MMAs (promoting the block's sum into fp32), releases the stage; the other warpgroup's MMAs keep the
-        tensor cores busy meanwhile, so the two drift into turns."""
+        """A consumer warpgroup of wgmma_ws_kernel: waits for a block, multiplies its half of A by B and releases the
+        stage once its MMAs are done. PROMOTE: waits for them at every block and adds the block's sum into fp32 (the
+        other warpgroup's MMAs keep the tensor cores busy meanwhile, so the two drift into turns); else one block's
+        MMAs stay in flight while the next block's issue."""
         HALF_M: gl.constexpr = c_desc.block_type.shape[0]
         BLOCK_N: gl.constexpr = c_desc.block_type.shape[1]
         BLOCK_K: gl.constexpr = a_bufs.type.shape[2]
@@ -112,16 +117,22 @@ if _GLUON:
                 s = c % NUM_BUFFERS
                 mbarrier.wait(ready.index(s), (c // NUM_BUFFERS) & 1)
                 a = a_bufs.index(s).slice(HALF * HALF_M, HALF_M, dim=0)
-                b = b_bufs.index(s).permute((1, 0))
+                b = b_bufs.index(s)
+                if B_T:
+                    b = b.permute((1, 0))
                 if PROMOTE:
                     part = warpgroup_mma(a, b, zero, use_acc=False, is_async=True)
                     part = warpgroup_mma_wait(0, deps=(part, ))
                     acc += part
+                    mbarrier.arrive(empty.index(s), count=1)
                 else:
                     acc = warpgroup_mma(a, b, acc, use_acc=kk > 0, is_async=True)
-                    acc = warpgroup_mma_wait(0, deps=(acc, ))
-                mbarrier.arrive(empty.index(s), count=1)
+                    acc = warpgroup_mma_wait(1, deps=(acc, ))  # the previous block's MMAs are done: release it
+                    mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1, pred=kk > 0)
                 c += 1
+            if not PROMOTE:
+                acc = warpgroup_mma_wait(0, deps=(acc, ))
+                mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1)
             row0 = pid_m * 2 * HALF_M + HALF * HALF_M
             if SCALES == 1:
                 acc = acc * (gl.load(SA) * gl.load(SB))
@@ -138,11 +149,12 @@ if _GLUON:
 
     @gluon.jit
     def wgmma_ws_kernel(
-        a_desc, b_desc, c_desc,                         # A M x K, B N x K (K-major), C M x N in 64-row blocks
+        a_desc, b_desc, c_desc,                         # A M x K, B K x N (or N x K: B_T), C M x N in 64-row blocks
         SA, SB,                                         # FP8 scales (fp32): one each, or per row of A / column of B
         M, N, K,                                        # problem size
         GROUP_M: gl.constexpr,                          # grouped tile order
         NUM_BUFFERS: gl.constexpr,                      # stages of the load ring
+        B_T: gl.constexpr,                              # B stored N x K (K-major; FP8 needs it)
         SCALES: gl.constexpr,                           # 0: none; 1: per-tensor; 2: row-wise
         PROMOTE: gl.constexpr,                          # FP8: add the partial sums into fp32 every block of K
         CONSUMER_REGS: gl.constexpr,                    # registers per thread of the second consumer warpgroup
@@ -160,11 +172,11 @@ if _GLUON:
             mbarrier.init(ready.index(i), count=1)
             mbarrier.init(empty.index(i), count=2)
         gl.warp_specialize([
-            (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c0, SA, SB, M, N, K, GROUP_M, NUM_BUFFERS,
+            (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c0, SA, SB, M, N, K, GROUP_M, NUM_BUFFERS, B_T,
                            SCALES, PROMOTE)),
-            (ws_consumer, (1, a_bufs, b_bufs, ready, empty, c_desc, c1, SA, SB, M, N, K, GROUP_M, NUM_BUFFERS,
+            (ws_consumer, (1, a_bufs, b_bufs, ready, empty, c_desc, c1, SA, SB, M, N, K, GROUP_M, NUM_BUFFERS, B_T,
                            SCALES, PROMOTE)),
-            (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS)),
+            (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, B_T)),
         ], [4, 1], [CONSUMER_REGS, 40])
 
 
@@ -175,41 +187,49 @@ CONSUMER_REGS = 232  # registers per thread of wgmma_ws_kernel's second consumer
 SMEM_BYTES = 232448 - 1024  # shared memory a program may use on an H100/H200, less the barriers' and the compiler's
 
 
-def fits(block_n, block_k, stages, out_bytes):
-    """Whether the ring of `stages` FP8 A/B stages plus the two consumers' C staging tiles fit in shared memory."""
-    return stages * (BLOCK_M + block_n) * block_k + BLOCK_M * block_n * out_bytes <= SMEM_BYTES
+def fits(block_n, block_k, stages, in_bytes, out_bytes):
+    """Whether the ring of `stages` A/B stages plus the two consumers' C staging tiles fit in shared memory."""
+    return stages * (BLOCK_M + block_n) * block_k * in_bytes + BLOCK_M * block_n * out_bytes <= SMEM_BYTES
 
 
 def supports(a, b, c):
-    """Whether run() takes these operands: a Hopper GPU, Gluon present, FP8 a row-major and b column-major, c row-major
-    in bf16/fp16/fp32, each 16-byte aligned with 16-byte aligned row strides (what TMA can describe)."""
+    """Whether run() takes these operands: a Hopper GPU, Gluon present, A row-major FP8/bf16/fp16 and B of the same
+    dtype, row-major or column-major (FP8: column-major, K-major, as its tensor cores read it), C row-major in
+    bf16/fp16/fp32, each 16-byte aligned with 16-byte aligned row strides (what TMA can describe)."""
     if not (_GLUON and a.is_cuda and torch.cuda.get_device_capability(a.device)[0] == 9):
         return False
-    if a.dtype != torch.float8_e4m3fn or b.dtype != a.dtype or c.dtype not in _GL_DTYPES:
+    if a.dtype not in _GL_DTYPES or a.dtype == torch.float32 or b.dtype != a.dtype or c.dtype not in _GL_DTYPES:
         return False
-    if a.stride(1) != 1 or b.stride(0) != 1 or c.stride(1) != 1:
+    b_t = b.stride(0) == 1 and b.stride(1) != 1
+    if a.stride(1) != 1 or c.stride(1) != 1 or not (b_t or b.stride(1) == 1):
+        return False
+    if a.dtype == torch.float8_e4m3fn and not b_t:
         return False
     return all(t.data_ptr() % 16 == 0 and (row * t.element_size()) % 16 == 0
-               for t, row in ((a, a.stride(0)), (b, b.stride(1)), (c, c.stride(0))))
+               for t, row in ((a, a.stride(0)), (b, b.stride(1) if b_t else b.stride(0)), (c, c.stride(0))))
 
 
-def run(a, b, c, block_n, block_k, stages, programs, scale_a, scale_b, promote=True, group_m=8):
-    """c = (a @ b) * scales on one GPU with wgmma_ws_kernel (128 x block_n tiles, `stages` ring stages, at most
-    `programs` persistent programs); `supports(a, b, c)` must hold. promote: precise accumulation (fp32 every block of
-    K), else the tensor cores' own accumulation across K. One launch; host cost: three TMA descriptors. Not
+def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None, promote=False, group_m=8):
+    """c = a @ b (FP8: * scales) on one GPU with wgmma_ws_kernel (128 x block_n tiles, `stages` ring stages, at most
+    `programs` persistent programs); `supports(a, b, c)` must hold. promote (FP8): precise accumulation (fp32 every
+    block of K), else the tensor cores' own accumulation across K. One launch; host cost: three TMA descriptors. Not
     collective."""
     m, k = a.shape
     n = b.shape[1]
-    fp8 = gl.float8e4nv
+    b_t = b.stride(0) == 1 and b.stride(1) != 1
+    dt = getattr(gl, _GL_DTYPES[a.dtype])
     a_desc = TensorDescriptor.from_tensor(a, [BLOCK_M, block_k],
-                                          gl.NVMMASharedLayout.get_default_for([BLOCK_M, block_k], fp8))
-    b_desc = TensorDescriptor.from_tensor(b.t(), [block_n, block_k],
-                                          gl.NVMMASharedLayout.get_default_for([block_n, block_k], fp8))
+                                          gl.NVMMASharedLayout.get_default_for([BLOCK_M, block_k], dt))
+    b_block = [block_n, block_k] if b_t else [block_k, block_n]
+    b_desc = TensorDescriptor.from_tensor(b.t() if b_t else b, b_block,
+                                          gl.NVMMASharedLayout.get_default_for(b_block, dt))
     c_block = [BLOCK_M // 2, block_n]
     c_desc = TensorDescriptor.from_tensor(c, c_block, gl.NVMMASharedLayout.get_default_for(
         c_block, getattr(gl, _GL_DTYPES[c.dtype])))
-    scales = 1 if scale_a.numel() == 1 and scale_b.numel() == 1 else 2
+    scales = 0 if scale_a is None else 1 if scale_a.numel() == 1 and scale_b.numel() == 1 else 2
+    if scales == 0:
+        scale_a = scale_b = c  # not read
     grid = (min(programs, triton.cdiv(m, BLOCK_M) * triton.cdiv(n, block_n)),)
     wgmma_ws_kernel[grid](a_desc, b_desc, c_desc, scale_a, scale_b, m, n, k, GROUP_M=group_m, NUM_BUFFERS=stages,
-                          SCALES=scales, PROMOTE=bool(promote), CONSUMER_REGS=CONSUMER_REGS, num_warps=4)
+                          B_T=b_t, SCALES=scales, PROMOTE=bool(promote), CONSUMER_REGS=CONSUMER_REGS, num_warps=4)
     return c

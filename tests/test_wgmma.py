@@ -22,7 +22,7 @@ ON_HOPPER = (torch.cuda.is_available() and __import__("iris").BACKEND == "cuda"
              and torch.cuda.get_device_capability()[0] == 9)
 
 
-def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16):
+def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.float8_e4m3fn, b_t=True):
     """(PTX, shared bytes, ptxas's report) of wgmma_ws_kernel for sm_90a, compiled here without a GPU."""
     import triton
     from triton.backends.compiler import GPUTarget
@@ -35,10 +35,11 @@ def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16):
     def desc(t, block):
         layout = gl.NVMMASharedLayout.get_default_for(block, getattr(gl, wgmma._GL_DTYPES[t.dtype]))
         return mangle_type(wgmma.TensorDescriptor.from_tensor(t, block, layout))
-    a, c = torch.empty(256, 256, dtype=torch.float8_e4m3fn), torch.empty(256, 256, dtype=out_dtype)
+    a, c = torch.empty(256, 256, dtype=dtype), torch.empty(256, 256, dtype=out_dtype)
     fn = wgmma.wgmma_ws_kernel
-    consts = dict(GROUP_M=8, NUM_BUFFERS=stages, SCALES=scales, PROMOTE=promote, CONSUMER_REGS=wgmma.CONSUMER_REGS)
-    sig = {"a_desc": desc(a, [128, bk]), "b_desc": desc(a, [bn, bk]), "c_desc": desc(c, [64, bn]),
+    consts = dict(GROUP_M=8, NUM_BUFFERS=stages, B_T=b_t, SCALES=scales, PROMOTE=promote,
+                  CONSUMER_REGS=wgmma.CONSUMER_REGS)
+    sig = {"a_desc": desc(a, [128, bk]), "b_desc": desc(a, [bn, bk] if b_t else [bk, bn]), "c_desc": desc(c, [64, bn]),
            "SA": "*fp32", "SB": "*fp32", "M": "i32", "N": "i32", "K": "i32", **{k: "constexpr" for k in consts}}
     src = GluonASTSource(fn=fn, signature=sig, constexprs={(fn.arg_names.index(k),): v for k, v in consts.items()},
                          attrs={})
@@ -56,19 +57,22 @@ def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16):
 FP8, BF16 = torch.float8_e4m3fn, torch.bfloat16
 
 
-@pytest.mark.parametrize("promote, scales, out_dtype", [(True, 1, BF16), (True, 2, BF16), (False, 1, BF16),
-                                                        (True, 1, torch.float32)],
-                         ids=["precise-tensor", "precise-row", "fast", "precise-fp32-out"])
-def test_default_tile_compiles_for_sm90_specialized_without_spills(promote, scales, out_dtype):
-    tile = C.WGMMA_FP8_TILE
-    if not wgmma.fits(*tile, out_dtype.itemsize):
+@pytest.mark.parametrize("promote, scales, out_dtype, dtype, b_t, tile", [
+    (True, 1, BF16, FP8, True, C.WGMMA_FP8_TILE), (True, 2, BF16, FP8, True, C.WGMMA_FP8_TILE),
+    (False, 1, BF16, FP8, True, C.WGMMA_FP8_FAST_TILE), (True, 1, torch.float32, FP8, True, C.WGMMA_FP8_TILE),
+    (False, 0, BF16, BF16, False, (256, 64, 3)), (False, 0, BF16, BF16, True, (128, 64, 6))],
+    ids=["fp8-precise-tensor", "fp8-precise-row", "fp8-fast", "fp8-precise-fp32-out", "bf16", "bf16-b-k-major"])
+def test_default_tile_compiles_for_sm90_specialized_without_spills(promote, scales, out_dtype, dtype, b_t, tile):
+    if not wgmma.fits(*tile, dtype.itemsize, out_dtype.itemsize):
         tile = (tile[0], tile[1], tile[2] - 1)  # fp32 C staging tiles take a stage's worth
-    ptx, shared, report = compile_sm90(tile, promote, scales, out_dtype)
+    ptx, shared, report = compile_sm90(tile, promote, scales, out_dtype, dtype, b_t)
     assert shared <= wgmma.SMEM_BYTES + 1024, shared
     assert re.search(r"\b0 bytes spill stores, 0 bytes spill loads", report), report
     assert "C7514" not in report and "serialized" not in report, report  # MMAs not serialized by ptxas
     assert "setmaxnreg" in ptx  # the load warp gives its registers to the consumer warpgroups
     assert "wgmma.mma_async" in ptx and "cp.async.bulk.tensor" in ptx
+    if not promote:  # one block's MMAs stay in flight while the next one's issue
+        assert "wgmma.wait_group.sync.aligned 1" in ptx
 
 
 def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_why():
@@ -91,7 +95,7 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
     assert C.wgmma_fp8(cfg, 128, 12288, 132, fast=False) is not None  # 96 tiles
     assert C.wgmma_fp8(cfg, 16, 16384, 132, fast=False) is None  # decode rows keep their 16-row tiles
     assert C.wgmma_fp8(cfg, 16, 4096, 132, fast=False, force=True).block_m == 128
-    assert not wgmma.fits(128, 128, 7, 2)  # 7 stages and C's tiles exceed an SM's shared memory
+    assert not wgmma.fits(128, 128, 7, 1, 2)  # 7 stages and C's tiles exceed an SM's shared memory
 
 
 def _quantized(m, n, k, row, device="cuda"):
