@@ -142,6 +142,23 @@ def test_fp8_wgmma_precise_accumulation_at_long_k():
 
 
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
+@pytest.mark.parametrize("b_t", [False, True], ids=["b-row-major", "b-k-major"])
+def test_bf16_wgmma_matches_float64(b_t):
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for m, n, k in GPU_SHAPES + [(333, 1000, 520)]:
+        for block_n, block_k, stages in ((256, 64, 3), (128, 64, 6)):
+            a = torch.randn(m, k, device="cuda", dtype=BF16)
+            b = (torch.randn(n, k, device="cuda", dtype=BF16).t() if b_t else
+                 torch.randn(k, n, device="cuda", dtype=BF16))
+            c = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
+            assert wgmma.supports(a, b, c)
+            wgmma.run(a, b, c, block_n, block_k, stages, programs=sms)
+            ref = a.double() @ b.double()
+            err = ((c.double() - ref).norm() / ref.norm()).item()
+            assert err < 1e-2, (m, n, k, block_n, err)
+
+
+@pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
 def test_fp8_wgmma_many_calls_in_a_row():
     # 30 calls without a sync in between, each with fresh operands and a poisoned output (every third fp32, whose
     # staging tiles leave room for 5 stages, not 6), checked afterwards
