@@ -22,7 +22,7 @@ import triton  # noqa: E402
 from benchmarks import shapes as shape_set  # noqa: E402
 from benchmarks.harness import paired_graph_us, stamp  # noqa: E402
 from fused_ops import problem as _problem  # noqa: E402
-from fused_ops.config import Config  # noqa: E402
+from fused_ops.config import Config, default_config  # noqa: E402
 from fused_ops.gemm import gemm_kernel, pad_weight, store_vec  # noqa: E402
 from fused_ops.problem import Problem  # noqa: E402
 from fused_ops.registry import OPS  # noqa: E402
@@ -79,6 +79,9 @@ SMALL_M_CANDIDATES = {"128x128x64 s4 w8 k2": tile(128, 128, 64, 4, 8, split_k=2)
 WGMMA_CANDIDATES = {"wgmma 128x256x64 s3": tile(128, 256, 64, 3, 4),
                     "wgmma 128x128x64 s6": tile(128, 128, 64, 6, 4)}
 CANDIDATES.update(WGMMA_CANDIDATES)
+# fused_ops.matmul, the library's GEMM alone (fused_ops/local_gemm.py): the Gluon kernel where config.wgmma_config
+# picks it, else the tile loop ("default" is the tile loop as the fused ops run it)
+CANDIDATES["matmul"] = None
 # Alternatives where the C row stride is not a multiple of 16 elements: the store without the alignment hint (C_VEC=1).
 CANDIDATES["default, no vec"] = None
 # Where B's rows are not 128-byte aligned: B through fused_ops.pad_weight (done once per weight, outside the timing),
@@ -188,8 +191,8 @@ def run(ctx, args, run_stamp):
                 bb = pad_weight(b)
             if name.endswith("B as given") and not _problem.pads_b(m, n, k, b.element_size(), b.stride(0)):
                 continue  # the default does not copy B here: the same run as "default"
-            if name in WGMMA_CANDIDATES:
-                rows += wgmma_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp)
+            if name in WGMMA_CANDIDATES or name == "matmul":
+                rows += direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp)
                 continue
             if cfg is not None and cfg.split_k is None and not cfg.split_tail:  # whole tiles: not the default's
                 cfg = dataclasses.replace(cfg, split_k=1, split_tail=False)  # split (the default may split a tail)
@@ -247,6 +250,9 @@ def run(ctx, args, run_stamp):
     best = df.loc[df.groupby(["m", "n", "k"]).vs_torch.idxmax()].set_index(["m", "n", "k"])
     print(d[["shape_class", "vs_torch"]].join(best[["config", "vs_torch"]], rsuffix="_best").to_string())
     print(class_table(df[df.config == "default"]).to_string())
+    if (df.config == "matmul").any():
+        print("fused_ops.matmul (the Gluon kernel where config.wgmma_config picks it):")
+        print(class_table(df[df.config == "matmul"]).to_string())
     if (df.config == "default, padded B").any():
         pad = df[df.config == "default, padded B"].set_index(["m", "n", "k"])
         both = df[df.config == "default"].set_index(["m", "n", "k"])
@@ -256,26 +262,33 @@ def run(ctx, args, run_stamp):
     print(f"wrote {args.out}/gemm.csv ({len(df)} rows, all correct: {bool(df.correct.all())})")
 
 
-def wgmma_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp):
-    """[the CSV row] of a bf16 candidate through fused_ops/wgmma.py, or [] where it does not take the operands."""
-    from fused_ops import wgmma
+def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp):
+    """[the CSV row] of fused_ops.matmul ("matmul": its own pick of kernel) or of a candidate forced through the Gluon
+    kernel, or [] where that kernel does not take the operands."""
+    from fused_ops import local_gemm, wgmma
 
-    if not wgmma.supports(a, b, c):
+    if name == "matmul":
+        plan, _ = local_gemm.tile_loop_plan(a, b, None, lambda dev, m, n, k: default_config(dev, m, n, k, a.dtype,
+                                                                                            split=True), "matmul")
+        kernel, cfg = local_gemm.pick_kernel(a, b, c, plan, None, False, None, "matmul")
+    elif not wgmma.supports(a, b, c):
         return []
+    else:
+        kernel, cfg = "wgmma", dataclasses.replace(cfg, gemm_sms=ctx.get_cu_count(), group_m=8)
 
     def call():
-        return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, ctx.get_cu_count())
+        return local_gemm.matmul(a, b, out=c, config=None if name == "matmul" else cfg, kernel=kernel)
     c.fill_(float("nan"))
     call()
     err = ((c.double() - ref).norm() / ref.norm()).item()
     t, t_torch = paired_graph_us(call, lambda: torch.matmul(a, b, out=c), rounds=ROUNDS)
-    print(f"{m:>6d}x{n}x{k} {name:18s} {t:9.1f} µs  torch {t_torch:9.1f}  {t_torch / t:5.2f}x  err {err:.1e}",
-          flush=True)
-    return [dict(m=m, n=n, k=k, shape_class=tag["class"], source=tag["source"], config=name, block_m=128,
-                 block_n=cfg.block_n, block_k=cfg.block_k, num_stages=cfg.num_stages, num_warps=8, split_k=1,
-                 split_tail=False, tma=1, programs=min(ctx.get_cu_count(), -(-m // 128) * -(-n // cfg.block_n)),
-                 time_us=t, torch_us=t_torch, vs_torch=t_torch / t, tflops=2 * m * n * k / t / 1e6, rel_error=err,
-                 correct=err < 1e-2, dtype="bfloat16", **run_stamp)]
+    print(f"{m:>6d}x{n}x{k} {name:18s} {t:9.1f} µs  torch {t_torch:9.1f}  {t_torch / t:5.2f}x  err {err:.1e}"
+          f"  ({kernel})", flush=True)
+    return [dict(m=m, n=n, k=k, shape_class=tag["class"], source=tag["source"], config=name, kernel=kernel,
+                 block_m=cfg.block_m, block_n=cfg.block_n, block_k=cfg.block_k, num_stages=cfg.num_stages,
+                 num_warps=cfg.num_warps, split_k=cfg.split_k, split_tail=cfg.split_tail, time_us=t, torch_us=t_torch,
+                 vs_torch=t_torch / t, tflops=2 * m * n * k / t / 1e6, rel_error=err, correct=err < 1e-2,
+                 dtype="bfloat16", **run_stamp)]
 
 
 def shape_list(args):

@@ -19,6 +19,7 @@ from .auto import tune  # noqa: F401
 from . import all_gather, all_reduce, all_scatter, reduce_scatter  # noqa: F401,E402  (registers variants)
 from .moe import moe_ffn  # noqa: F401,E402  (expert parallelism: fused_ops/moe)
 from . import fp8  # noqa: F401,E402  (FP8 scaled GEMM)
+from .local_gemm import matmul  # noqa: F401,E402  (the GEMM alone on one GPU)
 from .gemm import pad_weight  # noqa: F401,E402  (B rows aligned for TMA, once per weight)
 
 # Keep list order meaningful: baselines first, then from least to most overlapped.
@@ -36,7 +37,7 @@ __all__ = [
     # the four front doors, and what a call would run
     "gemm_all_scatter", "gemm_all_reduce", "all_gather_gemm", "gemm_reduce_scatter", "plan",
     # expert parallelism (fused_ops/moe) and FP8 (fused_ops/fp8.py)
-    "moe_ffn", "fp8",
+    "moe_ffn", "fp8", "matmul",
     # configuration and tuning
     "Config", "default_config", "tune", "pad_weight",
     # the catalog

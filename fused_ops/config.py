@@ -70,12 +70,15 @@ HOPPER_FP8_TILES = tuple((bm, bn, 2 * bk, st, w, fill) for bm, bn, bk, st, w, fi
 # (one's MMAs running while another waits) did not make up for their smaller tiles (geomean 0.58).
 FP8_PRECISE_TILE = (128, 128, 256, 3, 8)
 FP8_DECODE_TILE = (16, 64, 256, 4, 4)
-# FP8 with precise accumulation on Hopper through the warp-specialized Gluon kernel (fused_ops/wgmma.py): 128x128
-# tiles over 128-deep K blocks, 6 stages (224 KB of shared memory with C's staging tiles). It needs tiles for most SMs:
-# with fewer 128x128 tiles than WGMMA_MIN_FILL x the SMs, gemm.py's split-K and 64-row tiles did better
-# (results/current/gemm/README.md). (block_n, block_k, stages)
-WGMMA_FP8_TILE = (128, 128, 6)
-WGMMA_FP8_FAST_TILE = (256, 128, 3)  # fast accumulation: one accumulator, 64x256 per warpgroup
+# The warp-specialized Gluon kernel on Hopper (fused_ops/wgmma.py: one load warp running ahead across tiles, two
+# consumer warpgroups of 64 rows) beat the tile loop wherever its 128x128 tiles reached WGMMA_MIN_FILL x the SMs (bf16:
+# where the defaults chose whole 128-row tiles; FP8 precise accumulation: most of all, since its warpgroups take turns
+# while the other promotes its partial sum); with fewer tiles the tile loop's split-K and 64/16-row tiles won
+# (results/current/gemm/README.md). Its tiles: (block_n, block_k, stages), block_m 128; the 128x256 ones keep 3
+# stages beside C's two 64x256 staging tiles.
+WGMMA_FP8_TILE = (128, 128, 6)        # precise accumulation: the sum and a block's partial, 128 registers a thread
+WGMMA_FP8_FAST_TILE = (256, 128, 3)   # fast accumulation: one accumulator, 64x256 per warpgroup
+WGMMA_TILES = {256: (256, 64, 3), 128: (128, 64, 6)}  # 16-bit, by the block_n the defaults chose
 WGMMA_MIN_FILL = 0.7
 # A persistent grid runs its tiles in waves of one per program, and a last wave that is partly empty costs a whole one.
 # A 128x128 tile (6 stages, 8 warps) takes 0.48-0.55 of a 128x256 tile's time (median 0.51 over the 40 GEMMs a rank
@@ -237,14 +240,22 @@ def fp8_precise(cfg, m):
                    split_tail=False)
 
 
-def wgmma_fp8(cfg, m, n, sms, fast, force=False):
-    """The Gluon kernel's FP8 config (WGMMA_FP8_TILE; block_m 128) for an m x n output: with precise accumulation where
-    its 128x128 tiles reach WGMMA_MIN_FILL x the SMs and m is more than decode rows (or wherever, with force); None
-    elsewhere (decode rows, whose 16-row tiles waste less, and few tiles: gemm.py's tile loop runs them; fast
-    accumulation: the tile loop's 128x256 tiles). Host only, free."""
-    bn, bk, stages = WGMMA_FP8_TILE
-    if not force and (fast or m <= DECODE_ROWS or -(-m // 128) * -(-n // bn) < WGMMA_MIN_FILL * sms):
-        return None
+def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False):
+    """The Gluon kernel's config (block_m 128) for an m x n output where `cfg` holds the tile loop's defaults: FP8
+    with precise accumulation where its 128x128 tiles reach WGMMA_MIN_FILL x `sms`; FP8 with fast accumulation where
+    its 128x256 tiles do (and n >= 256); 16-bit where the defaults chose whole 128-row tiles and the 128x128 tiles
+    reach it; never for decode rows (m <= DECODE_ROWS). None elsewhere: gemm.py's tile loop runs those. force: the
+    dtype's tile wherever (kernel="wgmma"). Host only, free."""
+    fp8 = dtype == torch.float8_e4m3fn
+    if fp8:
+        bn, bk, stages = WGMMA_FP8_FAST_TILE if fast else WGMMA_FP8_TILE
+    else:
+        bn, bk, stages = WGMMA_TILES[256 if cfg.block_n >= 256 else 128]
+    if not force:
+        if m <= DECODE_ROWS or -(-m // 128) * -(-n // (bn if fp8 and fast else 128)) < WGMMA_MIN_FILL * sms:
+            return None
+        if (fp8 and fast and n < 256) or (not fp8 and (cfg.block_m != 128 or cfg.split_k > 1)):
+            return None
     return replace(cfg, block_m=128, block_n=bn, block_k=bk, num_stages=stages, num_warps=4, split_k=1,
                    split_tail=False)
 

@@ -13,31 +13,14 @@ exactly: the CPU tests check the tile loop's edges against float64 there).
 """
 
 import os
-from dataclasses import replace
 
 import torch
-import triton
-from triton.tools.tensor_descriptor import TensorDescriptor
 
 from . import config as _config
-from . import wgmma
-from .gemm import scaled_gemm_kernel, store_vec
+from . import local_gemm as _mm
 
 FP8 = torch.float8_e4m3fn
 OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
-_workspaces = {}
-
-
-class _Device:
-    """What config.default_config reads off a context, for a plain one-GPU call."""
-
-    def __init__(self, device):
-        self.backend = device.type
-        self.ranks_per_device = 1
-        self.sms = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 4
-
-    def get_cu_count(self):
-        return self.sms
 
 
 def check(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, out=None):
@@ -87,58 +70,19 @@ def check(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, out=None):
 
 
 def plan(a, b, config=None, use_fast_accum=False):
-    """(Config, TMA mode) scaled_mm would run for these operands: the device defaults for FP8 (without fast
-    accumulation, on GPUs: config.fp8_precise's tiles) merged with `config`."""
-    m, k = a.shape
-    n = b.shape[1]
-    dev = _Device(a.device)
-    defaults = _config.default_config(dev, m, n, k, FP8, split=True)
-    if dev.backend == "cuda" and not use_fast_accum:
-        defaults = _config.fp8_precise(defaults, m)
-    cfg = _config.resolve((config or _config.Config()).merged(defaults), config, m, n, k)
-    _config.check(cfg, dev, None)
-    aligned = all(t.data_ptr() % 16 == 0 for t in (a, b)) and (a.stride(0) % 16 == 0) and (b.stride(1) % 16 == 0)
-    tma = (2 if aligned else 0) if cfg.tma is None else (2 if cfg.tma else 0)
-    if tma and not aligned:
-        raise ValueError(f"scaled_mm: config.tma=True, but TMA needs 16-byte aligned addresses and row strides "
-                         f"(a: {a.stride(0)} B, b: {b.stride(1)} B)")
-    return cfg, tma
-
-
-KERNELS = ("wgmma", "tile_loop")
+    """(Config, TMA mode) of the tile loop for these operands: the device defaults for FP8 (without fast
+    accumulation, on GPUs: config.fp8_precise's tiles) merged with `config` (pick_kernel: whether the Gluon kernel
+    runs instead)."""
+    def defaults(dev, m, n, k):
+        cfg = _config.default_config(dev, m, n, k, FP8, split=True)
+        return _config.fp8_precise(cfg, m) if dev.backend == "cuda" and not use_fast_accum else cfg
+    return _mm.tile_loop_plan(a, b, config, defaults, "scaled_mm")
 
 
 def pick_kernel(a, b, c, cfg, config, use_fast_accum, kernel):
-    """(kernel, Config) scaled_mm runs: "wgmma" (fused_ops/wgmma.py, Gluon, Hopper) where it takes the operands and
-    config.wgmma_fp8 picks it (precise accumulation, tiles for most SMs), else "tile_loop" (gemm.py). kernel="wgmma"
-    runs it wherever it takes the operands, with the caller's block_n, block_k, stages and programs if a config is
-    given (block_m must be 128). Host only."""
-    if kernel not in (None,) + KERNELS:
-        raise ValueError(f"scaled_mm: kernel={kernel!r}; expected None (the faster one here), 'wgmma' or 'tile_loop'")
-    if kernel == "tile_loop":
-        return kernel, cfg
-    ok = wgmma.supports(a, b, c)
-    m, n = c.shape
-    if kernel == "wgmma":
-        if not ok:
-            raise ValueError("scaled_mm: kernel='wgmma' needs a Hopper GPU (compute capability 9.x), Triton with Gluon "
-                             "and TMA-describable operands (16-byte aligned, a row-major, b column-major)")
-        if config is None:
-            return kernel, _fit(_config.wgmma_fp8(cfg, m, n, cfg.gemm_sms, use_fast_accum, force=True), c)
-        if cfg.block_m != wgmma.BLOCK_M or cfg.split_k > 1:
-            raise ValueError(f"scaled_mm: kernel='wgmma' runs whole 128-row tiles, got {cfg.describe()}")
-        if not wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, 1, c.element_size()):
-            raise ValueError(f"scaled_mm: kernel='wgmma': {cfg.describe()} needs more shared memory than an SM has")
-        return kernel, cfg
-    pick = _config.wgmma_fp8(cfg, m, n, cfg.gemm_sms, use_fast_accum) if ok and config is None else None
-    return ("wgmma", _fit(pick, c)) if pick is not None else ("tile_loop", cfg)
-
-
-def _fit(cfg, c):
-    """cfg with as many of its stages as fit beside c's staging tiles (fp32 C takes a stage's worth)."""
-    while not wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, 1, c.element_size()):
-        cfg = replace(cfg, num_stages=cfg.num_stages - 1)
-    return cfg
+    """(kernel, Config) scaled_mm runs (local_gemm.pick_kernel): the Gluon kernel of fused_ops/wgmma.py where
+    config.wgmma_config picks it, else the tile loop."""
+    return _mm.pick_kernel(a, b, c, cfg, config, use_fast_accum, kernel, "scaled_mm")
 
 
 def scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, out=None, config=None, use_fast_accum=False,
@@ -148,9 +92,9 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, out=None, config
     without fast accumulation the tensor cores' partial sums are promoted to fp32 once per block of K (128 or 256
     products; at K = 131072 the relative error was 1.1e-2 without, torch's 1.7e-3). config (fused_ops.Config): tiles,
     stages, warps, programs, split_k (None: the FP8 defaults of config.default_config, config.fp8_precise without
-    fast accumulation). kernel: None (on Hopper with precise accumulation, the warp-specialized Gluon kernel of
-    fused_ops/wgmma.py where its tiles fill most SMs, else the catalog's tile loop), "wgmma" or "tile_loop"
-    (pick_kernel). One GPU, not collective."""
+    fast accumulation). kernel: None (on Hopper, the warp-specialized Gluon kernel of fused_ops/wgmma.py where its
+    tiles fill most SMs: config.wgmma_config; else the catalog's tile loop), "wgmma" or "tile_loop". One GPU, not
+    collective."""
     m, n, k, row = check(a, b, scale_a, scale_b, out_dtype, out)
     if a.device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
         raise NotImplementedError("scaled_mm: FP8 operands on the CPU run only under the Triton interpreter "
@@ -161,37 +105,7 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, out=None, config
     cfg, tma = plan(a, b, config, use_fast_accum)
     c = out if out is not None else torch.empty(m, n, device=a.device, dtype=out_dtype)
     kernel, cfg = pick_kernel(a, b, c, cfg, config, use_fast_accum, kernel)
-    if kernel == "wgmma":
-        return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, scale_a, scale_b,
-                         promote=not use_fast_accum, group_m=cfg.group_m)
-    bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k
-    if tma:
-        ops = (TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(b.t(), [bn, bk]))
-    else:
-        ops = (a, b)
-    tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
-    meta = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=cfg.group_m, TMA=tma, ROW_SCALES=row,
-                num_warps=cfg.num_warps, num_stages=cfg.num_stages, C_VEC=store_vec(c, c.stride(0), n),
-                MAX_IMPRECISE=None if use_fast_accum else bk)
-    programs = min(cfg.gemm_sms, tiles)
-    if cfg.split_k > 1:
-        s = cfg.split_k
-        whole = 0
-        if cfg.split_tail:
-            waves, tail = divmod(tiles, cfg.gemm_sms)
-            whole = tiles - tail if waves and tail else tiles
-        split = tiles - whole
-        key = (a.device, split * s * bm * bn, split)
-        if key not in _workspaces:
-            _workspaces[key] = (torch.zeros(max(1, split * s * bm * bn), device=a.device, dtype=torch.float32),
-                                torch.zeros(max(1, split), device=a.device, dtype=torch.int32))
-        partials, counts = _workspaces[key]
-        units = whole + split * s
-        programs = cfg.gemm_sms if whole else max(s, min(cfg.gemm_sms, units) // s * s)
-        meta.update(SPLIT_K=s, WHOLE=whole, PARTIALS=partials, COUNTS=counts)
-    scaled_gemm_kernel[(programs,)](*ops, scale_a, scale_b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0),
-                                    b.stride(1), c.stride(0), c.stride(1), **meta)
-    return c
+    return _mm.launch(a, b, c, cfg, tma, kernel, scale_a, scale_b, promote=not use_fast_accum)
 
 
 # ------------------------------------------------------------------------------------------- the catalog ops

@@ -448,10 +448,12 @@ def scaled_gemm_kernel(
     SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0,   # split-K: slices per tile; tiles [0, WHOLE) stay whole
     C_VEC: tl.constexpr = tl.constexpr(1),              # store width of C (store_vec)
     MAX_IMPRECISE: tl.constexpr = tl.constexpr(None),   # FP8: products per promotion to fp32 (None: never)
+    SCALED: tl.constexpr = tl.constexpr(True),          # False: C = A @ B (16-bit operands; SA, SB not read)
 ):
     """C = (A @ B) * scales, the persistent tile loop on FP8 (e4m3) operands with an fp32 accumulator: per-tensor scales
     (SA, SB one fp32 each) or row-wise ones (ROW_SCALES: SA one per row of A, SB one per column of B), applied to the
-    accumulator in the epilogue, as torch._scaled_mm does (fused_ops/fp8.py)."""
+    accumulator in the epilogue, as torch._scaled_mm does (fused_ops/fp8.py); or, SCALED=False, the plain GEMM of
+    fused_ops.matmul (fused_ops/matmul.py)."""
     a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
     for unit in range(tl.program_id(0), num_units(M, N, BLOCK_M, BLOCK_N, SPLIT_K, WHOLE), tl.num_programs(0)):
         tile, pid_m, pid_n, acc, done = gemm_unit(a_op, b_op, unit, M, N, K, stride_am, stride_ak, stride_bk,
@@ -459,5 +461,6 @@ def scaled_gemm_kernel(
                                                   TMA, SPLIT_K, WHOLE, True, MAX_IMPRECISE)
         if done:
             ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N, C_VEC)
-            acc = scale_tile(acc, SA, SB, pid_m, pid_n, M, N, ROW_SCALES, ROW_SCALES)
+            if SCALED:
+                acc = scale_tile(acc, SA, SB, pid_m, pid_n, M, N, ROW_SCALES, ROW_SCALES)
             tl.store(ptrs, acc.to(C.dtype.element_ty), mask=mask)

@@ -13,7 +13,8 @@ shards=(
    tests/test_launch.py tests/test_tracing.py tests/test_grid_partition.py tests/test_config.py tests/test_taxonomy.py"
   "tests/test_fp8_catalog.py tests/test_front_door.py tests/test_groups.py tests/test_out_of_step.py tests/test_moe.py
    tests/test_device_context.py tests/test_reference_compat.py tests/test_examples.py tests/test_gemm_shapes.py
-   tests/test_public_names.py tests/test_settings.py tests/test_tune_table.py tests/test_wgmma.py"
+   tests/test_public_names.py tests/test_settings.py tests/test_tune_table.py tests/test_wgmma.py
+   tests/test_local_gemm.py"
 )
 listed=$(printf '%s\n' "${shards[@]}" | tr ' ' '\n' | grep -c .)
 all=$(ls tests/test_*.py | grep -v test_lint.py | wc -l)  # ruff is not installed on the GPU machine

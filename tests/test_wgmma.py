@@ -5,6 +5,7 @@ single-partition version); scaled_mm's kernel choice and refusals. On a Hopper G
 per-tensor and row-wise scales) against float64 and torch._scaled_mm's error, a long K, poisoned outputs, many calls in
 a row with fresh data."""
 
+import dataclasses
 import os
 import re
 import subprocess
@@ -87,14 +88,22 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
         fp8.pick_kernel(a, b, c, cfg, None, False, "wgmma")
     with pytest.raises(ValueError, match="expected None .* 'wgmma' or 'tile_loop'"):
         fp8.pick_kernel(a, b, c, cfg, None, False, "cutlass")
-    # the Gluon kernel where its 128x128 tiles fill most SMs, with precise accumulation only
-    picked = C.wgmma_fp8(cfg, 4096, 4096, 132, fast=False)
+    # the Gluon kernel where its tiles fill most SMs (FP8 precise: 128x128; fast: 128x256; bf16: where the defaults
+    # chose whole 128-row tiles), never for decode rows
+    picked = C.wgmma_config(cfg, 4096, 4096, 132, FP8)
     assert (picked.block_m, picked.block_n, picked.block_k, picked.num_stages) == (128, *C.WGMMA_FP8_TILE)
-    assert C.wgmma_fp8(cfg, 4096, 4096, 132, fast=True) is None
-    assert C.wgmma_fp8(cfg, 128, 8192, 132, fast=False) is None  # 64 tiles for 132 SMs
-    assert C.wgmma_fp8(cfg, 128, 12288, 132, fast=False) is not None  # 96 tiles
-    assert C.wgmma_fp8(cfg, 16, 16384, 132, fast=False) is None  # decode rows keep their 16-row tiles
-    assert C.wgmma_fp8(cfg, 16, 4096, 132, fast=False, force=True).block_m == 128
+    assert C.wgmma_config(cfg, 4096, 4096, 132, FP8, fast=True).block_n == 256
+    assert C.wgmma_config(cfg, 128, 12288, 132, FP8, fast=True) is None  # 48 tiles of 128x256
+    assert C.wgmma_config(cfg, 16384, 64, 132, FP8, fast=True) is None  # N narrower than the tile
+    assert C.wgmma_config(cfg, 128, 8192, 132, FP8) is None  # 64 tiles for 132 SMs
+    assert C.wgmma_config(cfg, 128, 12288, 132, FP8) is not None  # 96 tiles
+    assert C.wgmma_config(cfg, 16, 16384, 132, FP8) is None  # decode rows keep their 16-row tiles
+    assert C.wgmma_config(cfg, 16, 4096, 132, FP8, force=True).block_m == 128
+    wide = dataclasses.replace(cfg, block_n=256, block_k=64)
+    assert C.wgmma_config(wide, 4096, 4096, 132, BF16).block_n == 256
+    assert C.wgmma_config(cfg, 4096, 4096, 132, BF16).num_stages == C.WGMMA_TILES[128][2]
+    assert C.wgmma_config(dataclasses.replace(cfg, split_k=2, split_tail=True), 4096, 4096, 132, BF16) is None
+    assert C.wgmma_config(dataclasses.replace(cfg, block_m=64), 512, 4096, 132, BF16) is None
     assert not wgmma.fits(128, 128, 7, 1, 2)  # 7 stages and C's tiles exceed an SM's shared memory
 
 

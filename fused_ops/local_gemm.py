@@ -1,0 +1,177 @@
+"""The GEMM alone on one GPU: `fused_ops.matmul(a, b)` (16-bit operands), and the launch that `fp8.scaled_mm` (FP8)
+shares with it. Two kernels serve it: on Hopper, the warp-specialized Gluon kernel of fused_ops/wgmma.py where
+config.wgmma_config picks it (tiles for most SMs), else the catalog's persistent tile loop (gemm.py's
+scaled_gemm_kernel: split-K, decode and 64-row tiles, the pointer path for strides TMA cannot describe, and the CPU
+backend's interpreter). The catalog's fused ops run the tile loop (their epilogues signal and store to peers).
+"""
+
+import os
+from dataclasses import replace
+
+import torch
+import triton
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+from . import config as _config
+from . import wgmma
+from .gemm import scaled_gemm_kernel, store_vec
+
+KERNELS = ("wgmma", "tile_loop")
+DTYPES = (torch.bfloat16, torch.float16)
+_workspaces = {}
+
+
+class _Device:
+    """What config.default_config reads off a context, for a plain one-GPU call."""
+
+    def __init__(self, device):
+        self.backend = device.type
+        self.ranks_per_device = 1
+        self.sms = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 4
+
+    def get_cu_count(self):
+        return self.sms
+
+
+def tile_loop_plan(a, b, config, defaults_for, where):
+    """(Config, TMA mode) of the tile loop: defaults_for(device, m, n, k) merged with `config`, TMA where a and b
+    allow it (TMA 1: b row-major; 2: b column-major, K-major)."""
+    m, k = a.shape
+    n = b.shape[1]
+    dev = _Device(a.device)
+    cfg = _config.resolve((config or _config.Config()).merged(defaults_for(dev, m, n, k)), config, m, n, k)
+    _config.check(cfg, dev, None)
+    b_t = b.stride(0) == 1 and b.stride(1) != 1
+    row = b.stride(1) if b_t else b.stride(0)
+    aligned = (all(t.data_ptr() % 16 == 0 for t in (a, b)) and (a.stride(0) * a.element_size()) % 16 == 0
+               and (row * b.element_size()) % 16 == 0)
+    mode = 2 if b_t else 1
+    tma = (mode if aligned else 0) if cfg.tma is None else (mode if cfg.tma else 0)
+    if tma and not aligned:
+        raise ValueError(f"{where}: config.tma=True, but TMA needs 16-byte aligned addresses and row strides "
+                         f"(a: {a.stride(0)}, b: {row} elements)")
+    return cfg, tma
+
+
+def pick_kernel(a, b, c, cfg, config, fast, kernel, where):
+    """(kernel, Config) a call runs: "wgmma" where it takes the operands and config.wgmma_config picks it, else
+    "tile_loop". kernel="wgmma" runs it wherever it takes the operands, with the caller's block_n, block_k, stages and
+    programs if a config is given (block_m must be 128). Host only."""
+    if kernel not in (None,) + KERNELS:
+        raise ValueError(f"{where}: kernel={kernel!r}; expected None (the faster one here), 'wgmma' or 'tile_loop'")
+    if kernel == "tile_loop":
+        return kernel, cfg
+    ok = wgmma.supports(a, b, c)
+    m, n = c.shape
+    if kernel == "wgmma":
+        if not ok:
+            raise ValueError(f"{where}: kernel='wgmma' needs a Hopper GPU (compute capability 9.x), Triton with Gluon "
+                             f"and TMA-describable operands (16-byte aligned, a row-major; FP8 b column-major)")
+        if config is None:
+            return kernel, _fit(_config.wgmma_config(cfg, m, n, cfg.gemm_sms, a.dtype, fast, force=True), a, c)
+        if cfg.block_m != wgmma.BLOCK_M or cfg.split_k > 1:
+            raise ValueError(f"{where}: kernel='wgmma' runs whole 128-row tiles, got {cfg.describe()}")
+        if not wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, a.element_size(), c.element_size()):
+            raise ValueError(f"{where}: kernel='wgmma': {cfg.describe()} needs more shared memory than an SM has")
+        return kernel, cfg
+    pick = _config.wgmma_config(cfg, m, n, cfg.gemm_sms, a.dtype, fast) if ok and config is None else None
+    return ("wgmma", _fit(pick, a, c)) if pick is not None else ("tile_loop", cfg)
+
+
+def _fit(cfg, a, c):
+    """cfg with as many of its stages as fit beside c's staging tiles (fp32 C takes a stage's worth)."""
+    while not wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, a.element_size(), c.element_size()):
+        cfg = replace(cfg, num_stages=cfg.num_stages - 1)
+    return cfg
+
+
+def launch(a, b, c, cfg, tma, kernel, scale_a=None, scale_b=None, promote=False):
+    """c = a @ b [* scales] with the kernel and Config pick_kernel chose (promote: FP8 precise accumulation)."""
+    if kernel == "wgmma":
+        return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, scale_a, scale_b,
+                         promote=promote, group_m=cfg.group_m)
+    m, k = a.shape
+    n = b.shape[1]
+    bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k
+    if tma == 2:
+        ops = (TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(b.t(), [bn, bk]))
+    elif tma == 1:
+        ops = (TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(b, [bk, bn]))
+    else:
+        ops = (a, b)
+    tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
+    scaled = scale_a is not None
+    meta = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=cfg.group_m, TMA=tma,
+                ROW_SCALES=scaled and not (scale_a.numel() == 1 and scale_b.numel() == 1), SCALED=scaled,
+                num_warps=cfg.num_warps, num_stages=cfg.num_stages, C_VEC=store_vec(c, c.stride(0), n),
+                MAX_IMPRECISE=bk if promote else None)
+    programs = min(cfg.gemm_sms, tiles)
+    if cfg.split_k > 1:
+        s = cfg.split_k
+        whole = 0
+        if cfg.split_tail:
+            waves, tail = divmod(tiles, cfg.gemm_sms)
+            whole = tiles - tail if waves and tail else tiles
+        split = tiles - whole
+        key = (a.device, split * s * bm * bn, split)
+        if key not in _workspaces:
+            _workspaces[key] = (torch.zeros(max(1, split * s * bm * bn), device=a.device, dtype=torch.float32),
+                                torch.zeros(max(1, split), device=a.device, dtype=torch.int32))
+        partials, counts = _workspaces[key]
+        units = whole + split * s
+        programs = cfg.gemm_sms if whole else max(s, min(cfg.gemm_sms, units) // s * s)
+        meta.update(SPLIT_K=s, WHOLE=whole, PARTIALS=partials, COUNTS=counts)
+    if not scaled:
+        scale_a = scale_b = c  # not read
+    scaled_gemm_kernel[(programs,)](*ops, scale_a, scale_b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0),
+                                    b.stride(1), c.stride(0), c.stride(1), **meta)
+    return c
+
+
+def check(a, b, out):
+    """Validate a matmul call on the host: returns (m, n, k). Raises TypeError/ValueError that say what was wrong and
+    what was expected."""
+    for name, t in (("a", a), ("b", b)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"matmul: {name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 2:
+            raise ValueError(f"matmul: {name} must be 2-D, got shape {tuple(t.shape)}")
+        if t.dtype not in DTYPES:
+            raise TypeError(f"matmul: {name} has dtype {t.dtype}; expected bfloat16 or float16 (FP8: "
+                            f"fused_ops.fp8.scaled_mm)")
+    if a.dtype != b.dtype:
+        raise TypeError(f"matmul: a is {a.dtype}, b is {b.dtype}; expected one dtype")
+    if b.device != a.device:
+        raise ValueError(f"matmul: b is on {b.device}, a on {a.device}")
+    m, k = a.shape
+    if b.shape[0] != k:
+        raise ValueError(f"matmul: inner dimensions differ: a is {tuple(a.shape)}, b is {tuple(b.shape)}")
+    n = b.shape[1]
+    if min(m, n, k) < 1:
+        raise ValueError(f"matmul: empty operands: a {tuple(a.shape)}, b {tuple(b.shape)}")
+    if a.stride(1) != 1 or not (b.stride(1) == 1 or b.stride(0) == 1):
+        raise ValueError(f"matmul: a must be row-major and b row- or column-major (a unit stride), got strides "
+                         f"{a.stride()}, {b.stride()}")
+    if out is not None:
+        if (not isinstance(out, torch.Tensor) or tuple(out.shape) != (m, n) or out.dtype != a.dtype
+                or out.stride(1) != 1 or out.device != a.device):
+            raise ValueError(f"matmul: out must be a row-major {m} x {n} {a.dtype} tensor on {a.device}, got "
+                             f"{tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__}")
+    return m, n, k
+
+
+def matmul(a, b, out=None, config=None, kernel=None):
+    """a @ b on one GPU (bf16/fp16, fp32 accumulation): a new M x N tensor, or `out`. b row-major (K x N) or
+    column-major (an nn.Linear weight's .t()). kernel: None (on Hopper, the warp-specialized Gluon kernel where its
+    tiles fill most SMs, else the catalog's tile loop: config.wgmma_config), "wgmma" or "tile_loop". config
+    (fused_ops.Config): tiles, stages, programs, split_k (None: config.default_config's). On the CPU backend it runs
+    under the Triton interpreter. One GPU, not collective; one kernel launch."""
+    m, n, k = check(a, b, out)
+    if a.device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
+        raise NotImplementedError("matmul: CPU tensors run only under the Triton interpreter (TRITON_INTERPRET=1, "
+                                  "the iris CPU backend)")
+    cfg, tma = tile_loop_plan(a, b, config, lambda dev, m, n, k: _config.default_config(dev, m, n, k, a.dtype,
+                                                                                        split=True), "matmul")
+    c = out if out is not None else torch.empty(m, n, device=a.device, dtype=a.dtype)
+    kernel, cfg = pick_kernel(a, b, c, cfg, config, False, kernel, "matmul")
+    return launch(a, b, c, cfg, tma, kernel)

@@ -1,0 +1,85 @@
+"""fused_ops.matmul, the GEMM alone on one GPU (fused_ops/local_gemm.py): the tile loop under the interpreter against
+float64 at every edge (M/N/K of 1, primes, split-K, both layouts of B), poisoned outputs and repeated calls; host
+refusals; on a Hopper GPU, the kernel the defaults pick per shape and its results."""
+
+import pytest
+import torch
+
+import fused_ops
+from fused_ops import Config
+from fused_ops import local_gemm as L
+
+ON_GPU = torch.cuda.is_available() and __import__("iris").BACKEND == "cuda"
+DEV = "cuda" if ON_GPU else "cpu"
+
+
+def _b(k, n, col_major, dtype, device=DEV):
+    return torch.randn(n, k, dtype=dtype, device=device).t() if col_major else torch.randn(k, n, dtype=dtype,
+                                                                                           device=device)
+
+
+CASES = [(1, 1, 1, None), (17, 31, 29, Config(block_m=16, block_n=16, block_k=16)),
+         (37, 24, 70, Config(block_m=16, block_n=16, block_k=16, split_k=3)), (40, 33, 48, None)]
+
+
+@pytest.mark.skipif(ON_GPU, reason="the interpreter's path (CPU tensors); test_gpu_defaults_match_float64 covers GPUs")
+@pytest.mark.parametrize("m, n, k, cfg", CASES)
+@pytest.mark.parametrize("col_major", [False, True], ids=["b-row-major", "b-col-major"])
+def test_matmul_matches_float64_at_the_edges(m, n, k, cfg, col_major):
+    for call in range(2):  # fresh inputs, poisoned output, repeated calls (fp16: the interpreter has no bf16 dots)
+        dtype = torch.float16
+        torch.manual_seed(m * 100 + n + call)
+        a, b = torch.randn(m, k, dtype=dtype), _b(k, n, col_major, dtype)
+        out = torch.full((m, n), float("nan"), dtype=dtype)
+        assert fused_ops.matmul(a, b, out=out, config=cfg) is out
+        ref = a.double() @ b.double()
+        err = ((out.double() - ref).norm() / ref.norm()).item()
+        assert err < 1e-2, (m, n, k, dtype, err)
+
+
+@pytest.mark.parametrize("case, error, words", [
+    ("fp32", TypeError, "expected bfloat16 or float16"), ("mixed", TypeError, "expected one dtype"),
+    ("inner", ValueError, "inner dimensions differ"), ("strides", ValueError, "a must be row-major"),
+    ("out", ValueError, "out must be a row-major 4 x 6"), ("kernel", ValueError, "'wgmma' or 'tile_loop'"),
+    ("wgmma_cpu", ValueError, "kernel='wgmma' needs a Hopper GPU")])
+def test_matmul_refusals_say_what_was_expected(case, error, words):
+    a, b, kw = torch.randn(4, 8, dtype=torch.bfloat16), torch.randn(8, 6, dtype=torch.bfloat16), {}
+    if case == "fp32":
+        a, b = a.float(), b.float()
+    elif case == "mixed":
+        b = b.half()
+    elif case == "inner":
+        b = torch.randn(9, 6, dtype=torch.bfloat16)
+    elif case == "strides":
+        a = torch.randn(8, 4, dtype=torch.bfloat16).t()
+    elif case == "out":
+        kw["out"] = torch.empty(6, 4, dtype=torch.bfloat16)
+    elif case == "kernel":
+        kw["kernel"] = "cublas"
+    elif case == "wgmma_cpu":
+        if ON_GPU:
+            pytest.skip("CPU tensors: the Gluon kernel is refused there")
+        kw["kernel"] = "wgmma"
+    with pytest.raises(error, match=words):
+        fused_ops.matmul(a, b, **kw)
+
+
+@pytest.mark.skipif(not (ON_GPU and torch.cuda.get_device_capability()[0] == 9), reason="Hopper picks (Gluon)")
+def test_gpu_defaults_pick_per_shape_and_match_float64():
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for m, n, k, want in ((4096, 4096, 1024, "wgmma"), (16384, 1152, 512, "wgmma"), (16, 4096, 1024, "tile_loop"),
+                          (256, 1024, 1024, "tile_loop"), (4096, 1000, 520, "wgmma"), (333, 777, 2048, "tile_loop")):
+        for col_major in (False, True):
+            a, b = torch.randn(m, k, device="cuda", dtype=torch.bfloat16), _b(k, n, col_major, torch.bfloat16)
+            c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+            cfg, _ = L.tile_loop_plan(a, b, None, lambda dev, m, n, k: fused_ops.default_config(
+                dev, m, n, k, torch.bfloat16, split=True), "test")
+            kernel, _ = L.pick_kernel(a, b, c, cfg, None, False, None, "test")
+            if kernel != want and not (want == "wgmma" and n * 2 % 16):  # rows TMA cannot describe
+                assert kernel == want, (m, n, k, kernel, sms)
+            for _ in range(3):
+                a.normal_()
+                c.fill_(float("nan"))
+                fused_ops.matmul(a, b, out=c)
+                ref = a.double() @ b.double()
+                assert ((c.double() - ref).norm() / ref.norm()).item() < 1e-2, (m, n, k, kernel)
