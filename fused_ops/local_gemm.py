@@ -47,6 +47,8 @@ def tile_loop_plan(a, b, config, defaults_for, where):
                and (row * b.element_size()) % 16 == 0)
     mode = 2 if b_t else 1
     tma = (mode if aligned else 0) if cfg.tma is None else (mode if cfg.tma else 0)
+    if not tma and cfg.split_tail and a.device.type == "cuda" and (config is None or config.split_tail is None):
+        cfg = replace(cfg, split_k=1, split_tail=False)  # the pointer path's split tail ran 4x slower (problem.py)
     if tma and not aligned:
         raise ValueError(f"{where}: config.tma=True, but TMA needs 16-byte aligned addresses and row strides "
                          f"(a: {a.stride(0)}, b: {row} elements)")
@@ -167,6 +169,8 @@ def matmul(a, b, out=None, config=None, kernel=None):
     (fused_ops.Config): tiles, stages, programs, split_k (None: config.default_config's). On the CPU backend it runs
     under the Triton interpreter. One GPU, not collective; one kernel launch."""
     m, n, k = check(a, b, out)
+    if kernel not in (None,) + KERNELS:
+        raise ValueError(f"matmul: kernel={kernel!r}; expected None (the faster one here), 'wgmma' or 'tile_loop'")
     if a.device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
         raise NotImplementedError("matmul: CPU tensors run only under the Triton interpreter (TRITON_INTERPRET=1, "
                                   "the iris CPU backend)")

@@ -44,6 +44,7 @@ def test_matmul_matches_float64_at_the_edges(m, n, k, cfg, col_major):
     ("wgmma_cpu", ValueError, "kernel='wgmma' needs a Hopper GPU")])
 def test_matmul_refusals_say_what_was_expected(case, error, words):
     a, b, kw = torch.randn(4, 8, dtype=torch.bfloat16), torch.randn(8, 6, dtype=torch.bfloat16), {}
+    # (CPU tensors: every refusal comes before anything would run; on a GPU machine CPU tensors need the interpreter)
     if case == "fp32":
         a, b = a.float(), b.float()
     elif case == "mixed":
