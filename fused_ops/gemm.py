@@ -449,6 +449,7 @@ def scaled_gemm_kernel(
     C_VEC: tl.constexpr = tl.constexpr(1),              # store width of C (store_vec)
     MAX_IMPRECISE: tl.constexpr = tl.constexpr(None),   # FP8: products per promotion to fp32 (None: never)
     SCALED: tl.constexpr = tl.constexpr(True),          # False: C = A @ B (16-bit operands; SA, SB not read)
+    PDL: tl.constexpr = tl.constexpr(False),            # programmatic dependent launch (iris.launched_early)
 ):
     """C = (A @ B) * scales, the persistent tile loop on FP8 (e4m3) operands with an fp32 accumulator: per-tensor scales
     (SA, SB one fp32 each) or row-wise ones (ROW_SCALES: SA one per row of A, SB one per column of B), applied to the

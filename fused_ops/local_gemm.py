@@ -10,6 +10,8 @@ from dataclasses import replace
 
 import torch
 import triton
+
+import iris
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from . import config as _config
@@ -126,7 +128,7 @@ def launch(a, b, c, cfg, tma, kernel, scale_a=None, scale_b=None, promote=False)
     if not scaled:
         scale_a = scale_b = c  # not read
     scaled_gemm_kernel[(programs,)](*ops, scale_a, scale_b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0),
-                                    b.stride(1), c.stride(0), c.stride(1), **meta)
+                                    b.stride(1), c.stride(0), c.stride(1), **meta, **iris.pdl_launch())
     return c
 
 
