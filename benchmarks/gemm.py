@@ -77,9 +77,7 @@ SMALL_M_CANDIDATES = {"128x128x64 s4 w8 k2": tile(128, 128, 64, 4, 8, split_k=2)
 # The warp-specialized Gluon kernel of fused_ops/wgmma.py (one load warp running ahead across tiles, two consumer
 # warpgroups of 64 rows; B as given, row-major), with its own tiles (block_m 128; num_warps: per consumer).
 WGMMA_CANDIDATES = {"wgmma 128x256x64 s3": tile(128, 256, 64, 3, 4),
-                    "wgmma 128x128x64 s6": tile(128, 128, 64, 6, 4),
-                    # stream-K: the last waves' tiles cut into equal shares of K (wgmma.stream_k_split)
-                    "wgmma 128x128x64 s6 sk": tile(128, 128, 64, 6, 4, split_tail=True)}
+                    "wgmma 128x128x64 s6": tile(128, 128, 64, 6, 4)}
 CANDIDATES.update(WGMMA_CANDIDATES)
 # fused_ops.matmul, the library's GEMM alone (fused_ops/local_gemm.py): the Gluon kernel where config.wgmma_config
 # picks it, else the tile loop ("default" is the tile loop as the fused ops run it)
@@ -134,7 +132,6 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   # precise accumulation unless named fast, wherever it runs (the default picks it by tile count)
                   "wgmma fp8 128x128x128 s4": tile(128, 128, 128, 4, 4),
                   "wgmma fp8 128x128x128 s6": tile(128, 128, 128, 6, 4),
-                  "wgmma fp8 128x128x128 s6 sk": tile(128, 128, 128, 6, 4, split_tail=True),
                   "wgmma fp8 128x128x128 s6 fast accum": tile(128, 128, 128, 6, 4),
                   "wgmma fp8 128x256x128 s3 fast accum": tile(128, 256, 128, 3, 4)}
 

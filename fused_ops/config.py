@@ -80,7 +80,6 @@ WGMMA_FP8_TILE = (128, 128, 6)        # precise accumulation: the sum and a bloc
 WGMMA_FP8_FAST_TILE = (256, 128, 3)   # fast accumulation: one accumulator, 64x256 per warpgroup
 WGMMA_TILES = {256: (256, 64, 3), 128: (128, 64, 6)}  # 16-bit, by the block_n the defaults chose
 WGMMA_MIN_FILL = 0.7
-WGMMA_STREAM_K = True  # its split_tail: the last waves' tiles cut into equal shares of K (wgmma.stream_k_split)
 # A persistent grid runs its tiles in waves of one per program, and a last wave that is partly empty costs a whole one.
 # A 128x128 tile (6 stages, 8 warps) takes 0.48-0.55 of a 128x256 tile's time (median 0.51 over the 40 GEMMs a rank
 # runs in the 2-GPU default sweep, results/current/gemm/wave_a8219b8/), so it is the better pick where its waves times
@@ -258,7 +257,7 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False):
         if (fp8 and fast and n < 256) or (not fp8 and (cfg.block_m != 128 or cfg.split_k > 1)):
             return None
     return replace(cfg, block_m=128, block_n=bn, block_k=bk, num_stages=stages, num_warps=4, split_k=1,
-                   split_tail=WGMMA_STREAM_K)
+                   split_tail=False)
 
 
 def candidates(ctx, dtype):

@@ -73,9 +73,8 @@ def pick_kernel(a, b, c, cfg, config, fast, kernel, where):
                              f"and TMA-describable operands (16-byte aligned, a row-major; FP8 b column-major)")
         if config is None:
             return kernel, _fit(_config.wgmma_config(cfg, m, n, cfg.gemm_sms, a.dtype, fast, force=True), a, c)
-        if cfg.block_m != wgmma.BLOCK_M:
-            raise ValueError(f"{where}: kernel='wgmma' runs 128-row tiles, got {cfg.describe()}")
-        cfg = replace(cfg, split_k=1, split_tail=bool(config.split_tail))  # split_tail: stream-K there
+        if cfg.block_m != wgmma.BLOCK_M or cfg.split_k > 1:
+            raise ValueError(f"{where}: kernel='wgmma' runs whole 128-row tiles, got {cfg.describe()}")
         if not wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, a.element_size(), c.element_size()):
             raise ValueError(f"{where}: kernel='wgmma': {cfg.describe()} needs more shared memory than an SM has")
         return kernel, cfg
@@ -94,7 +93,7 @@ def launch(a, b, c, cfg, tma, kernel, scale_a=None, scale_b=None, promote=False)
     """c = a @ b [* scales] with the kernel and Config pick_kernel chose (promote: FP8 precise accumulation)."""
     if kernel == "wgmma":
         return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, scale_a, scale_b,
-                         promote=promote, group_m=cfg.group_m, stream_k=cfg.split_tail)
+                         promote=promote, group_m=cfg.group_m)
     m, k = a.shape
     n = b.shape[1]
     bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k

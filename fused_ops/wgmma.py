@@ -58,38 +58,13 @@ if _GLUON:
         return first_m + (tile % width) % size_m, (tile % width) // size_m
 
     @gluon.jit
-    def load_blocks(
-        p, pid_m, pid_n, kb, ke,                        # ring position; the tile; its K blocks [kb, ke)
-        a_desc, b_desc, a_bufs, b_bufs, ready, empty,   # operands; the ring's stages and barriers
-        NUM_BUFFERS: gl.constexpr, B_T: gl.constexpr,
-    ):
-        """TMA loads of one tile's K blocks [kb, ke), each into the next stage once both consumers have released it;
-        returns the ring position after them."""
-        BLOCK_M: gl.constexpr = a_desc.block_type.shape[0]
-        BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
-        BLOCK_N: gl.constexpr = b_desc.block_type.shape[0] if B_T else b_desc.block_type.shape[1]
-        for kk in range(kb, ke):
-            s = p % NUM_BUFFERS
-            mbarrier.wait(empty.index(s), ((p // NUM_BUFFERS) & 1) ^ 1)  # a fresh barrier passes parity 1
-            bar = ready.index(s)
-            mbarrier.expect(bar, a_desc.block_type.nbytes + b_desc.block_type.nbytes)
-            tma.async_copy_global_to_shared(a_desc, [pid_m * BLOCK_M, kk * BLOCK_K], bar, a_bufs.index(s))
-            if B_T:
-                tma.async_copy_global_to_shared(b_desc, [pid_n * BLOCK_N, kk * BLOCK_K], bar, b_bufs.index(s))
-            else:
-                tma.async_copy_global_to_shared(b_desc, [kk * BLOCK_K, pid_n * BLOCK_N], bar, b_bufs.index(s))
-            p += 1
-        return p
-
-    @gluon.jit
     def ws_loads(
         a_desc, b_desc, a_bufs, b_bufs, ready, empty,   # operands; the ring's stages and barriers
         M, N, K,                                        # problem size
-        DP_TILES, SK_PER, SK_ITERS,                     # stream-K split (wgmma_ws_kernel)
-        GROUP_M: gl.constexpr, NUM_BUFFERS: gl.constexpr, B_T: gl.constexpr, STREAM_K: gl.constexpr,
+        GROUP_M: gl.constexpr, NUM_BUFFERS: gl.constexpr, B_T: gl.constexpr,
     ):
-        """The load warp of wgmma_ws_kernel: every K block of this program's work into the ring, in the order the
-        consumers take it (work_segment)."""
+        """The load warp of wgmma_ws_kernel: every K block of every tile of this program into the ring, each stage
+        once both consumers have released it."""
         BLOCK_M: gl.constexpr = a_desc.block_type.shape[0]
         BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
         BLOCK_N: gl.constexpr = b_desc.block_type.shape[0] if B_T else b_desc.block_type.shape[1]
@@ -97,94 +72,35 @@ if _GLUON:
         num_pid_n = gl.cdiv(N, BLOCK_N)
         k_tiles = gl.cdiv(K, BLOCK_K)
         p = 0
-        for tile in range(gl.program_id(0), DP_TILES, gl.num_programs(0)):
+        for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
             pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
-            p = load_blocks(p, pid_m, pid_n, 0, k_tiles, a_desc, b_desc, a_bufs, b_bufs, ready, empty, NUM_BUFFERS,
-                            B_T)
-        if STREAM_K:
-            it = gl.program_id(0) * SK_PER
-            end = gl.minimum(it + SK_PER, SK_ITERS)
-            while it < end:
-                tile, kb, ke = work_segment(it, end, DP_TILES, k_tiles)
-                pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
-                p = load_blocks(p, pid_m, pid_n, kb, ke, a_desc, b_desc, a_bufs, b_bufs, ready, empty, NUM_BUFFERS,
-                                B_T)
-                it += ke - kb
-
-    @gluon.jit
-    def work_segment(it, end, DP_TILES, k_tiles):
-        """(tile, kb, ke): the stream-K segment starting at iteration `it` of the stream-K region (iteration i: K
-        block i % k_tiles of tile DP_TILES + i // k_tiles), up to `end` or the tile's last block."""
-        kb = it % k_tiles
-        return DP_TILES + it // k_tiles, kb, gl.minimum(k_tiles, kb + end - it)
-
-    @gluon.jit
-    def mma_blocks(
-        c, kb, ke, HALF: gl.constexpr, zero,            # ring position; K blocks [kb, ke); this warpgroup's half
-        a_bufs, b_bufs, ready, empty,                   # the ring
-        NUM_BUFFERS: gl.constexpr, B_T: gl.constexpr, PROMOTE: gl.constexpr,
-    ):
-        """This warpgroup's rows of one tile over K blocks [kb, ke): (fp32 sum, ring position after them). Each stage
-        is released once this warpgroup's MMAs on it are done. PROMOTE: waits for them at every block and adds the
-        block's sum into fp32 (the other warpgroup's MMAs keep the tensor cores busy meanwhile, so the two drift into
-        turns); else one block's MMAs stay in flight while the next block's issue."""
-        HALF_M: gl.constexpr = zero.shape[0]
-        acc = zero
-        for kk in range(kb, ke):
-            s = c % NUM_BUFFERS
-            mbarrier.wait(ready.index(s), (c // NUM_BUFFERS) & 1)
-            a = a_bufs.index(s).slice(HALF * HALF_M, HALF_M, dim=0)
-            b = b_bufs.index(s)
-            if B_T:
-                b = b.permute((1, 0))
-            if PROMOTE:
-                part = warpgroup_mma(a, b, zero, use_acc=False, is_async=True)
-                part = warpgroup_mma_wait(0, deps=(part, ))
-                acc += part
-                mbarrier.arrive(empty.index(s), count=1)
-            else:
-                acc = warpgroup_mma(a, b, acc, use_acc=kk > kb, is_async=True)
-                acc = warpgroup_mma_wait(1, deps=(acc, ))  # the previous block's MMAs are done: release it
-                mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1, pred=kk > kb)
-            c += 1
-        if not PROMOTE:
-            acc = warpgroup_mma_wait(0, deps=(acc, ))
-            mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1)
-        return acc, c
-
-    @gluon.jit
-    def store_rows(acc, row0, col0, c_desc, c_smem, SA, SB, M, N, SCALES: gl.constexpr):
-        """Scale (SCALES) and store this warpgroup's rows of a tile through its staging tile, asynchronously."""
-        if SCALES == 1:
-            acc = acc * (gl.load(SA) * gl.load(SB))
-        elif SCALES == 2:
-            rm = row0 + gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, acc.type.layout))
-            rn = col0 + gl.arange(0, acc.shape[1], layout=gl.SliceLayout(0, acc.type.layout))
-            acc = acc * gl.load(SA + rm, mask=rm < M, other=0.0)[:, None]
-            acc = acc * gl.load(SB + rn, mask=rn < N, other=0.0)[None, :]
-        tma.store_wait(pendings=0)  # this warpgroup's previous C has left c_smem
-        c_smem.store(acc.to(c_desc.dtype))
-        fence_async_shared()
-        tma.async_copy_shared_to_global(c_desc, [row0, col0], c_smem)
+            for kk in range(k_tiles):
+                s = p % NUM_BUFFERS
+                mbarrier.wait(empty.index(s), ((p // NUM_BUFFERS) & 1) ^ 1)  # a fresh barrier passes parity 1
+                bar = ready.index(s)
+                mbarrier.expect(bar, a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+                tma.async_copy_global_to_shared(a_desc, [pid_m * BLOCK_M, kk * BLOCK_K], bar, a_bufs.index(s))
+                if B_T:
+                    tma.async_copy_global_to_shared(b_desc, [pid_n * BLOCK_N, kk * BLOCK_K], bar, b_bufs.index(s))
+                else:
+                    tma.async_copy_global_to_shared(b_desc, [kk * BLOCK_K, pid_n * BLOCK_N], bar, b_bufs.index(s))
+                p += 1
 
     @gluon.jit
     def ws_consumer(
         HALF: gl.constexpr,                             # which 64-row half of each tile this warpgroup computes
         a_bufs, b_bufs, ready, empty, c_desc, c_smem,   # the ring; C's descriptor (64-row blocks) and staging tile
         SA, SB,                                         # FP8 scales (SCALES)
-        PARTIALS, COUNTS,                               # stream-K: fp32 partial tiles, arrivals per tile half
         M, N, K,                                        # problem size
-        DP_TILES, SK_PER, SK_ITERS,                     # stream-K split (wgmma_ws_kernel)
         GROUP_M: gl.constexpr, NUM_BUFFERS: gl.constexpr,
         B_T: gl.constexpr,                              # B stored N x K (K-major)
         SCALES: gl.constexpr,                           # 0: none; 1: per-tensor; 2: row-wise
         PROMOTE: gl.constexpr,                          # FP8: add each block's sum into the fp32 accumulator
-        STREAM_K: gl.constexpr,                         # SK_ITERS may be > 0
     ):
-        """A consumer warpgroup of wgmma_ws_kernel: its rows of this program's whole tiles, then of its stream-K
-        segments. A segment that is not a whole tile adds its sum into the tile's fp32 partial (atomics) and counts
-        itself in; the tile's last segment to arrive stores the sum and re-arms partial and count for the next call
-        (each call brings the count from 0 to the tile's segments: never stale)."""
+        """A consumer warpgroup of wgmma_ws_kernel: waits for a block, multiplies its half of A by B and releases the
+        stage once its MMAs are done. PROMOTE: waits for them at every block and adds the block's sum into fp32 (the
+        other warpgroup's MMAs keep the tensor cores busy meanwhile, so the two drift into turns); else one block's
+        MMAs stay in flight while the next block's issue."""
         HALF_M: gl.constexpr = c_desc.block_type.shape[0]
         BLOCK_N: gl.constexpr = c_desc.block_type.shape[1]
         BLOCK_K: gl.constexpr = a_bufs.type.shape[2]
@@ -194,57 +110,58 @@ if _GLUON:
         k_tiles = gl.cdiv(K, BLOCK_K)
         zero = gl.zeros([HALF_M, BLOCK_N], gl.float32, layout)
         c = 0
-        for tile in range(gl.program_id(0), DP_TILES, gl.num_programs(0)):
+        for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
             pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
-            acc, c = mma_blocks(c, 0, k_tiles, HALF, zero, a_bufs, b_bufs, ready, empty, NUM_BUFFERS, B_T, PROMOTE)
-            store_rows(acc, (2 * pid_m + HALF) * HALF_M, pid_n * BLOCK_N, c_desc, c_smem, SA, SB, M, N, SCALES)
-        if STREAM_K:
-            it = gl.program_id(0) * SK_PER
-            end = gl.minimum(it + SK_PER, SK_ITERS)
-            while it < end:
-                tile, kb, ke = work_segment(it, end, DP_TILES, k_tiles)
-                pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
-                acc, c = mma_blocks(c, kb, ke, HALF, zero, a_bufs, b_bufs, ready, empty, NUM_BUFFERS, B_T, PROMOTE)
-                row0 = (2 * pid_m + HALF) * HALF_M
-                if (kb == 0) & (ke == k_tiles):
-                    store_rows(acc, row0, pid_n * BLOCK_N, c_desc, c_smem, SA, SB, M, N, SCALES)
+            acc = zero
+            for kk in range(k_tiles):
+                s = c % NUM_BUFFERS
+                mbarrier.wait(ready.index(s), (c // NUM_BUFFERS) & 1)
+                a = a_bufs.index(s).slice(HALF * HALF_M, HALF_M, dim=0)
+                b = b_bufs.index(s)
+                if B_T:
+                    b = b.permute((1, 0))
+                if PROMOTE:
+                    part = warpgroup_mma(a, b, zero, use_acc=False, is_async=True)
+                    part = warpgroup_mma_wait(0, deps=(part, ))
+                    acc += part
+                    mbarrier.arrive(empty.index(s), count=1)
                 else:
-                    j = (tile - DP_TILES) * 2 + HALF  # this tile half's partial and count
-                    first = (tile - DP_TILES) * k_tiles
-                    segments = (first + k_tiles - 1) // SK_PER - first // SK_PER + 1
-                    offs = (gl.arange(0, HALF_M, layout=gl.SliceLayout(1, layout))[:, None] * BLOCK_N
-                            + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, layout))[None, :])
-                    part = PARTIALS + j.to(gl.int64) * (HALF_M * BLOCK_N) + offs
-                    gl.atomic_add(part, acc, sem="relaxed", scope="gpu")
-                    gl.thread_barrier()  # every thread's adds, then one release
-                    if gl.atomic_add(COUNTS + j, 1, sem="acq_rel", scope="gpu") == segments - 1:
-                        acc = gl.load(part, cache_modifier=".cg")
-                        gl.store(part, zero)
-                        gl.store(COUNTS + j, 0)
-                        store_rows(acc, row0, pid_n * BLOCK_N, c_desc, c_smem, SA, SB, M, N, SCALES)
-                it += ke - kb
+                    acc = warpgroup_mma(a, b, acc, use_acc=kk > 0, is_async=True)
+                    acc = warpgroup_mma_wait(1, deps=(acc, ))  # the previous block's MMAs are done: release it
+                    mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1, pred=kk > 0)
+                c += 1
+            if not PROMOTE:
+                acc = warpgroup_mma_wait(0, deps=(acc, ))
+                mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1)
+            row0 = pid_m * 2 * HALF_M + HALF * HALF_M
+            if SCALES == 1:
+                acc = acc * (gl.load(SA) * gl.load(SB))
+            elif SCALES == 2:
+                rm = row0 + gl.arange(0, HALF_M, layout=gl.SliceLayout(1, layout))
+                rn = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, layout))
+                acc = acc * gl.load(SA + rm, mask=rm < M, other=0.0)[:, None]
+                acc = acc * gl.load(SB + rn, mask=rn < N, other=0.0)[None, :]
+            tma.store_wait(pendings=0)  # this warpgroup's previous C has left c_smem
+            c_smem.store(acc.to(c_desc.dtype))
+            fence_async_shared()
+            tma.async_copy_shared_to_global(c_desc, [row0, pid_n * BLOCK_N], c_smem)
         tma.store_wait(pendings=0)
 
     @gluon.jit
     def wgmma_ws_kernel(
         a_desc, b_desc, c_desc,                         # A M x K, B K x N (or N x K: B_T), C M x N in 64-row blocks
         SA, SB,                                         # FP8 scales (fp32): one each, or per row of A / column of B
-        PARTIALS, COUNTS,                               # stream-K workspace: fp32 tile halves, int32 counts (zeroed)
         M, N, K,                                        # problem size
-        DP_TILES, SK_PER, SK_ITERS,                     # tiles [0, DP_TILES) whole, round robin; the rest's
-                                                        # SK_ITERS K blocks SK_PER per program (stream-K)
         GROUP_M: gl.constexpr,                          # grouped tile order
         NUM_BUFFERS: gl.constexpr,                      # stages of the load ring
         B_T: gl.constexpr,                              # B stored N x K (K-major; FP8 needs it)
         SCALES: gl.constexpr,                           # 0: none; 1: per-tensor; 2: row-wise
         PROMOTE: gl.constexpr,                          # FP8: add the partial sums into fp32 every block of K
         CONSUMER_REGS: gl.constexpr,                    # registers per thread of the second consumer warpgroup
-        STREAM_K: gl.constexpr,                         # SK_ITERS may be > 0 (compiled in only then)
     ):
         """Warp-specialized: one warp loads, two warpgroups of 4 warps (this kernel's own, and a worker) each compute
         64 rows of every 128-row tile, synchronized only through the ring's mbarriers (no CTA-wide barrier), so one
-        can wait on its MMAs and add while the other's run. Stream-K: the last waves' tiles are cut into equal
-        shares of K blocks per program, so a partial last wave does not leave SMs idle."""
+        can wait on its MMAs and add while the other's run."""
         a_bufs = gl.allocate_shared_memory(a_desc.dtype, [NUM_BUFFERS] + a_desc.block_type.shape, a_desc.layout)
         b_bufs = gl.allocate_shared_memory(b_desc.dtype, [NUM_BUFFERS] + b_desc.block_type.shape, b_desc.layout)
         c0 = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
@@ -255,13 +172,13 @@ if _GLUON:
             mbarrier.init(ready.index(i), count=1)
             mbarrier.init(empty.index(i), count=2)
         gl.warp_specialize([
-            (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c0, SA, SB, PARTIALS, COUNTS, M, N, K, DP_TILES,
-                           SK_PER, SK_ITERS, GROUP_M, NUM_BUFFERS, B_T, SCALES, PROMOTE, STREAM_K)),
-            (ws_consumer, (1, a_bufs, b_bufs, ready, empty, c_desc, c1, SA, SB, PARTIALS, COUNTS, M, N, K, DP_TILES,
-                           SK_PER, SK_ITERS, GROUP_M, NUM_BUFFERS, B_T, SCALES, PROMOTE, STREAM_K)),
-            (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, DP_TILES, SK_PER, SK_ITERS, GROUP_M,
-                        NUM_BUFFERS, B_T, STREAM_K)),
+            (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c0, SA, SB, M, N, K, GROUP_M, NUM_BUFFERS, B_T,
+                           SCALES, PROMOTE)),
+            (ws_consumer, (1, a_bufs, b_bufs, ready, empty, c_desc, c1, SA, SB, M, N, K, GROUP_M, NUM_BUFFERS, B_T,
+                           SCALES, PROMOTE)),
+            (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, B_T)),
         ], [4, 1], [CONSUMER_REGS, 40])
+
 
 _GL_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32",
               torch.float8_e4m3fn: "float8e4nv"}
@@ -292,36 +209,11 @@ def supports(a, b, c):
                for t, row in ((a, a.stride(0)), (b, b.stride(1) if b_t else b.stride(0)), (c, c.stride(0))))
 
 
-# Stream-K (wgmma_ws_kernel): where the tiles fill fewer than SK_MAX_WAVES waves of the programs and the last one is
-# partial, the last one or two waves' tiles are cut into equal shares of K blocks, one per program, at least
-# SK_MIN_BLOCKS each; the segments of a tile meet in an fp32 partial.
-SK_MAX_WAVES = 4
-SK_MIN_BLOCKS = 4
-SK_MAX_BLOCK_N = 128  # a 64x256 partial's atomics need 128 64-bit addresses a thread: the 128x256 tile would spill
-_partials = {}
-
-
-def stream_k_split(tiles, programs, k_tiles):
-    """(DP_TILES, SK_PER, SK_ITERS) of wgmma_ws_kernel: tiles [0, DP_TILES) whole, round robin over the programs;
-    the rest's SK_ITERS K blocks, SK_PER per program ((tiles, 1, 0): no stream-K)."""
-    waves, tail = divmod(tiles, programs)
-    if tail == 0 or waves >= SK_MAX_WAVES:
-        return tiles, 1, 0
-    sk_tiles = tiles if waves < 2 else tail + programs
-    per = -(-sk_tiles * k_tiles // programs)
-    if per < SK_MIN_BLOCKS:
-        return tiles, 1, 0
-    return tiles - sk_tiles, per, sk_tiles * k_tiles
-
-
-def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None, promote=False, group_m=8,
-        stream_k=True):
-    """c = a @ b (FP8: * scales) on one GPU with wgmma_ws_kernel (128 x block_n tiles, `stages` ring stages,
+def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None, promote=False, group_m=8):
+    """c = a @ b (FP8: * scales) on one GPU with wgmma_ws_kernel (128 x block_n tiles, `stages` ring stages, at most
     `programs` persistent programs); `supports(a, b, c)` must hold. promote (FP8): precise accumulation (fp32 every
-    block of K), else the tensor cores' own accumulation across K. stream_k: the last waves' tiles cut into equal
-    shares of K (stream_k_split; 128-wide tiles only; a per-device fp32 workspace of those tiles, kept between
-    calls). One launch; host
-    cost: three TMA descriptors. Not collective."""
+    block of K), else the tensor cores' own accumulation across K. One launch; host cost: three TMA descriptors. Not
+    collective."""
     m, k = a.shape
     n = b.shape[1]
     b_t = b.stride(0) == 1 and b.stride(1) != 1
@@ -337,19 +229,7 @@ def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None,
     scales = 0 if scale_a is None else 1 if scale_a.numel() == 1 and scale_b.numel() == 1 else 2
     if scales == 0:
         scale_a = scale_b = c  # not read
-    tiles = triton.cdiv(m, BLOCK_M) * triton.cdiv(n, block_n)
-    sk = stream_k and block_n <= SK_MAX_BLOCK_N
-    dp, per, sk_iters = stream_k_split(tiles, programs, triton.cdiv(k, block_k)) if sk else (tiles, 1, 0)
-    partials = counts = c  # not read without stream-K
-    if sk_iters:
-        sk_tiles = tiles - dp
-        key = (a.device, sk_tiles * BLOCK_M * block_n)
-        if key not in _partials:
-            _partials[key] = (torch.zeros(sk_tiles * BLOCK_M * block_n, device=a.device, dtype=torch.float32),
-                              torch.zeros(2 * sk_tiles, device=a.device, dtype=torch.int32))
-        partials, counts = _partials[key]
-    grid = (programs if sk_iters else min(programs, tiles),)
-    wgmma_ws_kernel[grid](a_desc, b_desc, c_desc, scale_a, scale_b, partials, counts, m, n, k, dp, per, sk_iters,
-                          GROUP_M=group_m, NUM_BUFFERS=stages, B_T=b_t, SCALES=scales, PROMOTE=bool(promote),
-                          CONSUMER_REGS=CONSUMER_REGS, STREAM_K=sk_iters > 0, num_warps=4)
+    grid = (min(programs, triton.cdiv(m, BLOCK_M) * triton.cdiv(n, block_n)),)
+    wgmma_ws_kernel[grid](a_desc, b_desc, c_desc, scale_a, scale_b, m, n, k, GROUP_M=group_m, NUM_BUFFERS=stages,
+                          B_T=b_t, SCALES=scales, PROMOTE=bool(promote), CONSUMER_REGS=CONSUMER_REGS, num_warps=4)
     return c

@@ -39,10 +39,9 @@ def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.fl
     a, c = torch.empty(256, 256, dtype=dtype), torch.empty(256, 256, dtype=out_dtype)
     fn = wgmma.wgmma_ws_kernel
     consts = dict(GROUP_M=8, NUM_BUFFERS=stages, B_T=b_t, SCALES=scales, PROMOTE=promote,
-                  CONSUMER_REGS=wgmma.CONSUMER_REGS, STREAM_K=bn <= wgmma.SK_MAX_BLOCK_N)
+                  CONSUMER_REGS=wgmma.CONSUMER_REGS)
     sig = {"a_desc": desc(a, [128, bk]), "b_desc": desc(a, [bn, bk] if b_t else [bk, bn]), "c_desc": desc(c, [64, bn]),
-           "SA": "*fp32", "SB": "*fp32", "PARTIALS": "*fp32", "COUNTS": "*i32", "M": "i32", "N": "i32", "K": "i32",
-           "DP_TILES": "i32", "SK_PER": "i32", "SK_ITERS": "i32", **{k: "constexpr" for k in consts}}
+           "SA": "*fp32", "SB": "*fp32", "M": "i32", "N": "i32", "K": "i32", **{k: "constexpr" for k in consts}}
     src = GluonASTSource(fn=fn, signature=sig, constexprs={(fn.arg_names.index(k),): v for k, v in consts.items()},
                          attrs={})
     kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
@@ -75,15 +74,6 @@ def test_default_tile_compiles_for_sm90_specialized_without_spills(promote, scal
     assert "wgmma.mma_async" in ptx and "cp.async.bulk.tensor" in ptx
     if not promote:  # one block's MMAs stay in flight while the next one's issue
         assert "wgmma.wait_group.sync.aligned 1" in ptx
-
-
-def test_stream_k_split_cuts_only_partial_last_waves():
-    assert wgmma.stream_k_split(264, 132, 40) == (264, 1, 0)  # whole waves
-    assert wgmma.stream_k_split(600, 132, 40) == (600, 1, 0)  # 4+ waves: the tail costs little
-    assert wgmma.stream_k_split(160, 132, 45) == (0, 55, 7200)  # 1.2 waves: every tile, 55 blocks a program
-    dp, per, iters = wgmma.stream_k_split(320, 132, 45)  # 2.4 waves: one full wave whole, the last 1.4 cut
-    assert (dp, iters) == (132, 188 * 45) and per * 132 >= iters > (per - 1) * 132
-    assert wgmma.stream_k_split(24, 132, 9) == (24, 1, 0)  # shares under SK_MIN_BLOCKS: whole tiles
 
 
 def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_why():
@@ -175,28 +165,6 @@ def test_bf16_wgmma_matches_float64(b_t):
             ref = a.double() @ b.double()
             err = ((c.double() - ref).norm() / ref.norm()).item()
             assert err < 1e-2, (m, n, k, block_n, err)
-
-
-@pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
-@pytest.mark.parametrize("dtype", [BF16, FP8], ids=["bf16", "fp8-precise"])
-def test_stream_k_segments_sum_to_the_tile_call_after_call(dtype):
-    # few programs, so that tiles are cut into segments of K that meet in the fp32 partials (odd block counts, a
-    # segment per tile or several); 12 calls in a row with fresh data and poisoned outputs re-arm the counts each time
-    for m, n, k, programs in ((1000, 272, 1152, 10), (384, 640, 2000, 7), (256, 256, 4096, 3)):
-        tiles, k_tiles = -(-m // 128) * -(-n // 128), -(-k // 128 if dtype == FP8 else -(-k // 64))
-        assert wgmma.stream_k_split(tiles, programs, abs(k_tiles))[2] > 0
-        for call in range(12):
-            if dtype == FP8:
-                a, b, sa, sb = _quantized(m, n, k, call % 2 == 1)
-                ref = (a.double() * sa.double()) @ (b.double() * sb.double())
-                cfg = dict(block_n=128, block_k=128, stages=6, scale_a=sa, scale_b=sb, promote=True)
-            else:
-                a, b = torch.randn(m, k, device="cuda", dtype=BF16), torch.randn(k, n, device="cuda", dtype=BF16)
-                ref, cfg = a.double() @ b.double(), dict(block_n=128, block_k=64, stages=6)
-            c = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
-            wgmma.run(a, b, c, programs=programs, stream_k=True, **cfg)
-            err = ((c.double() - ref).norm() / ref.norm()).item()
-            assert err < 5e-3, (m, n, k, programs, call, err)
 
 
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
