@@ -128,6 +128,13 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "fp8 64x128x256 s2 w4 x2": tile(64, 128, 256, 2, 4, gemm_sms=264),
                   "fp8 64x256x128 s4 w8": tile(64, 256, 128, 4, 8),
                   "fp8 16x64x256 s4 w4": tile(16, 64, 256, 4, 4),
+                  # decode rows (M <= 16): deeper K blocks, narrower tiles, more stages, split-K
+                  "fp8 16x64x256 s4 w4 k2": tile(16, 64, 256, 4, 4, split_k=2),
+                  "fp8 16x64x256 s4 w4 k4": tile(16, 64, 256, 4, 4, split_k=4),
+                  "fp8 16x64x256 s6 w4": tile(16, 64, 256, 6, 4),
+                  "fp8 16x32x256 s6 w4": tile(16, 32, 256, 6, 4),
+                  "fp8 16x64x512 s4 w4": tile(16, 64, 512, 4, 4),
+                  "fp8 16x32x512 s6 w4": tile(16, 32, 512, 6, 4),
                   # the warp-specialized Gluon kernel (fused_ops/wgmma.py; two consumer warpgroups of 4 warps),
                   # precise accumulation unless named fast, wherever it runs (the default picks it by tile count)
                   "wgmma fp8 128x128x128 s4": tile(128, 128, 128, 4, 4),
@@ -363,6 +370,8 @@ def run_fp8(ctx, args, run_stamp):
                     continue  # the alternatives on per-tensor scales only
                 if name != "default" and m < 128 and cfg is not None and cfg.block_m > 64:
                     continue
+                if cfg is not None and cfg.block_m < 64 and m > 64:
+                    continue  # decode tiles are for decode rows
                 if cfg is not None and cfg.split_k is None and not cfg.split_tail:
                     cfg = dataclasses.replace(cfg, split_k=1, split_tail=False)
                 fast = "fast accum" in name
