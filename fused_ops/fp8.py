@@ -71,11 +71,11 @@ def check(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, out=None):
 
 def plan(a, b, config=None, use_fast_accum=False):
     """(Config, TMA mode) of the tile loop for these operands: the device defaults for FP8 (without fast
-    accumulation, on GPUs: config.fp8_precise's tiles) merged with `config` (pick_kernel: whether the Gluon kernel
+    accumulation, on GPUs: config.fp8_defaults's tiles) merged with `config` (pick_kernel: whether the Gluon kernel
     runs instead)."""
     def defaults(dev, m, n, k):
         cfg = _config.default_config(dev, m, n, k, FP8, split=True)
-        return _config.fp8_precise(cfg, m) if dev.backend == "cuda" and not use_fast_accum else cfg
+        return _config.fp8_defaults(cfg, m, n, k, use_fast_accum) if dev.backend == "cuda" else cfg
     return _mm.tile_loop_plan(a, b, config, defaults, "scaled_mm")
 
 
@@ -91,7 +91,7 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, out=None, config
     or `out`). Same operands, scales and use_fast_accum as torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=...):
     without fast accumulation the tensor cores' partial sums are promoted to fp32 once per block of K (128 or 256
     products; at K = 131072 the relative error was 1.1e-2 without, torch's 1.7e-3). config (fused_ops.Config): tiles,
-    stages, warps, programs, split_k (None: the FP8 defaults of config.default_config, config.fp8_precise without
+    stages, warps, programs, split_k (None: the FP8 defaults of config.default_config, config.fp8_defaults without
     fast accumulation). kernel: None (on Hopper, the warp-specialized Gluon kernel of fused_ops/wgmma.py where its
     tiles fill most SMs: config.wgmma_config; else the catalog's tile loop), "wgmma" or "tile_loop". One GPU, not
     collective."""

@@ -17,7 +17,7 @@ from fused_ops.config import (
     MAX_SPLIT,
     Config,
     default_config,
-    fp8_precise,
+    fp8_defaults,
     half_tile_cost,
     resolve,
 )
@@ -130,15 +130,19 @@ def test_fp8_tiles_hold_the_same_bytes_per_stage():
     assert default_config(_GPU(), 8192, 8192, 8192, torch.float8_e4m3fn).block_k == 128
 
 
-def test_fp8_precise_tiles_replace_the_spilling_128_row_ones():
-    # scaled_mm without fast accumulation (config.fp8_precise): 128x256 and 128x128 defaults -> 128x128x256 whole
-    # tiles, decode -> 16-row tiles, plain split-K and 64-row tiles kept
-    def pick(m, n, k):
-        c = fp8_precise(default_config(_GPU(), m, n, k, torch.float8_e4m3fn, split=True), m)
+def test_fp8_defaults_replace_the_spilling_128_row_tiles_and_use_decode_tiles():
+    # scaled_mm (config.fp8_defaults): without fast accumulation, 128x256 and 128x128 defaults -> 128x128x256 whole
+    # tiles; decode -> 16-row tiles (two slices of K where they leave half the SMs idle), with fast accumulation too;
+    # plain split-K and 64-row tiles kept
+    def pick(m, n, k, fast=False):
+        c = fp8_defaults(default_config(_GPU(), m, n, k, torch.float8_e4m3fn, split=True), m, n, k, fast)
         return (c.block_m, c.block_n, c.block_k, c.num_stages, c.num_warps, c.split_k, c.split_tail)
     assert pick(16384, 8192, 7392) == (*FP8_PRECISE_TILE, 1, False)
     assert pick(4096, 4544, 4544) == (*FP8_PRECISE_TILE, 1, False)  # was 128x256 with its last wave split
     assert pick(1, 19008, 8192) == (*FP8_DECODE_TILE, 1, False)
+    assert pick(1, 19008, 8192, fast=True) == (*FP8_DECODE_TILE, 1, False)
+    assert pick(1, 4000, 4096) == (*FP8_DECODE_TILE, 2, False)  # 63 tiles: two slices
+    assert pick(16384, 8192, 7392, fast=True)[:3] == (128, 256, 128)
     assert pick(128, 128, 65536)[5] > 1 and pick(128, 128, 65536)[:2] == (64, 64)
     assert pick(128, 640, 3584)[:3] == (64, 64, 256)
 
