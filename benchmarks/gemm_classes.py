@@ -1,9 +1,10 @@
-"""Before/after table and plot per shape class of benchmarks/gemm.py CSVs (the `default` rows; FP8 CSVs per scaling and
-accumulation), against issue 31's targets. CPU only: reads the CSVs.
+"""Before/after table and plot per shape class of benchmarks/gemm.py CSVs (rows of one config each side, `default`
+unless named; FP8 CSVs per scaling and accumulation, with the tile loop alone beside them), against issue 31's
+targets. CPU only: reads the CSVs. Several CSVs on a side: runs of the same command, the median per shape.
 
-    G=results/current/gemm; python benchmarks/gemm_classes.py --before $G/gemm_models_c146423.csv \
-        --after $G/final_e9cb8e8/gemm_models_e9cb8e8_run1.csv $G/final_e9cb8e8/gemm_models_e9cb8e8_run2_from_log.csv \
-        $G/final_e9cb8e8/gemm_models_e9cb8e8_run3_from_log.csv --fp8 $G/gemm_fp8_d4ec652.csv --png $G/gemm_classes.png
+    G=results/current/gemm; python benchmarks/gemm_classes.py --before $G/wgmma_cb0ad8c/gemm_models_run*.csv \
+        --after $G/wgmma_cb0ad8c/gemm_models_run*.csv --after-config matmul --fp8 $G/fp8_35a197d/gemm_fp8_run*.csv \
+        --png $G/gemm_classes.png
 """
 
 import argparse
@@ -17,8 +18,8 @@ from benchmarks import shapes as S  # noqa: E402
 from benchmarks.gemm import class_table  # noqa: E402
 
 
-def defaults(path, padded=False):
-    """The `default` rows; padded: where the CSV has a `default, padded B` row for a shape (B rows not 128-byte
+def defaults(path, padded=False, config="default"):
+    """The rows of `config`; padded: where the CSV has a `default, padded B` row for a shape (B rows not 128-byte
     aligned, B through fused_ops.pad_weight), that row instead. Several CSVs (runs of the same command): per shape and
     config, the row of the median vs_torch."""
     if not isinstance(path, str):
@@ -31,19 +32,23 @@ def defaults(path, padded=False):
         df = df[df.config == "default"].set_index(["m", "n", "k"])
         df.loc[pad.index] = pad
         df = df.reset_index()
-    df = df[df.config.str.startswith("default")].copy() if padded else df[df.config == "default"].copy()
+    df = df[df.config.str.startswith("default")].copy() if padded else df[df.config == config].copy()
     df["shape_class"] = [S.shape_class(m, n, k) for m, n, k in zip(df.m, df.n, df.k)]  # older CSVs have no class
     return df
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--before", required=True)
+    ap.add_argument("--before", required=True, nargs="+", help="one CSV, or several runs (the median per shape)")
     ap.add_argument("--after", required=True, nargs="+", help="one CSV, or several runs (the median per shape)")
-    ap.add_argument("--fp8", default=None)
+    ap.add_argument("--before-config", default="default", help="the config of the `before` rows")
+    ap.add_argument("--after-config", default="default", help="the config of the `after` rows (e.g. matmul)")
+    ap.add_argument("--fp8", default=None, nargs="+", help="FP8 CSVs: one, or several runs")
     ap.add_argument("--png", default=None)
     args = ap.parse_args()
-    before, after = class_table(defaults(args.before)), class_table(defaults(args.after))
+    one = lambda paths: paths[0] if len(paths) == 1 else paths  # noqa: E731
+    before = class_table(defaults(one(args.before), config=args.before_config))
+    after = class_table(defaults(one(args.after), config=args.after_config))
     table = before.set_index("shape_class")[["shapes", "geomean", "min"]].join(
         after.set_index("shape_class")[["geomean", "min", "below_floor", "worst"]], lsuffix="_before",
         rsuffix="_after")
@@ -53,15 +58,20 @@ def main():
         table = table.join(padded[["geomean", "min", "below_floor"]].add_suffix("_padded_b"))
     a = pd.read_csv(args.after[0]).iloc[0]
     runs = f" (median of {len(args.after)} runs)" if len(args.after) > 1 else ""
-    print(f"bf16 vs torch.matmul, {a.device}, {a.date}, commit {a.commit}: `{a.command}`{runs}")
+    print(f"bf16 vs torch.matmul, {a.device}, {a.date}, commit {a.commit}: `{a.command}`{runs}; before: "
+          f"{args.before_config}, after: {args.after_config}")
     print(table.to_string())
     fp8 = {}
     if args.fp8:
-        f = pd.read_csv(args.fp8)
-        f = f[f.config.isin(["default", "default, fast accum"])]  # the defaults, not the candidate tiles
+        f = pd.concat([pd.read_csv(p) for p in args.fp8], ignore_index=True)
+        f = f.groupby(["m", "n", "k", "scaling", "config", "shape_class"], as_index=False).vs_torch.median()
+        f = f[f.config.isin(["default", "default, fast accum", "default, tile loop"])]  # not the candidate tiles
         for (scaling, config), g in f.groupby(["scaling", "config"]):
-            g = g.copy()
-            fp8[f"fp8 {scaling}-wise, {'fast' if 'fast' in config else 'precise'} accumulation"] = class_table(g)
+            if config == "default, tile loop" and scaling != "tensor":
+                continue
+            name = f"fp8 scaled_mm, {'per-tensor' if scaling == 'tensor' else 'row-wise'}, " \
+                f"{'fast' if 'fast' in config else 'precise'}"
+            fp8[name + (", tile loop alone" if "tile loop" in config else "")] = class_table(g.copy())
         for name, t in fp8.items():
             print(f"{name} vs torch._scaled_mm:")
             print(t[["shape_class", "shapes", "geomean", "min", "below_floor"]].to_string(index=False))
@@ -71,19 +81,21 @@ def main():
         import matplotlib.pyplot as plt
 
         classes = list(table.index)
-        series = {"bf16 before": table.geomean_before, "bf16 after": table.geomean_after}
+        label = {"default": "tile loop (what the fused ops run)", "matmul": "fused_ops.matmul"}.get
+        series = {f"bf16 {label(args.before_config, args.before_config)}": table.geomean_before,
+                  f"bf16 {label(args.after_config, args.after_config)}": table.geomean_after}
         if padded is not None:
             series["bf16 after, B via pad_weight"] = table.geomean_padded_b
         series.update({name: t.set_index("shape_class").geomean.reindex(classes) for name, t in fp8.items()})
-        fig, ax = plt.subplots(figsize=(12, 4.5))
+        fig, ax = plt.subplots(figsize=(12, 5.2))
         width = 0.8 / len(series)
         for i, (name, values) in enumerate(series.items()):
             ax.bar([x + i * width for x in range(len(classes))], values.clip(upper=1.6), width, label=name)
         ax.axhline(0.95, color="k", lw=0.8, ls="--", label="target 0.95x (geomean)")
         ax.set_xticks([x + 0.4 - width / 2 for x in range(len(classes))], classes, rotation=20)
         ax.set_ylabel("geomean speed vs torch (same run)")
-        ax.set_title(f"catalog GEMM tile loop per shape class, {a.device}, {a.date} (bars clipped at 1.6)")
-        ax.legend(fontsize=7, ncol=3)
+        ax.set_title(f"the GEMM alone per shape class vs torch, {a.device}, {a.date} (bars clipped at 1.6)")
+        ax.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.16))
         fig.tight_layout()
         fig.savefig(args.png, dpi=120)
         print(f"wrote {args.png}")
