@@ -77,7 +77,9 @@ SMALL_M_CANDIDATES = {"128x128x64 s4 w8 k2": tile(128, 128, 64, 4, 8, split_k=2)
 # The warp-specialized Gluon kernel of fused_ops/wgmma.py (one load warp running ahead across tiles, two consumer
 # warpgroups of 64 rows; B as given, row-major), with its own tiles (block_m 128; num_warps: per consumer).
 WGMMA_CANDIDATES = {"wgmma 128x256x64 s3": tile(128, 256, 64, 3, 4),
-                    "wgmma 128x128x64 s6": tile(128, 128, 64, 6, 4)}
+                    "wgmma 128x128x64 s6": tile(128, 128, 64, 6, 4),
+                    # three consumer warpgroups: 192-row tiles fill one wave where 128-row ones need two
+                    "wgmma 192x128x64 s4": tile(192, 128, 64, 4, 4)}
 CANDIDATES.update(WGMMA_CANDIDATES)
 # fused_ops.matmul, the library's GEMM alone (fused_ops/local_gemm.py): the Gluon kernel where config.wgmma_config
 # picks it, else the tile loop ("default" is the tile loop as the fused ops run it)
@@ -139,6 +141,7 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   # precise accumulation unless named fast, wherever it runs (the default picks it by tile count)
                   "wgmma fp8 128x128x128 s4": tile(128, 128, 128, 4, 4),
                   "wgmma fp8 128x128x128 s6": tile(128, 128, 128, 6, 4),
+                  "wgmma fp8 192x128x128 s4": tile(192, 128, 128, 4, 4),
                   "wgmma fp8 128x128x128 s6 fast accum": tile(128, 128, 128, 6, 4),
                   "wgmma fp8 128x256x128 s3 fast accum": tile(128, 256, 128, 3, 4)}
 
@@ -284,7 +287,9 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp):
         kernel, cfg = "wgmma", dataclasses.replace(cfg, gemm_sms=ctx.get_cu_count(), group_m=8)
 
     def call():
-        return local_gemm.matmul(a, b, out=c, config=None if name == "matmul" else cfg, kernel=kernel)
+        if name == "matmul":
+            return local_gemm.matmul(a, b, out=c)
+        return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, block_m=cfg.block_m)
     c.fill_(float("nan"))
     call()
     err = ((c.double() - ref).norm() / ref.norm()).item()
@@ -343,7 +348,7 @@ def run_fp8(ctx, args, run_stamp):
     bf16 out, graph-timed in turns; both checked against float64 on the dequantized operands."""
     import pandas as pd
 
-    from fused_ops import fp8
+    from fused_ops import fp8, wgmma
 
     rows = []
     configs = {"default": None, "default, fast accum": None, "default, tile loop": None,
@@ -377,13 +382,21 @@ def run_fp8(ctx, args, run_stamp):
                 fast = "fast accum" in name
                 kernel = "tile_loop" if "tile loop" in name else "wgmma" if name.startswith("wgmma") else None
                 try:
-                    used, _ = fp8.plan(a, b, cfg, fast)
-                    kernel_ran, used = fp8.pick_kernel(a, b, c, used, cfg, fast, kernel)
+                    if kernel == "wgmma":  # the candidate's tile as is (block_m 192 is no tile-loop Config)
+                        if not wgmma.supports(a, b, c):
+                            continue
+                        kernel_ran, used = kernel, dataclasses.replace(cfg, gemm_sms=ctx.get_cu_count(), group_m=8)
+                    else:
+                        used, _ = fp8.plan(a, b, cfg, fast)
+                        kernel_ran, used = fp8.pick_kernel(a, b, c, used, cfg, fast, kernel)
                 except ValueError as e:
                     print(f"{m}x{n}x{k} {name}: {e}")
                     continue
 
                 def call():
+                    if kernel == "wgmma":
+                        return wgmma.run(a, b, c, used.block_n, used.block_k, used.num_stages, used.gemm_sms, sa, sb,
+                                         promote=not fast, block_m=used.block_m)
                     return fp8.scaled_mm(a, b, sa, sb, out=c, config=cfg, use_fast_accum=fast, kernel=kernel)
                 c.fill_(float("nan"))
                 try:

@@ -61,11 +61,11 @@ if _GLUON:
     def ws_loads(
         a_desc, b_desc, a_bufs, b_bufs, ready, empty,   # operands; the ring's stages and barriers
         M, N, K,                                        # problem size
-        GROUP_M: gl.constexpr, NUM_BUFFERS: gl.constexpr, B_T: gl.constexpr,
+        GROUP_M: gl.constexpr, NUM_BUFFERS: gl.constexpr, B_T: gl.constexpr, CONSUMERS: gl.constexpr,
     ):
-        """The load warp of wgmma_ws_kernel: every K block of every tile of this program into the ring, each stage
-        once both consumers have released it."""
-        BLOCK_M: gl.constexpr = a_desc.block_type.shape[0]
+        """The load warp of wgmma_ws_kernel: every K block of every tile of this program into the ring (A as one
+        64-row box per consumer), each stage once every consumer has released it."""
+        BLOCK_M: gl.constexpr = CONSUMERS * a_desc.block_type.shape[0]
         BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
         BLOCK_N: gl.constexpr = b_desc.block_type.shape[0] if B_T else b_desc.block_type.shape[1]
         num_pid_m = gl.cdiv(M, BLOCK_M)
@@ -78,8 +78,10 @@ if _GLUON:
                 s = p % NUM_BUFFERS
                 mbarrier.wait(empty.index(s), ((p // NUM_BUFFERS) & 1) ^ 1)  # a fresh barrier passes parity 1
                 bar = ready.index(s)
-                mbarrier.expect(bar, a_desc.block_type.nbytes + b_desc.block_type.nbytes)
-                tma.async_copy_global_to_shared(a_desc, [pid_m * BLOCK_M, kk * BLOCK_K], bar, a_bufs.index(s))
+                mbarrier.expect(bar, CONSUMERS * a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+                for h in gl.static_range(CONSUMERS):
+                    tma.async_copy_global_to_shared(a_desc, [pid_m * BLOCK_M + h * a_desc.block_type.shape[0],
+                                                             kk * BLOCK_K], bar, a_bufs.index(s * CONSUMERS + h))
                 if B_T:
                     tma.async_copy_global_to_shared(b_desc, [pid_n * BLOCK_N, kk * BLOCK_K], bar, b_bufs.index(s))
                 else:
@@ -88,7 +90,7 @@ if _GLUON:
 
     @gluon.jit
     def ws_consumer(
-        HALF: gl.constexpr,                             # which 64-row half of each tile this warpgroup computes
+        HALF: gl.constexpr,                             # which 64 rows of each tile this warpgroup computes
         a_bufs, b_bufs, ready, empty, c_desc, c_smem,   # the ring; C's descriptor (64-row blocks) and staging tile
         SA, SB,                                         # FP8 scales (SCALES)
         M, N, K,                                        # problem size
@@ -96,6 +98,7 @@ if _GLUON:
         B_T: gl.constexpr,                              # B stored N x K (K-major)
         SCALES: gl.constexpr,                           # 0: none; 1: per-tensor; 2: row-wise
         PROMOTE: gl.constexpr,                          # FP8: add each block's sum into the fp32 accumulator
+        CONSUMERS: gl.constexpr,                        # consumer warpgroups (64 rows each)
     ):
         """A consumer warpgroup of wgmma_ws_kernel: waits for a block, multiplies its half of A by B and releases the
         stage once its MMAs are done. PROMOTE: waits for them at every block and adds the block's sum into fp32 (the
@@ -105,7 +108,7 @@ if _GLUON:
         BLOCK_N: gl.constexpr = c_desc.block_type.shape[1]
         BLOCK_K: gl.constexpr = a_bufs.type.shape[2]
         layout: gl.constexpr = mma_layout(HALF_M, BLOCK_N, a_bufs.dtype.primitive_bitwidth, 4)
-        num_pid_m = gl.cdiv(M, 2 * HALF_M)
+        num_pid_m = gl.cdiv(M, CONSUMERS * HALF_M)
         num_pid_n = gl.cdiv(N, BLOCK_N)
         k_tiles = gl.cdiv(K, BLOCK_K)
         zero = gl.zeros([HALF_M, BLOCK_N], gl.float32, layout)
@@ -116,7 +119,7 @@ if _GLUON:
             for kk in range(k_tiles):
                 s = c % NUM_BUFFERS
                 mbarrier.wait(ready.index(s), (c // NUM_BUFFERS) & 1)
-                a = a_bufs.index(s).slice(HALF * HALF_M, HALF_M, dim=0)
+                a = a_bufs.index(s * CONSUMERS + HALF)
                 b = b_bufs.index(s)
                 if B_T:
                     b = b.permute((1, 0))
@@ -133,7 +136,7 @@ if _GLUON:
             if not PROMOTE:
                 acc = warpgroup_mma_wait(0, deps=(acc, ))
                 mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1)
-            row0 = pid_m * 2 * HALF_M + HALF * HALF_M
+            row0 = (pid_m * CONSUMERS + HALF) * HALF_M
             if SCALES == 1:
                 acc = acc * (gl.load(SA) * gl.load(SB))
             elif SCALES == 2:
@@ -149,7 +152,7 @@ if _GLUON:
 
     @gluon.jit
     def wgmma_ws_kernel(
-        a_desc, b_desc, c_desc,                         # A M x K, B K x N (or N x K: B_T), C M x N in 64-row blocks
+        a_desc, b_desc, c_desc,                         # A M x K, B K x N (or N x K: B_T), C M x N (A, C: 64-row boxes)
         SA, SB,                                         # FP8 scales (fp32): one each, or per row of A / column of B
         M, N, K,                                        # problem size
         GROUP_M: gl.constexpr,                          # grouped tile order
@@ -157,39 +160,54 @@ if _GLUON:
         B_T: gl.constexpr,                              # B stored N x K (K-major; FP8 needs it)
         SCALES: gl.constexpr,                           # 0: none; 1: per-tensor; 2: row-wise
         PROMOTE: gl.constexpr,                          # FP8: add the partial sums into fp32 every block of K
-        CONSUMER_REGS: gl.constexpr,                    # registers per thread of the second consumer warpgroup
+        CONSUMER_REGS: gl.constexpr,                    # registers per thread of the worker consumer warpgroups
+        CONSUMERS: gl.constexpr,                        # consumer warpgroups: tiles of 64 x CONSUMERS rows
     ):
-        """Warp-specialized: one warp loads, two warpgroups of 4 warps (this kernel's own, and a worker) each compute
-        64 rows of every 128-row tile, synchronized only through the ring's mbarriers (no CTA-wide barrier), so one
+        """Warp-specialized: one warp loads, two or three warpgroups of 4 warps (this kernel's own, and workers) each
+        compute 64 rows of every tile, synchronized only through the ring's mbarriers (no CTA-wide barrier), so one
         can wait on its MMAs and add while the other's run."""
-        a_bufs = gl.allocate_shared_memory(a_desc.dtype, [NUM_BUFFERS] + a_desc.block_type.shape, a_desc.layout)
+        a_bufs = gl.allocate_shared_memory(a_desc.dtype, [NUM_BUFFERS * CONSUMERS] + a_desc.block_type.shape,
+                                           a_desc.layout)
         b_bufs = gl.allocate_shared_memory(b_desc.dtype, [NUM_BUFFERS] + b_desc.block_type.shape, b_desc.layout)
-        c0 = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
-        c1 = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
+        c_bufs = gl.allocate_shared_memory(c_desc.dtype, [CONSUMERS] + c_desc.block_type.shape, c_desc.layout)
         ready = gl.allocate_shared_memory(gl.int64, [NUM_BUFFERS, 1], mbarrier.MBarrierLayout())
         empty = gl.allocate_shared_memory(gl.int64, [NUM_BUFFERS, 1], mbarrier.MBarrierLayout())
         for i in gl.static_range(NUM_BUFFERS):
             mbarrier.init(ready.index(i), count=1)
-            mbarrier.init(empty.index(i), count=2)
-        gl.warp_specialize([
-            (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c0, SA, SB, M, N, K, GROUP_M, NUM_BUFFERS, B_T,
-                           SCALES, PROMOTE)),
-            (ws_consumer, (1, a_bufs, b_bufs, ready, empty, c_desc, c1, SA, SB, M, N, K, GROUP_M, NUM_BUFFERS, B_T,
-                           SCALES, PROMOTE)),
-            (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, B_T)),
-        ], [4, 1], [CONSUMER_REGS, 40])
-
+            mbarrier.init(empty.index(i), count=CONSUMERS)
+        if CONSUMERS == 3:
+            gl.warp_specialize([
+                (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(0), SA, SB, M, N, K, GROUP_M,
+                               NUM_BUFFERS, B_T, SCALES, PROMOTE, CONSUMERS)),
+                (ws_consumer, (1, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(1), SA, SB, M, N, K, GROUP_M,
+                               NUM_BUFFERS, B_T, SCALES, PROMOTE, CONSUMERS)),
+                (ws_consumer, (2, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(2), SA, SB, M, N, K, GROUP_M,
+                               NUM_BUFFERS, B_T, SCALES, PROMOTE, CONSUMERS)),
+                (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, B_T,
+                            CONSUMERS)),
+            ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, 40])
+        else:
+            gl.warp_specialize([
+                (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(0), SA, SB, M, N, K, GROUP_M,
+                               NUM_BUFFERS, B_T, SCALES, PROMOTE, CONSUMERS)),
+                (ws_consumer, (1, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(1), SA, SB, M, N, K, GROUP_M,
+                               NUM_BUFFERS, B_T, SCALES, PROMOTE, CONSUMERS)),
+                (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, B_T,
+                            CONSUMERS)),
+            ], [4, 1], [CONSUMER_REGS, 40])
 
 _GL_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32",
               torch.float8_e4m3fn: "float8e4nv"}
-BLOCK_M = 128  # two consumer warpgroups of 64 rows
+BLOCK_M = 128  # two consumer warpgroups of 64 rows; 192: three (tile counts that fill one wave where 128 rows need two)
+BLOCK_MS = (128, 192)
 CONSUMER_REGS = 232  # registers per thread of wgmma_ws_kernel's second consumer warpgroup (setmaxnreg)
+CONSUMER_REGS_3 = 152  # ... of the second and third, with three
 SMEM_BYTES = 232448 - 1024  # shared memory a program may use on an H100/H200, less the barriers' and the compiler's
 
 
-def fits(block_n, block_k, stages, in_bytes, out_bytes):
-    """Whether the ring of `stages` A/B stages plus the two consumers' C staging tiles fit in shared memory."""
-    return stages * (BLOCK_M + block_n) * block_k * in_bytes + BLOCK_M * block_n * out_bytes <= SMEM_BYTES
+def fits(block_n, block_k, stages, in_bytes, out_bytes, block_m=BLOCK_M):
+    """Whether the ring of `stages` A/B stages plus the consumers' C staging tiles fit in shared memory."""
+    return stages * (block_m + block_n) * block_k * in_bytes + block_m * block_n * out_bytes <= SMEM_BYTES
 
 
 def supports(a, b, c):
@@ -209,27 +227,30 @@ def supports(a, b, c):
                for t, row in ((a, a.stride(0)), (b, b.stride(1) if b_t else b.stride(0)), (c, c.stride(0))))
 
 
-def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None, promote=False, group_m=8):
-    """c = a @ b (FP8: * scales) on one GPU with wgmma_ws_kernel (128 x block_n tiles, `stages` ring stages, at most
-    `programs` persistent programs); `supports(a, b, c)` must hold. promote (FP8): precise accumulation (fp32 every
-    block of K), else the tensor cores' own accumulation across K. One launch; host cost: three TMA descriptors. Not
-    collective."""
+def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None, promote=False, group_m=8,
+        block_m=BLOCK_M):
+    """c = a @ b (FP8: * scales) on one GPU with wgmma_ws_kernel: block_m x block_n tiles (block_m 128 or 192: two or
+    three consumer warpgroups), `stages` ring stages, at most `programs` persistent programs; `supports(a, b, c)`
+    must hold. promote (FP8): precise accumulation (fp32 every block of K), else the tensor cores' own accumulation
+    across K. One launch; host cost: three TMA descriptors. Not collective."""
     m, k = a.shape
     n = b.shape[1]
     b_t = b.stride(0) == 1 and b.stride(1) != 1
     dt = getattr(gl, _GL_DTYPES[a.dtype])
-    a_desc = TensorDescriptor.from_tensor(a, [BLOCK_M, block_k],
-                                          gl.NVMMASharedLayout.get_default_for([BLOCK_M, block_k], dt))
+    if block_m not in BLOCK_MS:
+        raise ValueError(f"wgmma.run: block_m={block_m}; expected one of {BLOCK_MS} (consumer warpgroups of 64 rows)")
+    a_desc = TensorDescriptor.from_tensor(a, [64, block_k], gl.NVMMASharedLayout.get_default_for([64, block_k], dt))
     b_block = [block_n, block_k] if b_t else [block_k, block_n]
     b_desc = TensorDescriptor.from_tensor(b.t() if b_t else b, b_block,
                                           gl.NVMMASharedLayout.get_default_for(b_block, dt))
-    c_block = [BLOCK_M // 2, block_n]
+    c_block = [64, block_n]
     c_desc = TensorDescriptor.from_tensor(c, c_block, gl.NVMMASharedLayout.get_default_for(
         c_block, getattr(gl, _GL_DTYPES[c.dtype])))
     scales = 0 if scale_a is None else 1 if scale_a.numel() == 1 and scale_b.numel() == 1 else 2
     if scales == 0:
         scale_a = scale_b = c  # not read
-    grid = (min(programs, triton.cdiv(m, BLOCK_M) * triton.cdiv(n, block_n)),)
+    grid = (min(programs, triton.cdiv(m, block_m) * triton.cdiv(n, block_n)),)
     wgmma_ws_kernel[grid](a_desc, b_desc, c_desc, scale_a, scale_b, m, n, k, GROUP_M=group_m, NUM_BUFFERS=stages,
-                          B_T=b_t, SCALES=scales, PROMOTE=bool(promote), CONSUMER_REGS=CONSUMER_REGS, num_warps=4)
+                          B_T=b_t, SCALES=scales, PROMOTE=bool(promote), num_warps=4, CONSUMERS=block_m // 64,
+                          CONSUMER_REGS=CONSUMER_REGS if block_m == 128 else CONSUMER_REGS_3)
     return c

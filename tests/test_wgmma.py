@@ -23,7 +23,7 @@ ON_HOPPER = (torch.cuda.is_available() and __import__("iris").BACKEND == "cuda"
              and torch.cuda.get_device_capability()[0] == 9)
 
 
-def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.float8_e4m3fn, b_t=True):
+def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.float8_e4m3fn, b_t=True, block_m=128):
     """(PTX, shared bytes, ptxas's report) of wgmma_ws_kernel for sm_90a, compiled here without a GPU."""
     import triton
     from triton.backends.compiler import GPUTarget
@@ -39,8 +39,9 @@ def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.fl
     a, c = torch.empty(256, 256, dtype=dtype), torch.empty(256, 256, dtype=out_dtype)
     fn = wgmma.wgmma_ws_kernel
     consts = dict(GROUP_M=8, NUM_BUFFERS=stages, B_T=b_t, SCALES=scales, PROMOTE=promote,
-                  CONSUMER_REGS=wgmma.CONSUMER_REGS)
-    sig = {"a_desc": desc(a, [128, bk]), "b_desc": desc(a, [bn, bk] if b_t else [bk, bn]), "c_desc": desc(c, [64, bn]),
+                  CONSUMER_REGS=wgmma.CONSUMER_REGS if block_m == 128 else wgmma.CONSUMER_REGS_3,
+                  CONSUMERS=block_m // 64)
+    sig = {"a_desc": desc(a, [64, bk]), "b_desc": desc(a, [bn, bk] if b_t else [bk, bn]), "c_desc": desc(c, [64, bn]),
            "SA": "*fp32", "SB": "*fp32", "M": "i32", "N": "i32", "K": "i32", **{k: "constexpr" for k in consts}}
     src = GluonASTSource(fn=fn, signature=sig, constexprs={(fn.arg_names.index(k),): v for k, v in consts.items()},
                          attrs={})
@@ -61,12 +62,15 @@ FP8, BF16 = torch.float8_e4m3fn, torch.bfloat16
 @pytest.mark.parametrize("promote, scales, out_dtype, dtype, b_t, tile", [
     (True, 1, BF16, FP8, True, C.WGMMA_FP8_TILE), (True, 2, BF16, FP8, True, C.WGMMA_FP8_TILE),
     (False, 1, BF16, FP8, True, C.WGMMA_FP8_FAST_TILE), (True, 1, torch.float32, FP8, True, C.WGMMA_FP8_TILE),
-    (False, 0, BF16, BF16, False, (256, 64, 3)), (False, 0, BF16, BF16, True, (128, 64, 6))],
-    ids=["fp8-precise-tensor", "fp8-precise-row", "fp8-fast", "fp8-precise-fp32-out", "bf16", "bf16-b-k-major"])
+    (False, 0, BF16, BF16, False, (256, 64, 3)), (False, 0, BF16, BF16, True, (128, 64, 6)),
+    (False, 0, BF16, BF16, False, (128, 64, 4, 192)), (True, 1, BF16, FP8, True, (128, 128, 4, 192))],
+    ids=["fp8-precise-tensor", "fp8-precise-row", "fp8-fast", "fp8-precise-fp32-out", "bf16", "bf16-b-k-major",
+         "bf16-192-rows", "fp8-precise-192-rows"])
 def test_default_tile_compiles_for_sm90_specialized_without_spills(promote, scales, out_dtype, dtype, b_t, tile):
-    if not wgmma.fits(*tile, dtype.itemsize, out_dtype.itemsize):
+    tile, block_m = tile[:3], (tile[3] if len(tile) > 3 else 128)
+    if not wgmma.fits(*tile, dtype.itemsize, out_dtype.itemsize, block_m):
         tile = (tile[0], tile[1], tile[2] - 1)  # fp32 C staging tiles take a stage's worth
-    ptx, shared, report = compile_sm90(tile, promote, scales, out_dtype, dtype, b_t)
+    ptx, shared, report = compile_sm90(tile, promote, scales, out_dtype, dtype, b_t, block_m)
     assert shared <= wgmma.SMEM_BYTES + 1024, shared
     assert re.search(r"\b0 bytes spill stores, 0 bytes spill loads", report), report
     assert "C7514" not in report and "serialized" not in report, report  # MMAs not serialized by ptxas
@@ -165,6 +169,25 @@ def test_bf16_wgmma_matches_float64(b_t):
             ref = a.double() @ b.double()
             err = ((c.double() - ref).norm() / ref.norm()).item()
             assert err < 1e-2, (m, n, k, block_n, err)
+
+
+@pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
+@pytest.mark.parametrize("dtype", [BF16, FP8], ids=["bf16", "fp8-precise"])
+def test_192_row_tiles_three_consumers_match_float64(dtype):
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for m, n, k in ((1, 16, 16), (200, 272, 208), (1000, 1040, 1152), (1024, 2560, 2880)):
+        for call in range(3):
+            c = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
+            if dtype == FP8:
+                a, b, sa, sb = _quantized(m, n, k, call % 2 == 1)
+                ref = (a.double() * sa.double()) @ (b.double() * sb.double())
+                wgmma.run(a, b, c, 128, 128, 4, sms, sa, sb, promote=True, block_m=192)
+            else:
+                a, b = torch.randn(m, k, device="cuda", dtype=BF16), torch.randn(k, n, device="cuda", dtype=BF16)
+                ref = a.double() @ b.double()
+                wgmma.run(a, b, c, 128, 64, 4, sms, block_m=192)
+            err = ((c.double() - ref).norm() / ref.norm()).item()
+            assert err < 5e-3, (m, n, k, call, err)
 
 
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
