@@ -74,7 +74,8 @@ def pick_kernel(a, b, c, cfg, config, fast, kernel, where):
         if config is None:
             return kernel, _fit(_config.wgmma_config(cfg, m, n, cfg.gemm_sms, a.dtype, fast, force=True), a, c)
         if cfg.block_m != wgmma.BLOCK_M or cfg.split_k > 1:
-            raise ValueError(f"{where}: kernel='wgmma' runs whole 128-row tiles, got {cfg.describe()}")
+            raise ValueError(f"{where}: kernel='wgmma' with a config runs whole 128-row tiles (192-row ones are the "
+                             f"defaults' to pick), got {cfg.describe()}")
         if not wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, a.element_size(), c.element_size()):
             raise ValueError(f"{where}: kernel='wgmma': {cfg.describe()} needs more shared memory than an SM has")
         return kernel, cfg
@@ -84,7 +85,7 @@ def pick_kernel(a, b, c, cfg, config, fast, kernel, where):
 
 def _fit(cfg, a, c):
     """cfg with as many of its stages as fit beside c's staging tiles (fp32 C takes a stage's worth)."""
-    while not wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, a.element_size(), c.element_size()):
+    while not wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, a.element_size(), c.element_size(), cfg.block_m):
         cfg = replace(cfg, num_stages=cfg.num_stages - 1)
     return cfg
 
@@ -93,7 +94,7 @@ def launch(a, b, c, cfg, tma, kernel, scale_a=None, scale_b=None, promote=False)
     """c = a @ b [* scales] with the kernel and Config pick_kernel chose (promote: FP8 precise accumulation)."""
     if kernel == "wgmma":
         return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, scale_a, scale_b,
-                         promote=promote, group_m=cfg.group_m)
+                         promote=promote, group_m=cfg.group_m, block_m=cfg.block_m)
     m, k = a.shape
     n = b.shape[1]
     bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k

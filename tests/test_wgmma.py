@@ -23,6 +23,10 @@ ON_HOPPER = (torch.cuda.is_available() and __import__("iris").BACKEND == "cuda"
              and torch.cuda.get_device_capability()[0] == 9)
 
 
+def _tile(cfg):
+    return cfg.block_m, cfg.block_n, cfg.block_k
+
+
 def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.float8_e4m3fn, b_t=True, block_m=128):
     """(PTX, shared bytes, ptxas's report) of wgmma_ws_kernel for sm_90a, compiled here without a GPU."""
     import triton
@@ -60,15 +64,15 @@ FP8, BF16 = torch.float8_e4m3fn, torch.bfloat16
 
 
 @pytest.mark.parametrize("promote, scales, out_dtype, dtype, b_t, tile", [
-    (True, 1, BF16, FP8, True, C.WGMMA_FP8_TILE), (True, 2, BF16, FP8, True, C.WGMMA_FP8_TILE),
-    (False, 1, BF16, FP8, True, C.WGMMA_FP8_FAST_TILE), (True, 1, torch.float32, FP8, True, C.WGMMA_FP8_TILE),
+    (True, 1, BF16, FP8, True, (128, 128, 6)), (True, 2, BF16, FP8, True, (128, 128, 6)),
+    (False, 1, BF16, FP8, True, (256, 128, 3)), (True, 1, torch.float32, FP8, True, (128, 128, 6)),
     (False, 0, BF16, BF16, False, (256, 64, 3)), (False, 0, BF16, BF16, True, (128, 64, 6)),
     (False, 0, BF16, BF16, False, (128, 64, 4, 192)), (True, 1, BF16, FP8, True, (128, 128, 4, 192))],
     ids=["fp8-precise-tensor", "fp8-precise-row", "fp8-fast", "fp8-precise-fp32-out", "bf16", "bf16-b-k-major",
          "bf16-192-rows", "fp8-precise-192-rows"])
 def test_default_tile_compiles_for_sm90_specialized_without_spills(promote, scales, out_dtype, dtype, b_t, tile):
     tile, block_m = tile[:3], (tile[3] if len(tile) > 3 else 128)
-    if not wgmma.fits(*tile, dtype.itemsize, out_dtype.itemsize, block_m):
+    while not wgmma.fits(*tile, dtype.itemsize, out_dtype.itemsize, block_m):
         tile = (tile[0], tile[1], tile[2] - 1)  # fp32 C staging tiles take a stage's worth
     ptx, shared, report = compile_sm90(tile, promote, scales, out_dtype, dtype, b_t, block_m)
     assert shared <= wgmma.SMEM_BYTES + 1024, shared
@@ -94,8 +98,9 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
         fp8.pick_kernel(a, b, c, cfg, None, False, "cutlass")
     # the Gluon kernel where its tiles fill most SMs (FP8 precise: 128x128; fast: 128x256; bf16: where the defaults
     # chose whole 128-row tiles), never for decode rows
-    picked = C.wgmma_config(cfg, 4096, 4096, 132, FP8)
-    assert (picked.block_m, picked.block_n, picked.block_k, picked.num_stages) == (128, *C.WGMMA_FP8_TILE)
+    picked = C.wgmma_config(cfg, 1024, 2560, 132, FP8)  # 160 tiles of 128x128 (2 waves) or 120 of 192x128 (1)
+    assert (picked.block_m, picked.block_n, picked.block_k, picked.num_stages) == C.WGMMA_FP8_TILES[0][:4]
+    assert _tile(C.wgmma_config(cfg, 4096, 4096, 132, FP8)) == (128, 128, 128)  # 8 full waves: no gain
     assert C.wgmma_config(cfg, 4096, 4096, 132, FP8, fast=True).block_n == 256
     assert C.wgmma_config(cfg, 128, 12288, 132, FP8, fast=True) is None  # 48 tiles of 128x256
     assert C.wgmma_config(cfg, 16384, 64, 132, FP8, fast=True) is None  # N narrower than the tile
@@ -104,8 +109,9 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
     assert C.wgmma_config(cfg, 16, 16384, 132, FP8) is None  # decode rows keep their 16-row tiles
     assert C.wgmma_config(cfg, 16, 4096, 132, FP8, force=True).block_m == 128
     wide = dataclasses.replace(cfg, block_n=256, block_k=64)
-    assert C.wgmma_config(wide, 4096, 4096, 132, BF16).block_n == 256
-    assert C.wgmma_config(cfg, 4096, 4096, 132, BF16).num_stages == C.WGMMA_TILES[128][2]
+    assert _tile(C.wgmma_config(wide, 4096, 4096, 132, BF16)) == (128, 256, 64)
+    assert _tile(C.wgmma_config(cfg, 1024, 2560, 132, BF16)) == (192, 128, 64)  # one wave, where 128 rows need two
+    assert _tile(C.wgmma_config(wide, 4096, 3584, 132, BF16)) == (128, 128, 64)  # 448 wide tiles: 3.4 waves
     assert C.wgmma_config(dataclasses.replace(cfg, split_k=2, split_tail=True), 4096, 4096, 132, BF16) is None
     assert C.wgmma_config(dataclasses.replace(cfg, block_m=64), 512, 4096, 132, BF16) is None
     assert not wgmma.fits(128, 128, 7, 1, 2)  # 7 stages and C's tiles exceed an SM's shared memory
