@@ -72,12 +72,13 @@ FP8_PRECISE_TILE = (128, 128, 256, 3, 8)
 FP8_DECODE_TILE = (16, 64, 256, 4, 4)
 # The warp-specialized Gluon kernel on Hopper (fused_ops/wgmma.py: one load warp running ahead across tiles, two or
 # three consumer warpgroups of 64 rows) beat the tile loop wherever its 128x128 tiles reached WGMMA_MIN_FILL x the
-# SMs (bf16: where the defaults chose whole 128-row tiles; FP8 precise accumulation: most of all, since its
-# warpgroups take turns while one promotes its partial sum); with fewer tiles the tile loop's split-K and 64/16-row
-# tiles won (results/current/gemm/README.md). Its tiles, (block_m, block_n, block_k, stages, cost per output element):
-# wgmma_config takes the one with the fewest waves times tile area times cost (ties: the larger tile). 192-row tiles
-# (three consumers) fill one wave where 128-row ones need two (1024x2560x2880 0.67 -> 0.85x torch.matmul); FP8 gains
-# from the third warpgroup beyond that (its cost 0.9). The 128x256 tiles keep 3 stages beside C's staging tiles.
+# SMs (bf16: where the defaults chose 128-row tiles, whose split last waves it beat too; FP8 precise accumulation:
+# most of all, since its warpgroups take turns while one promotes its partial sum); with fewer tiles the tile loop's
+# split-K and 64/16-row tiles won (results/current/gemm/README.md). Its tiles: (block_m, block_n, block_k, stages,
+# cost per output element); wgmma_config takes the one with the fewest waves times tile area times cost (ties: the
+# larger tile). 192-row tiles (three consumers) fill one wave where 128-row ones need two (1024x2560x2880 0.67 ->
+# 0.85x torch.matmul); FP8 gains from the third warpgroup beyond that (its cost 0.9). The 128x256 tiles keep 3
+# stages beside C's staging tiles.
 WGMMA_TILES = ((128, 256, 64, 3, 1.0), (192, 128, 64, 4, 1.0), (128, 128, 64, 6, 1.0))
 WGMMA_FP8_TILES = ((192, 128, 128, 4, 0.9), (128, 128, 128, 6, 1.0))   # precise: the sum and a block's partial
 WGMMA_FP8_FAST_TILE = (128, 256, 128, 3)   # fast accumulation: one accumulator, 64x256 per warpgroup
@@ -248,7 +249,8 @@ def fp8_defaults(cfg, m, n, k, fast=False):
 def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False):
     """The Gluon kernel's config for an m x n output where `cfg` holds the tile loop's defaults: FP8 with precise
     accumulation where 128x128 tiles reach WGMMA_MIN_FILL x `sms`; FP8 with fast accumulation where its 128x256
-    tiles do (and n >= 256); 16-bit where the defaults chose whole 128-row tiles and 128x128 tiles reach it; never
+    tiles do (and n >= 256); 16-bit where the defaults chose 128-row tiles (whole, or the last wave split: the
+    Gluon kernel's tile choice beat the split tails) and 128x128 tiles reach it; never
     for decode rows (m <= DECODE_ROWS). The tile: the fewest waves times area times cost (WGMMA_TILES). None
     elsewhere: gemm.py's tile loop runs those. force: the dtype's pick wherever (kernel="wgmma"). Host only, free."""
     fp8 = dtype == torch.float8_e4m3fn
@@ -259,7 +261,7 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False):
     if not force:
         if m <= DECODE_ROWS or -(-m // 128) * -(-n // (256 if fp8 and fast else 128)) < WGMMA_MIN_FILL * sms:
             return None
-        if (fp8 and fast and n < 256) or (not fp8 and (cfg.block_m != 128 or cfg.split_k > 1)):
+        if (fp8 and fast and n < 256) or (not fp8 and cfg.block_m != 128):
             return None
 
     def cost(tile):

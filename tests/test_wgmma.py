@@ -112,7 +112,8 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
     assert _tile(C.wgmma_config(wide, 4096, 4096, 132, BF16)) == (128, 256, 64)
     assert _tile(C.wgmma_config(cfg, 1024, 2560, 132, BF16)) == (192, 128, 64)  # one wave, where 128 rows need two
     assert _tile(C.wgmma_config(wide, 4096, 3584, 132, BF16)) == (128, 128, 64)  # 448 wide tiles: 3.4 waves
-    assert C.wgmma_config(dataclasses.replace(cfg, split_k=2, split_tail=True), 4096, 4096, 132, BF16) is None
+    split = dataclasses.replace(cfg, split_k=2, split_tail=True)  # the tile loop's split last wave: 192 rows instead
+    assert _tile(C.wgmma_config(split, 1024, 2112, 132, BF16)) == (192, 128, 64)
     assert C.wgmma_config(dataclasses.replace(cfg, block_m=64), 512, 4096, 132, BF16) is None
     assert not wgmma.fits(128, 128, 7, 1, 2)  # 7 stages and C's tiles exceed an SM's shared memory
 
