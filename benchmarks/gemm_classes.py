@@ -2,8 +2,8 @@
 unless named; FP8 CSVs per scaling and accumulation, with the tile loop alone beside them), against issue 31's
 targets. CPU only: reads the CSVs. Several CSVs on a side: runs of the same command, the median per shape.
 
-    G=results/current/gemm; python benchmarks/gemm_classes.py --before $G/final_61cfc48/gemm_models_run*.csv \
-        --after $G/final_61cfc48/gemm_models_run*.csv --after-config matmul --fp8 $G/final_61cfc48/gemm_fp8_run*.csv \
+    G=results/current/gemm; python benchmarks/gemm_classes.py --before $G/final_2aff089/gemm_models_run*.csv \
+        --after $G/final_2aff089/gemm_models_run*.csv --after-config matmul --fp8 $G/final_61cfc48/gemm_fp8_run*.csv \
         --png $G/gemm_classes.png
 """
 
