@@ -1,19 +1,24 @@
-"""FP8 GEMM on Hopper with precise accumulation, written in Gluon (stock Triton's explicit dialect: TMA, mbarriers,
+"""The GEMM alone on Hopper, warp-specialized, written in Gluon (stock Triton's explicit dialect: TMA, mbarriers,
 warpgroup MMAs and warp specialization as the kernel says, not as the compiler's pipeliner decides).
 
-Why a second kernel next to the tile loop of gemm.py: precise accumulation (torch._scaled_mm's default) adds the
-tensor cores' reduced-precision partial sums into an fp32 accumulator every block of K, which needs a wait on the
-block's MMAs. In gemm.py's loop all 8 warps of a program wait at once (Triton's pipeliner emits `wgmma.wait_group 0`
-there, and each block has CTA-wide barriers), so the tensor cores idle at every block. Overlapping inside one warpgroup
-does not work either: reading a finished partial sum while the next block's MMAs are in flight makes ptxas serialize
-every MMA (C7514). Here one warp loads and two consumer warpgroups each compute 64 rows of every 128x128 tile,
-synchronized only through the load ring's mbarriers: while one waits for its block and adds it, the other's MMAs
-run, and the two fall into turns on the tensor cores.
+Why a second kernel next to the tile loop of gemm.py:
+- Overlap across tiles: one load warp issues every K block of every tile of its program into a ring of stages and
+  runs ahead across tiles, so the next tile's operands land during this tile's epilogue, and C leaves by
+  asynchronous TMA stores.
+- Tiles the tile loop cannot express: two or three consumer warpgroups each compute 64 rows of a tile, so 192-row
+  tiles fill one wave where 128-row ones need two (TMA boxes must be powers of two: A comes as one 64-row box per
+  consumer).
+- FP8 with precise accumulation (torch._scaled_mm's default) adds the tensor cores' reduced-precision partial sums
+  into fp32 every block of K, after waiting for the block's MMAs. In gemm.py's loop all warps of a program wait at
+  once (Triton emits `wgmma.wait_group 0` there, and each block has CTA-wide barriers); overlapping inside one
+  warpgroup makes ptxas serialize every MMA (C7514). Here the consumers are synchronized only through the ring's
+  mbarriers: while one waits for its block and adds it, the others' MMAs run.
 
-Scope: one GPU, FP8 e4m3 A row-major and B column-major (K-major, as torch._scaled_mm takes it), 16-byte aligned
-bases and row strides (TMA zero-fills the edges), 128-row tiles in whole tiles; fp32 scales per tensor or per row /
-column, bf16/fp16/fp32 out. fused_ops/config.py (wgmma_fp8) says where it is the default; elsewhere (few tiles,
-decode rows, fast accumulation) gemm.py's tile loop runs. Not under the interpreter: the CPU backend runs gemm.py.
+Scope: one GPU; A row-major, B row- or column-major (FP8: column-major, K-major, as torch._scaled_mm takes it),
+16-byte aligned bases and row strides (TMA zero-fills the edges); bf16/fp16 or FP8 e4m3 with fp32 scales per tensor
+or per row / column; bf16/fp16/fp32 out; whole tiles. fused_ops/config.py (wgmma_config) says where it is the
+default and which tile; elsewhere (few tiles, decode rows, strides TMA cannot describe) gemm.py's tile loop runs, and
+the CPU backend's interpreter runs only that.
 """
 
 import torch
