@@ -105,9 +105,9 @@ if _GLUON:
         PROMOTE: gl.constexpr,                          # FP8: add each block's sum into the fp32 accumulator
         CONSUMERS: gl.constexpr,                        # consumer warpgroups (64 rows each)
     ):
-        """A consumer warpgroup of wgmma_ws_kernel: waits for a block, multiplies its half of A by B and releases the
-        stage once its MMAs are done. PROMOTE: waits for them at every block and adds the block's sum into fp32 (the
-        other warpgroup's MMAs keep the tensor cores busy meanwhile, so the two drift into turns); else one block's
+        """A consumer warpgroup of wgmma_ws_kernel: waits for a block, multiplies its 64 rows of A by B and releases
+        the stage once its MMAs are done. PROMOTE: waits for them at every block and adds the block's sum into fp32
+        (the other warpgroups' MMAs keep the tensor cores busy meanwhile, so they drift into turns); else one block's
         MMAs stay in flight while the next block's issue."""
         HALF_M: gl.constexpr = c_desc.block_type.shape[0]
         BLOCK_N: gl.constexpr = c_desc.block_type.shape[1]
