@@ -6,9 +6,11 @@ per-tensor and row-wise scales) against float64 and torch._scaled_mm's error, a 
 a row with fresh data."""
 
 import dataclasses
+import json
 import os
 import re
 import subprocess
+import sys
 import tempfile
 
 import pytest
@@ -63,25 +65,56 @@ def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.fl
 FP8, BF16 = torch.float8_e4m3fn, torch.bfloat16
 
 
-@pytest.mark.parametrize("promote, scales, out_dtype, dtype, b_t, tile", [
-    (True, 1, BF16, FP8, True, (128, 128, 6)), (True, 2, BF16, FP8, True, (128, 128, 6)),
-    (False, 1, BF16, FP8, True, (256, 128, 3)), (True, 1, torch.float32, FP8, True, (128, 128, 6)),
-    (False, 0, BF16, BF16, False, (256, 64, 3)), (False, 0, BF16, BF16, True, (128, 64, 6)),
-    (False, 0, BF16, BF16, False, (128, 64, 4, 192)), (True, 1, BF16, FP8, True, (128, 128, 4, 192))],
-    ids=["fp8-precise-tensor", "fp8-precise-row", "fp8-fast", "fp8-precise-fp32-out", "bf16", "bf16-b-k-major",
-         "bf16-192-rows", "fp8-precise-192-rows"])
-def test_default_tile_compiles_for_sm90_specialized_without_spills(promote, scales, out_dtype, dtype, b_t, tile):
-    tile, block_m = tile[:3], (tile[3] if len(tile) > 3 else 128)
-    while not wgmma.fits(*tile, dtype.itemsize, out_dtype.itemsize, block_m):
-        tile = (tile[0], tile[1], tile[2] - 1)  # fp32 C staging tiles take a stage's worth
-    ptx, shared, report = compile_sm90(tile, promote, scales, out_dtype, dtype, b_t, block_m)
-    assert shared <= wgmma.SMEM_BYTES + 1024, shared
-    assert re.search(r"\b0 bytes spill stores, 0 bytes spill loads", report), report
-    assert "C7514" not in report and "serialized" not in report, report  # MMAs not serialized by ptxas
-    assert "setmaxnreg" in ptx  # the load warp gives its registers to the consumer warpgroups
-    assert "wgmma.mma_async" in ptx and "cp.async.bulk.tensor" in ptx
+# id: (promote, scales, out dtype, operand dtype, B K-major, (block_n, block_k, stages[, block_m]))
+COMPILE_CASES = {
+    "fp8-precise-tensor": (True, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 6)),
+    "fp8-precise-row": (True, 2, "bfloat16", "float8_e4m3fn", True, (128, 128, 6)),
+    "fp8-fast": (False, 1, "bfloat16", "float8_e4m3fn", True, (256, 128, 3)),
+    "fp8-precise-fp32-out": (True, 1, "float32", "float8_e4m3fn", True, (128, 128, 6)),
+    "bf16": (False, 0, "bfloat16", "bfloat16", False, (256, 64, 3)),
+    "bf16-b-k-major": (False, 0, "bfloat16", "bfloat16", True, (128, 64, 6)),
+    "bf16-192-rows": (False, 0, "bfloat16", "bfloat16", False, (128, 64, 4, 192)),
+    "fp8-precise-192-rows": (True, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 192)),
+}
+
+
+def compile_cases():
+    """{id: facts} of every COMPILE_CASES entry compiled for sm_90a (run in a process of its own: once the Triton
+    interpreter has run a kernel in a process, compiling there fails)."""
+    out = {}
+    for name, (promote, scales, out_dtype, dtype, b_t, tile) in COMPILE_CASES.items():
+        out_dtype, dtype = getattr(torch, out_dtype), getattr(torch, dtype)
+        tile, block_m = tile[:3], (tile[3] if len(tile) > 3 else 128)
+        while not wgmma.fits(*tile, dtype.itemsize, out_dtype.itemsize, block_m):
+            tile = (tile[0], tile[1], tile[2] - 1)  # fp32 C staging tiles take a stage's worth
+        ptx, shared, report = compile_sm90(tile, promote, scales, out_dtype, dtype, b_t, block_m)
+        out[name] = dict(shared=shared, report=report, setmaxnreg="setmaxnreg" in ptx,
+                         mma_and_tma="wgmma.mma_async" in ptx and "cp.async.bulk.tensor" in ptx,
+                         in_flight="wgmma.wait_group.sync.aligned 1" in ptx)
+    return out
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    code = ("import json, sys; sys.path[:0] = ['.', 'tests']; import test_wgmma; "
+            "print(json.dumps(test_wgmma.compile_cases()))")
+    run = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("name", list(COMPILE_CASES))
+def test_default_tile_compiles_for_sm90_specialized_without_spills(compiled, name):
+    facts, promote = compiled[name], COMPILE_CASES[name][0]
+    assert facts["shared"] <= wgmma.SMEM_BYTES + 1024, facts["shared"]
+    assert re.search(r"\b0 bytes spill stores, 0 bytes spill loads", facts["report"]), facts["report"]
+    assert "C7514" not in facts["report"] and "serialized" not in facts["report"], facts["report"]  # MMAs in turn
+    assert facts["setmaxnreg"]  # the load warp gives its registers to the consumer warpgroups
+    assert facts["mma_and_tma"]
     if not promote:  # one block's MMAs stay in flight while the next one's issue
-        assert "wgmma.wait_group.sync.aligned 1" in ptx
+        assert facts["in_flight"]
 
 
 def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_why():
