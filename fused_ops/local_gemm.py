@@ -57,12 +57,17 @@ def tile_loop_plan(a, b, config, defaults_for, where):
     return cfg, tma
 
 
+def check_kernel(kernel, where):
+    """Refuse a `kernel=` that names neither kernel (before anything else is looked at)."""
+    if kernel not in (None,) + KERNELS:
+        raise ValueError(f"{where}: kernel={kernel!r}; expected None (the faster one here), 'wgmma' or 'tile_loop'")
+
+
 def pick_kernel(a, b, c, cfg, config, fast, kernel, where):
     """(kernel, Config) a call runs: "wgmma" where it takes the operands and config.wgmma_config picks it, else
     "tile_loop". kernel="wgmma" runs it wherever it takes the operands, with the caller's block_n, block_k, stages and
     programs if a config is given (block_m must be 128). Host only."""
-    if kernel not in (None,) + KERNELS:
-        raise ValueError(f"{where}: kernel={kernel!r}; expected None (the faster one here), 'wgmma' or 'tile_loop'")
+    check_kernel(kernel, where)
     if kernel == "tile_loop":
         return kernel, cfg
     ok = wgmma.supports(a, b, c)
@@ -172,8 +177,7 @@ def matmul(a, b, out=None, config=None, kernel=None):
     (fused_ops.Config): tiles, stages, programs, split_k (None: config.default_config's). On the CPU backend it runs
     under the Triton interpreter. One GPU, not collective; one kernel launch."""
     m, n, k = check(a, b, out)
-    if kernel not in (None,) + KERNELS:
-        raise ValueError(f"matmul: kernel={kernel!r}; expected None (the faster one here), 'wgmma' or 'tile_loop'")
+    check_kernel(kernel, "matmul")
     if a.device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
         raise NotImplementedError("matmul: CPU tensors run only under the Triton interpreter (TRITON_INTERPRET=1, "
                                   "the iris CPU backend)")
