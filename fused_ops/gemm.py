@@ -455,6 +455,7 @@ def scaled_gemm_kernel(
     (SA, SB one fp32 each) or row-wise ones (ROW_SCALES: SA one per row of A, SB one per column of B), applied to the
     accumulator in the epilogue, as torch._scaled_mm does (fused_ops/fp8.py); or, SCALED=False, the plain GEMM of
     fused_ops.matmul (fused_ops/local_gemm.py)."""
+    iris.launched_early(PDL, LET_NEXT_IN=False)
     a_op, b_op = operands(A, B, M, N, K, stride_am, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA)
     for unit in range(tl.program_id(0), num_units(M, N, BLOCK_M, BLOCK_N, SPLIT_K, WHOLE), tl.num_programs(0)):
         tile, pid_m, pid_n, acc, done = gemm_unit(a_op, b_op, unit, M, N, K, stride_am, stride_ak, stride_bk,
