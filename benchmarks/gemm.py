@@ -79,10 +79,7 @@ SMALL_M_CANDIDATES = {"128x128x64 s4 w8 k2": tile(128, 128, 64, 4, 8, split_k=2)
 WGMMA_CANDIDATES = {"wgmma 128x256x64 s3": tile(128, 256, 64, 3, 4),
                     "wgmma 128x128x64 s6": tile(128, 128, 64, 6, 4),
                     # three consumer warpgroups: 192-row tiles fill one wave where 128-row ones need two
-                    "wgmma 192x128x64 s4": tile(192, 128, 64, 4, 4),
-                    # stream-K ("sk"): the last one or two waves' tiles cut into equal shares of K, one per program
-                    "wgmma 128x128x64 s6 sk": tile(128, 128, 64, 6, 4, split_tail=True),
-                    "wgmma 192x128x64 s4 sk": tile(192, 128, 64, 4, 4, split_tail=True)}
+                    "wgmma 192x128x64 s4": tile(192, 128, 64, 4, 4)}
 CANDIDATES.update(WGMMA_CANDIDATES)
 # fused_ops.matmul, the library's GEMM alone (fused_ops/local_gemm.py): the Gluon kernel where config.wgmma_config
 # picks it, else the tile loop ("default" is the tile loop as the fused ops run it)
@@ -145,8 +142,6 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "wgmma fp8 128x128x128 s4": tile(128, 128, 128, 4, 4),
                   "wgmma fp8 128x128x128 s6": tile(128, 128, 128, 6, 4),
                   "wgmma fp8 192x128x128 s4": tile(192, 128, 128, 4, 4),
-                  "wgmma fp8 128x128x128 s6 sk": tile(128, 128, 128, 6, 4, split_tail=True),
-                  "wgmma fp8 192x128x128 s4 sk": tile(192, 128, 128, 4, 4, split_tail=True),
                   "wgmma fp8 128x128x128 s6 fast accum": tile(128, 128, 128, 6, 4),
                   "wgmma fp8 128x256x128 s3 fast accum": tile(128, 256, 128, 3, 4)}
 
@@ -264,8 +259,7 @@ def run(ctx, args, run_stamp):
     d = df[df.config == "default"].set_index(["m", "n", "k"])
     best = df.loc[df.groupby(["m", "n", "k"]).vs_torch.idxmax()].set_index(["m", "n", "k"])
     print(d[["shape_class", "vs_torch"]].join(best[["config", "vs_torch"]], rsuffix="_best").to_string())
-    if (df.config == "default").any():
-        print(class_table(df[df.config == "default"]).to_string())
+    print(class_table(df[df.config == "default"]).to_string())
     if (df.config == "matmul").any():
         print("fused_ops.matmul (the Gluon kernel where config.wgmma_config picks it):")
         print(class_table(df[df.config == "matmul"]).to_string())
@@ -295,8 +289,7 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp):
     def call():
         if name == "matmul":
             return local_gemm.matmul(a, b, out=c)
-        return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, block_m=cfg.block_m,
-                         stream_k=bool(cfg.split_tail))
+        return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, block_m=cfg.block_m)
     c.fill_(float("nan"))
     call()
     err = ((c.double() - ref).norm() / ref.norm()).item()
@@ -403,7 +396,7 @@ def run_fp8(ctx, args, run_stamp):
                 def call():
                     if kernel == "wgmma":
                         return wgmma.run(a, b, c, used.block_n, used.block_k, used.num_stages, used.gemm_sms, sa, sb,
-                                         promote=not fast, block_m=used.block_m, stream_k=bool(used.split_tail))
+                                         promote=not fast, block_m=used.block_m)
                     return fp8.scaled_mm(a, b, sa, sb, out=c, config=cfg, use_fast_accum=fast, kernel=kernel)
                 c.fill_(float("nan"))
                 try:

@@ -65,8 +65,8 @@ def check_kernel(kernel, where):
 
 def pick_kernel(a, b, c, cfg, config, fast, kernel, where):
     """(kernel, Config) a call runs: "wgmma" where it takes the operands and config.wgmma_config picks it, else
-    "tile_loop". kernel="wgmma" runs it wherever it takes the operands, with the caller's block_n, block_k, stages,
-    programs and split_tail (stream-K) if a config is given (block_m must be 128). Host only."""
+    "tile_loop". kernel="wgmma" runs it wherever it takes the operands, with the caller's block_n, block_k, stages and
+    programs if a config is given (block_m must be 128). Host only."""
     check_kernel(kernel, where)
     if kernel == "tile_loop":
         return kernel, cfg
@@ -78,10 +78,9 @@ def pick_kernel(a, b, c, cfg, config, fast, kernel, where):
                              f"and TMA-describable operands (16-byte aligned, a row-major; FP8 b column-major)")
         if config is None:
             return kernel, _fit(_config.wgmma_config(cfg, m, n, cfg.gemm_sms, a.dtype, fast, force=True), a, c)
-        if cfg.block_m != wgmma.BLOCK_M or cfg.split_k > 1 or (cfg.split_tail and cfg.block_n != wgmma.SK_BLOCK_N):
-            raise ValueError(f"{where}: kernel='wgmma' with a config runs 128-row tiles, whole or with the last waves "
-                             f"split by stream-K (split_tail, block_n {wgmma.SK_BLOCK_N}); 192-row ones are the "
-                             f"defaults' to pick; got {cfg.describe()}")
+        if cfg.block_m != wgmma.BLOCK_M or cfg.split_k > 1:
+            raise ValueError(f"{where}: kernel='wgmma' with a config runs whole 128-row tiles (192-row ones are the "
+                             f"defaults' to pick), got {cfg.describe()}")
         if not wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, a.element_size(), c.element_size()):
             raise ValueError(f"{where}: kernel='wgmma': {cfg.describe()} needs more shared memory than an SM has")
         return kernel, cfg
@@ -100,7 +99,7 @@ def launch(a, b, c, cfg, tma, kernel, scale_a=None, scale_b=None, promote=False)
     """c = a @ b [* scales] with the kernel and Config pick_kernel chose (promote: FP8 precise accumulation)."""
     if kernel == "wgmma":
         return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, scale_a, scale_b,
-                         promote=promote, group_m=cfg.group_m, block_m=cfg.block_m, stream_k=cfg.split_tail)
+                         promote=promote, group_m=cfg.group_m, block_m=cfg.block_m)
     m, k = a.shape
     n = b.shape[1]
     bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k

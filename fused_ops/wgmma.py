@@ -63,177 +63,52 @@ if _GLUON:
         return first_m + (tile % width) % size_m, (tile % width) // size_m
 
     @gluon.jit
-    def sk_range(DP_TILES, SK_PER, tiles, k_tiles):
-        """(start, end, head) of this program's stream-K iterations [start, end); head: where its last segment
-        starts. The program takes [head, end) first: a last segment that does not reach its tile's end starts at
-        K block 0, so every program reads the same K blocks at the same time, as whole tiles do (reading them in
-        range order put each program at its own K offset: L2 and DRAM pages thrashed, 0.5x)."""
-        start = gl.program_id(0) * SK_PER
-        end = gl.minimum(start + SK_PER, (tiles - DP_TILES) * k_tiles)
-        return start, end, gl.maximum(start, (end - 1) // k_tiles * k_tiles)
-
-    @gluon.jit
-    def sk_segment(it, end, DP_TILES, k_tiles):
-        """(tile, kb, ke): the stream-K segment from iteration `it` of the stream-K region (iteration i: K block
-        i % k_tiles of tile DP_TILES + i // k_tiles) up to `end` or the tile's last block."""
-        kb = it % k_tiles
-        return DP_TILES + it // k_tiles, kb, gl.minimum(k_tiles, kb + end - it)
-
-    @gluon.jit
-    def load_blocks(
-        p, pid_m, pid_n, kb, ke,                        # ring position; the tile; its K blocks [kb, ke)
-        a_desc, b_desc, a_bufs, b_bufs, ready, empty,   # operands; the ring's stages and barriers
-        NUM_BUFFERS: gl.constexpr, B_T: gl.constexpr, CONSUMERS: gl.constexpr,
-    ):
-        """TMA loads of one tile's K blocks [kb, ke) (A as one 64-row box per consumer), each into the next stage
-        once every consumer has released it; returns the ring position after them."""
-        HALF_M: gl.constexpr = a_desc.block_type.shape[0]
-        BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
-        BLOCK_N: gl.constexpr = b_desc.block_type.shape[0] if B_T else b_desc.block_type.shape[1]
-        for kk in range(kb, ke):
-            s = p % NUM_BUFFERS
-            mbarrier.wait(empty.index(s), ((p // NUM_BUFFERS) & 1) ^ 1)  # a fresh barrier passes parity 1
-            bar = ready.index(s)
-            mbarrier.expect(bar, CONSUMERS * a_desc.block_type.nbytes + b_desc.block_type.nbytes)
-            for h in gl.static_range(CONSUMERS):
-                tma.async_copy_global_to_shared(a_desc, [(pid_m * CONSUMERS + h) * HALF_M, kk * BLOCK_K], bar,
-                                                a_bufs.index(s * CONSUMERS + h))
-            if B_T:
-                tma.async_copy_global_to_shared(b_desc, [pid_n * BLOCK_N, kk * BLOCK_K], bar, b_bufs.index(s))
-            else:
-                tma.async_copy_global_to_shared(b_desc, [kk * BLOCK_K, pid_n * BLOCK_N], bar, b_bufs.index(s))
-            p += 1
-        return p
-
-    @gluon.jit
     def ws_loads(
         a_desc, b_desc, a_bufs, b_bufs, ready, empty,   # operands; the ring's stages and barriers
         M, N, K,                                        # problem size
-        DP_TILES, SK_PER,                               # whole tiles; stream-K K blocks per program (wgmma_ws_kernel)
         GROUP_M: gl.constexpr, NUM_BUFFERS: gl.constexpr, B_T: gl.constexpr, CONSUMERS: gl.constexpr,
-        STREAM_K: gl.constexpr,
     ):
-        """The load warp of wgmma_ws_kernel: every K block of this program's work into the ring, in the order the
-        consumers take it."""
+        """The load warp of wgmma_ws_kernel: every K block of every tile of this program into the ring (A as one
+        64-row box per consumer), each stage once every consumer has released it."""
+        BLOCK_M: gl.constexpr = CONSUMERS * a_desc.block_type.shape[0]
         BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
         BLOCK_N: gl.constexpr = b_desc.block_type.shape[0] if B_T else b_desc.block_type.shape[1]
-        num_pid_m = gl.cdiv(M, CONSUMERS * a_desc.block_type.shape[0])
+        num_pid_m = gl.cdiv(M, BLOCK_M)
         num_pid_n = gl.cdiv(N, BLOCK_N)
         k_tiles = gl.cdiv(K, BLOCK_K)
         p = 0
-        for tile in range(gl.program_id(0), DP_TILES, gl.num_programs(0)):
+        for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
             pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
-            p = load_blocks(p, pid_m, pid_n, 0, k_tiles, a_desc, b_desc, a_bufs, b_bufs, ready, empty, NUM_BUFFERS,
-                            B_T, CONSUMERS)
-        if STREAM_K:
-            start, end, head = sk_range(DP_TILES, SK_PER, num_pid_m * num_pid_n, k_tiles)
-            it = head
-            stop = end
-            while it < stop:  # [head, end), then [start, head): sk_range says why
-                tile, kb, ke = sk_segment(it, stop, DP_TILES, k_tiles)
-                pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
-                p = load_blocks(p, pid_m, pid_n, kb, ke, a_desc, b_desc, a_bufs, b_bufs, ready, empty, NUM_BUFFERS,
-                                B_T, CONSUMERS)
-                it += ke - kb
-                if it == end:
-                    it = start
-                    stop = head
-
-    @gluon.jit
-    def mma_blocks(
-        c, kb, ke, HALF: gl.constexpr, zero,            # ring position; K blocks [kb, ke); this warpgroup's rows
-        a_bufs, b_bufs, ready, empty,                   # the ring
-        NUM_BUFFERS: gl.constexpr, B_T: gl.constexpr, PROMOTE: gl.constexpr, CONSUMERS: gl.constexpr,
-    ):
-        """This warpgroup's 64 rows of one tile over K blocks [kb, ke): (fp32 sum, ring position after them). Each
-        stage is released once this warpgroup's MMAs on it are done. PROMOTE: waits for them at every block and adds
-        the block's sum into fp32 (the other warpgroups' MMAs keep the tensor cores busy meanwhile, so they drift
-        into turns); else one block's MMAs stay in flight while the next block's issue."""
-        acc = zero
-        for kk in range(kb, ke):
-            s = c % NUM_BUFFERS
-            mbarrier.wait(ready.index(s), (c // NUM_BUFFERS) & 1)
-            a = a_bufs.index(s * CONSUMERS + HALF)
-            b = b_bufs.index(s)
-            if B_T:
-                b = b.permute((1, 0))
-            if PROMOTE:
-                part = warpgroup_mma(a, b, zero, use_acc=False, is_async=True)
-                part = warpgroup_mma_wait(0, deps=(part, ))
-                acc += part
-                mbarrier.arrive(empty.index(s), count=1)
-            else:
-                acc = warpgroup_mma(a, b, acc, use_acc=kk > kb, is_async=True)
-                acc = warpgroup_mma_wait(1, deps=(acc, ))  # the previous block's MMAs are done: release it
-                mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1, pred=kk > kb)
-            c += 1
-        if not PROMOTE:
-            acc = warpgroup_mma_wait(0, deps=(acc, ))
-            mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1)
-        return acc, c
-
-    @gluon.jit
-    def store_rows(acc, row0, col0, c_desc, c_smem, SA, SB, M, N, SCALES: gl.constexpr):
-        """Scale (SCALES) and store this warpgroup's rows of a tile through its staging tile, asynchronously."""
-        if SCALES == 1:
-            acc = acc * (gl.load(SA) * gl.load(SB))
-        elif SCALES == 2:
-            rm = row0 + gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, acc.type.layout))
-            rn = col0 + gl.arange(0, acc.shape[1], layout=gl.SliceLayout(0, acc.type.layout))
-            acc = acc * gl.load(SA + rm, mask=rm < M, other=0.0)[:, None]
-            acc = acc * gl.load(SB + rn, mask=rn < N, other=0.0)[None, :]
-        tma.store_wait(pendings=0)  # this warpgroup's previous C has left c_smem
-        c_smem.store(acc.to(c_desc.dtype))
-        fence_async_shared()
-        tma.async_copy_shared_to_global(c_desc, [row0, col0], c_smem)
-
-    @gluon.jit
-    def sk_fixup(
-        acc, t, kb, ke, slot,                           # this segment's sum; stream-K tile t, its K blocks [kb, ke);
-                                                        # slot 0: the program's first segment, 1: its last
-        PARTIALS, COUNTS, SK_PER, k_tiles,              # the workspace; the split (wgmma_ws_kernel)
-        HALF: gl.constexpr, CONSUMERS: gl.constexpr,
-    ):
-        """A segment that is not a whole tile: store this warpgroup's fp32 sum in the program's slot and count its K
-        blocks in; the tile's last segment to arrive adds every segment's slot in program order (the same sum
-        whichever arrives last) and re-arms the count for the next call (each call brings it from 0 to k_tiles:
-        never stale). Returns (sum, whether this one completes the tile)."""
-        HALF_M: gl.constexpr = acc.shape[0]
-        BLOCK_N: gl.constexpr = acc.shape[1]
-        layout: gl.constexpr = acc.type.layout
-        offs = (gl.arange(0, HALF_M, layout=gl.SliceLayout(1, layout))[:, None] * BLOCK_N
-                + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, layout))[None, :])
-        pid = gl.program_id(0)
-        gl.store(PARTIALS + ((pid * 2 + slot) * CONSUMERS + HALF).to(gl.int64) * (HALF_M * BLOCK_N) + offs, acc)
-        gl.thread_barrier()  # this warpgroup's stores, then one release (acq_rel: the last one also acquires)
-        count = COUNTS + t * CONSUMERS + HALF
-        done = gl.atomic_add(count, ke - kb, sem="acq_rel", scope="gpu") + (ke - kb) == k_tiles
-        if done:  # every segment's sum from its slot, this one's too: one sum held, not two
-            acc = gl.zeros_like(acc)
-            for q in range(t * k_tiles // SK_PER, ((t + 1) * k_tiles - 1) // SK_PER + 1):
-                q_slot = gl.minimum(t - q * SK_PER // k_tiles, 1)  # 0: the tile holds q's first segment
-                acc += gl.load(PARTIALS + ((q * 2 + q_slot) * CONSUMERS + HALF).to(gl.int64) * (HALF_M * BLOCK_N)
-                               + offs, cache_modifier=".cg")
-            gl.store(count, 0)
-        return acc, done
+            for kk in range(k_tiles):
+                s = p % NUM_BUFFERS
+                mbarrier.wait(empty.index(s), ((p // NUM_BUFFERS) & 1) ^ 1)  # a fresh barrier passes parity 1
+                bar = ready.index(s)
+                mbarrier.expect(bar, CONSUMERS * a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+                for h in gl.static_range(CONSUMERS):
+                    tma.async_copy_global_to_shared(a_desc, [pid_m * BLOCK_M + h * a_desc.block_type.shape[0],
+                                                             kk * BLOCK_K], bar, a_bufs.index(s * CONSUMERS + h))
+                if B_T:
+                    tma.async_copy_global_to_shared(b_desc, [pid_n * BLOCK_N, kk * BLOCK_K], bar, b_bufs.index(s))
+                else:
+                    tma.async_copy_global_to_shared(b_desc, [kk * BLOCK_K, pid_n * BLOCK_N], bar, b_bufs.index(s))
+                p += 1
 
     @gluon.jit
     def ws_consumer(
         HALF: gl.constexpr,                             # which 64 rows of each tile this warpgroup computes
         a_bufs, b_bufs, ready, empty, c_desc, c_smem,   # the ring; C's descriptor (64-row blocks) and staging tile
         SA, SB,                                         # FP8 scales (SCALES)
-        PARTIALS, COUNTS,                               # stream-K: fp32 slots, two per program; counts per tile half
         M, N, K,                                        # problem size
-        DP_TILES, SK_PER,                               # whole tiles; stream-K K blocks per program (wgmma_ws_kernel)
         GROUP_M: gl.constexpr, NUM_BUFFERS: gl.constexpr,
         B_T: gl.constexpr,                              # B stored N x K (K-major)
         SCALES: gl.constexpr,                           # 0: none; 1: per-tensor; 2: row-wise
         PROMOTE: gl.constexpr,                          # FP8: add each block's sum into the fp32 accumulator
         CONSUMERS: gl.constexpr,                        # consumer warpgroups (64 rows each)
-        STREAM_K: gl.constexpr,
     ):
-        """A consumer warpgroup of wgmma_ws_kernel: its 64 rows of this program's whole tiles, then of its stream-K
-        segments (sk_fixup adds up the segments of a tile)."""
+        """A consumer warpgroup of wgmma_ws_kernel: waits for a block, multiplies its 64 rows of A by B and releases
+        the stage once its MMAs are done. PROMOTE: waits for them at every block and adds the block's sum into fp32
+        (the other warpgroups' MMAs keep the tensor cores busy meanwhile, so they drift into turns); else one block's
+        MMAs stay in flight while the next block's issue."""
         HALF_M: gl.constexpr = c_desc.block_type.shape[0]
         BLOCK_N: gl.constexpr = c_desc.block_type.shape[1]
         BLOCK_K: gl.constexpr = a_bufs.type.shape[2]
@@ -243,42 +118,48 @@ if _GLUON:
         k_tiles = gl.cdiv(K, BLOCK_K)
         zero = gl.zeros([HALF_M, BLOCK_N], gl.float32, layout)
         c = 0
-        for tile in range(gl.program_id(0), DP_TILES, gl.num_programs(0)):
+        for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
             pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
-            acc, c = mma_blocks(c, 0, k_tiles, HALF, zero, a_bufs, b_bufs, ready, empty, NUM_BUFFERS, B_T, PROMOTE,
-                                CONSUMERS)
-            store_rows(acc, (pid_m * CONSUMERS + HALF) * HALF_M, pid_n * BLOCK_N, c_desc, c_smem, SA, SB, M, N,
-                       SCALES)
-        if STREAM_K:
-            start, end, head = sk_range(DP_TILES, SK_PER, num_pid_m * num_pid_n, k_tiles)
-            it = head
-            stop = end
-            while it < stop:  # [head, end), then [start, head), as the load warp issues them
-                tile, kb, ke = sk_segment(it, stop, DP_TILES, k_tiles)
-                pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
-                acc, c = mma_blocks(c, kb, ke, HALF, zero, a_bufs, b_bufs, ready, empty, NUM_BUFFERS, B_T, PROMOTE,
-                                    CONSUMERS)
-                done = (kb == 0) & (ke == k_tiles)
-                if not done:
-                    acc, done = sk_fixup(acc, tile - DP_TILES, kb, ke, gl.minimum(it - start, 1), PARTIALS, COUNTS,
-                                         SK_PER, k_tiles, HALF, CONSUMERS)
-                if done:
-                    store_rows(acc, (pid_m * CONSUMERS + HALF) * HALF_M, pid_n * BLOCK_N, c_desc, c_smem, SA, SB, M,
-                               N, SCALES)
-                it += ke - kb
-                if it == end:
-                    it = start
-                    stop = head
+            acc = zero
+            for kk in range(k_tiles):
+                s = c % NUM_BUFFERS
+                mbarrier.wait(ready.index(s), (c // NUM_BUFFERS) & 1)
+                a = a_bufs.index(s * CONSUMERS + HALF)
+                b = b_bufs.index(s)
+                if B_T:
+                    b = b.permute((1, 0))
+                if PROMOTE:
+                    part = warpgroup_mma(a, b, zero, use_acc=False, is_async=True)
+                    part = warpgroup_mma_wait(0, deps=(part, ))
+                    acc += part
+                    mbarrier.arrive(empty.index(s), count=1)
+                else:
+                    acc = warpgroup_mma(a, b, acc, use_acc=kk > 0, is_async=True)
+                    acc = warpgroup_mma_wait(1, deps=(acc, ))  # the previous block's MMAs are done: release it
+                    mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1, pred=kk > 0)
+                c += 1
+            if not PROMOTE:
+                acc = warpgroup_mma_wait(0, deps=(acc, ))
+                mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1)
+            row0 = (pid_m * CONSUMERS + HALF) * HALF_M
+            if SCALES == 1:
+                acc = acc * (gl.load(SA) * gl.load(SB))
+            elif SCALES == 2:
+                rm = row0 + gl.arange(0, HALF_M, layout=gl.SliceLayout(1, layout))
+                rn = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, layout))
+                acc = acc * gl.load(SA + rm, mask=rm < M, other=0.0)[:, None]
+                acc = acc * gl.load(SB + rn, mask=rn < N, other=0.0)[None, :]
+            tma.store_wait(pendings=0)  # this warpgroup's previous C has left c_smem
+            c_smem.store(acc.to(c_desc.dtype))
+            fence_async_shared()
+            tma.async_copy_shared_to_global(c_desc, [row0, pid_n * BLOCK_N], c_smem)
         tma.store_wait(pendings=0)
 
     @gluon.jit
     def wgmma_ws_kernel(
         a_desc, b_desc, c_desc,                         # A M x K, B K x N (or N x K: B_T), C M x N (A, C: 64-row boxes)
         SA, SB,                                         # FP8 scales (fp32): one each, or per row of A / column of B
-        PARTIALS, COUNTS,                               # stream-K workspace: fp32 slots, int32 counts (zeroed)
         M, N, K,                                        # problem size
-        DP_TILES, SK_PER,                               # tiles [0, DP_TILES) whole, round robin; the rest's K blocks
-                                                        # SK_PER per program (stream-K)
         GROUP_M: gl.constexpr,                          # grouped tile order
         NUM_BUFFERS: gl.constexpr,                      # stages of the load ring
         B_T: gl.constexpr,                              # B stored N x K (K-major; FP8 needs it)
@@ -286,12 +167,10 @@ if _GLUON:
         PROMOTE: gl.constexpr,                          # FP8: add the partial sums into fp32 every block of K
         CONSUMER_REGS: gl.constexpr,                    # registers per thread of the worker consumer warpgroups
         CONSUMERS: gl.constexpr,                        # consumer warpgroups: tiles of 64 x CONSUMERS rows
-        STREAM_K: gl.constexpr,                         # DP_TILES may be fewer than the tiles (compiled in only then)
     ):
         """Warp-specialized: one warp loads, two or three warpgroups of 4 warps (this kernel's own, and workers) each
         compute 64 rows of every tile, synchronized only through the ring's mbarriers (no CTA-wide barrier), so one
-        can wait on its MMAs and add while the others' run. Stream-K: the last waves' tiles are cut into equal
-        shares of K blocks, one per program, so a partial last wave leaves no SM idle."""
+        can wait on its MMAs and add while the other's run."""
         a_bufs = gl.allocate_shared_memory(a_desc.dtype, [NUM_BUFFERS * CONSUMERS] + a_desc.block_type.shape,
                                            a_desc.layout)
         b_bufs = gl.allocate_shared_memory(b_desc.dtype, [NUM_BUFFERS] + b_desc.block_type.shape, b_desc.layout)
@@ -301,31 +180,25 @@ if _GLUON:
         for i in gl.static_range(NUM_BUFFERS):
             mbarrier.init(ready.index(i), count=1)
             mbarrier.init(empty.index(i), count=CONSUMERS)
-        # (Gluon takes the partition list only as a literal: one list per consumer count)
         if CONSUMERS == 3:
             gl.warp_specialize([
-                (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(0), SA, SB, PARTIALS, COUNTS, M,
-                               N, K, DP_TILES, SK_PER, GROUP_M, NUM_BUFFERS, B_T, SCALES, PROMOTE, CONSUMERS,
-                               STREAM_K)),
-                (ws_consumer, (1, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(1), SA, SB, PARTIALS, COUNTS, M,
-                               N, K, DP_TILES, SK_PER, GROUP_M, NUM_BUFFERS, B_T, SCALES, PROMOTE, CONSUMERS,
-                               STREAM_K)),
-                (ws_consumer, (2, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(2), SA, SB, PARTIALS, COUNTS, M,
-                               N, K, DP_TILES, SK_PER, GROUP_M, NUM_BUFFERS, B_T, SCALES, PROMOTE, CONSUMERS,
-                               STREAM_K)),
-                (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, DP_TILES, SK_PER, GROUP_M,
-                            NUM_BUFFERS, B_T, CONSUMERS, STREAM_K)),
+                (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(0), SA, SB, M, N, K, GROUP_M,
+                               NUM_BUFFERS, B_T, SCALES, PROMOTE, CONSUMERS)),
+                (ws_consumer, (1, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(1), SA, SB, M, N, K, GROUP_M,
+                               NUM_BUFFERS, B_T, SCALES, PROMOTE, CONSUMERS)),
+                (ws_consumer, (2, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(2), SA, SB, M, N, K, GROUP_M,
+                               NUM_BUFFERS, B_T, SCALES, PROMOTE, CONSUMERS)),
+                (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, B_T,
+                            CONSUMERS)),
             ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, 40])
         else:
             gl.warp_specialize([
-                (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(0), SA, SB, PARTIALS, COUNTS, M,
-                               N, K, DP_TILES, SK_PER, GROUP_M, NUM_BUFFERS, B_T, SCALES, PROMOTE, CONSUMERS,
-                               STREAM_K)),
-                (ws_consumer, (1, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(1), SA, SB, PARTIALS, COUNTS, M,
-                               N, K, DP_TILES, SK_PER, GROUP_M, NUM_BUFFERS, B_T, SCALES, PROMOTE, CONSUMERS,
-                               STREAM_K)),
-                (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, DP_TILES, SK_PER, GROUP_M,
-                            NUM_BUFFERS, B_T, CONSUMERS, STREAM_K)),
+                (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(0), SA, SB, M, N, K, GROUP_M,
+                               NUM_BUFFERS, B_T, SCALES, PROMOTE, CONSUMERS)),
+                (ws_consumer, (1, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(1), SA, SB, M, N, K, GROUP_M,
+                               NUM_BUFFERS, B_T, SCALES, PROMOTE, CONSUMERS)),
+                (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, B_T,
+                            CONSUMERS)),
             ], [4, 1], [CONSUMER_REGS, 40])
 
 _GL_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32",
@@ -359,55 +232,18 @@ def supports(a, b, c):
                for t, row in ((a, a.stride(0)), (b, b.stride(1) if b_t else b.stride(0)), (c, c.stride(0))))
 
 
-# Stream-K (wgmma_ws_kernel): where the tiles fill fewer than SK_MAX_WAVES waves of the programs and the last is
-# partial, the last one or two waves' tiles (all of them below one wave) are cut into equal shares of K blocks, one
-# per program; a tile's segments meet in per-program fp32 slots, added in program order by the last to arrive. 64 x
-# 128 per warpgroup only: the fixup holds two sums, which 64x256 would spill.
-SK_MAX_WAVES = 3
-SK_BLOCK_N = 128
-_workspaces = {}
-
-
-def stream_k_split(tiles, programs, k_tiles):
-    """(DP_TILES, SK_PER) of wgmma_ws_kernel: tiles [0, DP_TILES) whole, round robin; the rest's K blocks SK_PER per
-    program. None where every wave is full or the tiles fill SK_MAX_WAVES waves. Host only, free."""
-    waves, tail = divmod(tiles, programs)
-    if tail == 0 or waves >= SK_MAX_WAVES:
-        return None
-    sk_tiles = tiles if waves == 0 else tail + programs
-    return tiles - sk_tiles, -(-sk_tiles * k_tiles // programs)
-
-
-def _workspace(device, programs, block_m, block_n, tiles):
-    """The stream-K slots (two per program, fp32) and counts (per tile half, zero between calls) of this device and
-    stream, grown as needed and kept between calls (a call re-arms the counts it used)."""
-    key = (device, torch.cuda.current_stream(device).cuda_stream)
-    slots, counts = _workspaces.get(key, (None, None))
-    if slots is None or slots.numel() < 2 * programs * block_m * block_n:
-        slots = torch.empty(2 * programs * block_m * block_n, device=device, dtype=torch.float32)
-    if counts is None or counts.numel() < tiles * block_m // 64:
-        counts = torch.zeros(tiles * block_m // 64, device=device, dtype=torch.int32)
-    _workspaces[key] = slots, counts
-    return slots, counts
-
-
 def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None, promote=False, group_m=8,
-        block_m=BLOCK_M, stream_k=False):
+        block_m=BLOCK_M):
     """c = a @ b (FP8: * scales) on one GPU with wgmma_ws_kernel: block_m x block_n tiles (block_m 128 or 192: two or
     three consumer warpgroups), `stages` ring stages, at most `programs` persistent programs; `supports(a, b, c)`
     must hold. promote (FP8): precise accumulation (fp32 every block of K), else the tensor cores' own accumulation
-    across K. stream_k (block_n 128): the last waves' tiles cut into equal shares of K (stream_k_split), through a
-    workspace of 2 x programs fp32 tiles per device and stream, kept between calls. One launch; host cost: three TMA
-    descriptors. Not collective."""
+    across K. One launch; host cost: three TMA descriptors. Not collective."""
     m, k = a.shape
     n = b.shape[1]
     b_t = b.stride(0) == 1 and b.stride(1) != 1
     dt = getattr(gl, _GL_DTYPES[a.dtype])
     if block_m not in BLOCK_MS:
         raise ValueError(f"wgmma.run: block_m={block_m}; expected one of {BLOCK_MS} (consumer warpgroups of 64 rows)")
-    if stream_k and block_n != SK_BLOCK_N:
-        raise ValueError(f"wgmma.run: stream_k with block_n={block_n}; expected {SK_BLOCK_N} (the fixup holds two "
-                         f"sums of 64 x block_n per warpgroup)")
     a_desc = TensorDescriptor.from_tensor(a, [64, block_k], gl.NVMMASharedLayout.get_default_for([64, block_k], dt))
     b_block = [block_n, block_k] if b_t else [block_k, block_n]
     b_desc = TensorDescriptor.from_tensor(b.t() if b_t else b, b_block,
@@ -418,12 +254,8 @@ def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None,
     scales = 0 if scale_a is None else 1 if scale_a.numel() == 1 and scale_b.numel() == 1 else 2
     if scales == 0:
         scale_a = scale_b = c  # not read
-    tiles = triton.cdiv(m, block_m) * triton.cdiv(n, block_n)
-    split = stream_k_split(tiles, programs, triton.cdiv(k, block_k)) if stream_k else None
-    dp, per = split or (tiles, 1)
-    slots, counts = _workspace(a.device, programs, block_m, block_n, tiles - dp) if split else (c, c)  # c: not read
-    wgmma_ws_kernel[(programs if split else min(programs, tiles),)](
-        a_desc, b_desc, c_desc, scale_a, scale_b, slots, counts, m, n, k, dp, per, GROUP_M=group_m,
-        NUM_BUFFERS=stages, B_T=b_t, SCALES=scales, PROMOTE=bool(promote), num_warps=4, CONSUMERS=block_m // 64,
-        CONSUMER_REGS=CONSUMER_REGS if block_m == 128 else CONSUMER_REGS_3, STREAM_K=split is not None)
+    grid = (min(programs, triton.cdiv(m, block_m) * triton.cdiv(n, block_n)),)
+    wgmma_ws_kernel[grid](a_desc, b_desc, c_desc, scale_a, scale_b, m, n, k, GROUP_M=group_m, NUM_BUFFERS=stages,
+                          B_T=b_t, SCALES=scales, PROMOTE=bool(promote), num_warps=4, CONSUMERS=block_m // 64,
+                          CONSUMER_REGS=CONSUMER_REGS if block_m == 128 else CONSUMER_REGS_3)
     return c

@@ -29,8 +29,7 @@ def _tile(cfg):
     return cfg.block_m, cfg.block_n, cfg.block_k
 
 
-def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.float8_e4m3fn, b_t=True, block_m=128,
-                 stream_k=False):
+def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.float8_e4m3fn, b_t=True, block_m=128):
     """(PTX, shared bytes, ptxas's report) of wgmma_ws_kernel for sm_90a, compiled here without a GPU."""
     import triton
     from triton.backends.compiler import GPUTarget
@@ -47,13 +46,11 @@ def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.fl
     fn = wgmma.wgmma_ws_kernel
     consts = dict(GROUP_M=8, NUM_BUFFERS=stages, B_T=b_t, SCALES=scales, PROMOTE=promote,
                   CONSUMER_REGS=wgmma.CONSUMER_REGS if block_m == 128 else wgmma.CONSUMER_REGS_3,
-                  CONSUMERS=block_m // 64, STREAM_K=stream_k)
+                  CONSUMERS=block_m // 64)
     sig = {"a_desc": desc(a, [64, bk]), "b_desc": desc(a, [bn, bk] if b_t else [bk, bn]), "c_desc": desc(c, [64, bn]),
-           "SA": "*fp32", "SB": "*fp32", "PARTIALS": "*fp32", "COUNTS": "*i32", "M": "i32", "N": "i32", "K": "i32",
-           "DP_TILES": "i32", "SK_PER": "i32", **{k: "constexpr" for k in consts}}
-    aligned = {(fn.arg_names.index(k),): [["tt.divisibility", 16]] for k in ("SA", "SB", "PARTIALS", "COUNTS")}
+           "SA": "*fp32", "SB": "*fp32", "M": "i32", "N": "i32", "K": "i32", **{k: "constexpr" for k in consts}}
     src = GluonASTSource(fn=fn, signature=sig, constexprs={(fn.arg_names.index(k),): v for k, v in consts.items()},
-                         attrs=aligned)  # as a launch specializes torch's allocations (16-byte aligned)
+                         attrs={})
     kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
     ptxas = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
     with tempfile.TemporaryDirectory() as d:
@@ -68,7 +65,7 @@ def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.fl
 FP8, BF16 = torch.float8_e4m3fn, torch.bfloat16
 
 
-# id: (promote, scales, out dtype, operand dtype, B K-major, (block_n, block_k, stages[, block_m[, stream-K]]))
+# id: (promote, scales, out dtype, operand dtype, B K-major, (block_n, block_k, stages[, block_m]))
 COMPILE_CASES = {
     "fp8-precise-tensor": (True, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 6)),
     "fp8-precise-row": (True, 2, "bfloat16", "float8_e4m3fn", True, (128, 128, 6)),
@@ -78,10 +75,6 @@ COMPILE_CASES = {
     "bf16-b-k-major": (False, 0, "bfloat16", "bfloat16", True, (128, 64, 6)),
     "bf16-192-rows": (False, 0, "bfloat16", "bfloat16", False, (128, 64, 4, 192)),
     "fp8-precise-192-rows": (True, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 192)),
-    "bf16-stream-k": (False, 0, "bfloat16", "bfloat16", False, (128, 64, 6, 128, True)),
-    "bf16-192-rows-stream-k": (False, 0, "bfloat16", "bfloat16", False, (128, 64, 4, 192, True)),
-    "fp8-precise-row-stream-k": (True, 2, "bfloat16", "float8_e4m3fn", True, (128, 128, 6, 128, True)),
-    "fp8-precise-192-rows-stream-k": (True, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 192, True)),
 }
 
 
@@ -91,10 +84,10 @@ def compile_cases():
     out = {}
     for name, (promote, scales, out_dtype, dtype, b_t, tile) in COMPILE_CASES.items():
         out_dtype, dtype = getattr(torch, out_dtype), getattr(torch, dtype)
-        tile, (block_m, stream_k) = tile[:3], (tuple(tile[3:]) + (128, False)[len(tile) - 3:])
+        tile, block_m = tile[:3], (tile[3] if len(tile) > 3 else 128)
         while not wgmma.fits(*tile, dtype.itemsize, out_dtype.itemsize, block_m):
             tile = (tile[0], tile[1], tile[2] - 1)  # fp32 C staging tiles take a stage's worth
-        ptx, shared, report = compile_sm90(tile, promote, scales, out_dtype, dtype, b_t, block_m, stream_k)
+        ptx, shared, report = compile_sm90(tile, promote, scales, out_dtype, dtype, b_t, block_m)
         out[name] = dict(shared=shared, report=report, setmaxnreg="setmaxnreg" in ptx,
                          mma_and_tma="wgmma.mma_async" in ptx and "cp.async.bulk.tensor" in ptx,
                          in_flight="wgmma.wait_group.sync.aligned 1" in ptx)
@@ -250,104 +243,3 @@ def test_fp8_wgmma_many_calls_in_a_row():
     for a, b, sa, sb, out in calls:
         ref = (a.double() * sa.double()) @ (b.double() * sb.double())
         assert ((out.double() - ref).norm() / ref.norm()).item() < 5e-3
-
-
-def _stream_k_walk(tiles, programs, k_tiles):
-    """What each program of wgmma_ws_kernel does in the stream-K region, by the kernel's formulas: {program: [(tile,
-    kb, ke, slot or None)]}, slot: where a segment that is not a whole tile leaves its sum."""
-    dp, per = wgmma.stream_k_split(tiles, programs, k_tiles)
-    walk = {}
-    for pid in range(programs):
-        it, end, segs = pid * per, min(pid * per + per, (tiles - dp) * k_tiles), []
-        while it < end:
-            kb = it % k_tiles
-            tile, ke = dp + it // k_tiles, min(k_tiles, kb + end - it)
-            whole = kb == 0 and ke == k_tiles
-            segs.append((tile, kb, ke, None if whole else min(it - pid * per, 1)))
-            it += ke - kb
-        walk[pid] = segs
-    return dp, per, walk
-
-
-@pytest.mark.parametrize("tiles,programs,k_tiles", [(136, 132, 112), (102, 132, 112), (272, 132, 11), (12, 8, 16),
-                                                    (25, 10, 16), (12, 32, 16), (16, 132, 64), (5, 7, 3), (1, 4, 9)])
-def test_stream_k_segments_cover_each_tile_once_and_the_fixup_reads_the_slots_written(tiles, programs, k_tiles):
-    dp, per, walk = _stream_k_walk(tiles, programs, k_tiles)
-    assert 0 <= dp < tiles and dp % programs == 0
-    covered = {t: [] for t in range(dp, tiles)}
-    written = {}
-    for pid, segs in walk.items():
-        assert all(s is None for *_, s in segs[1:-1])  # middle segments are whole tiles
-        assert all(s is None or s == (i > 0) for i, (*_, s) in enumerate(segs))  # first: slot 0; last: slot 1
-        for tile, kb, ke, slot in segs:
-            covered[tile] += range(kb, ke)
-            if slot is not None:
-                written.setdefault(tile - dp, set()).add((pid, slot))
-    assert all(sorted(blocks) == list(range(k_tiles)) for blocks in covered.values())
-    for t, slots in written.items():  # sk_fixup's program range and slot formula, as the kernel has them
-        read = {(q, min(t - q * per // k_tiles, 1)) for q in range(t * k_tiles // per, ((t + 1) * k_tiles - 1) // per + 1)}
-        assert read == slots, (t, read, slots)
-
-
-def test_stream_k_split_rule():
-    assert wgmma.stream_k_split(264, 132, 50) is None  # full waves
-    assert wgmma.stream_k_split(400, 132, 50) is None  # 3 waves: the last one's idle SMs cost little
-    assert wgmma.stream_k_split(136, 132, 112) == (0, -(-136 * 112 // 132))  # 1.03 waves: every tile cut
-    assert wgmma.stream_k_split(272, 132, 11) == (132, -(-140 * 11 // 132))  # 2.06: the first wave whole
-
-
-# (m, n, k, programs): below one wave (tiles cut among 3+ programs), 1-2 waves (every tile cut), over 2 waves (the
-# first whole); edges in M, N and a partial last K block; programs below the GPU's SMs, so the split is the same on
-# any Hopper part
-STREAM_K_CASES = [(300, 500, 1000, 8), (700, 1300, 968, 10), (129, 1000, 4096, 32), (1024, 2112, 1000, 132),
-                  (64 * 7 + 5, 128 * 5 - 3, 64 * 9 + 16, 16)]
-
-
-@pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
-@pytest.mark.parametrize("block_m", [128, 192])
-@pytest.mark.parametrize("dtype,b_t", [(BF16, False), (BF16, True), (FP8, True)], ids=["bf16", "bf16-b-k-major",
-                                                                                      "fp8-precise-row"])
-def test_stream_k_matches_float64_the_same_every_call(block_m, dtype, b_t):
-    block_k = 128 if dtype == FP8 else 64
-    for m, n, k, programs in STREAM_K_CASES:
-        tiles = -(-m // block_m) * -(-n // 128)
-        assert wgmma.stream_k_split(tiles, programs, -(-k // block_k)) is not None, (m, n, k, programs)
-        outs = []
-        for call in range(3):  # the same operands twice (the sum is in program order: bitwise the same), then fresh
-            if call != 1:
-                if dtype == FP8:
-                    a, b, sa, sb = _quantized(m, n, k, True)
-                    ref = (a.double() * sa.double()) @ (b.double() * sb.double())
-                else:
-                    a = torch.randn(m, k, device="cuda", dtype=BF16)
-                    b = (torch.randn(n, k, device="cuda", dtype=BF16).t() if b_t else
-                         torch.randn(k, n, device="cuda", dtype=BF16))
-                    sa = sb = None
-                    ref = a.double() @ b.double()
-            c = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
-            wgmma.run(a, b, c, 128, block_k, 4, programs, sa, sb, promote=dtype == FP8, block_m=block_m,
-                      stream_k=True)
-            err = ((c.double() - ref).norm() / ref.norm()).item()
-            assert err < 5e-3, (m, n, k, programs, call, err)
-            outs.append(c)
-        assert torch.equal(outs[0], outs[1]), (m, n, k, programs)
-
-
-@pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
-def test_stream_k_many_calls_in_a_row_through_matmul():
-    # 24 calls without a sync, fresh operands and poisoned outputs, alternating shapes whose split differs (the counts
-    # a call leaves must be zero for the next), through fused_ops.matmul's kernel choice with stream-K asked for
-    from fused_ops import Config, matmul
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    cfg = Config(block_m=128, block_n=128, block_k=64, num_stages=6, num_warps=4, gemm_sms=sms, split_k=1,
-                 split_tail=True)
-    calls = []
-    for i in range(24):
-        m, n, k = ((1024, 2112, 1000), (129, 4096, 2048), (2100, 2000, 700))[i % 3]
-        a, b = torch.randn(m, k, device="cuda", dtype=BF16), torch.randn(k, n, device="cuda", dtype=BF16)
-        out = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
-        matmul(a, b, out=out, config=cfg, kernel="wgmma")
-        calls.append((a, b, out))
-    for a, b, out in calls:
-        ref = a.double() @ b.double()
-        assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-2
