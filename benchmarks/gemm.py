@@ -259,7 +259,8 @@ def run(ctx, args, run_stamp):
     d = df[df.config == "default"].set_index(["m", "n", "k"])
     best = df.loc[df.groupby(["m", "n", "k"]).vs_torch.idxmax()].set_index(["m", "n", "k"])
     print(d[["shape_class", "vs_torch"]].join(best[["config", "vs_torch"]], rsuffix="_best").to_string())
-    print(class_table(df[df.config == "default"]).to_string())
+    if (df.config == "default").any():
+        print(class_table(df[df.config == "default"]).to_string())
     if (df.config == "matmul").any():
         print("fused_ops.matmul (the Gluon kernel where config.wgmma_config picks it):")
         print(class_table(df[df.config == "matmul"]).to_string())
