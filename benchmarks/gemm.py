@@ -84,6 +84,10 @@ CANDIDATES.update(WGMMA_CANDIDATES)
 # fused_ops.matmul, the library's GEMM alone (fused_ops/local_gemm.py): the Gluon kernel where config.wgmma_config
 # picks it, else the tile loop ("default" is the tile loop as the fused ops run it)
 CANDIDATES["matmul"] = None
+# ... with operands whose rows TMA cannot describe (not 16-byte aligned) as given, never copied into aligned rows
+# (local_gemm.ALIGN_OPERANDS = False), and always copied (local_gemm.PTR_FLOPS tiny)
+CANDIDATES["matmul, as given"] = None
+CANDIDATES["matmul, always copied"] = None
 # Alternatives where the C row stride is not a multiple of 16 elements: the store without the alignment hint (C_VEC=1).
 CANDIDATES["default, no vec"] = None
 # Where B's rows are not 128-byte aligned: B through fused_ops.pad_weight (done once per weight, outside the timing),
@@ -201,7 +205,7 @@ def run(ctx, args, run_stamp):
                 bb = pad_weight(b)
             if name.endswith("B as given") and not _problem.pads_b(m, n, k, b.element_size(), b.stride(0)):
                 continue  # the default does not copy B here: the same run as "default"
-            if name in WGMMA_CANDIDATES or name == "matmul":
+            if name in WGMMA_CANDIDATES or name.startswith("matmul"):
                 rows += direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp)
                 continue
             if cfg is not None and cfg.split_k is None and not cfg.split_tail:  # whole tiles: not the default's
@@ -278,18 +282,35 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp):
     kernel, or [] where that kernel does not take the operands."""
     from fused_ops import local_gemm, wgmma
 
-    if name == "matmul":
-        plan, _ = local_gemm.tile_loop_plan(a, b, None, lambda dev, m, n, k: default_config(dev, m, n, k, a.dtype,
-                                                                                            split=True), "matmul")
-        kernel, cfg = local_gemm.pick_kernel(a, b, c, plan, None, False, None, "matmul")
+    # matmul's own choice, or with its copies into aligned rows off ("as given") or always made ("always copied")
+    toggles = {"matmul": (True, local_gemm.PTR_FLOPS), "matmul, as given": (False, local_gemm.PTR_FLOPS),
+               "matmul, always copied": (True, 1.0)}
+
+    def with_toggles(fn):
+        saved = local_gemm.ALIGN_OPERANDS, local_gemm.PTR_FLOPS
+        local_gemm.ALIGN_OPERANDS, local_gemm.PTR_FLOPS = toggles[name]
+        try:
+            return fn()
+        finally:
+            local_gemm.ALIGN_OPERANDS, local_gemm.PTR_FLOPS = saved
+
+    if name in toggles:
+        a2, b2 = with_toggles(lambda: local_gemm.aligned_operands(a, b) if local_gemm.ALIGN_OPERANDS else (a, b))
+        copied = a2 is not a or b2 is not b
+        if name != "matmul" and copied == any(x is not y for x, y in zip(local_gemm.aligned_operands(a, b), (a, b))):
+            return []  # the same run as "matmul"
+        plan, _ = local_gemm.tile_loop_plan(a2, b2, None, lambda dev, m, n, k: default_config(
+            dev, m, n, k, a.dtype, split=True), "matmul")
+        kernel, cfg = local_gemm.pick_kernel(a2, b2, c, plan, None, False, None, "matmul")
+        kernel += ", copied" if copied else ""
     elif not wgmma.supports(a, b, c):
         return []
     else:
         kernel, cfg = "wgmma", dataclasses.replace(cfg, gemm_sms=ctx.get_cu_count(), group_m=8)
 
     def call():
-        if name == "matmul":
-            return local_gemm.matmul(a, b, out=c)
+        if name in toggles:
+            return with_toggles(lambda: local_gemm.matmul(a, b, out=c))
         return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, block_m=cfg.block_m)
     c.fill_(float("nan"))
     call()

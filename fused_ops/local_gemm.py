@@ -16,11 +16,22 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from . import config as _config
 from . import wgmma
-from .gemm import scaled_gemm_kernel, store_vec
+from .gemm import pad_weight, scaled_gemm_kernel, store_vec
 
 KERNELS = ("wgmma", "tile_loop")
 DTYPES = (torch.bfloat16, torch.float16)
 _workspaces = {}
+
+# Operands whose rows TMA cannot describe (row strides not 16-byte aligned: K or N odd) run the tile loop's pointer
+# path, 2-byte loads, at 1.7-80 TFLOP/s on one H200 (129x515x1001 to 4099x4097x4093: 0.09-0.60x torch.matmul, itself
+# slow there). Copied into rows 128 bytes apart first, the same calls ran 1.3-3.3x torch.matmul, the copies included
+# (results/current/gemm/align_<commit>/). aligned_operands copies where the time the pointer path would lose at
+# PTR_FLOPS (its slow end, against problem.PAD_B_FLOPS) exceeds problem.PAD_B_MARGIN x the copies' (their bytes at
+# problem.PAD_B_BANDWIDTH plus a launch each): everywhere but GEMV-like calls, where copying B costs what the GEMM
+# does. B rows 16- but not 128-byte aligned (problem.pads_b, which the fused ops copy) are read as given: on the Gluon
+# kernel the copy lost (4096x3000x4096 0.94 -> 0.83x). ALIGN_OPERANDS = False: as given (A/B measurements).
+PTR_FLOPS = 5e12
+ALIGN_OPERANDS = True
 
 
 class _Device:
@@ -33,6 +44,37 @@ class _Device:
 
     def get_cu_count(self):
         return self.sms
+
+
+def _tma_rows(t, row):
+    return t.data_ptr() % 16 == 0 and (row * t.element_size()) % 16 == 0
+
+
+def copies_pay(m, n, k, elem_bytes, a_rows_ok, b_rows_ok):
+    """Whether copying the operands whose rows TMA cannot describe (a_rows_ok / b_rows_ok False) into aligned rows pays
+    for itself (PTR_FLOPS). Host only, free."""
+    from .problem import PAD_B_BANDWIDTH, PAD_B_FLOPS, PAD_B_LAUNCH_S, PAD_B_MARGIN
+    if a_rows_ok and b_rows_ok:
+        return False
+    moved = (0 if a_rows_ok else m * k) + (0 if b_rows_ok else k * n)
+    copy_s = 2 * moved * elem_bytes / PAD_B_BANDWIDTH + PAD_B_LAUNCH_S * ((not a_rows_ok) + (not b_rows_ok))
+    return 2 * m * n * k * (1 / PTR_FLOPS - 1 / PAD_B_FLOPS) > PAD_B_MARGIN * copy_s
+
+
+def aligned_operands(a, b):
+    """(a, b) as matmul's kernels read them, on a GPU: operands whose rows TMA cannot describe copied into rows 128
+    bytes apart where copies_pay says so. Cost: those copies (fresh storage each call), on the caller's stream (inside
+    a CUDA graph that captures the call, too: replays copy fresh values); none where nothing is copied. Not
+    collective."""
+    if a.device.type != "cuda":
+        return a, b
+    m, k = a.shape
+    n = b.shape[1]
+    b_t = b.stride(0) == 1 and b.stride(1) != 1
+    a_ok, b_ok = _tma_rows(a, a.stride(0)), _tma_rows(b, b.stride(1) if b_t else b.stride(0))
+    if copies_pay(m, n, k, a.element_size(), a_ok, b_ok):
+        return (a if a_ok else pad_weight(a)), (b if b_ok else pad_weight(b))
+    return a, b
 
 
 def tile_loop_plan(a, b, config, defaults_for, where):
@@ -174,13 +216,17 @@ def matmul(a, b, out=None, config=None, kernel=None):
     """a @ b on one GPU (bf16/fp16, fp32 accumulation): a new M x N tensor, or `out`. b row-major (K x N) or
     column-major (an nn.Linear weight's .t()). kernel: None (on Hopper, the warp-specialized Gluon kernel where its
     tiles fill most SMs, else the catalog's tile loop: config.wgmma_config), "wgmma" or "tile_loop". config
-    (fused_ops.Config): tiles, stages, programs, split_k (None: config.default_config's). On the CPU backend it runs
-    under the Triton interpreter. One GPU, not collective; one kernel launch."""
+    (fused_ops.Config): tiles, stages, programs, split_k (None: config.default_config's). Operands whose rows TMA
+    cannot describe (not 16-byte aligned) are copied into aligned rows first, but for GEMV-like calls
+    (aligned_operands; not with config.tma set). On the CPU backend it runs under the Triton
+    interpreter. One GPU, not collective; one kernel launch, plus those copies."""
     m, n, k = check(a, b, out)
     check_kernel(kernel, "matmul")
     if a.device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
         raise NotImplementedError("matmul: CPU tensors run only under the Triton interpreter (TRITON_INTERPRET=1, "
                                   "the iris CPU backend)")
+    if ALIGN_OPERANDS and (config is None or config.tma is None):
+        a, b = aligned_operands(a, b)
     cfg, tma = tile_loop_plan(a, b, config, lambda dev, m, n, k: _config.default_config(dev, m, n, k, a.dtype,
                                                                                         split=True), "matmul")
     c = out if out is not None else torch.empty(m, n, device=a.device, dtype=a.dtype)

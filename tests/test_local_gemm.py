@@ -84,3 +84,36 @@ def test_gpu_defaults_pick_per_shape_and_match_float64():
                 fused_ops.matmul(a, b, out=c)
                 ref = a.double() @ b.double()
                 assert ((c.double() - ref).norm() / ref.norm()).item() < 1e-2, (m, n, k, kernel)
+
+
+def test_copies_into_aligned_rows_only_where_they_pay():
+    assert L.copies_pay(4099, 4097, 4093, 2, False, False)  # ~137 GFLOP on the pointer path
+    assert L.copies_pay(8192, 4097, 4096, 2, True, False)  # B only
+    assert not L.copies_pay(4099, 4097, 4093, 2, True, True)  # nothing to copy
+    assert L.copies_pay(129, 515, 1001, 2, False, False)  # the pointer path ran 0.17x torch.matmul there
+    assert not L.copies_pay(1, 4097, 4097, 2, True, False)  # GEMV: copying B costs what the GEMM does
+    assert not L.copies_pay(8, 9, 7, 2, False, False)  # the copies' launches cost more than the GEMM
+    a, b = torch.randn(33, 17), torch.randn(17, 9)
+    assert all(x is y for x, y in zip(L.aligned_operands(a, b), (a, b)))  # CPU: the interpreter reads any stride
+
+
+@pytest.mark.skipif(not ON_GPU, reason="the copies are made for TMA (CUDA)")
+def test_gpu_unaligned_operands_copied_match_float64():
+    # rows TMA cannot describe (odd K and N): copied into aligned rows where the GEMM pays for it, pointer path
+    # where it does not; fresh values and a poisoned output every call, B in both layouts, out given or not
+    for m, n, k in ((2051, 2053, 2047), (129, 515, 1001), (1000, 999, 1000)):
+        for col_major in (False, True):
+            b = _b(k, n, col_major, torch.bfloat16)
+            a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+            a2, b2 = L.aligned_operands(a, b)
+            copied = a2 is not a or b2 is not b
+            assert copied == L.copies_pay(m, n, k, 2, k % 8 == 0, (n if not col_major else k) % 8 == 0)
+            if copied:
+                assert torch.equal(a2, a) and torch.equal(b2, b)
+            for call in range(3):
+                a.normal_()
+                b.normal_()
+                c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16) if call else None
+                got = fused_ops.matmul(a, b, out=c)
+                ref = a.double() @ b.double()
+                assert ((got.double() - ref).norm() / ref.norm()).item() < 1e-2, (m, n, k, col_major, copied, call)
