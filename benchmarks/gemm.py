@@ -21,6 +21,7 @@ import triton  # noqa: E402
 
 from benchmarks import shapes as shape_set  # noqa: E402
 from benchmarks.harness import paired_graph_us, stamp  # noqa: E402
+from fused_ops import local_gemm  # noqa: E402
 from fused_ops import problem as _problem  # noqa: E402
 from fused_ops.config import Config, default_config  # noqa: E402
 from fused_ops.gemm import gemm_kernel, pad_weight, store_vec  # noqa: E402
@@ -203,7 +204,9 @@ def run(ctx, args, run_stamp):
                 if (n * b.element_size()) % 128 == 0 or (n * b.element_size()) % 16:
                     continue  # aligned already, or rows TMA cannot describe at all (the pointer path)
                 bb = pad_weight(b)
-            if name.endswith("B as given") and not _problem.pads_b(m, n, k, b.element_size(), b.stride(0)):
+            odd_rows = (n * b.element_size()) % 16 and (k * a.element_size()) % 16 == 0  # only B's: TMA on a copy
+            if name.endswith("B as given") and not (_problem.pads_b(m, n, k, b.element_size(), b.stride(0)) or (
+                    odd_rows and local_gemm.copies_pay(m, n, k, b.element_size(), True, False))):
                 continue  # the default does not copy B here: the same run as "default"
             if name in WGMMA_CANDIDATES or name.startswith("matmul"):
                 rows += direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp)
@@ -280,7 +283,7 @@ def run(ctx, args, run_stamp):
 def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp):
     """[the CSV row] of fused_ops.matmul ("matmul": its own pick of kernel) or of a candidate forced through the Gluon
     kernel, or [] where that kernel does not take the operands."""
-    from fused_ops import local_gemm, wgmma
+    from fused_ops import wgmma
 
     # matmul's own choice, or with its copies into aligned rows off ("as given") or always made ("always copied")
     toggles = {"matmul": (True, local_gemm.PTR_FLOPS), "matmul, as given": (False, local_gemm.PTR_FLOPS),

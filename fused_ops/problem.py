@@ -14,6 +14,7 @@ from iris import settings
 
 from . import config as _config
 from . import fp8 as _fp8
+from . import local_gemm as _local_gemm
 from . import sync as _sync
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -35,7 +36,9 @@ def _tma_allocator(size, alignment, stream):
 # PAD_B_GAIN of the GEMM's time at PAD_B_FLOPS; the copy is made only where the gain exceeds PAD_B_MARGIN x its
 # cost (bf16: roughly M >= 3000 at large K x N). Measured on one H100 (results/current/gemm/autopad_f04f0a1/): the copy
 # ran at 1.3-1.7 TB/s, not 2.5 (the margin covers it); 4096x1000x8192 0.79 -> 0.83x, 4096x3000x4096 0.77 -> 0.84x
-# (pad_weight once per weight: ~1.0x). AUTO_PAD_B = False: B as given (A/B measurements).
+# (pad_weight once per weight: ~1.0x). B rows not even 16-byte aligned (N odd) leave TMA out altogether (the pointer
+# path, 2-byte loads: 0.1-0.6x): there the same copy lets TMA run, where local_gemm.copies_pay says it pays (as
+# fused_ops.matmul copies its operands). AUTO_PAD_B = False: B as given (A/B measurements).
 AUTO_PAD_B = True
 PAD_B_BANDWIDTH = 2.5e12  # bytes/s of the copy (H100 HBM3, read + write)
 PAD_B_FLOPS = 600e12  # the GEMM's rate, bf16 dense (fp32 runs slower: conservative there)
@@ -74,8 +77,13 @@ class Problem:
         self.cfg = _config.resolve((config or _config.Config()).merged(defaults), config, rows, n, k)
         _config.check(self.cfg, ctx, variant)
         self.tma = self._tma_mode()
-        self.pad_b = (AUTO_PAD_B and self.tma == 1 and ctx.backend == "cuda" and variant.pattern != "baseline" and
-                      a.dtype in DTYPES and pads_b(m, n, k, b.element_size(), b.stride(0)))
+        unaligned_b = not self.tma and self._tma_if_b_aligned()
+        self.pad_b = (AUTO_PAD_B and ctx.backend == "cuda" and variant.pattern != "baseline" and a.dtype in DTYPES
+                      and (self.tma == 1 and pads_b(m, n, k, b.element_size(), b.stride(0))
+                           or unaligned_b and _local_gemm.copies_pay(m, n, k, b.element_size(), True, False)))
+        self.b = self._staged_b()
+        if unaligned_b and self.b is not b:  # B's copy has rows TMA can describe
+            self.tma = 1
         user_split = config is not None and config.split_tail is not None
         if not self.tma and ctx.backend == "cuda" and self.cfg.split_tail and not user_split:
             # rows TMA cannot describe (not 16-byte aligned): the pointer path's split tail ran 4x slower than whole
@@ -86,7 +94,6 @@ class Problem:
             # such as torch's op checks run ops in contexts of their own.
             triton.set_allocator(_tma_allocator)
         self.num_tiles = triton.cdiv(m, self.cfg.block_m) * triton.cdiv(n, self.cfg.block_n)
-        self.b = self._staged_b()
         if not variant.shard_tiles:  # one GEMM over all tiles: a split config that does not fit fails here, on the host
             self.whole  # noqa: B018  (built now, for its checks)
 
@@ -155,6 +162,14 @@ class Problem:
         slices = split * s * cfg.block_m * cfg.block_n
         return dict(SPLIT_K=s, WHOLE=whole, PARTIALS=self.buffer(f"{name}_partials", (slices,), torch.float32),
                     COUNTS=self.buffer(f"{name}_counts", (split,), torch.int32)), min(programs, whole + split * s)
+
+    def _tma_if_b_aligned(self):
+        """Whether TMA would run (mode 1) but for a row-major B whose rows are not 16-byte aligned (N odd): then a
+        copy of B in aligned rows (pad_b, where local_gemm.copies_pay says it pays) lets it run."""
+        a, b = self.a, self.b_given
+        return (self.cfg.tma is None and self.ctx.backend == "cuda" and a.stride(-1) == 1 and b.stride(-1) == 1
+                and (a.stride(0) * a.element_size()) % 16 == 0 and a.data_ptr() % 16 == 0
+                and (b.stride(0) * b.element_size()) % 16 != 0)
 
     def _tma_mode(self):
         """0: pointer path; 1: TMA, B row-major; 2: TMA, B stored transposed (column-major, a weight's .t()).

@@ -304,19 +304,20 @@ def test_pads_b_copies_only_unaligned_rows_of_large_gemms():
     assert not pads_b(4096, 1024, 8192, 2, 1024) and not pads_b(4096, 1000, 8192, 4, 1024)  # 128-byte rows
 
 
-def r_padded_b(ctx, op, variant, calls, replay):
-    """Every call with fresh values of A and B (bf16; B's local rows 1000 elements: not 128-byte aligned), the rule
-    forced to copy (no margin, no launch cost) at this small shape; replay: the same tensors refilled in place (the
-    calls from the third on replay a captured graph, which must copy the new B), else new tensors per call."""
+def r_padded_b(ctx, op, variant, calls, replay, cols=1000):
+    """Every call with fresh values of A and B (bf16; B's local rows `cols` elements: 1000, not 128-byte aligned, or
+    999, not even 16-byte aligned: TMA only on the copy), the rule forced to copy (no margin, no launch cost) at this
+    small shape; replay: the same tensors refilled in place (the calls from the third on replay a captured graph,
+    which must copy the new B), else new tensors per call."""
     from fused_ops import problem
     from fused_ops import reference as R
 
     problem.PAD_B_MARGIN, problem.PAD_B_LAUNCH_S = 0.0, 0.0
     w = ctx.get_num_ranks()
     m, k = 256, 512 * w
-    n = 1000 * w if op == "gemm_all_scatter" else 1000
+    n = cols * w if op == "gemm_all_scatter" else cols
     _, (kb, nb), c_shape = R.local_shapes(op, m, n, k, w)
-    assert nb == 1000
+    assert nb == cols
     c = ctx.zeros(*c_shape, dtype=torch.bfloat16)
     a = b = None
     worst = 0.0
@@ -341,7 +342,8 @@ def r_padded_b(ctx, op, variant, calls, replay):
 
 @pytest.mark.skipif(not ON_GPU, reason="B is copied on CUDA only (TMA); the interpreter runs every stride alike")
 @pytest.mark.parametrize("op", ["gemm_all_scatter", "gemm_all_reduce"])
-def test_unaligned_b_copied_per_call_with_fresh_values(ranks2, op):
+@pytest.mark.parametrize("cols", [1000, 999], ids=["rows-not-128-byte-aligned", "rows-not-16-byte-aligned"])
+def test_unaligned_b_copied_per_call_with_fresh_values(ranks2, op, cols):
     from test_fused_ops import shares_gpus
 
     import fused_ops
@@ -350,7 +352,7 @@ def test_unaligned_b_copied_per_call_with_fresh_values(ranks2, op):
         if fused_ops.get(op, variant).pattern == "baseline" or shares_gpus(ranks2, op, variant):
             continue
         for replay in (True, False):
-            errs = ranks2.run(r_padded_b, op, variant, 6, replay)
+            errs = ranks2.run(r_padded_b, op, variant, 6, replay, cols)
             assert all(isinstance(e, float) for e in errs), (variant, replay, errs)
         ran += 1
     assert ran >= 2
