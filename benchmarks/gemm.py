@@ -80,7 +80,10 @@ SMALL_M_CANDIDATES = {"128x128x64 s4 w8 k2": tile(128, 128, 64, 4, 8, split_k=2)
 WGMMA_CANDIDATES = {"wgmma 128x256x64 s3": tile(128, 256, 64, 3, 4),
                     "wgmma 128x128x64 s6": tile(128, 128, 64, 6, 4),
                     # three consumer warpgroups: 192-row tiles fill one wave where 128-row ones need two
-                    "wgmma 192x128x64 s4": tile(192, 128, 64, 4, 4)}
+                    "wgmma 192x128x64 s4": tile(192, 128, 64, 4, 4),
+                    # 64-wide tiles: N of 64, and tile counts that fill whole waves where 128-wide ones do not
+                    "wgmma 128x64x64 s8": tile(128, 64, 64, 8, 4),
+                    "wgmma 192x64x64 s6": tile(192, 64, 64, 6, 4)}
 CANDIDATES.update(WGMMA_CANDIDATES)
 # fused_ops.matmul, the library's GEMM alone (fused_ops/local_gemm.py): the Gluon kernel where config.wgmma_config
 # picks it, else the tile loop ("default" is the tile loop as the fused ops run it)

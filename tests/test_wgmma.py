@@ -74,6 +74,7 @@ COMPILE_CASES = {
     "bf16": (False, 0, "bfloat16", "bfloat16", False, (256, 64, 3)),
     "bf16-b-k-major": (False, 0, "bfloat16", "bfloat16", True, (128, 64, 6)),
     "bf16-192-rows": (False, 0, "bfloat16", "bfloat16", False, (128, 64, 4, 192)),
+    "bf16-64-wide": (False, 0, "bfloat16", "bfloat16", False, (64, 64, 8)),
     "fp8-precise-192-rows": (True, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 192)),
 }
 
@@ -145,8 +146,12 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
     assert _tile(C.wgmma_config(wide, 4096, 4096, 132, BF16)) == (128, 256, 64)
     assert _tile(C.wgmma_config(cfg, 1024, 2560, 132, BF16)) == (192, 128, 64)  # one wave, where 128 rows need two
     assert _tile(C.wgmma_config(wide, 4096, 3584, 132, BF16)) == (128, 128, 64)  # 448 wide tiles: 3.4 waves
-    split = dataclasses.replace(cfg, split_k=2, split_tail=True)  # the tile loop's split last wave: 192 rows instead
-    assert _tile(C.wgmma_config(split, 1024, 2112, 132, BF16)) == (192, 128, 64)
+    split = dataclasses.replace(cfg, split_k=2, split_tail=True)  # the tile loop's split last wave: the Gluon kernel
+    assert _tile(C.wgmma_config(split, 1024, 2112, 132, BF16)) == (128, 64, 64)  # 264 64-wide tiles: 2 whole waves
+    assert C.wgmma_config(split, 1024, 2112, 100, BF16).block_n != 64  # 2.64 waves of them on 100 SMs
+    assert _tile(C.wgmma_config(cfg, 16384, 64, 132, BF16)) == (128, 64, 64)  # N = 64: no half-empty tiles
+    assert _tile(C.wgmma_config(cfg, 1024, 3072, 132, BF16)) == (128, 256, 64)  # 3 waves of 64-wide tiles cost more
+    assert C.wgmma_config(cfg, 16384, 64, 132, FP8).block_n == 128  # FP8: 128-wide only
     assert C.wgmma_config(dataclasses.replace(cfg, block_m=64), 512, 4096, 132, BF16) is None
     assert not wgmma.fits(128, 128, 7, 1, 2)  # 7 stages and C's tiles exceed an SM's shared memory
 
@@ -199,7 +204,7 @@ def test_fp8_wgmma_precise_accumulation_at_long_k():
 def test_bf16_wgmma_matches_float64(b_t):
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for m, n, k in GPU_SHAPES + [(333, 1000, 520)]:
-        for block_n, block_k, stages in ((256, 64, 3), (128, 64, 6)):
+        for block_n, block_k, stages in ((256, 64, 3), (128, 64, 6), (64, 64, 8)):
             a = torch.randn(m, k, device="cuda", dtype=BF16)
             b = (torch.randn(n, k, device="cuda", dtype=BF16).t() if b_t else
                  torch.randn(k, n, device="cuda", dtype=BF16))
