@@ -84,7 +84,7 @@ WGMMA_TILES = ((128, 256, 64, 3, 1.0), (192, 128, 64, 4, 1.0), (128, 128, 64, 6,
 # 1.4 here;
 # they won where they fill whole waves that wider tiles leave partly empty (1024x2112x7168: 264 tiles in 2 waves,
 # 0.73 -> 0.85x; N = 64: 16384x64x4096 0.87 -> 0.99x) and lost wherever else they were tried (0.48-0.78x,
-# results/current/gemm/wgmma_explore/gemm_bf16_narrow_*): a candidate only where their last wave is at least
+# results/current/gemm/wgmma_explore/gemm_bf16_narrow_4e8efb0.*): a candidate only where their last wave is at least
 # WGMMA_NARROW_FILL full.
 WGMMA_NARROW_TILE = (128, 64, 64, 8, 1.4)
 WGMMA_NARROW_FILL = 0.9
