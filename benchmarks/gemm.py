@@ -150,6 +150,8 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "wgmma fp8 128x128x128 s4": tile(128, 128, 128, 4, 4),
                   "wgmma fp8 128x128x128 s6": tile(128, 128, 128, 6, 4),
                   "wgmma fp8 192x128x128 s4": tile(192, 128, 128, 4, 4),
+                  "wgmma fp8 128x64x128 s8": tile(128, 64, 128, 8, 4),
+                  "wgmma fp8 192x64x128 s6": tile(192, 64, 128, 6, 4),
                   "wgmma fp8 128x128x128 s6 fast accum": tile(128, 128, 128, 6, 4),
                   "wgmma fp8 128x256x128 s3 fast accum": tile(128, 256, 128, 3, 4)}
 

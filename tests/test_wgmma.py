@@ -75,6 +75,7 @@ COMPILE_CASES = {
     "bf16-b-k-major": (False, 0, "bfloat16", "bfloat16", True, (128, 64, 6)),
     "bf16-192-rows": (False, 0, "bfloat16", "bfloat16", False, (128, 64, 4, 192)),
     "bf16-64-wide": (False, 0, "bfloat16", "bfloat16", False, (64, 64, 8)),
+    "fp8-precise-64-wide": (True, 2, "bfloat16", "float8_e4m3fn", True, (64, 128, 8)),
     "fp8-precise-192-rows": (True, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 192)),
 }
 
@@ -151,7 +152,8 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
     assert C.wgmma_config(split, 1024, 2112, 100, BF16).block_n != 64  # 2.64 waves of them on 100 SMs
     assert _tile(C.wgmma_config(cfg, 16384, 64, 132, BF16)) == (128, 64, 64)  # N = 64: no half-empty tiles
     assert _tile(C.wgmma_config(cfg, 1024, 3072, 132, BF16)) == (128, 256, 64)  # 3 waves of 64-wide tiles cost more
-    assert C.wgmma_config(cfg, 16384, 64, 132, FP8).block_n == 128  # FP8: 128-wide only
+    assert _tile(C.wgmma_config(cfg, 16384, 64, 132, FP8)) == (128, 64, 128)
+    assert _tile(C.wgmma_config(cfg, 1024, 2112, 132, FP8)) == (192, 128, 128)  # FP8's 192-row tiles cost less
     assert C.wgmma_config(dataclasses.replace(cfg, block_m=64), 512, 4096, 132, BF16) is None
     assert not wgmma.fits(128, 128, 7, 1, 2)  # 7 stages and C's tiles exceed an SM's shared memory
 
@@ -231,6 +233,19 @@ def test_192_row_tiles_three_consumers_match_float64(dtype):
                 a, b = torch.randn(m, k, device="cuda", dtype=BF16), torch.randn(k, n, device="cuda", dtype=BF16)
                 ref = a.double() @ b.double()
                 wgmma.run(a, b, c, 128, 64, 4, sms, block_m=192)
+            err = ((c.double() - ref).norm() / ref.norm()).item()
+            assert err < 5e-3, (m, n, k, call, err)
+
+
+@pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
+def test_fp8_64_wide_tiles_match_float64():
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for m, n, k in GPU_SHAPES + [(16384, 64, 4096)]:
+        for call in range(2):  # per-tensor, then row-wise scales; fresh data, poisoned output
+            a, b, sa, sb = _quantized(m, n, k, call == 1)
+            ref = (a.double() * sa.double()) @ (b.double() * sb.double())
+            c = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
+            wgmma.run(a, b, c, 64, 128, 8, sms, sa, sb, promote=True)
             err = ((c.double() - ref).norm() / ref.norm()).item()
             assert err < 5e-3, (m, n, k, call, err)
 
