@@ -27,8 +27,8 @@ _workspaces = {}
 # slow there). Copied into rows 128 bytes apart first, the same calls ran 1.3-3.3x torch.matmul, the copies included
 # (results/current/gemm/align_<commit>/). aligned_operands copies where the time the pointer path would lose at
 # PTR_FLOPS (its slow end, against problem.PAD_B_FLOPS) exceeds problem.PAD_B_MARGIN x the copies' (their bytes at
-# problem.PAD_B_BANDWIDTH plus a launch each): everywhere but GEMV-like calls, where copying B costs what the GEMM
-# does. B rows 16- but not 128-byte aligned (problem.pads_b, which the fused ops copy) are read as given: on the Gluon
+# problem.PAD_B_BANDWIDTH plus a launch each): everywhere but decode rows with B's rows unaligned, where copying B
+# costs more than the GEMM does. B rows 16- but not 128-byte aligned (problem.pads_b, which the fused ops copy) are read as given: on the Gluon
 # kernel the copy lost (4096x3000x4096 0.94 -> 0.83x). ALIGN_OPERANDS = False: as given (A/B measurements).
 PTR_FLOPS = 5e12
 ALIGN_OPERANDS = True
@@ -52,9 +52,11 @@ def _tma_rows(t, row):
 
 def copies_pay(m, n, k, elem_bytes, a_rows_ok, b_rows_ok):
     """Whether copying the operands whose rows TMA cannot describe (a_rows_ok / b_rows_ok False) into aligned rows pays
-    for itself (PTR_FLOPS). Host only, free."""
+    for itself (PTR_FLOPS). Never B's at decode rows (m <= config.DECODE_ROWS): there the pointer path streams B about
+    as fast as TMA would, and the copy moves it twice more (16x4097x4096: 1.23x torch.matmul as given, 0.59x copied;
+    results/current/gemm/align_<commit>/). Host only, free."""
     from .problem import PAD_B_BANDWIDTH, PAD_B_FLOPS, PAD_B_LAUNCH_S, PAD_B_MARGIN
-    if a_rows_ok and b_rows_ok:
+    if (a_rows_ok and b_rows_ok) or (m <= _config.DECODE_ROWS and not b_rows_ok):
         return False
     moved = (0 if a_rows_ok else m * k) + (0 if b_rows_ok else k * n)
     copy_s = 2 * moved * elem_bytes / PAD_B_BANDWIDTH + PAD_B_LAUNCH_S * ((not a_rows_ok) + (not b_rows_ok))
@@ -217,7 +219,7 @@ def matmul(a, b, out=None, config=None, kernel=None):
     column-major (an nn.Linear weight's .t()). kernel: None (on Hopper, the warp-specialized Gluon kernel where its
     tiles fill most SMs, else the catalog's tile loop: config.wgmma_config), "wgmma" or "tile_loop". config
     (fused_ops.Config): tiles, stages, programs, split_k (None: config.default_config's). Operands whose rows TMA
-    cannot describe (not 16-byte aligned) are copied into aligned rows first, but for GEMV-like calls
+    cannot describe (not 16-byte aligned) are copied into aligned rows first, but B's at decode rows (M <= 16)
     (aligned_operands; not with config.tma set). On the CPU backend it runs under the Triton
     interpreter. One GPU, not collective; one kernel launch, plus those copies."""
     m, n, k = check(a, b, out)

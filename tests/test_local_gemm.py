@@ -92,6 +92,9 @@ def test_copies_into_aligned_rows_only_where_they_pay():
     assert not L.copies_pay(4099, 4097, 4093, 2, True, True)  # nothing to copy
     assert L.copies_pay(129, 515, 1001, 2, False, False)  # the pointer path ran 0.17x torch.matmul there
     assert not L.copies_pay(1, 4097, 4097, 2, True, False)  # GEMV: copying B costs what the GEMM does
+    assert not L.copies_pay(16, 4097, 4096, 2, True, False)  # decode rows stream B as given about as fast
+    assert L.copies_pay(16, 4096, 4097, 2, False, True)  # ... but A's rows are cheap to copy, and TMA then runs
+    assert L.copies_pay(32, 999, 1000, 2, True, False)  # the pointer path ran 0.16x torch.matmul there
     assert not L.copies_pay(8, 9, 7, 2, False, False)  # the copies' launches cost more than the GEMM
     a, b = torch.randn(33, 17), torch.randn(17, 9)
     assert all(x is y for x, y in zip(L.aligned_operands(a, b), (a, b)))  # CPU: the interpreter reads any stride
