@@ -25,7 +25,7 @@ _workspaces = {}
 # Operands whose rows TMA cannot describe (row strides not 16-byte aligned: K or N odd) run the tile loop's pointer
 # path, 2-byte loads, at 1.7-80 TFLOP/s on one H200 (129x515x1001 to 4099x4097x4093: 0.09-0.60x torch.matmul, itself
 # slow there). Copied into rows 128 bytes apart first, the same calls ran 1.3-3.3x torch.matmul, the copies included
-# (results/current/gemm/align_<commit>/). aligned_operands copies where the time the pointer path would lose at
+# (results/current/gemm/align_89ccf1d/). aligned_operands copies where the time the pointer path would lose at
 # PTR_FLOPS (its slow end, against problem.PAD_B_FLOPS) exceeds problem.PAD_B_MARGIN x the copies' (their bytes at
 # problem.PAD_B_BANDWIDTH plus a launch each): everywhere but decode rows with B's rows unaligned, where copying B
 # costs more than the GEMM does. B rows 16- but not 128-byte aligned (problem.pads_b, which the fused ops copy) are read as given: on the Gluon
@@ -54,7 +54,7 @@ def copies_pay(m, n, k, elem_bytes, a_rows_ok, b_rows_ok):
     """Whether copying the operands whose rows TMA cannot describe (a_rows_ok / b_rows_ok False) into aligned rows pays
     for itself (PTR_FLOPS). Never B's at decode rows (m <= config.DECODE_ROWS): there the pointer path streams B about
     as fast as TMA would, and the copy moves it twice more (16x4097x4096: 1.23x torch.matmul as given, 0.59x copied;
-    results/current/gemm/align_<commit>/). Host only, free."""
+    results/current/gemm/align_89ccf1d/). Host only, free."""
     from .problem import PAD_B_BANDWIDTH, PAD_B_FLOPS, PAD_B_LAUNCH_S, PAD_B_MARGIN
     if (a_rows_ok and b_rows_ok) or (m <= _config.DECODE_ROWS and not b_rows_ok):
         return False
