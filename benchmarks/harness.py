@@ -3,6 +3,7 @@ carries (device, date, commit, command)."""
 
 import datetime
 import os
+import shlex
 import statistics
 import sys
 import time
@@ -82,4 +83,4 @@ def stamp(devices, script):
     """device, date, commit (IRIS_COMMIT) and command columns for a run of `script` on `devices` GPUs."""
     name = torch.cuda.get_device_name() if torch.cuda.is_available() else "CPU ranks"
     return dict(device=f"{devices}x {name}", date=datetime.date.today().isoformat(),
-                commit=os.environ.get("IRIS_COMMIT", "?"), command=f"python {script} " + " ".join(sys.argv[1:]))
+                commit=os.environ.get("IRIS_COMMIT", "?"), command=f"python {script} " + shlex.join(sys.argv[1:]))
