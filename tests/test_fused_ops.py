@@ -87,10 +87,12 @@ def r_check_refused(ctx, op, variant, dtype_name):
 
 
 @pytest.mark.parametrize("op,variant", CPU_CASES, ids=[f"{o}-{v}" for o, v in CPU_CASES])
-def test_variant_50_calls_in_a_row(ranks2, op, variant):
+def test_variant_10_calls_in_a_row(ranks2, op, variant):
+    # Ten calls, fresh inputs and a poisoned output each: stale flags and double buffers show on the second to fifth
+    # call (CONTRIBUTING.md), prepared calls run from the third.
     if refused_on_shared_gpus(ranks2, op, variant, "float32"):
         return
-    errs = ranks2.run(r_check, op, variant, "float32", 32, 32, 32, 50, {"block_m": 16, "block_n": 16, "block_k": 16})
+    errs = ranks2.run(r_check, op, variant, "float32", 32, 32, 32, 10, {"block_m": 16, "block_n": 16, "block_k": 16})
     assert all(isinstance(e, float) for e in errs), errs
 
 
@@ -98,8 +100,8 @@ def test_variant_50_calls_in_a_row(ranks2, op, variant):
 def test_variant_calls_without_host_sync(ranks, op, variant):
     if refused_on_shared_gpus(ranks, op, variant, "float32"):
         return
-    w = ranks.world  # edge tiles of 16
-    errs = ranks.run(r_check, op, variant, "float32", 8 * w, 12 * w, 10 * w, 8,
+    w = ranks.world  # edge tiles of 16; six calls in a row, ranks dawdling random times before and after each
+    errs = ranks.run(r_check, op, variant, "float32", 8 * w, 12 * w, 10 * w, 6,
                      {"block_m": 16, "block_n": 16, "block_k": 16}, False, w)
     assert all(isinstance(e, float) for e in errs), errs
 
@@ -111,7 +113,7 @@ def r_check_splits(ctx, op, variant, splits):
     """r_check with K split into each of `splits` slices per tile (errors: the first failure, tagged)."""
     worst = 0.0
     for s in splits:
-        err = r_check(ctx, op, variant, "float32", 80, 96, 144, 3, {"block_m": 32, "block_n": 32, "block_k": 32,
+        err = r_check(ctx, op, variant, "float32", 48, 96, 144, 3, {"block_m": 32, "block_n": 32, "block_k": 32,
                                                                    "split_k": s})
         if not isinstance(err, float):
             return f"split_k={s}: {err}"
@@ -121,8 +123,9 @@ def r_check_splits(ctx, op, variant, splits):
 
 @pytest.mark.parametrize("op,variant", SPLIT_K_CASES, ids=[f"{o}-{v}" for o, v in SPLIT_K_CASES])
 def test_split_k(ranks, op, variant):
-    # Per rank, K is 72 or 144 (3 or 5 blocks of 32): 2 slices, and 4, which leaves some slices empty. Three calls in
-    # a row each: a slice count left armed by a call would break the next one.
+    # 48 x 96 x 144 global in 32-wide tiles: a partial row tile (and a partial column tile where N is sharded). Per
+    # rank, K is 36, 72 or 144 (2, 3 or 5 blocks of 32): 2 slices, and 4, which leaves some slices empty. Three calls
+    # in a row each: a slice count left armed by a call would break the next one; the third is a prepared call.
     if refused_on_shared_gpus(ranks, op, variant, "float32"):
         return
     errs = ranks.run(r_check_splits, op, variant, (2, 4))
@@ -140,14 +143,19 @@ def gemm_tiles(op, variant, m, n, world, block_m, block_n):
 def r_check_tail_splits(ctx, op, variant, m, n, k, tiles_cfg, splits, dtype_name="float32"):
     """r_check with only the last wave's tiles split: gemm_sms = tiles - 2 leaves a wave of 2 tiles after a full one,
     split into each of `splits` slices, and into as many as the defaults choose (split_k unset; MIN_SLICE_BLOCKS lowered
-    here, so that this small K splits). A launch over several shards has a longer tail, split fewer ways."""
+    here, so that this small K splits; with no `splits`, the defaults must split). A launch over several shards has a
+    longer tail, split fewer ways."""
     programs = gemm_tiles(op, variant, m, n, ctx.get_num_ranks(), tiles_cfg["block_m"], tiles_cfg["block_n"]) - 2
     worst, kept = 0.0, fused_ops.config.MIN_SLICE_BLOCKS
     fused_ops.config.MIN_SLICE_BLOCKS = 1  # (the rank process lives on: restored below)
     try:
         for s in splits + (None,):
-            err = r_check(ctx, op, variant, dtype_name, m, n, k, 3, dict(tiles_cfg, gemm_sms=programs, split_k=s,
-                                                                         split_tail=True))
+            cfg = dict(tiles_cfg, gemm_sms=programs, split_k=s, split_tail=True)
+            if s is None and not splits:  # the defaults' split is the only one run here: it must split the tail
+                chosen = planned_config(ctx, op, variant, dtype_name, m, n, k, cfg)
+                if chosen.split_k < 2 or not chosen.split_tail:
+                    return f"the defaults split no tile: {chosen.describe()}"
+            err = r_check(ctx, op, variant, dtype_name, m, n, k, 3, cfg)
             if not isinstance(err, float):
                 return f"split_k={s}, gemm_sms={programs}: {err}"
             worst = max(worst, err)
@@ -156,27 +164,38 @@ def r_check_tail_splits(ctx, op, variant, m, n, k, tiles_cfg, splits, dtype_name
     return worst
 
 
+def planned_config(ctx, op, variant, dtype_name, m, n, k, cfg):
+    """The launch configuration fused_ops.plan resolves for r_check's operands under `cfg` (split_k=None: the
+    default's choice)."""
+    world, rank, dtype = ctx.get_num_ranks(), ctx.get_rank(), getattr(torch, dtype_name)
+    a, b, _ = reference.make_inputs(op, 1, world, rank, m, n, k, dtype, ctx.get_device())
+    with ctx.scratch():
+        c = ctx.zeros(*reference.local_shapes(op, m, n, k, world)[2], dtype=dtype)
+        return fused_ops.plan(ctx, op, a, b, c, variant, fused_ops.Config(**cfg))[1]
+
+
 @pytest.mark.parametrize("op,variant", SPLIT_K_CASES, ids=[f"{o}-{v}" for o, v in SPLIT_K_CASES])
 def test_split_tail(ranks, op, variant):
-    # 48 x 96 x 144 in 16 x 16 tiles: 6 to 18 tiles per rank, the last 2 of them split (2 slices, then the default's
-    # choice: 2 to 8), the others whole; three calls in a row each. Variants with a GEMM per shard: 160 rows, 6 or 15
-    # tiles per shard.
+    # 48 x 96 x 144 in 16 x 16 tiles: 6 to 18 tiles per rank, the last 2 of them split, the others whole; three calls
+    # in a row each. On 2 ranks into 2 slices, then into the default's choice (3 to 6 here); on 4 ranks into the
+    # default's choice only (2 or 3: the same kernels as 2 slices, with 4 ranks' sharding and flags). Variants with a
+    # GEMM per shard: 160 rows, 6 or 15 tiles per shard.
     if refused_on_shared_gpus(ranks, op, variant, "float32"):
         return
     m = 160 if fused_ops.get(op, variant).shard_tiles else 48
     errs = ranks.run(r_check_tail_splits, op, variant, m, 96, 144, {"block_m": 16, "block_n": 16, "block_k": 16},
-                     (2,))
+                     (2,) if ranks.world == 2 else ())
     assert all(isinstance(e, float) for e in errs), errs
 
 
 @pytest.mark.parametrize("op", fused_ops.list_ops())
 def test_more_tiles_than_programs_and_tma_path(ranks2, op):
-    # Many more tiles (60) than the 4 GEMM programs (+2 comm); operands through tensor descriptors where a variant uses
-    # them (the interpreter supports them).
+    # Many more tiles (15 to 30) than the 4 GEMM programs (+2 comm); operands through tensor descriptors where a variant
+    # uses them (the interpreter supports them).
     for variant in fused_ops.list_variants(op, iris.BACKEND, "float16"):
         if shares_gpus(ranks2, op, variant):  # refusal: test_variant_edge_tiles_repeated
             continue
-        errs = ranks2.run(r_check, op, variant, "float16", 160, 96, 64, 2,
+        errs = ranks2.run(r_check, op, variant, "float16", 80, 96, 64, 2,
                           {"block_m": 16, "block_n": 16, "block_k": 32, "tma": True})
         assert all(isinstance(e, float) for e in errs), (variant, errs)
 
@@ -188,7 +207,7 @@ def test_transposed_weight_through_both_paths(ranks2, op):
         if shares_gpus(ranks2, op, variant):
             continue
         for tma in (True, False):
-            errs = ranks2.run(r_check, op, variant, "float16", 96, 64, 96, 2,
+            errs = ranks2.run(r_check, op, variant, "float16", 48, 64, 96, 2,
                               {"block_m": 16, "block_n": 16, "block_k": 32, "tma": tma}, True)
             assert all(isinstance(e, float) for e in errs), (variant, tma, errs)
 
@@ -494,13 +513,18 @@ CE_CHUNK_CASES = [(op, m) for op in ("all_gather_gemm", "gemm_all_reduce", "gemm
                   if "copy_engine" in fused_ops.list_variants(op, iris.BACKEND)]
 
 
-@pytest.mark.parametrize("op,m_local", CE_CHUNK_CASES, ids=[f"{o}-{m}rows" for o, m in CE_CHUNK_CASES])
-def test_copy_engine_chunks(ranks, op, m_local):
+# 2 ranks: both row counts; 4 ranks: 58 rows (the partial blocks and unequal slices), whole blocks only on 2 ranks
+CE_CHUNK_RUNS = [(2, op, m) for op, m in CE_CHUNK_CASES] + [(4, op, m) for op, m in CE_CHUNK_CASES if m == 58]
+
+
+@pytest.mark.parametrize("world,op,m_local", CE_CHUNK_RUNS, ids=[f"{w}ranks-{o}-{m}rows" for w, o, m in CE_CHUNK_RUNS])
+def test_copy_engine_chunks(request, world, op, m_local):
     # 64 or 58 rows per rank in 16-row blocks. All-gather: 58 leaves the shard's last block partial, so the gathered
     # buffer holds each shard at a multiple of 16 rows with zero rows between. All-reduce: M = 58 x world rows make
     # slices of unequal block counts. Reduce-scatter: 58-row slices start mid-block and end in a partial block. 1 KiB
     # chunks make one flag per block: 4 per shard (the largest slice). Five calls in a row: every flag and count must
     # be lowered after each call.
+    ranks = request.getfixturevalue(f"ranks{world}")
     if ON_GPU and ranks.world > torch.cuda.device_count():  # ranks would share a GPU: refused on the host
         for got in ranks.run(r_check_refused, op, "copy_engine", "float32"):
             assert "needs one GPU per rank" in got and "copy engines" in got, got

@@ -53,7 +53,7 @@ def test_run_rejects_bad_input_before_starting_ranks():
 @gpu_per_rank(2)
 def test_sweep_appends_csv_and_plot_writes_pngs(tmp_path):
     out = str(tmp_path)
-    args = ["sweep", "--shapes", "32x64x64", "48x32x96", "--iters", "2", "--warmup", "1", "--out", out,
+    args = ["sweep", "--shapes", "32x32x32", "16x32x48", "--iters", "2", "--warmup", "1", "--out", out,
             "--datatype", "fp16", "--BLK_M", "16", "--BLK_N", "16", "--BLK_K", "16"]
     taxonomy(*args)
     # default tiles this time; appends, keeps old rows
