@@ -25,11 +25,12 @@ _workspaces = {}
 # Operands whose rows TMA cannot describe (row strides not 16-byte aligned: K or N odd) run the tile loop's pointer
 # path, 2-byte loads, at 1.7-80 TFLOP/s on one H200 (129x515x1001 to 4099x4097x4093: 0.09-0.60x torch.matmul, itself
 # slow there). Copied into rows 128 bytes apart first, the same calls ran 1.3-3.3x torch.matmul, the copies included
-# (results/current/gemm/align_89ccf1d/). aligned_operands copies where the time the pointer path would lose at
-# PTR_FLOPS (its slow end, against problem.PAD_B_FLOPS) exceeds problem.PAD_B_MARGIN x the copies' (their bytes at
-# problem.PAD_B_BANDWIDTH plus a launch each): everywhere but decode rows with B's rows unaligned, where copying B
-# costs more than the GEMM does. B rows 16- but not 128-byte aligned (problem.pads_b, which the fused ops copy) are read as given: on the Gluon
-# kernel the copy lost (4096x3000x4096 0.94 -> 0.83x). ALIGN_OPERANDS = False: as given (A/B measurements).
+# (results/current/gemm/align_ed78821/, final_30d2721/). aligned_operands copies where the time the pointer path would
+# lose at PTR_FLOPS (its slow end, against problem.PAD_B_FLOPS) exceeds problem.PAD_B_MARGIN x the copies' (their
+# bytes at problem.PAD_B_BANDWIDTH plus a launch each), but never B at decode rows, where copying it costs more than
+# the GEMM does (align_89ccf1d/). B rows 16- but not 128-byte aligned (problem.pads_b, which the fused ops copy) are
+# read as given: on the Gluon kernel the copy lost (4096x3000x4096 0.94 -> 0.83x). ALIGN_OPERANDS = False: as given
+# (A/B measurements).
 PTR_FLOPS = 5e12
 ALIGN_OPERANDS = True
 
