@@ -303,7 +303,7 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp):
             local_gemm.ALIGN_OPERANDS, local_gemm.PTR_FLOPS = saved
 
     if name in toggles:
-        a2, b2 = with_toggles(lambda: local_gemm.aligned_operands(a, b) if local_gemm.ALIGN_OPERANDS else (a, b))
+        a2, b2 = with_toggles(lambda: local_gemm.aligned_operands(a, b))
         copied = a2 is not a or b2 is not b
         if name != "matmul" and copied == any(x is not y for x, y in zip(local_gemm.aligned_operands(a, b), (a, b))):
             return []  # the same run as "matmul"

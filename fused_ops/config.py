@@ -80,15 +80,13 @@ FP8_DECODE_TILE = (16, 64, 256, 4, 4)
 # 0.85x torch.matmul); FP8 gains from the third warpgroup beyond that (its cost 0.9). The 128x256 tiles keep 3
 # stages beside C's staging tiles.
 WGMMA_TILES = ((128, 256, 64, 3, 1.0), (192, 128, 64, 4, 1.0), (128, 128, 64, 6, 1.0))
-# 64-wide tiles (bf16) cost 1.1-1.9x per element what 128-wide ones do (the same operand bytes feed half the MMAs),
-# 1.4 here;
-# they won where they fill whole waves that wider tiles leave partly empty (1024x2112x7168: 264 tiles in 2 waves,
-# 0.73 -> 0.85x; N = 64: 16384x64x4096 0.87 -> 0.99x) and lost wherever else they were tried (0.48-0.78x,
-# results/current/gemm/wgmma_explore/gemm_bf16_narrow_4e8efb0.*): a candidate only where their last wave is at least
-# WGMMA_NARROW_FILL full.
+# 64-wide tiles cost more per element than 128-wide ones (the same operand bytes feed half the MMAs; 1.4 here, the
+# middle of what was measured). They won only where they fill whole waves that wider tiles leave partly empty, or
+# where N is 64, and lost wherever else they were tried (results/current/gemm/wgmma_explore/gemm_*_narrow_*): a
+# candidate only where their last wave is at least WGMMA_NARROW_FILL full.
 WGMMA_NARROW_TILE = (128, 64, 64, 8, 1.4)
 WGMMA_NARROW_FILL = 0.9
-WGMMA_FP8_NARROW_TILE = (128, 64, 128, 8, 1.4)  # FP8 precise: 16384x64x4096 0.82 -> 0.97x torch._scaled_mm
+WGMMA_FP8_NARROW_TILE = (128, 64, 128, 8, 1.4)  # FP8 precise accumulation
 WGMMA_FP8_TILES = ((192, 128, 128, 4, 0.9), (128, 128, 128, 6, 1.0))   # precise: the sum and a block's partial
 WGMMA_FP8_FAST_TILE = (128, 256, 128, 3)   # fast accumulation: one accumulator, 64x256 per warpgroup
 WGMMA_MIN_FILL = 0.7

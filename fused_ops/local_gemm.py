@@ -22,15 +22,13 @@ KERNELS = ("wgmma", "tile_loop")
 DTYPES = (torch.bfloat16, torch.float16)
 _workspaces = {}
 
-# Operands whose rows TMA cannot describe (row strides not 16-byte aligned: K or N odd) run the tile loop's pointer
-# path, 2-byte loads, at 1.7-80 TFLOP/s on one H200 (129x515x1001 to 4099x4097x4093: 0.09-0.60x torch.matmul, itself
-# slow there). Copied into rows 128 bytes apart first, the same calls ran 1.3-3.3x torch.matmul, the copies included
-# (results/current/gemm/align_ed78821/, final_30d2721/). aligned_operands copies where the time the pointer path would
-# lose at PTR_FLOPS (its slow end, against problem.PAD_B_FLOPS) exceeds problem.PAD_B_MARGIN x the copies' (their
-# bytes at problem.PAD_B_BANDWIDTH plus a launch each), but never B at decode rows, where copying it costs more than
-# the GEMM does (align_89ccf1d/). B rows 16- but not 128-byte aligned (problem.pads_b, which the fused ops copy) are
-# read as given: on the Gluon kernel the copy lost (4096x3000x4096 0.94 -> 0.83x). ALIGN_OPERANDS = False: as given
-# (A/B measurements).
+# Operands whose rows TMA cannot describe (row strides not 16-byte aligned: K or N odd) would run the tile loop's
+# pointer path (2-byte loads), far slower than the same GEMM on aligned rows plus the copies
+# (results/current/gemm/README.md, align_*/). aligned_operands copies where the time the pointer path would lose at
+# PTR_FLOPS (its slow end, against problem.PAD_B_FLOPS) exceeds problem.PAD_B_MARGIN x the copies' (their bytes at
+# problem.PAD_B_BANDWIDTH plus a launch each), but never B at decode rows. B rows 16- but not 128-byte aligned
+# (problem.pads_b, which the fused ops copy) are read as given: on the Gluon kernel the copy lost.
+# ALIGN_OPERANDS = False: as given (A/B measurements).
 PTR_FLOPS = 5e12
 ALIGN_OPERANDS = True
 
@@ -48,14 +46,14 @@ class _Device:
 
 
 def _tma_rows(t, row):
+    """Whether TMA can describe t's rows, `row` elements apart (16-byte aligned base and row stride)."""
     return t.data_ptr() % 16 == 0 and (row * t.element_size()) % 16 == 0
 
 
 def copies_pay(m, n, k, elem_bytes, a_rows_ok, b_rows_ok):
     """Whether copying the operands whose rows TMA cannot describe (a_rows_ok / b_rows_ok False) into aligned rows pays
     for itself (PTR_FLOPS). Never B's at decode rows (m <= config.DECODE_ROWS): there the pointer path streams B about
-    as fast as TMA would, and the copy moves it twice more (16x4097x4096: 1.23x torch.matmul as given, 0.59x copied;
-    results/current/gemm/align_89ccf1d/). Host only, free."""
+    as fast as TMA would, and the copy moves it twice more. Host only, free."""
     from .problem import PAD_B_BANDWIDTH, PAD_B_FLOPS, PAD_B_LAUNCH_S, PAD_B_MARGIN
     if (a_rows_ok and b_rows_ok) or (m <= _config.DECODE_ROWS and not b_rows_ok):
         return False
@@ -66,10 +64,10 @@ def copies_pay(m, n, k, elem_bytes, a_rows_ok, b_rows_ok):
 
 def aligned_operands(a, b):
     """(a, b) as matmul's kernels read them, on a GPU: operands whose rows TMA cannot describe copied into rows 128
-    bytes apart where copies_pay says so. Cost: those copies (fresh storage each call), on the caller's stream (inside
-    a CUDA graph that captures the call, too: replays copy fresh values); none where nothing is copied. Not
-    collective."""
-    if a.device.type != "cuda":
+    bytes apart where copies_pay says so (and ALIGN_OPERANDS). Cost: those copies (fresh storage each call), on the
+    caller's stream (inside a CUDA graph that captures the call, too: replays copy fresh values); none where nothing
+    is copied. Not collective."""
+    if not ALIGN_OPERANDS or a.device.type != "cuda":
         return a, b
     m, k = a.shape
     n = b.shape[1]
@@ -90,8 +88,7 @@ def tile_loop_plan(a, b, config, defaults_for, where):
     _config.check(cfg, dev, None)
     b_t = b.stride(0) == 1 and b.stride(1) != 1
     row = b.stride(1) if b_t else b.stride(0)
-    aligned = (all(t.data_ptr() % 16 == 0 for t in (a, b)) and (a.stride(0) * a.element_size()) % 16 == 0
-               and (row * b.element_size()) % 16 == 0)
+    aligned = _tma_rows(a, a.stride(0)) and _tma_rows(b, row)
     mode = 2 if b_t else 1
     tma = (mode if aligned else 0) if cfg.tma is None else (mode if cfg.tma else 0)
     if not tma and cfg.split_tail and a.device.type == "cuda" and (config is None or config.split_tail is None):
@@ -228,7 +225,7 @@ def matmul(a, b, out=None, config=None, kernel=None):
     if a.device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
         raise NotImplementedError("matmul: CPU tensors run only under the Triton interpreter (TRITON_INTERPRET=1, "
                                   "the iris CPU backend)")
-    if ALIGN_OPERANDS and (config is None or config.tma is None):
+    if config is None or config.tma is None:
         a, b = aligned_operands(a, b)
     cfg, tma = tile_loop_plan(a, b, config, lambda dev, m, n, k: _config.default_config(dev, m, n, k, a.dtype,
                                                                                         split=True), "matmul")
