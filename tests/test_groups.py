@@ -471,3 +471,30 @@ def test_node_groups_from_hostnames_and_from_a_mesh(ranks4):
         local, cross = ([0, 1] if r < 2 else [2, 3]), ([0, 2] if r % 2 == 0 else [1, 3])
         assert row == (local, cross, local, cross, local, "RuntimeError", True, local, cross, (r % 2, r // 2),
                        float(sum(local)))
+
+
+# ---------------------------------------------------------------------------------------------- benchmark
+def test_groups_benchmark_smoke(tmp_path):
+    """benchmarks/groups.py --smoke end to end (its SMOKE: every op with torch_nccl and auto at 32x32x32 on both
+    layouts, the three collectives at 4 KiB, one timed call): both CSVs written, every row checked correct and
+    stamped with device, date, commit and command."""
+    import csv
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    proc = subprocess.run([sys.executable, "benchmarks/groups.py", "--smoke", "--out", str(tmp_path)], cwd=root,
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": root})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for name, key in (("groups_interference.csv", "op"), ("groups_hierarchical.csv", "collective")):
+        rows = list(csv.DictReader(open(tmp_path / name)))
+        assert rows, name
+        assert all(r["correct"] == "True" for r in rows), rows
+        assert all(r[c] for r in rows for c in ("device", "date", "commit", "command")), rows
+        assert len({r[key] for r in rows}) >= 3, rows
+    rows = list(csv.DictReader(open(tmp_path / "groups_interference.csv")))
+    assert {(r["layout"], r["ranks"]) for r in rows} == {("block", "0 1"), ("block", "2 3"), ("strided", "0 2"),
+                                                         ("strided", "1 3")}
+    assert all(float(r["alone_us"]) > 0 and float(r["together_us"]) > 0 for r in rows), rows
+    hier = list(csv.DictReader(open(tmp_path / "groups_hierarchical.csv")))
+    assert {r["variant"] for r in hier} == {"nccl", "hierarchical", "flat"}, hier
