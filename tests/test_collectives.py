@@ -276,3 +276,27 @@ def test_benchmark_targets_report():
                    ("all_reduce", "eager", 1 << 20): ("push", False), ("all_gather", "eager", 4096): ("push", True),
                    ("reduce_scatter", "graph", 64 << 20): ("pull", False),
                    ("all_reduce", "eager", 256 << 20): ("two_shot", True)}
+
+
+def r_bench(ctx, names, sizes):
+    from benchmarks.collectives import bench
+
+    return bench(ctx, names, sizes, {})
+
+
+def test_benchmark_all_to_all_rows(ranks2):
+    """benchmarks/collectives.py's harness on the CPU backend (gloo, eager only) for all_to_all and all_to_all_v at 4
+    KiB: every variant timed and its result matching torch.distributed's; the skewed split table is consistent."""
+    from benchmarks.collectives import a2av_splits
+
+    for w, rows in ((2, 64), (4, 100), (8, 1024)):
+        s = a2av_splits(w, rows)
+        assert all(sum(row) == rows for row in s) and all(sum(col) == rows for col in zip(*s)), (w, s)
+        assert len({v for row in s for v in row}) > 1 and min(min(row) for row in s) >= 0, (w, s)
+    got = ranks2.run(r_bench, ["all_to_all", "all_to_all_v"], [4096])
+    for rows in got:  # every rank checks its own result against gloo's
+        assert sorted((r["collective"], r["variant"], r["mode"]) for r in rows) == [
+            ("all_to_all", "auto", "eager"), ("all_to_all", "nccl", "eager"), ("all_to_all_v", "nccl", "eager"),
+            ("all_to_all_v", "pull", "eager")], rows
+        for r in rows:
+            assert r["correct"] and r["rel_error_vs_nccl"] == 0.0 and r["bytes"] == 4096, r
