@@ -7,10 +7,21 @@
     python -m taxonomy compare base=results/a new=results/b          # A/B: time per row, ratios to the first run
     python -m taxonomy summary results/current/catalog results/current/catalog/graph
     python -m taxonomy plot --out results/new                        # <op>_<dtype>_w<world>_{speedup,breakdown}.png
+    python -m taxonomy sweep --datatype fp8 --shapes 4096x8192x8192 --out results/fp8   # e4m3 operands, bf16 result
 
 `run`, `tune` and `sweep` spawn their own ranks (-r), or join the ranks of torchrun / mpirun when launched under
 them. `sweep` checks every row against a float64 reference before timing it (`run` with `--validate`);
 `--timing eager|graph` picks how rows are timed (eager calls, or three calls replayed in a CUDA graph).
+
+`--datatype fp8` (per-tensor scales) and `fp8-row` (row-wise: scale_a per row of a, scale_b per column of b) time
+the ops on float8_e4m3fn operands (fused_ops/fp8.py): each rank quantizes its own shards with fp32 scales of its own,
+c is bfloat16 (float16 on the CPU backend, whose interpreter computes bfloat16 wrongly), rows are checked against the
+float64 product of the dequantized operands (reference.TOLERANCE[float8_e4m3fn]), and only the variants that take
+FP8 run (fused_ops.list_variants(op, backend, "float8_e4m3fn"); others are left out). The GEMM alone is then
+torch._scaled_mm, as the baselines run it, and the collective alone moves the bfloat16 result (all_gather_gemm: the
+FP8 rows of A and their row scales). The CSV's dtype column says float8_e4m3fn or float8_e4m3fn/row, so summary,
+compare and plot keep them apart from the 16-bit rows. FP8 shapes need each rank's GEMM K and N to be multiples of 16
+(torch._scaled_mm on GPUs); others are refused before any rank starts (`--shapes models` leaves them out instead).
 """
 
 import argparse
@@ -26,7 +37,9 @@ import fused_ops
 from fused_ops import reference, registry
 from iris import settings
 
-DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
+# --datatype -> the CSV's dtype column (taxonomy/bench.py Data): FP8 operands with per-tensor or row-wise scales
+DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp8": "float8_e4m3fn",
+          "fp8-row": "float8_e4m3fn/row"}
 COLUMNS = ["op", "variant", "pattern", "m", "n", "k", "dtype", "world_size", "timing", "time_us", "tflops",
            "speedup", "speedup_vs_best_peer", "gemm_only_us", "comm_only_us", "overlap_limit_us", "no_overlap_us",
            "correct", "max_rel_error", "config", "ran", "device", "date", "commit", "command"]
@@ -84,16 +97,16 @@ def bench_shape(ctx, op, variants, m, n, k, dtype_name, config, iters, warmup, v
     """Rows for one shape (rank 0's list is the answer): every variant plus the library-alone times."""
     from . import bench
 
-    dtype = getattr(torch, dtype_name)
+    data = bench.data(dtype_name, ctx.backend)
     world = ctx.get_num_ranks()
-    reference.check_divisible(op, m, n, k, world)
-    gemm_us, comm_us = bench.library_times(ctx, op, m, n, k, dtype, iters, warmup, timing) if benchmark else \
+    bench.check_shape(op, m, n, k, world, dtype_name)
+    gemm_us, comm_us = bench.library_times(ctx, op, m, n, k, data, iters, warmup, timing) if benchmark else \
         (None, None)
     rows = []
     for variant in variants:
-        pattern = (f"auto: {fused_ops.auto.choose(ctx, op, m, n, k, dtype, timing=timing)}"  # the mode's pick
+        pattern = (f"auto: {fused_ops.auto.choose(ctx, op, m, n, k, data.operand, timing=timing)}"  # the mode's pick
                    if variant == "auto" else fused_ops.variant(op, variant).pattern)
-        res = bench.measure(ctx, op, variant, m, n, k, dtype, config, iters if benchmark else 0,
+        res = bench.measure(ctx, op, variant, m, n, k, data, config, iters if benchmark else 0,
                             warmup if benchmark else 0, validate, timing)
         t = res["time_us"] if benchmark else None
         rows.append(dict(op=op, variant=variant, pattern=pattern, m=m, n=n, k=k, dtype=dtype_name,
@@ -114,11 +127,26 @@ def bench_shape(ctx, op, variants, m, n, k, dtype_name, config, iters, warmup, v
     return [{**r, **stamp} for r in rows]
 
 
-def sweep_ranks(ctx, jobs, config, iters, warmup, validate, out, timing="eager"):
+def sweep_ranks(ctx, jobs, config, iters, warmup, validate, out, timing="eager", leave_out_unfit=False):
     """Every (op, shape, dtype) job on these ranks; rank 0 shows progress and appends each shape's rows to
-    <out>/<op>.csv as soon as they exist (a long sweep that dies keeps what it measured)."""
+    <out>/<op>.csv as soon as they exist (a long sweep that dies keeps what it measured). leave_out_unfit: jobs whose
+    shape this world size or dtype cannot take (bench.check_shape) are left out, each named on stderr, instead of
+    failing the sweep (the `models` set, which nobody picked shape by shape)."""
     from tqdm import tqdm
 
+    from . import bench
+
+    if leave_out_unfit:
+        fit = []
+        for job in jobs:
+            op, _, shape, dtype = job
+            try:
+                bench.check_shape(op, *shape, ctx.get_num_ranks(), dtype)
+                fit.append(job)
+            except ValueError as e:
+                if ctx.get_rank() == 0:
+                    print(f"left out: {e}", file=sys.stderr)
+        jobs = fit
     rows = []
     bar = tqdm(jobs, desc="sweep", unit="shape", disable=ctx.get_rank() != 0, file=sys.stderr)
     for op, variants, (m, n, k), dtype in bar:
@@ -133,9 +161,9 @@ def sweep_ranks(ctx, jobs, config, iters, warmup, validate, out, timing="eager")
 def _variants(op, names, backend, dtype, timing="eager"):
     """The named variants (plus torch_nccl, the baseline of every speedup); by default every variant that runs here
     (in graph timing, that a CUDA graph may capture), and on GPUs also `auto` (the sweep checks that it never loses
-    to the baseline)."""
+    to the baseline). Named variants that do not take `dtype` (a DTYPES value) are left out."""
     graph = timing == "graph"
-    available = registry.list_variants(op, backend, dtype, capture=graph)
+    available = registry.list_variants(op, backend, _registry_dtype(dtype), capture=graph)
     if not names:
         return available + (["auto"] if backend == "cuda" else [])
     for name in names:
@@ -150,6 +178,26 @@ def _variants(op, names, backend, dtype, timing="eager"):
     if "torch_nccl" not in chosen:
         chosen.insert(0, "torch_nccl")  # every speedup is measured against the baseline of the same run
     return chosen
+
+
+def _registry_dtype(dtype):
+    """The registry's dtype of a DTYPES value: float8_e4m3fn/row is float8_e4m3fn."""
+    return dtype.partition("/")[0]
+
+
+def _check_shapes(op_shapes, dtype, world):
+    """Refuse, before any rank starts, shapes the ranks would refuse (not divisible by the world size where the op
+    shards them; FP8 K and N that torch._scaled_mm cannot take: bench.check_shape). Under a launcher the world size
+    is known on the ranks only (checked there too)."""
+    from . import bench
+
+    if _under_launcher():
+        return
+    for op, (m, n, k) in op_shapes:
+        try:
+            bench.check_shape(op, m, n, k, world, dtype)
+        except ValueError as e:
+            raise SystemExit(str(e)) from None
 
 
 def cmd_list(args):
@@ -177,7 +225,8 @@ def _print_table(rows):
         print(df[keep].to_string(index=False))
     if df.get("gemm_only_us") is not None and df["gemm_only_us"].notna().any():
         r = df.iloc[0]
-        print(f"torch.matmul alone {r.gemm_only_us:.1f} us, collective alone {r.comm_only_us:.1f} us: overlap limit "
+        gemm = "torch._scaled_mm" if str(r["dtype"]).startswith("float8") else "torch.matmul"
+        print(f"{gemm} alone {r.gemm_only_us:.1f} us, collective alone {r.comm_only_us:.1f} us: overlap limit "
               f"{r.overlap_limit_us:.1f} us, no overlap {r.no_overlap_us:.1f} us")
 
 
@@ -197,15 +246,11 @@ def _check_machine(args):
 def cmd_run(args):
     dtype = DTYPES[args.datatype]
     variants = _variants(args.op, args.variants, iris.BACKEND, dtype, args.timing) if args.benchmark else (
-        args.variants or registry.list_variants(args.op, iris.BACKEND, dtype))
+        args.variants or registry.list_variants(args.op, iris.BACKEND, _registry_dtype(dtype)))
     for v in variants:
         if v != "auto":
             registry.get(args.op, v, iris.BACKEND)
-    if not _under_launcher():  # a launcher's world size is known on the ranks only (checked there too)
-        try:
-            reference.check_divisible(args.op, args.m, args.n, args.k, args.num_ranks)
-        except ValueError as e:
-            raise SystemExit(str(e)) from None
+    _check_shapes([(args.op, (args.m, args.n, args.k))], dtype, args.num_ranks)
     _check_machine(args)  # after the arguments: bad input is named as such on any machine
     if not (args.validate or args.benchmark):
         args.validate = True
@@ -221,21 +266,24 @@ def cmd_run(args):
 
 def tune_shape(ctx, op, variants, m, n, k, dtype_name, search, iters):
     """fused_ops.tune on this shape (fresh random operands), then what `auto` would run here: rank 0's answer."""
-    dtype = getattr(torch, dtype_name)
-    world, rank = ctx.get_num_ranks(), ctx.get_rank()
-    reference.check_divisible(op, m, n, k, world)
+    from . import bench
+
+    data = bench.data(dtype_name, ctx.backend)
+    world = ctx.get_num_ranks()
+    bench.check_shape(op, m, n, k, world, dtype_name)
     with ctx.scratch():
-        a, b, _ = reference.make_inputs(op, 1, world, rank, m, n, k, dtype, ctx.get_device())
-        c = ctx.zeros(*reference.local_shapes(op, m, n, k, world)[2], dtype=dtype)
+        a, b, extra, _ = bench.inputs(ctx, op, 1, m, n, k, data, with_reference=False)
+        c = ctx.zeros(*reference.local_shapes(op, m, n, k, world)[2], dtype=data.out)
         times = fused_ops.auto.tune(ctx, op, a, b, c, variants=variants, iters=iters,
-                                    configs="search" if search else ())
-        name, cfg = fused_ops.plan(ctx, op, a, b, c)
+                                    configs="search" if search else (), **extra)
+        name, cfg = fused_ops.plan(ctx, op, a, b, c, **extra)
     return times, name if cfg is None else f"{name}: {cfg.describe()}"
 
 
 def cmd_tune(args):
-    _check_machine(args)
     dtype = DTYPES[args.datatype]
+    _check_shapes([(args.op, (args.m, args.n, args.k))], dtype, args.num_ranks)
+    _check_machine(args)
     out = on_ranks(tune_shape, args, args.op, args.variants, args.m, args.n, args.k, dtype, args.search, args.iters)
     if out is None:
         return 0
@@ -265,7 +313,8 @@ def _append(rows, path):
 
 
 def cmd_sweep(args):
-    if args.shapes == ["models"]:  # the public shape set's whole layers, sampled per class (benchmarks/shapes.py)
+    models = args.shapes == ["models"]
+    if models:  # the public shape set's whole layers, sampled per class (benchmarks/shapes.py)
         from benchmarks.shapes import global_shapes
         shapes = global_shapes()
     else:
@@ -273,9 +322,11 @@ def cmd_sweep(args):
     dtype = DTYPES[args.datatype]
     jobs = [(op, _variants(op, args.variants, iris.BACKEND, dtype, args.timing), shape, dtype) for op in args.ops
             for shape in shapes]
+    if not models:  # (the models set leaves out, on the ranks, the shapes that cannot run: sweep_ranks)
+        _check_shapes([(op, shape) for op, _, shape, _ in jobs], dtype, args.num_ranks)
     _check_machine(args)
     rows = on_ranks(sweep_ranks, args, jobs, _config(args), args.iters, args.warmup, not args.no_validate,
-                    os.path.abspath(args.out), args.timing)
+                    os.path.abspath(args.out), args.timing, models)
     if rows is None:
         return 0
     for op in args.ops:
@@ -400,7 +451,12 @@ def parser():
     sub.add_parser("list", help="ops x variants with their pattern class")
 
     def common(sp):
-        sp.add_argument("--datatype", choices=sorted(DTYPES), default="fp16" if iris.BACKEND == "cpu" else "bf16")
+        sp.add_argument("--datatype", choices=sorted(DTYPES), default="fp16" if iris.BACKEND == "cpu" else "bf16",
+                        help="operands and result (CSV dtype column: " + ", ".join(
+                            f"{k} {v}" for k, v in DTYPES.items()) + "). fp8: float8_e4m3fn operands with an fp32 "
+                        "scale per tensor, fp8-row: with row-wise scales (one per row of a and per column of b); "
+                        "c in bfloat16 (float16 on the CPU backend), the GEMM alone is torch._scaled_mm, and only "
+                        "the variants that take FP8 run")
         sp.add_argument("-r", "--num_ranks", "--num-ranks", type=int, default=2)
         sp.add_argument("--heap_size", "--heap-size", type=float, default=(1 << 28) if iris.BACKEND == "cpu"
                         else (8 << 30))

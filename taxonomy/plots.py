@@ -1,6 +1,7 @@
 """Plots from the sweep CSVs: speedup of every variant over torch_nccl per shape (with the overlap limit marked),
 and each shape's time against its GEMM-alone / collective-alone breakdown. One pair of PNGs per (op, dtype, world
-size), from the newest run of every row."""
+size, timing), from the newest run of every row: FP8 rows (dtype float8_e4m3fn, float8_e4m3fn/row) get their own, named
+fp8 and fp8-row."""
 
 import os
 
@@ -10,7 +11,17 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 KEY = ["op", "variant", "m", "n", "k", "dtype", "world_size", "timing"]
-SHORT = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
+SHORT = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float8_e4m3fn": "fp8",
+         "float8_e4m3fn/row": "fp8-row"}
+
+
+def _short(dtype):
+    """The dtype's name in titles and file names (no "/": it would be a directory)."""
+    return SHORT.get(dtype, str(dtype).replace("/", "-"))
+
+
+def _gemm_alone(dtype):
+    return "torch._scaled_mm alone" if str(dtype).startswith("float8") else "torch.matmul alone"
 
 
 def latest(df):
@@ -49,9 +60,9 @@ def speedup_plot(df, path):
     ax.axhline(1.0, color="grey", lw=1, ls="--")
     ax.set_xticks(range(len(shapes)))
     ax.set_xticklabels(labels, rotation=35, ha="right", fontsize=8)
-    ax.set_ylabel("speedup over torch.matmul + NCCL (same run)")
+    ax.set_ylabel(f"speedup over {_gemm_alone(df['dtype'].iloc[0]).split()[0]} + NCCL (same run)")
     r = df.iloc[0]
-    dt = SHORT.get(r["dtype"], r["dtype"])
+    dt = _short(r["dtype"])
     ax.set_title(f"{r.op}: {dt}, {r.world_size} ranks, {r.timing} timing — {r.device}, {r.date} ({r.commit})",
                  fontsize=10)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.005, 1.0))
@@ -74,7 +85,7 @@ def breakdown_plot(df, path):
         base = rows.no_overlap_us.iloc[0]
         x0 = j - 0.4 + width / 2
         g, c = rows.gemm_only_us.iloc[0] / base, rows.comm_only_us.iloc[0] / base
-        ax.bar(x0, g, width, color="#4c72b0", label="torch.matmul alone" if j == 0 else None)
+        ax.bar(x0, g, width, color="#4c72b0", label=_gemm_alone(rows["dtype"].iloc[0]) if j == 0 else None)
         ax.bar(x0, c, width, bottom=g, color="#dd8452", label="collective alone" if j == 0 else None)
         for i, v in enumerate(variants):
             row = rows[rows.variant == v]
@@ -86,7 +97,7 @@ def breakdown_plot(df, path):
     ax.set_xticklabels(labels, rotation=35, ha="right", fontsize=8)
     ax.set_ylabel("time / (GEMM alone + collective alone)")
     r = df.iloc[0]
-    dt = SHORT.get(r["dtype"], r["dtype"])
+    dt = _short(r["dtype"])
     ax.set_title(f"{r.op}: where the time goes ({dt}, {r.world_size} ranks, {r.timing} timing, {r.device})",
                  fontsize=10)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.005, 1.0))
@@ -110,7 +121,7 @@ def plot_all(out, ops):
         df = df[df.time_us.notna()]
         for (dtype, world, timing), part in df.groupby(["dtype", "world_size", "timing"]):
             suffix = "" if timing == "eager" else f"_{timing}"
-            stem = os.path.join(out, f"{op}_{SHORT.get(dtype, dtype)}_w{world}{suffix}")
+            stem = os.path.join(out, f"{op}_{_short(dtype)}_w{world}{suffix}")
             speedup_plot(part, stem + "_speedup.png")
             breakdown_plot(part, stem + "_breakdown.png")
             written += [stem + "_speedup.png", stem + "_breakdown.png"]

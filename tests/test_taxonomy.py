@@ -195,3 +195,47 @@ def test_tune_times_variants_and_names_autos_pick():
     assert sorted(times) == ["one_shot", "two_shot"], out
     fastest = min(times, key=lambda v: float(times[v]))
     assert re.search(rf"after this tuning: {fastest}: \d+x\d+x\d+ s\d+ w\d+, \d+ GEMM programs", out), out
+
+
+FP8_OPS = fused_ops.list_ops()
+
+
+@gpu_per_rank(2)
+def test_sweep_fp8_per_tensor_and_row_wise_validates_every_fp8_variant(tmp_path):
+    # every op, both kinds of scales, into one directory: the dtype column keeps them apart (and from 16-bit rows)
+    out = str(tmp_path)
+    for datatype in ("fp8", "fp8-row"):
+        taxonomy("sweep", "--datatype", datatype, "--shapes", "16x32x32", "--iters", "1", "--warmup", "0",
+                 "--out", out)
+    auto = {"auto"} if iris.BACKEND == "cuda" else set()
+    for op in FP8_OPS:
+        df = pd.read_csv(os.path.join(out, f"{op}.csv"))
+        assert list(df.dtype) == ["float8_e4m3fn"] * (len(df) // 2) + ["float8_e4m3fn/row"] * (len(df) // 2), op
+        for dtype, part in df.groupby("dtype"):
+            # the FP8-capable variants, and only those (on the CPU: not gemm_all_reduce/atomic)
+            assert set(part.variant) == set(fused_ops.list_variants(op, iris.BACKEND, "float8_e4m3fn")) | auto, dtype
+            assert part.correct.all(), part[["variant", "max_rel_error"]]
+        assert (df.max_rel_error < 1e-2).all() and (df.max_rel_error > 0).all()
+        assert (df.time_us > 0).all() and (df.gemm_only_us > 0).all() and (df.comm_only_us > 0).all()
+        assert (df[df.variant == "torch_nccl"].speedup == 1.0).all() and (df.world_size == 2).all()
+
+    from taxonomy import cli, plots
+    summary = cli.summary_table([out])
+    assert sorted(summary[summary.op == "gemm_all_reduce"].dtype) == ["float8_e4m3fn", "float8_e4m3fn/row"]
+    written = plots.plot_all(out, ["all_gather_gemm"])
+    assert {os.path.basename(p) for p in written} == {f"all_gather_gemm_{d}_w2_{kind}.png" for d in ("fp8", "fp8-row")
+                                                      for kind in ("breakdown", "speedup")}
+    assert all(matplotlib.image.imread(p).shape[0] > 100 for p in written)
+
+
+def test_fp8_shapes_torch_scaled_mm_cannot_take_are_refused_before_starting_ranks():
+    from taxonomy import bench
+    bench.check_shape("all_gather_gemm", 24, 32, 48, 2, "float8_e4m3fn")  # M is free; K = 48, N/world = 16
+    with pytest.raises(ValueError, match=r"gemm_all_scatter 16x40x32 in FP8 on 2 ranks: each rank's GEMM is 16 x 20 x "
+                                         r"32 \(M x N x K\).*multiples of 16: N/world = 20 is not"):
+        bench.check_shape("gemm_all_scatter", 16, 40, 32, 2, "float8_e4m3fn/row")
+    bench.check_shape("gemm_all_scatter", 16, 40, 32, 2, "float16")  # the rule is FP8's only
+    out = taxonomy("sweep", "--datatype", "fp8", "--ops", "gemm_all_reduce", "--shapes", "16x32x64", "16x40x40",
+                   "--out", "/nonexistent", ok=False)
+    assert "gemm_all_reduce 16x40x40 in FP8 on 2 ranks" in out and "K/world = 20 and N = 40 are not" in out, out
+    assert "Traceback" not in out
