@@ -145,6 +145,17 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "fp8 16x32x256 s6 w4": tile(16, 32, 256, 6, 4),
                   "fp8 16x64x512 s4 w4": tile(16, 64, 512, 4, 4),
                   "fp8 16x32x512 s6 w4": tile(16, 32, 512, 6, 4),
+                  # wider decode tiles in slices of K: tiles x slices filling one wave of programs where 64-wide
+                  # tiles leave SMs idle or spill into a second wave
+                  "fp8 16x64x256 s4 w4 k3": tile(16, 64, 256, 4, 4, split_k=3),
+                  "fp8 16x128x256 s4 w4 k2": tile(16, 128, 256, 4, 4, split_k=2),
+                  "fp8 16x128x256 s4 w4 k3": tile(16, 128, 256, 4, 4, split_k=3),
+                  "fp8 16x128x256 s4 w4 k4": tile(16, 128, 256, 4, 4, split_k=4),
+                  "fp8 16x256x256 s3 w4": tile(16, 256, 256, 3, 4),
+                  "fp8 16x256x256 s3 w4 k2": tile(16, 256, 256, 3, 4, split_k=2),
+                  "fp8 16x256x256 s3 w4 k4": tile(16, 256, 256, 3, 4, split_k=4),
+                  "fp8 16x256x256 s3 w4 k6": tile(16, 256, 256, 3, 4, split_k=6),
+                  "fp8 16x256x256 s3 w8 k4": tile(16, 256, 256, 3, 8, split_k=4),
                   # the warp-specialized Gluon kernel (fused_ops/wgmma.py; two consumer warpgroups of 4 warps),
                   # precise accumulation unless named fast, wherever it runs (the default picks it by tile count)
                   "wgmma fp8 128x128x128 s4": tile(128, 128, 128, 4, 4),

@@ -171,6 +171,24 @@ for stage in "$@"; do
                tests/test_examples.py tests/test_gemm_shapes.py tests/test_device_rma.py
              run quickstart.log timeout 120 python3 examples/quickstart.py
              run demo.log timeout 120 python3 examples/demo.py ;;
+    suite4)  # the whole suite with one GPU per rank (2- and 4-rank pools: 4 GPUs), in two processes at once (the
+             # fused-op tests and the rest), and the 2-D (TP x DP) example beside them
+             ( TAIL=25 run pytest_w4_fused.log timeout ${TEST_TIMEOUT:-560} python3 -m pytest -q -rs --durations=15 \
+                 tests/test_fused_ops.py tests/test_fp8_catalog.py tests/test_gemm_shapes.py; exit $status ) & pa=$!
+             ( TAIL=25 run pytest_w4_rest.log timeout ${TEST_TIMEOUT:-560} python3 -m pytest -q -rs --durations=15 \
+                 tests --ignore=tests/test_fused_ops.py --ignore=tests/test_fp8_catalog.py \
+                 --ignore=tests/test_gemm_shapes.py; exit $status ) & pb=$!
+             ( run tp_dp_2d.log timeout 300 python3 examples/tp_dp_2d.py; exit $status ) & pc=$!
+             for p in $pa $pb $pc; do wait $p || status=1; done ;;
+    groups)  run groups.log timeout ${GROUPS_TIMEOUT:-110} python3 benchmarks/groups.py -n 4 --out "$OUT/groups" ;;
+    a2a4)    run collectives_a2a4.log timeout ${COLL_TIMEOUT:-100} python3 benchmarks/collectives.py -n 4 \
+               --collectives all_to_all all_to_all_v --max-bytes 268435456 --out "$OUT/coll_w4" ;;
+    moe4)    run moe4.log timeout ${MOE_TIMEOUT:-110} python3 benchmarks/moe.py -r 4 --models mixtral qwen3-30b-a3b \
+               deepseek-v3 --tokens 16 1024 4096 --iters 10 --out "$OUT/moe_w4" ;;
+    models4) run sweep_models4.log timeout ${SWEEP_TIMEOUT:-170} python3 -m taxonomy sweep -r 4 --shapes models \
+               --timing graph --iters 6 --warmup 2 --out "$OUT/models_w4" ;;
+    fp8w4)   run sweep_fp8_w4.log timeout ${SWEEP_TIMEOUT:-80} python3 -m taxonomy sweep -r 4 --datatype fp8 \
+               --shapes 1024x8192x8192 4096x8192x8192 --timing graph --iters 6 --warmup 2 --out "$OUT/fp8_w4" ;;
     *) echo "unknown stage $stage"; status=1 ;;
   esac
 done
