@@ -101,4 +101,9 @@ if __name__ == "__main__":
     if iris.distributed.launched():  # torchrun / mpirun: one process per rank, real (or IRIS_HOSTNAME) hosts
         main(iris.multi_node(args.heap_size))
     else:
+        gpus = torch.cuda.device_count() if iris.BACKEND == "cuda" else args.num_ranks
+        if gpus < args.num_ranks:  # the cross-node all-reduce runs on NCCL, which refuses ranks sharing a GPU
+            raise SystemExit(f"-n {args.num_ranks}: this machine has {gpus} GPU(s) and the cross-node part runs on "
+                             f"NCCL, which needs one GPU per rank; run -n {gpus} --nodes {min(args.nodes, gpus)}, "
+                             f"or IRIS_BACKEND=cpu for {args.num_ranks} ranks")
         iris.spawn(main, args.num_ranks, heap_size=args.heap_size, nodes=args.nodes)
