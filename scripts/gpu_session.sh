@@ -196,14 +196,26 @@ for stage in "$@"; do
              ( run tp_dp_2d.log timeout 200 python3 examples/tp_dp_2d.py -n 2 --nodes 2; exit $status ) & pd=$!
              for p in $pa $pb $pc $pd; do wait $p || status=1; done ;;
     groups)  run groups.log timeout ${GROUPS_TIMEOUT:-110} python3 benchmarks/groups.py -n 4 --out "$OUT/groups" ;;
-    a2a4)    run collectives_a2a4.log timeout ${COLL_TIMEOUT:-100} python3 benchmarks/collectives.py -n 4 \
-               --collectives all_to_all all_to_all_v --max-bytes 268435456 --out "$OUT/coll_w4" ;;
-    moe4)    run moe4.log timeout ${MOE_TIMEOUT:-110} python3 benchmarks/moe.py -r 4 --models mixtral qwen3-30b-a3b \
-               deepseek-v3 --tokens 16 1024 4096 --iters 10 --out "$OUT/moe_w4" ;;
-    models4) run sweep_models4.log timeout ${SWEEP_TIMEOUT:-170} python3 -m taxonomy sweep -r 4 --shapes models \
-               --timing graph --iters 6 --warmup 2 --out "$OUT/models_w4" ;;
-    fp8w4)   run sweep_fp8_w4.log timeout ${SWEEP_TIMEOUT:-80} python3 -m taxonomy sweep -r 4 --datatype fp8 \
-               --shapes 1024x8192x8192 4096x8192x8192 --timing graph --iters 6 --warmup 2 --out "$OUT/fp8_w4" ;;
+    a2a)     run collectives_a2a.log timeout ${COLL_TIMEOUT:-100} python3 benchmarks/collectives.py -n ${NRANKS:-4} \
+               --collectives all_to_all all_to_all_v --max-bytes 268435456 --out "$OUT/coll_a2a_w${NRANKS:-4}" ;;
+    moe)     run moe.log timeout ${MOE_TIMEOUT:-110} python3 benchmarks/moe.py -r ${NRANKS:-4} --models mixtral \
+               qwen3-30b-a3b deepseek-v3 --tokens 16 1024 4096 --iters 10 --out "$OUT/moe_w${NRANKS:-4}" ;;
+    models)  run sweep_models.log timeout ${SWEEP_TIMEOUT:-170} python3 -m taxonomy sweep -r ${NRANKS:-4} \
+               --shapes models --timing graph --iters 6 --warmup 2 --out "$OUT/models_w${NRANKS:-4}" ;;
+    fp8)     run sweep_fp8.log timeout ${FP8_TIMEOUT:-80} python3 -m taxonomy sweep -r ${NRANKS:-4} --datatype fp8 \
+               --shapes ${FP8_SHAPES:-1024x8192x8192 4096x8192x8192} --timing graph --iters 6 --warmup 2 \
+               --out "$OUT/fp8_w${NRANKS:-4}" ;;
+    fp8decode)  # one GPU: FP8 decode rows, the default against wider tiles in slices of K
+             run gemm_fp8_decode.log timeout ${DECODE_TIMEOUT:-80} python3 benchmarks/gemm.py --fp8 --shapes \
+               1x4000x4096 1x19008x8192 4x14336x4096 8x8192x8192 16x3584x2368 16x5120x6912 16x6912x5120 \
+               16x16384x26624 --configs "fp8 16x64x256 s4 w4 k2" "fp8 16x64x256 s4 w4 k3" "fp8 16x128x256 s4 w4" \
+               "fp8 16x128x256 s4 w4 k2" "fp8 16x128x256 s4 w4 k3" "fp8 16x128x256 s4 w4 k4" "fp8 16x256x256 s3 w4" \
+               "fp8 16x256x256 s3 w4 k2" "fp8 16x256x256 s3 w4 k4" "fp8 16x256x256 s3 w4 k6" "fp8 16x256x256 s3 w8 k4" \
+               --out "$OUT/fp8_decode" ;;
+    fixes)   run pytest_fixes.log timeout ${TEST_TIMEOUT:-110} python3 -m pytest -v -rfs \
+               "tests/test_replay.py::test_prepared_catalog_calls_skip_the_checks_but_not_tracing_capture_or_tuning" \
+               tests/test_collectives.py::test_benchmark_all_to_all_rows \
+               tests/test_taxonomy.py::test_sweep_fp8_per_tensor_and_row_wise_validates_every_fp8_variant ;;
     *) echo "unknown stage $stage"; status=1 ;;
   esac
 done

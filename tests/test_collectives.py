@@ -284,9 +284,11 @@ def r_bench(ctx, names, sizes):
     return bench(ctx, names, sizes, {})
 
 
+@gpu_per_rank(2)
 def test_benchmark_all_to_all_rows(ranks2):
-    """benchmarks/collectives.py's harness on the CPU backend (gloo, eager only) for all_to_all and all_to_all_v at 4
-    KiB: every variant timed and its result matching torch.distributed's; the skewed split table is consistent."""
+    """benchmarks/collectives.py's harness (gloo and eager only on the CPU backend; NCCL, eager, graph and eager
+    without launch replay on GPUs) for all_to_all and all_to_all_v at 4 KiB: every variant timed and its result
+    matching torch.distributed's; the skewed split table is consistent."""
     from benchmarks.collectives import a2av_splits
 
     for w, rows in ((2, 64), (4, 100), (8, 1024)):
@@ -295,8 +297,10 @@ def test_benchmark_all_to_all_rows(ranks2):
         assert len({v for row in s for v in row}) > 1 and min(min(row) for row in s) >= 0, (w, s)
     got = ranks2.run(r_bench, ["all_to_all", "all_to_all_v"], [4096])
     for rows in got:  # every rank checks its own result against gloo's
-        assert sorted((r["collective"], r["variant"], r["mode"]) for r in rows) == [
-            ("all_to_all", "auto", "eager"), ("all_to_all", "nccl", "eager"), ("all_to_all_v", "nccl", "eager"),
-            ("all_to_all_v", "pull", "eager")], rows
+        modes = ("eager", "graph") if ON_GPU else ("eager",)
+        want = [(c, v, mode) for c, vs in (("all_to_all", ("auto", "nccl")), ("all_to_all_v", ("pull", "nccl")))
+                for v in vs for mode in modes]
+        want += [("all_to_all", "auto", "eager-noreplay")] if ON_GPU else []  # all_to_all_v never replays
+        assert sorted((r["collective"], r["variant"], r["mode"]) for r in rows) == sorted(want), rows
         for r in rows:
             assert r["correct"] and r["rel_error_vs_nccl"] == 0.0 and r["bytes"] == 4096, r

@@ -205,7 +205,7 @@ def test_sweep_fp8_per_tensor_and_row_wise_validates_every_fp8_variant(tmp_path)
     # every op, both kinds of scales, into one directory: the dtype column keeps them apart (and from 16-bit rows)
     out = str(tmp_path)
     for datatype in ("fp8", "fp8-row"):
-        taxonomy("sweep", "--datatype", datatype, "--shapes", "16x32x32", "--iters", "1", "--warmup", "0",
+        taxonomy("sweep", "--datatype", datatype, "--shapes", "32x32x32", "--iters", "1", "--warmup", "0",
                  "--out", out)
     auto = {"auto"} if iris.BACKEND == "cuda" else set()
     for op in FP8_OPS:
