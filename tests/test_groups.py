@@ -476,9 +476,9 @@ def test_node_groups_from_hostnames_and_from_a_mesh(ranks4):
 # ---------------------------------------------------------------------------------------------- benchmark
 @gpu_per_rank(4)
 def test_groups_benchmark_smoke(tmp_path):
-    """benchmarks/groups.py --smoke end to end (its SMOKE: every op with torch_nccl and its default fused variant at 32x32x32 on both
-    layouts, the three collectives at 4 KiB, one timed call): both CSVs written, every row checked correct and
-    stamped with device, date, commit and command."""
+    """benchmarks/groups.py --smoke end to end (its SMOKE: every op with torch_nccl and its default fused variant at
+    32x32x32 on both layouts, the three collectives at 4 KiB, one timed call): both CSVs written, every row checked
+    correct and stamped with device, date, commit and command."""
     import csv
     import subprocess
     import sys
