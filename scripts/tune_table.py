@@ -30,6 +30,7 @@ INPUTS = (
     + [f"results/current/auto/world2_af4e964/{t}gemm_reduce_scatter.csv" for t in ("", "graph/")]
     + [f"results/current/catalog/w4/graph/{op}.csv" for op in _OPS]
     + [f"results/current/catalog/w8/{op}.csv" for op in _OPS]
+    + [f"results/current/catalog/{run}_h100_w2/{op}.csv" for run in ("models", "fp8") for op in _OPS]
 )
 
 
