@@ -70,6 +70,15 @@ HOPPER_FP8_TILES = tuple((bm, bn, 2 * bk, st, w, fill) for bm, bn, bk, st, w, fi
 # (one's MMAs running while another waits) did not make up for their smaller tiles (geomean 0.58).
 FP8_PRECISE_TILE = (128, 128, 256, 3, 8)
 FP8_DECODE_TILE = (16, 64, 256, 4, 4)
+# At decode a 16-row FP8 GEMM streams B once; what limits it is how much of the GPU streams it. Wider (16x128) tiles in
+# up to FP8_DECODE_MAX_SPLIT slices of K, each of FP8_DECODE_MIN_BLOCKS blocks or more, where tiles x slices fill more
+# of one wave of programs than the 64-wide tiles do (fp8_decode_split): 16x5120x6912 0.61 -> 0.87x torch._scaled_mm
+# (128-wide tiles in 3 slices: 120 programs, against 80), 4x14336x4096 0.92 -> 0.99x, 1x4000x4096 0.79 -> 0.85x; more
+# programs than one wave lost (16x6912x5120 in 3 slices: 162 programs, 0.54x; results/current/gemm/
+# fp8_decode_a678c62/, 1x H100).
+FP8_DECODE_WIDE_TILE = (16, 128, 256, 4, 4)
+FP8_DECODE_MAX_SPLIT = 4
+FP8_DECODE_MIN_BLOCKS = 4
 # The warp-specialized Gluon kernel on Hopper (fused_ops/wgmma.py: one load warp running ahead across tiles, two or
 # three consumer warpgroups of 64 rows) beat the tile loop wherever its 128x128 tiles reached WGMMA_MIN_FILL x the
 # SMs (bf16: where the defaults chose 128-row tiles, whose split last waves it beat too; FP8 precise accumulation:
@@ -234,17 +243,34 @@ def default_config(ctx, m, n_local, k, dtype, comm_programs=False, split=False):
                   split_k=tail_split(tiles(bm, bn), gemm, k, bk) if tail else 1, split_tail=tail)
 
 
+def fp8_decode_split(m, n, k, programs):
+    """(tile, split_k) of FP8 decode rows (m <= DECODE_ROWS): of the 128- and 64-wide 16-row tiles in 1 to
+    FP8_DECODE_MAX_SPLIT slices of K (FP8_DECODE_MIN_BLOCKS blocks each or more), the one whose tiles x slices fill most
+    of one wave of `programs` (ties: the wider tile, then fewer slices). Where the 64-wide tiles are few (a long K
+    over a narrow N: plain split-K into many slices) or neither tile fits one wave, FP8_DECODE_TILE as
+    few_tiles_split slices it. Host only, free."""
+    best = None
+    narrow = -(-m // FP8_DECODE_TILE[0]) * -(-n // FP8_DECODE_TILE[1])
+    for tile in (FP8_DECODE_WIDE_TILE, FP8_DECODE_TILE) if narrow * FEW_TILES > programs else ():
+        tiles, blocks = -(-m // tile[0]) * -(-n // tile[1]), -(-k // tile[2])
+        for split in range(1, FP8_DECODE_MAX_SPLIT + 1):
+            if tiles * split > programs or (split > 1 and blocks < FP8_DECODE_MIN_BLOCKS * split):
+                break
+            if best is None or tiles * split > best[0]:
+                best = (tiles * split, tile, split)
+    if best is None:
+        return FP8_DECODE_TILE, few_tiles_split(narrow, programs, k, FP8_DECODE_TILE[2], m)
+    return best[1], best[2]
+
+
 def fp8_defaults(cfg, m, n, k, fast=False):
-    """FP8 defaults (default_config's, for scaled_mm) made for FP8 on GPUs: at decode (m <= DECODE_ROWS),
-    FP8_DECODE_TILE, in two slices of K where its tiles leave half the programs idle (few_tiles_split: 1x4000x4096
-    0.58 -> 0.73x, 16x3584x2368 0.66 -> 0.74x; more tiles lost with two slices, results/current/gemm/
-    fp8_decode_fc9278f/); with precise accumulation, where they chose a 128-row tile, FP8_PRECISE_TILE in whole tiles;
+    """FP8 defaults (default_config's, for scaled_mm) made for FP8 on GPUs: at decode (m <= DECODE_ROWS), 16-row tiles
+    and slices of K filling one wave (fp8_decode_split); with precise accumulation, where they chose a 128-row tile, FP8_PRECISE_TILE in whole tiles;
     plain split-K (few tiles) and the 64-row tiles as they were. Host only, free."""
     if cfg.split_k > 1 and not cfg.split_tail:
         return cfg
     if m <= DECODE_ROWS:
-        bm, bn, bk, stages, warps = FP8_DECODE_TILE
-        split = few_tiles_split(-(-m // bm) * -(-n // bn), cfg.gemm_sms, k, bk, m)
+        (bm, bn, bk, stages, warps), split = fp8_decode_split(m, n, k, cfg.gemm_sms)
     elif cfg.block_m == 128 and not fast:
         (bm, bn, bk, stages, warps), split = FP8_PRECISE_TILE, 1
     else:

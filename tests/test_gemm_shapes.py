@@ -11,12 +11,14 @@ from fused_ops.config import (
     DECODE_FEW_TILE,
     DECODE_TILE,
     FP8_DECODE_TILE,
+    FP8_DECODE_WIDE_TILE,
     FP8_PRECISE_TILE,
     HOPPER_FP8_TILES,
     HOPPER_TILES,
     MAX_SPLIT,
     Config,
     default_config,
+    fp8_decode_split,
     fp8_defaults,
     half_tile_cost,
     resolve,
@@ -141,10 +143,29 @@ def test_fp8_defaults_replace_the_spilling_128_row_tiles_and_use_decode_tiles():
     assert pick(4096, 4544, 4544) == (*FP8_PRECISE_TILE, 1, False)  # was 128x256 with its last wave split
     assert pick(1, 19008, 8192) == (*FP8_DECODE_TILE, 1, False)
     assert pick(1, 19008, 8192, fast=True) == (*FP8_DECODE_TILE, 1, False)
-    assert pick(1, 4000, 4096) == (*FP8_DECODE_TILE, 2, False)  # 63 tiles: two slices
+    assert pick(1, 4000, 4096) == (*FP8_DECODE_WIDE_TILE, 4, False)  # 32 tiles x 4 slices: 128 programs
     assert pick(16384, 8192, 7392, fast=True)[:3] == (128, 256, 128)
     assert pick(128, 128, 65536)[5] > 1 and pick(128, 128, 65536)[:2] == (64, 64)
     assert pick(128, 640, 3584)[:3] == (64, 64, 256)
+
+
+def test_fp8_decode_tiles_fill_one_wave():
+    # 16-row FP8 tiles, 128 or 64 wide, in slices of K: the most programs that fit one wave of 132 (ties: the wider
+    # tile, then fewer slices), slices of 4+ blocks of K; else the 64-wide tile as before (many slices of a long K
+    # over a narrow N, or too many tiles for one wave)
+    wide, narrow = FP8_DECODE_WIDE_TILE, FP8_DECODE_TILE
+    assert fp8_decode_split(16, 5120, 6912, 132) == (wide, 3)  # 40 x 3 = 120 programs, not 80 64-wide tiles
+    assert fp8_decode_split(16, 6912, 5120, 132) == (wide, 2)  # 54 x 2 = 108 (108 64-wide tiles tie: the wider)
+    assert fp8_decode_split(4, 14336, 4096, 132) == (wide, 1)  # 112 tiles; 224 64-wide ones take two waves
+    assert fp8_decode_split(1, 4000, 4096, 132) == (wide, 4)  # 128, against 63 x 2 = 126
+    assert fp8_decode_split(16, 3584, 2368, 132) == (narrow, 2)  # 28 x 4 would slice 10 blocks of K into 2.5
+    assert fp8_decode_split(1, 19008, 8192, 132) == (narrow, 1)  # 149 128-wide tiles: more than one wave
+    assert fp8_decode_split(1, 256, 131072, 132) == (narrow, 33)  # 4 tiles: plain split-K into many slices
+    for m, n, k in ((16, 5120, 6912), (1, 4000, 4096), (16, 3584, 2368), (1, 19008, 8192)):
+        (bm, bn, bk, _, _), split = fp8_decode_split(m, n, k, 132)
+        tiles = -(-n // bn)
+        assert tiles * split <= 132 or split == 1, (m, n, k)
+        assert split == 1 or -(-k // bk) >= 4 * split, (m, n, k)
 
 
 def _fp8(*shape):
