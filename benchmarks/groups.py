@@ -40,6 +40,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 import fused_ops  # noqa: E402
+from benchmarks.collectives import BUS_FACTOR  # noqa: E402  (nccl-tests' bus bandwidth factors)
 from benchmarks.harness import graph_us, stamp, timed  # noqa: E402
 from fused_ops import reference, registry  # noqa: E402
 from iris import collectives as coll  # noqa: E402
@@ -51,8 +52,6 @@ GPU_SHAPES = ["1024x8192x8192", "4096x8192x8192"]
 GPU_SIZES = [1 << 20, 16 << 20, 64 << 20, 256 << 20]
 LAYOUTS = ("block", "strided")
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter")
-BUS_FACTOR = {"all_reduce": lambda w: 2 * (w - 1) / w, "all_gather": lambda w: (w - 1) / w,
-              "reduce_scatter": lambda w: (w - 1) / w}
 # --smoke: every op with torch_nccl and its default fused variant, both layouts, every
 # collective; one timed call, no warm-up (the checked call before the timing compiles and sets up): ~30 s on 2 cores
 SMOKE = {"shapes": ["32x32x32"], "sizes": [4096], "iters": 1, "warmup": 0, "variants": ["torch_nccl", "fused"]}
