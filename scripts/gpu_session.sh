@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One GPU pass for this session's work, by stages, on a 2-GPU machine. Writes logs, CSVs and PNGs under $OUT; exits
 # non-zero if any stage failed.
-# Usage (device machine): IRIS_COMMIT=<sha> bash scripts/gpu_session.sh STAGE [STAGE ...] (the stages are below)
+# Usage (device machine): IRIS_COMMIT=<sha> bash scripts/gpu_session.sh STAGE [STAGE ...] pack (the stages are below;
+# `pack` last: one archive, since the device returns only so many files)
 set -uo pipefail
 # CSVs record IRIS_COMMIT; git on the device copy can be stale (it once said e72067e for a tree at 5324bd4)
 : "${IRIS_COMMIT:?set IRIS_COMMIT=<sha of the checkout being run>}"
@@ -216,6 +217,9 @@ for stage in "$@"; do
                "tests/test_replay.py::test_prepared_catalog_calls_skip_the_checks_but_not_tracing_capture_or_tuning" \
                tests/test_collectives.py::test_benchmark_all_to_all_rows \
                tests/test_taxonomy.py::test_sweep_fp8_per_tensor_and_row_wise_validates_every_fp8_variant ;;
+    pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
+             tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
+               && ls -la "$OUT" ;;
     *) echo "unknown stage $stage"; status=1 ;;
   esac
 done
