@@ -156,6 +156,13 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "fp8 16x256x256 s3 w4 k4": tile(16, 256, 256, 3, 4, split_k=4),
                   "fp8 16x256x256 s3 w4 k6": tile(16, 256, 256, 3, 4, split_k=6),
                   "fp8 16x256x256 s3 w8 k4": tile(16, 256, 256, 3, 8, split_k=4),
+                  # few-tile FP8 shapes (M of 128, fewer 64-row tiles than SMs): slices of K that fill one wave,
+                  # with slices of 4+ blocks (the defaults' MIN_SLICE_BLOCKS = 8 allows one or two slices there)
+                  "fp8 64x64x256 s4 w4 k2": tile(64, 64, 256, 4, 4, split_k=2),
+                  "fp8 64x64x256 s4 w4 k3": tile(64, 64, 256, 4, 4, split_k=3),
+                  "fp8 64x64x256 s4 w4 k5": tile(64, 64, 256, 4, 4, split_k=5),
+                  "fp8 64x128x256 s4 w4 k2": tile(64, 128, 256, 4, 4, split_k=2),
+                  "fp8 64x128x256 s4 w4 k4": tile(64, 128, 256, 4, 4, split_k=4),
                   # the warp-specialized Gluon kernel (fused_ops/wgmma.py; two consumer warpgroups of 4 warps),
                   # precise accumulation unless named fast, wherever it runs (the default picks it by tile count)
                   "wgmma fp8 128x128x128 s4": tile(128, 128, 128, 4, 4),

@@ -213,6 +213,11 @@ for stage in "$@"; do
                "fp8 16x128x256 s4 w4 k2" "fp8 16x128x256 s4 w4 k3" "fp8 16x128x256 s4 w4 k4" "fp8 16x256x256 s3 w4" \
                "fp8 16x256x256 s3 w4 k2" "fp8 16x256x256 s3 w4 k4" "fp8 16x256x256 s3 w4 k6" "fp8 16x256x256 s3 w8 k4" \
                --out "$OUT/fp8_decode" ;;
+    fp8few)  # one GPU: FP8 shapes with fewer 64-row tiles than SMs, the default against slices of K filling one wave
+             run gemm_fp8_few.log timeout ${FEW_TIMEOUT:-120} python3 benchmarks/gemm.py --fp8 --shapes 128x640x3584 \
+               128x768x4096 128x1792x5120 128x2560x2880 129x4096x4096 128x8192x7392 --configs "fp8 64x64x256 s4 w4" \
+               "fp8 64x64x256 s4 w4 k2" "fp8 64x64x256 s4 w4 k3" "fp8 64x64x256 s4 w4 k5" "fp8 64x128x256 s4 w4" \
+               "fp8 64x128x256 s4 w4 k2" "fp8 64x128x256 s4 w4 k4" --out "$OUT/fp8_few" ;;
     fixes)   run pytest_fixes.log timeout ${TEST_TIMEOUT:-110} python3 -m pytest -v -rfs \
                "tests/test_replay.py::test_prepared_catalog_calls_skip_the_checks_but_not_tracing_capture_or_tuning" \
                tests/test_collectives.py::test_benchmark_all_to_all_rows \
