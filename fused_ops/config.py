@@ -265,8 +265,8 @@ def fp8_decode_split(m, n, k, programs):
 
 def fp8_defaults(cfg, m, n, k, fast=False):
     """FP8 defaults (default_config's, for scaled_mm) made for FP8 on GPUs: at decode (m <= DECODE_ROWS), 16-row tiles
-    and slices of K filling one wave (fp8_decode_split); with precise accumulation, where they chose a 128-row tile, FP8_PRECISE_TILE in whole tiles;
-    plain split-K (few tiles) and the 64-row tiles as they were. Host only, free."""
+    and slices of K filling one wave (fp8_decode_split); with precise accumulation, where they chose a 128-row tile,
+    FP8_PRECISE_TILE in whole tiles; plain split-K (few tiles) and the 64-row tiles as they were. Host only, free."""
     if cfg.split_k > 1 and not cfg.split_tail:
         return cfg
     if m <= DECODE_ROWS:
