@@ -84,6 +84,7 @@ def choose(ctx, op, m, n, k, dtype, exclude=(), timing=None):
     timing mode (default: the call's, mode(ctx))."""
     key = (op, m, n, k, dtype, ctx.get_num_ranks(), ctx.backend, ctx.handle)
     timing = timing or mode(ctx)
+    world = ctx.get_num_ranks()
     if _tuned.get(key) not in (None, *exclude) and _runnable(ctx, op, _tuned[key], dtype, timing):
         return _tuned[key]
     if _picked_from[0] is not _load():
@@ -92,7 +93,8 @@ def choose(ctx, op, m, n, k, dtype, exclude=(), timing=None):
     sig = (key, exclude, ctx.ranks_per_device, timing)
     if sig not in _picked:
         ranked = [name for name in ranking(ctx, op, m, n, k, dtype, timing) if name in registry.OPS[op].variants and
-                  name not in exclude and _runnable(ctx, op, name, dtype, timing)]
+                  name not in exclude and _runnable(ctx, op, name, dtype, timing) and
+                  not registry.OPS[op].variants[name].refusal(m, n, k, world, dtype)]  # e.g. FP8 rows per rank
         _picked[sig] = ranked[0] if ranked else _fallback(ctx, op, dtype, exclude)
     return _picked[sig]
 

@@ -323,6 +323,9 @@ def _variant(ctx, op, variant, a, b, c, config, heap_output=True, exclude=()):
         raise ValueError(f"{op}/{variant} needs one GPU per rank: {why} ({ctx.ranks_per_device} ranks share each GPU "
                          f"here)")
     check_capture(ctx.backend, v)
+    why = v.refusal(*auto.global_shape(ctx, op, a, b), ctx.get_num_ranks(), a.dtype) if v.refuses else ""
+    if why:
+        raise ValueError(why)
     return v, config
 
 

@@ -41,6 +41,9 @@ class Variant:
     # variant is refused under a caller's CUDA-graph capture, `auto` skips it there, and its eager calls launch
     # straight to the streams instead of replaying a graph of their launches (iris/replay.py).
     capture: bool = True
+    # Shapes it cannot take, known before launch: refuses(m, n, k, world, dtype name) -> why ("" where it can), with
+    # M, N, K global as auto sees them. The call refuses them on the host; auto and the sweeps pass it over there.
+    refuses: callable = None
 
     def __post_init__(self):
         if f"{self.op}/{self.name}" in CAPTURE_UNSAFE:  # diagnosis only: may deadlock (Variant.capture)
@@ -54,6 +57,11 @@ class Variant:
 
     def dtypes_on(self, backend):
         return self.cpu_dtypes if backend == "cpu" and self.cpu_dtypes is not None else self.dtypes
+
+    def refusal(self, m, n, k, world, dtype):
+        """Why this variant cannot take a call of global shape m x n x k on `world` ranks in `dtype` ("" if it can).
+        Host only, free."""
+        return self.refuses(m, n, k, world, str(dtype).replace("torch.", "")) if self.refuses else ""
 
 
 @dataclass
@@ -80,7 +88,8 @@ def define_op(name, layout, kind="gemm"):
 
 
 def register(op, name, pattern, summary, backends=("cpu", "cuda"), dtypes=("float16", "bfloat16", "float32"),
-             cpu_dtypes=None, cpu_note="", split_k=False, shard_tiles=False, capture=True, split_default=True):
+             cpu_dtypes=None, cpu_note="", split_k=False, shard_tiles=False, capture=True, split_default=True,
+             refuses=None):
     if pattern not in PATTERNS:
         raise ValueError(f"unknown pattern class {pattern!r}; known: {sorted(PATTERNS)}")
 
@@ -89,7 +98,8 @@ def register(op, name, pattern, summary, backends=("cpu", "cuda"), dtypes=("floa
                                          backends=tuple(backends), dtypes=tuple(dtypes),
                                          cpu_dtypes=None if cpu_dtypes is None else tuple(cpu_dtypes),
                                          cpu_note=cpu_note, split_k=split_k,
-                                         shard_tiles=shard_tiles, split_default=split_default, capture=capture)
+                                         shard_tiles=shard_tiles, split_default=split_default, capture=capture,
+                                         refuses=refuses)
         return fn
 
     return wrap

@@ -104,6 +104,11 @@ def bench_shape(ctx, op, variants, m, n, k, dtype_name, config, iters, warmup, v
         (None, None)
     rows = []
     for variant in variants:
+        why = "" if variant == "auto" else fused_ops.variant(op, variant).refusal(m, n, k, world, data.operand)
+        if why:  # a shape this variant refuses on the host (registry: Variant.refuses): no row
+            if ctx.get_rank() == 0:
+                print(f"skipped {op}/{variant} at {m}x{n}x{k}: {why}", file=sys.stderr, flush=True)
+            continue
         pattern = (f"auto: {fused_ops.auto.choose(ctx, op, m, n, k, data.operand, timing=timing)}"  # the mode's pick
                    if variant == "auto" else fused_ops.variant(op, variant).pattern)
         res = bench.measure(ctx, op, variant, m, n, k, data, config, iters if benchmark else 0,

@@ -90,6 +90,43 @@ def test_auto_choice_rules(ranks2):
                        "tuned_all": True, "tuned_pick": True, "auto_correct": True}, out
 
 
+def r_refused_shapes(ctx):
+    """A variant that refuses a shape on the host (registry: Variant.refuses): auto passes it over for the next in
+    its table's ranking, a call naming it raises before any launch, and a sweep leaves it out."""
+    op, w = "gemm_all_reduce", ctx.get_num_ranks()
+    two = fused_ops.variant(op, "two_shot")
+    saved = auto._table, two.refuses
+    out = {}
+    try:
+        two.refuses = lambda m, n, k, world, dtype: f"two_shot takes no {m} rows" if m % 3 == 0 else ""
+        auto._table = {(auto._gpu(ctx), w, op, "float32", "eager"): [((96, 64, 64), ["two_shot", "one_shot"])]}
+        out["refused"] = auto.choose(ctx, op, 96, 64, 64, torch.float32)
+        out["taken"] = auto.choose(ctx, op, 64, 64, 64, torch.float32)
+        a, b, _ = reference.make_inputs(op, 5, w, ctx.get_rank(), 96, 32, 32 * w, torch.float32, ctx.get_device())
+        c = ctx.zeros(96, 32)
+        try:
+            fused_ops.gemm_all_reduce(ctx, a, b, c, variant="two_shot")
+            out["call"] = "ran"
+        except ValueError as e:
+            out["call"] = str(e)
+        out["auto_call"] = fused_ops.plan(ctx, op, a, b, c)[0]
+        from taxonomy.cli import bench_shape  # a sweep leaves the refused variant out (no row), the rest runs
+
+        rows = bench_shape(ctx, op, ["torch_nccl", "two_shot"], 96, 32, 32 * w, "float32", fused_ops.Config(), 0, 0,
+                           True, False)
+        out["swept"] = [(r["variant"], r["correct"]) for r in rows]
+    finally:
+        auto._table, two.refuses = saved
+        auto._picked.clear()
+    return out
+
+
+def test_auto_passes_over_variants_that_refuse_the_shape(ranks2):
+    for out in ranks2.run(r_refused_shapes):
+        assert out == {"refused": "one_shot", "taken": "two_shot", "call": "two_shot takes no 96 rows",
+                       "auto_call": "one_shot", "swept": [("torch_nccl", True)]}, out
+
+
 @gpu_per_rank(2)
 def test_taxonomy_runs_auto_and_names_its_choice():
     out = taxonomy("run", "gemm_all_reduce", "-m", "32", "-n", "32", "-k", "64", "--validate", "--benchmark",

@@ -9,8 +9,20 @@ from ..registry import register
 FP8_ROWS = 16  # rows per rank that PyTorch's FP8 op runs (18 failed in cuBLASLt on 2 H100s, torch 2.11)
 
 
+def refuses(m, n, k, world, dtype):
+    """PyTorch's FP8 op multiplies each rank's rows with their slice of the row-wise scales, which cuBLASLt refuses
+    (CUBLAS_STATUS_NOT_SUPPORTED) unless the rows per rank are a multiple of FP8_ROWS."""
+    if dtype.startswith("float8") and (m // world) % FP8_ROWS:
+        return (f"all_gather_gemm/torch_async_tp: with FP8 operands PyTorch's fused op multiplies each rank's rows "
+                f"with their slice of the row-wise scales, which cuBLASLt refuses (CUBLAS_STATUS_NOT_SUPPORTED) unless "
+                f"the rows per rank are a multiple of {FP8_ROWS}; a has {m // world} rows here (another variant "
+                f"takes them)")
+    return ""
+
+
 @register("all_gather_gemm", "torch_async_tp", "baseline", "torch.ops.symm_mem.fused_all_gather_matmul (PyTorch "
-                                                           "async-TP)", backends=("cuda",), dtypes=WITH_FP8)
+                                                           "async-TP)", backends=("cuda",), dtypes=WITH_FP8,
+          refuses=refuses)
 def run(p):
     group = symm_mem_group(p.ctx)
     if p.scales:
@@ -19,11 +31,6 @@ def run(p):
         if p.c.dtype != torch.bfloat16:
             raise ValueError(f"all_gather_gemm/torch_async_tp: with FP8 operands PyTorch's fused op writes bfloat16 "
                              f"only (row-wise scales); c is {p.c.dtype}")
-        if p.m_local % FP8_ROWS:
-            raise ValueError(f"all_gather_gemm/torch_async_tp: with FP8 operands PyTorch's fused op multiplies each "
-                             f"rank's rows with their slice of the row-wise scales, which cuBLASLt refuses "
-                             f"(CUBLAS_STATUS_NOT_SUPPORTED) unless the rows per rank are a multiple of {FP8_ROWS}; "
-                             f"a has {p.m_local} rows here (another variant takes them)")
         scale_a = p.scale_a.reshape(-1, 1).expand(p.m_local, 1).contiguous()
         scale_b = p.scale_b.reshape(1, -1).expand(1, p.n).contiguous()
         gathered, (out,) = torch.ops.symm_mem.fused_all_gather_scaled_matmul(
