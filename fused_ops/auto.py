@@ -99,6 +99,16 @@ def choose(ctx, op, m, n, k, dtype, exclude=(), timing=None):
     return _picked[sig]
 
 
+def refused(ctx, op, a, b, c):
+    """The variants of `op` that refuse this call on the host (registry: Variant.refuses; with c's dtype, which
+    choose() does not see), for auto to pass over. Host only."""
+    takes = [v for v in registry.OPS[op].variants.values() if v.refuses]
+    if not takes:
+        return ()
+    m, n, k = global_shape(ctx, op, a, b)
+    return tuple(v.name for v in takes if v.refusal(m, n, k, ctx.get_num_ranks(), a.dtype, c.dtype))
+
+
 def capture_pick_to_set_up(ctx, op, m, n, k, dtype, exclude=()):
     """The variant `auto` would run for this call under CUDA-graph capture, when that is not the variant this eager
     call runs and this shape has not been set up for it yet; else None. Capture forbids creating workspaces, so for

@@ -179,7 +179,8 @@ def plan(ctx, op, a, b, c, variant="auto", config=None, **extra):
         raise TypeError(f"plan: {op} takes no operand {', '.join(unknown)}; its optional operands: "
                         f"{', '.join(spec.names) or 'none'}")
     values = spec.values(extra)
-    v, config = _variant(ctx, op, variant, a, b, c, config, spec.heap_output, spec.exclude(values))
+    exclude = spec.exclude(values) + (auto.refused(ctx, op, a, b, c) if variant == "auto" else ())
+    v, config = _variant(ctx, op, variant, a, b, c, config, spec.heap_output, exclude)
     return (v.name, None) if v.pattern == "baseline" else (v.name, _problem(ctx, spec, v, a, b, c, config, values).cfg)
 
 
@@ -213,7 +214,7 @@ def _full(spec, ctx, a, b, c, variant, config, extra, sig=None):
     """A call in full: the variant (auto's pick) and its checks, the op's shape checks, the first-call agreement
     across ranks, the launches (replayed from a graph on repeated operands; offered for preparing under `sig`), the
     staged copy-out of extra operands, and after an eager auto call the set-up of auto's pick under capture."""
-    exclude = spec.exclude(extra)
+    exclude = spec.exclude(extra) + (auto.refused(ctx, spec.name, a, b, c) if variant == "auto" else ())
     v, cfg = _variant(ctx, spec.name, variant, a, b, c, config, spec.heap_output, exclude)
     _check_shapes(spec, ctx, a, b, c, extra)
     if ctx.get_num_ranks() > 1:  # collective on the first call of this signature (iris/consistency.py)
@@ -323,7 +324,7 @@ def _variant(ctx, op, variant, a, b, c, config, heap_output=True, exclude=()):
         raise ValueError(f"{op}/{variant} needs one GPU per rank: {why} ({ctx.ranks_per_device} ranks share each GPU "
                          f"here)")
     check_capture(ctx.backend, v)
-    why = v.refusal(*auto.global_shape(ctx, op, a, b), ctx.get_num_ranks(), a.dtype) if v.refuses else ""
+    why = v.refusal(*auto.global_shape(ctx, op, a, b), ctx.get_num_ranks(), a.dtype, c.dtype) if v.refuses else ""
     if why:
         raise ValueError(why)
     return v, config

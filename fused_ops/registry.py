@@ -41,8 +41,9 @@ class Variant:
     # variant is refused under a caller's CUDA-graph capture, `auto` skips it there, and its eager calls launch
     # straight to the streams instead of replaying a graph of their launches (iris/replay.py).
     capture: bool = True
-    # Shapes it cannot take, known before launch: refuses(m, n, k, world, dtype name) -> why ("" where it can), with
-    # M, N, K global as auto sees them. The call refuses them on the host; auto and the sweeps pass it over there.
+    # Calls it cannot take, known before launch: refuses(m, n, k, world, dtype, out_dtype) -> why ("" where it can),
+    # M, N, K global as auto sees them, dtype names (out_dtype None: not known yet). The call refuses them on the host;
+    # auto and the sweeps pass the variant over there.
     refuses: callable = None
 
     def __post_init__(self):
@@ -58,10 +59,13 @@ class Variant:
     def dtypes_on(self, backend):
         return self.cpu_dtypes if backend == "cpu" and self.cpu_dtypes is not None else self.dtypes
 
-    def refusal(self, m, n, k, world, dtype):
-        """Why this variant cannot take a call of global shape m x n x k on `world` ranks in `dtype` ("" if it can).
-        Host only, free."""
-        return self.refuses(m, n, k, world, str(dtype).replace("torch.", "")) if self.refuses else ""
+    def refusal(self, m, n, k, world, dtype, out_dtype=None):
+        """Why this variant cannot take a call of global shape m x n x k on `world` ranks with `dtype` operands and an
+        `out_dtype` result (None: whichever) ("" if it can). Host only, free."""
+        if not self.refuses:
+            return ""
+        name = lambda d: None if d is None else str(d).replace("torch.", "")  # noqa: E731
+        return self.refuses(m, n, k, world, name(dtype), name(out_dtype))
 
 
 @dataclass

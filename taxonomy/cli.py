@@ -104,7 +104,8 @@ def bench_shape(ctx, op, variants, m, n, k, dtype_name, config, iters, warmup, v
         (None, None)
     rows = []
     for variant in variants:
-        why = "" if variant == "auto" else fused_ops.variant(op, variant).refusal(m, n, k, world, data.operand)
+        why = "" if variant == "auto" else fused_ops.variant(op, variant).refusal(m, n, k, world, data.operand,
+                                                                                   data.out)
         if why:  # a shape this variant refuses on the host (registry: Variant.refuses): no row
             if ctx.get_rank() == 0:
                 print(f"skipped {op}/{variant} at {m}x{n}x{k}: {why}", file=sys.stderr, flush=True)

@@ -98,10 +98,15 @@ def r_refused_shapes(ctx):
     saved = auto._table, two.refuses
     out = {}
     try:
-        two.refuses = lambda m, n, k, world, dtype: f"two_shot takes no {m} rows" if m % 3 == 0 else ""
-        auto._table = {(auto._gpu(ctx), w, op, "float32", "eager"): [((96, 64, 64), ["two_shot", "one_shot"])]}
+        two.refuses = lambda m, n, k, world, dtype, c_dtype: (f"two_shot takes no {m} rows" if m % 3 == 0 else
+                                                              "nor float32 c at 64" if (m, c_dtype) == (64, "float32")
+                                                              else "")
+        auto._table = {(auto._gpu(ctx), w, op, "float32", "eager"): [((96, 64, 64), ["two_shot", "one_shot"]),
+                                                                       ((64, 64, 64), ["two_shot", "one_shot"])]}
         out["refused"] = auto.choose(ctx, op, 96, 64, 64, torch.float32)
-        out["taken"] = auto.choose(ctx, op, 64, 64, 64, torch.float32)
+        out["taken"] = auto.choose(ctx, op, 64, 64, 64, torch.float32)  # c's dtype unknown to choose()
+        a, b, _ = reference.make_inputs(op, 6, w, ctx.get_rank(), 64, 32, 32 * w, torch.float32, ctx.get_device())
+        out["refused_for_c"] = fused_ops.plan(ctx, op, a, b, ctx.zeros(64, 32))[0]  # the call knows it
         a, b, _ = reference.make_inputs(op, 5, w, ctx.get_rank(), 96, 32, 32 * w, torch.float32, ctx.get_device())
         c = ctx.zeros(96, 32)
         try:
@@ -124,7 +129,7 @@ def r_refused_shapes(ctx):
 def test_auto_passes_over_variants_that_refuse_the_shape(ranks2):
     for out in ranks2.run(r_refused_shapes):
         assert out == {"refused": "one_shot", "taken": "two_shot", "call": "two_shot takes no 96 rows",
-                       "auto_call": "one_shot", "swept": [("torch_nccl", True)]}, out
+                       "auto_call": "one_shot", "swept": [("torch_nccl", True)], "refused_for_c": "one_shot"}, out
 
 
 @gpu_per_rank(2)

@@ -191,7 +191,10 @@ def test_the_first_call_agreement_covers_the_scales():
 
 def test_async_tp_fp8_refuses_rows_per_rank_cublaslt_refuses():
     # PyTorch's FP8 all-gather matmul: rows per rank a multiple of 16 (18 failed inside cuBLASLt on H100s); a host
-    # rule (registry: Variant.refuses) that auto and the sweeps pass over, and bf16 untouched
+    # rule (registry: Variant.refuses) that auto and the sweeps pass over; bf16 operands untouched
     v = fused_ops.variant("all_gather_gemm", "torch_async_tp")
     assert v.refusal(64, 48, 48, 2, FP8) == "" and v.refusal(36, 48, 48, 2, torch.bfloat16) == ""
     assert "multiple of 16" in v.refusal(36, 48, 48, 2, FP8) and "18 rows" in v.refusal(36, 48, 48, 2, FP8)
+    # and bfloat16 results only (PyTorch's row-wise scaled op); unknown (None) passes
+    assert v.refusal(64, 48, 48, 2, FP8, torch.bfloat16) == "" and "bfloat16 only" in v.refusal(64, 48, 48, 2, FP8,
+                                                                                               torch.float32)
