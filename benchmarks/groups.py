@@ -52,9 +52,10 @@ GPU_SHAPES = ["1024x8192x8192", "4096x8192x8192"]
 GPU_SIZES = [1 << 20, 16 << 20, 64 << 20, 256 << 20]
 LAYOUTS = ("block", "strided")
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter")
-# --smoke: every op with torch_nccl and its default fused variant, both layouts, every
-# collective; one timed call, no warm-up (the checked call before the timing compiles and sets up): ~30 s on 2 cores
-SMOKE = {"shapes": ["32x32x32"], "sizes": [4096], "iters": 1, "warmup": 0, "variants": ["torch_nccl", "fused"]}
+# --smoke: two ops (a reduction, a gather) with torch_nccl and their default fused variant, both layouts, every
+# collective; one timed call, no warm-up (the checked call before the timing compiles and sets up)
+SMOKE = {"shapes": ["32x32x32"], "sizes": [4096], "iters": 1, "warmup": 0, "variants": ["torch_nccl", "fused"],
+         "ops": ["gemm_all_reduce", "all_gather_gemm"], "layouts": list(LAYOUTS)}
 ROTATE = 3  # input sets per call site: no call starts with its operands in L2 from the previous one
 _host = {}  # per rank process: the gloo group of the host barriers
 
@@ -376,13 +377,13 @@ def main(argv=None):
     p.add_argument("--out", default=None, help="write the CSVs (and groups.png) here; default: print only")
     p.add_argument("--parts", nargs="+", choices=("interference", "hierarchical"),
                    default=["interference", "hierarchical"])
-    p.add_argument("--ops", nargs="+", choices=registry.list_ops(), default=registry.list_ops())
+    p.add_argument("--ops", nargs="+", choices=registry.list_ops(), default=None, help="default: every op")
     p.add_argument("--variants", nargs="+", default=None,
                    help='variant names; "fused": each op\'s default fused variant (fused_ops.auto.DEFAULT); default: '
                         'torch_nccl fused auto (--smoke: torch_nccl fused; auto is the default fused one on the CPU)')
     p.add_argument("--shapes", nargs="+", default=None, help=f"MxNxK of each group's problem (default: "
                    f"{' '.join(GPU_SHAPES)}; --smoke: {' '.join(SMOKE['shapes'])})")
-    p.add_argument("--layouts", nargs="+", choices=LAYOUTS, default=list(LAYOUTS))
+    p.add_argument("--layouts", nargs="+", choices=LAYOUTS, default=None, help="default: both")
     p.add_argument("--timing", choices=("eager", "graph"), default="graph" if cuda else "eager")
     p.add_argument("--collectives", nargs="+", choices=COLLECTIVES, default=list(COLLECTIVES))
     p.add_argument("--sizes", nargs="+", type=int, default=None, help=f"bytes of the full tensor (B; default: "
@@ -399,7 +400,8 @@ def main(argv=None):
                    "backend; SMOKE)")
     args = p.parse_args(argv)
     defaults = SMOKE if args.smoke else {"shapes": GPU_SHAPES, "sizes": GPU_SIZES, "iters": 30, "warmup": 5,
-                                            "variants": ["torch_nccl", "fused", "auto"]}
+                                            "variants": ["torch_nccl", "fused", "auto"], "ops": registry.list_ops(),
+                                            "layouts": list(LAYOUTS)}
     for name, value in defaults.items():
         if getattr(args, name) is None:
             setattr(args, name, value)
