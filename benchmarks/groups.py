@@ -41,7 +41,7 @@ import torch.distributed as dist  # noqa: E402
 
 import fused_ops  # noqa: E402
 from benchmarks.collectives import BUS_FACTOR  # noqa: E402  (nccl-tests' bus bandwidth factors)
-from benchmarks.harness import graph_us, stamp, timed  # noqa: E402
+from benchmarks.harness import graph_us, stamp, timed, worst  # noqa: E402
 from fused_ops import reference, registry  # noqa: E402
 from iris import collectives as coll  # noqa: E402
 from iris import health  # noqa: E402
@@ -85,12 +85,6 @@ def gather(value):
     out = [None] * dist.get_world_size()
     dist.all_gather_object(out, value, group=_host["gloo"])
     return out
-
-
-def worst(values):
-    """The largest value, NaN if any is (max() alone depends on where the NaN sits)."""
-    values = list(values)
-    return float("nan") if any(v != v for v in values) else max(values)
 
 
 def time_us(ctx, fn, timing, calls, warmup):

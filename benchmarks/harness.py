@@ -79,6 +79,13 @@ def paired_graph_us(fn, ref, rounds=5):
     return statistics.median(samples[0]), statistics.median(samples[1])
 
 
+def worst(values):
+    """The largest value, NaN if any is (max() alone depends on where the NaN sits): a row's error or time over
+    ranks, where a NaN (an unwritten output) must not hide."""
+    values = list(values)
+    return float("nan") if any(v != v for v in values) else max(values)
+
+
 def stamp(devices, script):
     """device, date, commit (IRIS_COMMIT) and command columns for a run of `script` on `devices` GPUs."""
     name = torch.cuda.get_device_name() if torch.cuda.is_available() else "CPU ranks"

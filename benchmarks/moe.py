@@ -30,6 +30,7 @@ import torch.distributed as dist  # noqa: E402
 
 import fused_ops  # noqa: E402
 from fused_ops.moe import reference  # noqa: E402
+from benchmarks.harness import worst  # noqa: E402
 from taxonomy.bench import ROTATE, Timer  # noqa: E402
 from taxonomy.cli import COLUMNS, _commit  # noqa: E402
 
@@ -83,7 +84,7 @@ def weights(ctx, h, f, e, dtype):
 def _max_over_ranks(v):
     out = [None] * dist.get_world_size()
     dist.all_gather_object(out, v)
-    return float("nan") if any(math.isnan(o) for o in out) else max(out)
+    return worst(out)
 
 
 def bench_shape(ctx, model, t, mode, variants, dtype_name, timing, iters, warmup):

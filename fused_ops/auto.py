@@ -82,9 +82,9 @@ def ranking(ctx, op, m, n, k, dtype, timing="eager"):
 def choose(ctx, op, m, n, k, dtype, exclude=(), timing=None):
     """The variant `auto` runs for this rank's call (global M, N, K: the same on every rank, so all agree), in this
     timing mode (default: the call's, mode(ctx))."""
-    key = (op, m, n, k, dtype, ctx.get_num_ranks(), ctx.backend, ctx.handle)
-    timing = timing or mode(ctx)
     world = ctx.get_num_ranks()
+    key = (op, m, n, k, dtype, world, ctx.backend, ctx.handle)
+    timing = timing or mode(ctx)
     if _tuned.get(key) not in (None, *exclude) and _runnable(ctx, op, _tuned[key], dtype, timing):
         return _tuned[key]
     if _picked_from[0] is not _load():

@@ -179,9 +179,15 @@ def plan(ctx, op, a, b, c, variant="auto", config=None, **extra):
         raise TypeError(f"plan: {op} takes no operand {', '.join(unknown)}; its optional operands: "
                         f"{', '.join(spec.names) or 'none'}")
     values = spec.values(extra)
-    exclude = spec.exclude(values) + (auto.refused(ctx, op, a, b, c) if variant == "auto" else ())
-    v, config = _variant(ctx, op, variant, a, b, c, config, spec.heap_output, exclude)
+    v, config = _variant(ctx, op, variant, a, b, c, config, spec.heap_output, _exclude(spec, ctx, variant, a, b, c,
+                                                                                      values))
     return (v.name, None) if v.pattern == "baseline" else (v.name, _problem(ctx, spec, v, a, b, c, config, values).cfg)
+
+
+def _exclude(spec, ctx, variant, a, b, c, values):
+    """The variants auto must pass over for this call: those its optional operands rule out, and those that refuse
+    it on the host (auto.refused)."""
+    return spec.exclude(values) + (auto.refused(ctx, spec.name, a, b, c) if variant == "auto" else ())
 
 
 def _spec(op):
@@ -214,7 +220,7 @@ def _full(spec, ctx, a, b, c, variant, config, extra, sig=None):
     """A call in full: the variant (auto's pick) and its checks, the op's shape checks, the first-call agreement
     across ranks, the launches (replayed from a graph on repeated operands; offered for preparing under `sig`), the
     staged copy-out of extra operands, and after an eager auto call the set-up of auto's pick under capture."""
-    exclude = spec.exclude(extra) + (auto.refused(ctx, spec.name, a, b, c) if variant == "auto" else ())
+    exclude = _exclude(spec, ctx, variant, a, b, c, extra)
     v, cfg = _variant(ctx, spec.name, variant, a, b, c, config, spec.heap_output, exclude)
     _check_shapes(spec, ctx, a, b, c, extra)
     if ctx.get_num_ranks() > 1:  # collective on the first call of this signature (iris/consistency.py)
