@@ -114,7 +114,14 @@ SMALL_M_CANDIDATES.update({"64x64x128 s4 w4 k2": tile(64, 64, 128, 4, 4, split_k
                            "16x64x128 s6 w4": tile(16, 64, 128, 6, 4),
                            "32x64x128 s4 w4": tile(32, 64, 128, 4, 4),
                            "16x64x128 s6 w4 k2": tile(16, 64, 128, 6, 4, split_k=2),
-                           "16x128x128 s4 w4 k4": tile(16, 128, 128, 4, 4, split_k=4)})
+                           "16x128x128 s4 w4 k4": tile(16, 128, 128, 4, 4, split_k=4),
+                           # two 64-row programs per SM (96 KB of shared memory each): one warpgroup alone leaves the
+                           # tensor cores idle while it waits; with slices of K where tiles are fewer than programs
+                           "64x128x64 s4 w4 x2": tile(64, 128, 64, 4, 4),
+                           "64x128x64 s4 w4 x2 k2": tile(64, 128, 64, 4, 4, split_k=2),
+                           "64x64x128 s3 w4 x2": tile(64, 64, 128, 3, 4),
+                           "64x64x128 s3 w4 x2 k2": tile(64, 64, 128, 3, 4, split_k=2),
+                           "64x128x128 s2 w4 x2 k2": tile(64, 128, 128, 2, 4, split_k=2)})
 # FP8 tiles (block_k twice the bf16 one: the same bytes per stage)
 FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "fp8 128x256x128 s4 w8": tile(128, 256, 128, 4, 8),
@@ -163,6 +170,10 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "fp8 64x64x256 s4 w4 k5": tile(64, 64, 256, 4, 4, split_k=5),
                   "fp8 64x128x256 s4 w4 k2": tile(64, 128, 256, 4, 4, split_k=2),
                   "fp8 64x128x256 s4 w4 k4": tile(64, 128, 256, 4, 4, split_k=4),
+                  # ... and two such programs per SM (96 KB of shared memory each)
+                  "fp8 64x64x256 s3 w4 x2": tile(64, 64, 256, 3, 4, gemm_sms=264),
+                  "fp8 64x64x256 s3 w4 x2 k2": tile(64, 64, 256, 3, 4, gemm_sms=264, split_k=2),
+                  "fp8 64x128x128 s4 w4 x2 k2": tile(64, 128, 128, 4, 4, gemm_sms=264, split_k=2),
                   # the warp-specialized Gluon kernel (fused_ops/wgmma.py; two consumer warpgroups of 4 warps),
                   # precise accumulation unless named fast, wherever it runs (the default picks it by tile count)
                   "wgmma fp8 128x128x128 s4": tile(128, 128, 128, 4, 4),
@@ -236,7 +247,7 @@ def run(ctx, args, run_stamp):
                 continue
             if cfg is not None and cfg.split_k is None and not cfg.split_tail:  # whole tiles: not the default's
                 cfg = dataclasses.replace(cfg, split_k=1, split_tail=False)  # split (the default may split a tail)
-            if name.endswith(" x2"):
+            if " x2" in name:
                 cfg = dataclasses.replace(cfg, gemm_sms=2 * ctx.get_cu_count())
             _problem.HOST_DESCRIPTORS = "device-built" not in name
             _problem.AUTO_PAD_B = not name.endswith("B as given")
@@ -250,7 +261,7 @@ def run(ctx, args, run_stamp):
                 print(f"{m:>6d}x{n}x{k} {name:18s} skipped: {str(e)[:80]}", flush=True)
                 _problem.HOST_DESCRIPTORS, _problem.AUTO_PAD_B = True, True
                 continue
-            if p.cfg.split_k > 1 and not p.cfg.split_tail and p.num_tiles >= ctx.get_cu_count():
+            if p.cfg.split_k > 1 and not p.cfg.split_tail and p.num_tiles >= p.cfg.gemm_sms:
                 continue  # tiles enough for every SM: nothing for split-K to fill
             flags, epoch = p.no_sync()
 

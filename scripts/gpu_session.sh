@@ -217,7 +217,19 @@ for stage in "$@"; do
              run gemm_fp8_few.log timeout ${FEW_TIMEOUT:-120} python3 benchmarks/gemm.py --fp8 --shapes 128x640x3584 \
                128x768x4096 128x1792x5120 128x2560x2880 129x4096x4096 128x8192x7392 --configs "fp8 64x64x256 s4 w4" \
                "fp8 64x64x256 s4 w4 k2" "fp8 64x64x256 s4 w4 k3" "fp8 64x64x256 s4 w4 k5" "fp8 64x128x256 s4 w4" \
-               "fp8 64x128x256 s4 w4 k2" "fp8 64x128x256 s4 w4 k4" --out "$OUT/fp8_few" ;;
+               "fp8 64x128x256 s4 w4 k2" "fp8 64x128x256 s4 w4 k4" "fp8 64x64x256 s3 w4 x2" "fp8 64x64x256 s3 w4 x2 k2" \
+               "fp8 64x128x128 s4 w4 x2" "fp8 64x128x128 s4 w4 x2 k2" --out "$OUT/fp8_few" ;;
+    fp8table)  # one GPU: the FP8 class table (default, tile loop, fast accumulation; per-tensor and row-wise)
+             run gemm_fp8_models.log timeout ${FP8T_TIMEOUT:-330} python3 benchmarks/gemm.py --shapes models --fp8 \
+               --out "$OUT/fp8_models" ;;
+    bf16table)  # one GPU: the bf16 class table (the tile loop as the fused ops run it, and fused_ops.matmul)
+             run gemm_bf16_models.log timeout ${BF16T_TIMEOUT:-330} python3 benchmarks/gemm.py --shapes models \
+               --configs default matmul --out "$OUT/bf16_models" ;;
+    short)   # one GPU: bf16 M of 128-129 (short_wide, small), the defaults against two 64-row programs per SM
+             run gemm_short.log timeout ${SHORT_TIMEOUT:-150} python3 benchmarks/gemm.py --shapes 129x4096x4096 \
+               128x12288x1536 128x1792x5120 128x8192x7392 128x2560x2880 128x640x3584 --configs default matmul \
+               "64x64x128 s4 w4 k2" "64x128x64 s8 w4" "64x128x64 s4 w4 x2" "64x128x64 s4 w4 x2 k2" "64x64x128 s3 w4 x2" \
+               "64x64x128 s3 w4 x2 k2" "64x128x128 s2 w4 x2 k2" --out "$OUT/short" ;;
     fixes)   run pytest_fixes.log timeout ${TEST_TIMEOUT:-110} python3 -m pytest -v -rfs \
                "tests/test_replay.py::test_prepared_catalog_calls_skip_the_checks_but_not_tracing_capture_or_tuning" \
                tests/test_collectives.py::test_benchmark_all_to_all_rows \
