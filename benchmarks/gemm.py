@@ -170,6 +170,11 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "fp8 64x64x256 s4 w4 k5": tile(64, 64, 256, 4, 4, split_k=5),
                   "fp8 64x128x256 s4 w4 k2": tile(64, 128, 256, 4, 4, split_k=2),
                   "fp8 64x128x256 s4 w4 k4": tile(64, 128, 256, 4, 4, split_k=4),
+                  # ... K blocks of 512 (one promotion of the FP8 partial sum per 512 products: half the waits)
+                  "fp8 64x64x512 s3 w4": tile(64, 64, 512, 3, 4),
+                  "fp8 64x64x512 s3 w4 k2": tile(64, 64, 512, 3, 4, split_k=2),
+                  "fp8 64x64x512 s3 w4 k3": tile(64, 64, 512, 3, 4, split_k=3),
+                  "fp8 64x128x512 s2 w4": tile(64, 128, 512, 2, 4),
                   # ... and two such programs per SM (96 KB of shared memory each)
                   "fp8 64x64x256 s3 w4 x2": tile(64, 64, 256, 3, 4, gemm_sms=264),
                   "fp8 64x64x256 s3 w4 x2 k2": tile(64, 64, 256, 3, 4, gemm_sms=264, split_k=2),

@@ -168,18 +168,25 @@ def few_tiles_split(tiles, programs, k, block_k, m=None):
     return max(1, min(programs // tiles, MAX_SPLIT, -(-k // block_k) // MIN_SLICE_BLOCKS))
 
 
+TILE_FIELDS = ("block_m", "block_n", "block_k", "gemm_sms")  # what a split of K is computed for
+
+
 def resolve(cfg, user, m, n_local, k):
     """The merged config made coherent. A caller's split_k without split_tail is plain split-K, as it always was; with
     split_k unset, split_tail (the caller's or the default's) gets the split_k of these tiles' last wave (the
-    default's may be for other tiles or programs), a default's plain split-K (split_k > 1, few tiles) the split_k of
-    these tiles, and split_tail=False means whole tiles."""
+    default's may be for other tiles or programs), a default's plain split-K (split_k > 1, few tiles) stands, or
+    where the caller changed the tiles or programs becomes the split_k of these tiles, and split_tail=False means
+    whole tiles."""
     if user is not None and user.split_k is not None:
         return cfg if user.split_tail is not None else replace(cfg, split_tail=False)
     tiles = -(-m // cfg.block_m) * -(-n_local // cfg.block_n)
     if cfg.split_tail:
         return replace(cfg, split_k=tail_split(tiles, cfg.gemm_sms, k, cfg.block_k))
-    plain = cfg.split_k > 1 and (user is None or user.split_tail is None)
-    return replace(cfg, split_k=few_tiles_split(tiles, cfg.gemm_sms, k, cfg.block_k, m) if plain else 1)
+    if cfg.split_k == 1 or (user is not None and user.split_tail is not None):
+        return replace(cfg, split_k=1)
+    if user is None or all(getattr(user, name) is None for name in TILE_FIELDS):
+        return cfg  # the defaults' own split of their own tiles (e.g. fp8_decode_split's)
+    return replace(cfg, split_k=few_tiles_split(tiles, cfg.gemm_sms, k, cfg.block_k, m))
 
 
 def default_config(ctx, m, n_local, k, dtype, comm_programs=False, split=False):

@@ -217,8 +217,8 @@ for stage in "$@"; do
              run gemm_fp8_few.log timeout ${FEW_TIMEOUT:-120} python3 benchmarks/gemm.py --fp8 --shapes 128x640x3584 \
                128x768x4096 128x1792x5120 128x2560x2880 129x4096x4096 128x8192x7392 --configs "fp8 64x64x256 s4 w4" \
                "fp8 64x64x256 s4 w4 k2" "fp8 64x64x256 s4 w4 k3" "fp8 64x64x256 s4 w4 k5" "fp8 64x128x256 s4 w4" \
-               "fp8 64x128x256 s4 w4 k2" "fp8 64x128x256 s4 w4 k4" "fp8 64x64x256 s3 w4 x2" "fp8 64x64x256 s3 w4 x2 k2" \
-               "fp8 64x128x128 s4 w4 x2" "fp8 64x128x128 s4 w4 x2 k2" --out "$OUT/fp8_few" ;;
+               "fp8 64x128x256 s4 w4 k2" "fp8 64x128x256 s4 w4 k4" "fp8 64x64x512 s3 w4" "fp8 64x64x512 s3 w4 k2" \
+               "fp8 64x64x512 s3 w4 k3" "fp8 64x128x512 s2 w4" --out "$OUT/fp8_few" ;;
     fp8table)  # one GPU: the FP8 class table (default, tile loop, fast accumulation; per-tensor and row-wise)
              run gemm_fp8_models.log timeout ${FP8T_TIMEOUT:-330} python3 benchmarks/gemm.py --shapes models --fp8 \
                --out "$OUT/fp8_models" ;;

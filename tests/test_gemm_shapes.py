@@ -166,6 +166,12 @@ def test_fp8_decode_tiles_fill_one_wave():
         tiles = -(-n // bn)
         assert tiles * split <= 132 or split == 1, (m, n, k)
         assert split == 1 or -(-k // bk) >= 4 * split, (m, n, k)
+        # ... and the call keeps that split (resolve once recomputed it as for bf16 decode tiles: 3 -> 2 slices)
+        base = default_config(_GPU(), m, n, k, fp8.FP8, split=True)
+        cfg = resolve(fp8_defaults(base, m, n, k), None, m, n, k)
+        assert (_tile(cfg), cfg.split_k) == ((bm, bn, bk), split), (m, n, k, cfg)
+        other = Config(block_n=64)  # a caller's tile: the split of that tile
+        assert resolve(other.merged(fp8_defaults(base, m, n, k)), other, m, n, k).block_n == 64
 
 
 def _fp8(*shape):
