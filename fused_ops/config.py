@@ -77,6 +77,12 @@ FP8_DECODE_TILE = (16, 64, 256, 4, 4)
 # programs than one wave lost (16x6912x5120 in 3 slices: 162 programs, 0.54x; results/current/gemm/
 # fp8_decode_a678c62/, 1x H100).
 FP8_DECODE_WIDE_TILE = (16, 128, 256, 4, 4)
+# Few 64x64 tiles (fewer than half the SMs, K short enough to leave them whole): each program's own chain of blocks
+# sets the time, and with precise accumulation every block ends in a wait on its MMAs. 512-deep blocks halve the
+# waits: 128x640x3584 0.80 -> 0.90x torch._scaled_mm, 128x768x4096 0.81 -> 0.92x, 128x1792x5120 0.86 -> 0.91x; with
+# 80 tiles they lost (128x2560x2880 0.95 -> 0.93x); their error 1.7e-3, 1.02x torch's (results/current/gemm/
+# fp8_few_b6ff609/, 1x H100).
+FP8_FEW_TILE = (64, 64, 512, 3, 4)
 FP8_DECODE_MAX_SPLIT = 4
 FP8_DECODE_MIN_BLOCKS = 4
 # The warp-specialized Gluon kernel on Hopper (fused_ops/wgmma.py: one load warp running ahead across tiles, two or
@@ -98,6 +104,9 @@ WGMMA_NARROW_FILL = 0.9
 WGMMA_FP8_NARROW_TILE = (128, 64, 128, 8, 1.4)  # FP8 precise accumulation
 WGMMA_FP8_TILES = ((192, 128, 128, 4, 0.9), (128, 128, 128, 6, 1.0))   # precise: the sum and a block's partial
 WGMMA_FP8_FAST_TILE = (128, 256, 128, 3)   # fast accumulation: one accumulator, 64x256 per warpgroup
+# Precise accumulation in the Gluon kernel: products of K the tensor cores add up in their own accumulator before a
+# consumer waits for its MMAs and adds the partial sum into fp32 (whole blocks of K: one wait per this many products)
+WGMMA_PROMOTE_PRODUCTS = 256
 WGMMA_MIN_FILL = 0.7
 # A persistent grid runs its tiles in waves of one per program, and a last wave that is partly empty costs a whole one.
 # A 128x128 tile (6 stages, 8 warps) takes 0.48-0.55 of a 128x256 tile's time (median 0.51 over the 40 GEMMs a rank
@@ -273,10 +282,16 @@ def fp8_decode_split(m, n, k, programs):
 def fp8_defaults(cfg, m, n, k, fast=False):
     """FP8 defaults (default_config's, for scaled_mm) made for FP8 on GPUs: at decode (m <= DECODE_ROWS), 16-row tiles
     and slices of K filling one wave (fp8_decode_split); with precise accumulation, where they chose a 128-row tile,
-    FP8_PRECISE_TILE in whole tiles; plain split-K (few tiles) and the 64-row tiles as they were. Host only, free."""
-    if cfg.split_k > 1 and not cfg.split_tail:
+    FP8_PRECISE_TILE in whole tiles, and where they chose 64x64 tiles for fewer than half the SMs, FP8_FEW_TILE
+    (whole, where its blocks are too few to slice); plain split-K (few tiles) and the other 64-row tiles as they
+    were. Host only, free."""
+    tiles = -(-m // 64) * -(-n // 64)
+    if (not fast and (cfg.block_m, cfg.block_n) == (64, 64) and m > DECODE_ROWS and 2 * tiles <= cfg.gemm_sms
+            and few_tiles_split(tiles, cfg.gemm_sms, k, FP8_FEW_TILE[2]) == 1):
+        (bm, bn, bk, stages, warps), split = FP8_FEW_TILE, 1
+    elif cfg.split_k > 1 and not cfg.split_tail:
         return cfg
-    if m <= DECODE_ROWS:
+    elif m <= DECODE_ROWS:
         (bm, bn, bk, stages, warps), split = fp8_decode_split(m, n, k, cfg.gemm_sms)
     elif cfg.block_m == 128 and not fast:
         (bm, bn, bk, stages, warps), split = FP8_PRECISE_TILE, 1

@@ -12,6 +12,7 @@ from fused_ops.config import (
     DECODE_TILE,
     FP8_DECODE_TILE,
     FP8_DECODE_WIDE_TILE,
+    FP8_FEW_TILE,
     FP8_PRECISE_TILE,
     HOPPER_FP8_TILES,
     HOPPER_TILES,
@@ -135,7 +136,7 @@ def test_fp8_tiles_hold_the_same_bytes_per_stage():
 def test_fp8_defaults_replace_the_spilling_128_row_tiles_and_use_decode_tiles():
     # scaled_mm (config.fp8_defaults): without fast accumulation, 128x256 and 128x128 defaults -> 128x128x256 whole
     # tiles; decode -> 16-row tiles (two slices of K where they leave half the SMs idle), with fast accumulation too;
-    # plain split-K and 64-row tiles kept
+    # plain split-K and the other 64-row tiles kept
     def pick(m, n, k, fast=False):
         c = fp8_defaults(default_config(_GPU(), m, n, k, torch.float8_e4m3fn, split=True), m, n, k, fast)
         return (c.block_m, c.block_n, c.block_k, c.num_stages, c.num_warps, c.split_k, c.split_tail)
@@ -146,7 +147,11 @@ def test_fp8_defaults_replace_the_spilling_128_row_tiles_and_use_decode_tiles():
     assert pick(1, 4000, 4096) == (*FP8_DECODE_WIDE_TILE, 4, False)  # 32 tiles x 4 slices: 128 programs
     assert pick(16384, 8192, 7392, fast=True)[:3] == (128, 256, 128)
     assert pick(128, 128, 65536)[5] > 1 and pick(128, 128, 65536)[:2] == (64, 64)
-    assert pick(128, 640, 3584)[:3] == (64, 64, 256)
+    # few 64x64 tiles (fewer than half the SMs) whose K is too short to slice: 512-deep blocks, whole, precise only
+    for m, n, k in ((128, 640, 3584), (128, 768, 4096), (128, 1792, 5120)):
+        assert pick(m, n, k) == (*FP8_FEW_TILE, 1, False), (m, n, k)
+        assert pick(m, n, k, fast=True)[:3] == (64, 64, 256), (m, n, k)
+    assert pick(128, 2560, 2880)[:3] == (64, 64, 256)  # 80 tiles: more than half the SMs
 
 
 def test_fp8_decode_tiles_fill_one_wave():

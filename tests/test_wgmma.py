@@ -44,7 +44,9 @@ def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.fl
         return mangle_type(wgmma.TensorDescriptor.from_tensor(t, block, layout))
     a, c = torch.empty(256, 256, dtype=dtype), torch.empty(256, 256, dtype=out_dtype)
     fn = wgmma.wgmma_ws_kernel
-    consts = dict(GROUP_M=8, NUM_BUFFERS=stages, B_T=b_t, SCALES=scales, PROMOTE=promote,
+    if promote is True:  # the default: a wait per C.WGMMA_PROMOTE_PRODUCTS products of K
+        promote = max(1, C.WGMMA_PROMOTE_PRODUCTS // bk)
+    consts = dict(GROUP_M=8, NUM_BUFFERS=stages, B_T=b_t, SCALES=scales, PROMOTE=int(promote),
                   CONSUMER_REGS=wgmma.CONSUMER_REGS if block_m == 128 else wgmma.CONSUMER_REGS_3,
                   CONSUMERS=block_m // 64)
     sig = {"a_desc": desc(a, [64, bk]), "b_desc": desc(a, [bn, bk] if b_t else [bk, bn]), "c_desc": desc(c, [64, bn]),
@@ -77,6 +79,7 @@ COMPILE_CASES = {
     "bf16-64-wide": (False, 0, "bfloat16", "bfloat16", False, (64, 64, 8)),
     "fp8-precise-64-wide": (True, 2, "bfloat16", "float8_e4m3fn", True, (64, 128, 8)),
     "fp8-precise-192-rows": (True, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 192)),
+    "fp8-precise-every-block": (1, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 192)),
 }
 
 
@@ -115,8 +118,8 @@ def test_default_tile_compiles_for_sm90_specialized_without_spills(compiled, nam
     assert "C7514" not in facts["report"] and "serialized" not in facts["report"], facts["report"]  # MMAs in turn
     assert facts["setmaxnreg"]  # the load warp gives its registers to the consumer warpgroups
     assert facts["mma_and_tma"]
-    if not promote:  # one block's MMAs stay in flight while the next one's issue
-        assert facts["in_flight"]
+    if promote != 1 or promote is True:  # one block's MMAs stay in flight while the next one's issue (precise:
+        assert facts["in_flight"]  # within a group of config.WGMMA_PROMOTE_PRODUCTS products of K)
 
 
 def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_why():
