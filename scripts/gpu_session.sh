@@ -225,6 +225,18 @@ for stage in "$@"; do
     bf16table)  # one GPU: the bf16 class table (the tile loop as the fused ops run it, and fused_ops.matmul)
              run gemm_bf16_models.log timeout ${BF16T_TIMEOUT:-330} python3 benchmarks/gemm.py --shapes models \
                --configs default matmul --out "$OUT/bf16_models" ;;
+    wgmmatests)  # one GPU: the Gluon kernel's tests (compiles, FP8 and bf16 against float64, many calls in a row)
+             run pytest_wgmma.log timeout ${TEST_TIMEOUT:-300} python3 -m pytest -v -rfs tests/test_wgmma.py \
+               tests/test_gemm_shapes.py ;;
+    promote) # one GPU: FP8 precise accumulation in the Gluon kernel, a wait every 1, 2 (the default) or 3 blocks of K
+             run gemm_fp8_promote.log timeout ${PROMOTE_TIMEOUT:-150} python3 benchmarks/gemm.py --fp8 --shapes \
+               4096x8192x3696 16384x8192x7392 4096x32320x7168 1024x2112x7168 4096x1280x2880 16384x1440x2880 \
+               --configs "wgmma fp8 192x128x128 s4 p1" "wgmma fp8 192x128x128 s4" "wgmma fp8 192x128x128 s4 p3" \
+               "wgmma fp8 128x128x128 s6 p1" "wgmma fp8 128x128x128 s6" --out "$OUT/fp8_promote" ;;
+    narrow)  # one GPU: bf16 64-wide Gluon tiles in whole waves against 192-row tiles
+             run gemm_narrow.log timeout ${NARROW_TIMEOUT:-100} python3 benchmarks/gemm.py --shapes 1024x2112x7168 \
+               16384x64x4096 4096x1280x2880 1024x2560x2880 --configs matmul "wgmma 192x128x64 s4" "wgmma 128x64x64 s8" \
+               "wgmma 128x128x64 s6" --out "$OUT/narrow" ;;
     short)   # one GPU: bf16 M of 128-129 (short_wide, small), the defaults against two 64-row programs per SM
              run gemm_short.log timeout ${SHORT_TIMEOUT:-150} python3 benchmarks/gemm.py --shapes 129x4096x4096 \
                128x12288x1536 128x1792x5120 128x8192x7392 128x2560x2880 128x640x3584 --configs default matmul \
