@@ -186,10 +186,6 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "wgmma fp8 192x128x128 s4": tile(192, 128, 128, 4, 4),
                   "wgmma fp8 128x64x128 s8": tile(128, 64, 128, 8, 4),
                   "wgmma fp8 192x64x128 s6": tile(192, 64, 128, 6, 4),
-                  # ... promoting every block of K (128 products) instead of config.WGMMA_PROMOTE_PRODUCTS
-                  "wgmma fp8 128x128x128 s6 p1": tile(128, 128, 128, 6, 4),
-                  "wgmma fp8 192x128x128 s4 p1": tile(192, 128, 128, 4, 4),
-                  "wgmma fp8 192x128x128 s4 p3": tile(192, 128, 128, 4, 4),
                   "wgmma fp8 128x128x128 s6 fast accum": tile(128, 128, 128, 6, 4),
                   "wgmma fp8 128x256x128 s3 fast accum": tile(128, 256, 128, 3, 4)}
 
@@ -464,8 +460,7 @@ def run_fp8(ctx, args, run_stamp):
                 def call():
                     if kernel == "wgmma":
                         return wgmma.run(a, b, c, used.block_n, used.block_k, used.num_stages, used.gemm_sms, sa, sb,
-                                         promote=not fast, block_m=used.block_m,
-                                         promote_blocks=int(name[-1]) if name[-3:-1] == " p" else None)
+                                         promote=not fast, block_m=used.block_m)
                     return fp8.scaled_mm(a, b, sa, sb, out=c, config=cfg, use_fast_accum=fast, kernel=kernel)
                 c.fill_(float("nan"))
                 try:

@@ -95,18 +95,17 @@ FP8_DECODE_MIN_BLOCKS = 4
 # 0.85x torch.matmul); FP8 gains from the third warpgroup beyond that (its cost 0.9). The 128x256 tiles keep 3
 # stages beside C's staging tiles.
 WGMMA_TILES = ((128, 256, 64, 3, 1.0), (192, 128, 64, 4, 1.0), (128, 128, 64, 6, 1.0))
-# 64-wide tiles cost more per element than 128-wide ones (the same operand bytes feed half the MMAs; 1.4 here, the
-# middle of what was measured). They won only where they fill whole waves that wider tiles leave partly empty, or
-# where N is 64, and lost wherever else they were tried (results/current/gemm/wgmma_explore/gemm_*_narrow_*): a
-# candidate only where their last wave is at least WGMMA_NARROW_FILL full.
-WGMMA_NARROW_TILE = (128, 64, 64, 8, 1.4)
+# 64-wide tiles cost more per element than 128-wide ones (the same operand bytes feed half the MMAs, so they lean on
+# L2 and memory bandwidth: the H200 and the H100 disagree). They won where N is 64 (16384x64x4096 0.85 -> 0.98x on an
+# H200) and lost wherever else they were tried (results/current/gemm/wgmma_explore/gemm_*_narrow_*) but at
+# 1024x2112x7168, where two whole waves of them beat one partial wave of 192x128 tiles on an H200 (0.83 against 0.74x)
+# and lost on an H100 (0.58 against 0.76x; results/current/gemm/wgmma_explore/gemm_bf16_narrow_h100_5ccafd1.*): 1.6, so that only N of 64 or
+# less picks them. A candidate only where their last wave is at least WGMMA_NARROW_FILL full.
+WGMMA_NARROW_TILE = (128, 64, 64, 8, 1.6)
 WGMMA_NARROW_FILL = 0.9
 WGMMA_FP8_NARROW_TILE = (128, 64, 128, 8, 1.4)  # FP8 precise accumulation
 WGMMA_FP8_TILES = ((192, 128, 128, 4, 0.9), (128, 128, 128, 6, 1.0))   # precise: the sum and a block's partial
 WGMMA_FP8_FAST_TILE = (128, 256, 128, 3)   # fast accumulation: one accumulator, 64x256 per warpgroup
-# Precise accumulation in the Gluon kernel: products of K the tensor cores add up in their own accumulator before a
-# consumer waits for its MMAs and adds the partial sum into fp32 (whole blocks of K: one wait per this many products)
-WGMMA_PROMOTE_PRODUCTS = 256
 WGMMA_MIN_FILL = 0.7
 # A persistent grid runs its tiles in waves of one per program, and a last wave that is partly empty costs a whole one.
 # A 128x128 tile (6 stages, 8 warps) takes 0.48-0.55 of a 128x256 tile's time (median 0.51 over the 40 GEMMs a rank

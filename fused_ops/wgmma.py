@@ -102,13 +102,13 @@ if _GLUON:
         GROUP_M: gl.constexpr, NUM_BUFFERS: gl.constexpr,
         B_T: gl.constexpr,                              # B stored N x K (K-major)
         SCALES: gl.constexpr,                           # 0: none; 1: per-tensor; 2: row-wise
-        PROMOTE: gl.constexpr,                          # FP8: blocks of K per fp32 promotion (0: never)
+        PROMOTE: gl.constexpr,                          # FP8: add each block's sum into the fp32 accumulator
         CONSUMERS: gl.constexpr,                        # consumer warpgroups (64 rows each)
     ):
         """A consumer warpgroup of wgmma_ws_kernel: waits for a block, multiplies its 64 rows of A by B and releases
-        the stage once its MMAs are done. PROMOTE: every PROMOTE blocks waits for their MMAs, adds their sum into
-        fp32 and releases their stages (the other warpgroups' MMAs keep the tensor cores busy meanwhile, so they drift
-        into turns); else one block's MMAs stay in flight while the next block's issue."""
+        the stage once its MMAs are done. PROMOTE: waits for them at every block and adds the block's sum into fp32
+        (the other warpgroups' MMAs keep the tensor cores busy meanwhile, so they drift into turns); else one block's
+        MMAs stay in flight while the next block's issue."""
         HALF_M: gl.constexpr = c_desc.block_type.shape[0]
         BLOCK_N: gl.constexpr = c_desc.block_type.shape[1]
         BLOCK_K: gl.constexpr = a_bufs.type.shape[2]
@@ -121,32 +121,14 @@ if _GLUON:
         for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
             pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
             acc = zero
-            # precise (PROMOTE > 1): groups of PROMOTE blocks, their MMAs chained in flight, then one wait and one
-            # add into fp32; the blocks left over, one at a time
-            grouped = k_tiles // PROMOTE * PROMOTE if PROMOTE > 1 else 0
-            for _ in range(0, grouped, PROMOTE):
-                part = zero
-                for i in gl.static_range(PROMOTE):
-                    s = (c + i) % NUM_BUFFERS
-                    mbarrier.wait(ready.index(s), ((c + i) // NUM_BUFFERS) & 1)
-                    b = b_bufs.index(s)
-                    if B_T:
-                        b = b.permute((1, 0))
-                    part = warpgroup_mma(a_bufs.index(s * CONSUMERS + HALF), b, part, use_acc=i > 0, is_async=True)
-                    part = warpgroup_mma_wait(PROMOTE - 1, deps=(part, ))  # waits for none of the group
-                part = warpgroup_mma_wait(0, deps=(part, ))
-                acc += part
-                for i in gl.static_range(PROMOTE):
-                    mbarrier.arrive(empty.index((c + i) % NUM_BUFFERS), count=1)
-                c += PROMOTE
-            for kk in range(grouped, k_tiles):
+            for kk in range(k_tiles):
                 s = c % NUM_BUFFERS
                 mbarrier.wait(ready.index(s), (c // NUM_BUFFERS) & 1)
                 a = a_bufs.index(s * CONSUMERS + HALF)
                 b = b_bufs.index(s)
                 if B_T:
                     b = b.permute((1, 0))
-                if PROMOTE > 0:
+                if PROMOTE:
                     part = warpgroup_mma(a, b, zero, use_acc=False, is_async=True)
                     part = warpgroup_mma_wait(0, deps=(part, ))
                     acc += part
@@ -156,7 +138,7 @@ if _GLUON:
                     acc = warpgroup_mma_wait(1, deps=(acc, ))  # the previous block's MMAs are done: release it
                     mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1, pred=kk > 0)
                 c += 1
-            if PROMOTE == 0:
+            if not PROMOTE:
                 acc = warpgroup_mma_wait(0, deps=(acc, ))
                 mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1)
             row0 = (pid_m * CONSUMERS + HALF) * HALF_M
@@ -182,8 +164,7 @@ if _GLUON:
         NUM_BUFFERS: gl.constexpr,                      # stages of the load ring
         B_T: gl.constexpr,                              # B stored N x K (K-major; FP8 needs it)
         SCALES: gl.constexpr,                           # 0: none; 1: per-tensor; 2: row-wise
-        PROMOTE: gl.constexpr,                          # FP8: add the partial sums into fp32 every PROMOTE blocks
-                                                        # of K (0: never)
+        PROMOTE: gl.constexpr,                          # FP8: add the partial sums into fp32 every block of K
         CONSUMER_REGS: gl.constexpr,                    # registers per thread of the worker consumer warpgroups
         CONSUMERS: gl.constexpr,                        # consumer warpgroups: tiles of 64 x CONSUMERS rows
     ):
@@ -252,13 +233,11 @@ def supports(a, b, c):
 
 
 def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None, promote=False, group_m=8,
-        block_m=BLOCK_M, promote_blocks=None):
+        block_m=BLOCK_M):
     """c = a @ b (FP8: * scales) on one GPU with wgmma_ws_kernel: block_m x block_n tiles (block_m 128 or 192: two or
     three consumer warpgroups), `stages` ring stages, at most `programs` persistent programs; `supports(a, b, c)`
-    must hold. promote (FP8): precise accumulation (fp32 every promote_blocks blocks of K; None:
-    config.WGMMA_PROMOTE_PRODUCTS products), else the tensor cores' own accumulation across K. One launch; host
-    cost: three TMA descriptors. Not collective."""
-    from .config import WGMMA_PROMOTE_PRODUCTS
+    must hold. promote (FP8): precise accumulation (fp32 every block of K), else the tensor cores' own accumulation
+    across K. One launch; host cost: three TMA descriptors. Not collective."""
     m, k = a.shape
     n = b.shape[1]
     b_t = b.stride(0) == 1 and b.stride(1) != 1
@@ -275,13 +254,8 @@ def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None,
     scales = 0 if scale_a is None else 1 if scale_a.numel() == 1 and scale_b.numel() == 1 else 2
     if scales == 0:
         scale_a = scale_b = c  # not read
-    if promote_blocks is None:
-        promote_blocks = max(1, WGMMA_PROMOTE_PRODUCTS // block_k)
-    if promote and not 1 <= promote_blocks < stages:
-        raise ValueError(f"wgmma.run: promote_blocks={promote_blocks}; expected 1 to stages - 1 = {stages - 1} (the "
-                         f"ring must hold a group of blocks and the next one)")
     grid = (min(programs, triton.cdiv(m, block_m) * triton.cdiv(n, block_n)),)
     wgmma_ws_kernel[grid](a_desc, b_desc, c_desc, scale_a, scale_b, m, n, k, GROUP_M=group_m, NUM_BUFFERS=stages,
-                          B_T=b_t, SCALES=scales, PROMOTE=promote_blocks if promote else 0, num_warps=4,
-                          CONSUMERS=block_m // 64, CONSUMER_REGS=CONSUMER_REGS if block_m == 128 else CONSUMER_REGS_3)
+                          B_T=b_t, SCALES=scales, PROMOTE=bool(promote), num_warps=4, CONSUMERS=block_m // 64,
+                          CONSUMER_REGS=CONSUMER_REGS if block_m == 128 else CONSUMER_REGS_3)
     return c

@@ -228,11 +228,6 @@ for stage in "$@"; do
     wgmmatests)  # one GPU: the Gluon kernel's tests (compiles, FP8 and bf16 against float64, many calls in a row)
              run pytest_wgmma.log timeout ${TEST_TIMEOUT:-300} python3 -m pytest -v -rfs tests/test_wgmma.py \
                tests/test_gemm_shapes.py ;;
-    promote) # one GPU: FP8 precise accumulation in the Gluon kernel, a wait every 1, 2 (the default) or 3 blocks of K
-             run gemm_fp8_promote.log timeout ${PROMOTE_TIMEOUT:-150} python3 benchmarks/gemm.py --fp8 --shapes \
-               4096x8192x3696 16384x8192x7392 4096x32320x7168 1024x2112x7168 4096x1280x2880 16384x1440x2880 \
-               --configs "wgmma fp8 192x128x128 s4 p1" "wgmma fp8 192x128x128 s4" "wgmma fp8 192x128x128 s4 p3" \
-               "wgmma fp8 128x128x128 s6 p1" "wgmma fp8 128x128x128 s6" --out "$OUT/fp8_promote" ;;
     narrow)  # one GPU: bf16 64-wide Gluon tiles in whole waves against 192-row tiles
              run gemm_narrow.log timeout ${NARROW_TIMEOUT:-100} python3 benchmarks/gemm.py --shapes 1024x2112x7168 \
                16384x64x4096 4096x1280x2880 1024x2560x2880 --configs matmul "wgmma 192x128x64 s4" "wgmma 128x64x64 s8" \

@@ -44,9 +44,7 @@ def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.fl
         return mangle_type(wgmma.TensorDescriptor.from_tensor(t, block, layout))
     a, c = torch.empty(256, 256, dtype=dtype), torch.empty(256, 256, dtype=out_dtype)
     fn = wgmma.wgmma_ws_kernel
-    if promote is True:  # the default: a wait per C.WGMMA_PROMOTE_PRODUCTS products of K
-        promote = max(1, C.WGMMA_PROMOTE_PRODUCTS // bk)
-    consts = dict(GROUP_M=8, NUM_BUFFERS=stages, B_T=b_t, SCALES=scales, PROMOTE=int(promote),
+    consts = dict(GROUP_M=8, NUM_BUFFERS=stages, B_T=b_t, SCALES=scales, PROMOTE=promote,
                   CONSUMER_REGS=wgmma.CONSUMER_REGS if block_m == 128 else wgmma.CONSUMER_REGS_3,
                   CONSUMERS=block_m // 64)
     sig = {"a_desc": desc(a, [64, bk]), "b_desc": desc(a, [bn, bk] if b_t else [bk, bn]), "c_desc": desc(c, [64, bn]),
@@ -79,7 +77,6 @@ COMPILE_CASES = {
     "bf16-64-wide": (False, 0, "bfloat16", "bfloat16", False, (64, 64, 8)),
     "fp8-precise-64-wide": (True, 2, "bfloat16", "float8_e4m3fn", True, (64, 128, 8)),
     "fp8-precise-192-rows": (True, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 192)),
-    "fp8-precise-every-block": (1, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 192)),
 }
 
 
@@ -118,8 +115,8 @@ def test_default_tile_compiles_for_sm90_specialized_without_spills(compiled, nam
     assert "C7514" not in facts["report"] and "serialized" not in facts["report"], facts["report"]  # MMAs in turn
     assert facts["setmaxnreg"]  # the load warp gives its registers to the consumer warpgroups
     assert facts["mma_and_tma"]
-    if promote != 1 or promote is True:  # one block's MMAs stay in flight while the next one's issue (precise:
-        assert facts["in_flight"]  # within a group of config.WGMMA_PROMOTE_PRODUCTS products of K)
+    if not promote:  # one block's MMAs stay in flight while the next one's issue
+        assert facts["in_flight"]
 
 
 def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_why():
@@ -151,8 +148,8 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
     assert _tile(C.wgmma_config(cfg, 1024, 2560, 132, BF16)) == (192, 128, 64)  # one wave, where 128 rows need two
     assert _tile(C.wgmma_config(wide, 4096, 3584, 132, BF16)) == (128, 128, 64)  # 448 wide tiles: 3.4 waves
     split = dataclasses.replace(cfg, split_k=2, split_tail=True)  # the tile loop's split last wave: the Gluon kernel
-    assert _tile(C.wgmma_config(split, 1024, 2112, 132, BF16)) == (128, 64, 64)  # 264 64-wide tiles: 2 whole waves
-    assert C.wgmma_config(split, 1024, 2112, 100, BF16).block_n != 64  # 2.64 waves of them on 100 SMs
+    # 264 64-wide tiles fill 2 whole waves, but cost 1.6 per element: one wave of 102 192x128 tiles
+    assert _tile(C.wgmma_config(split, 1024, 2112, 132, BF16)) == (192, 128, 64)
     assert _tile(C.wgmma_config(cfg, 16384, 64, 132, BF16)) == (128, 64, 64)  # N = 64: no half-empty tiles
     assert _tile(C.wgmma_config(cfg, 1024, 3072, 132, BF16)) == (128, 256, 64)  # 3 waves of 64-wide tiles cost more
     assert _tile(C.wgmma_config(cfg, 16384, 64, 132, FP8)) == (128, 64, 128)
