@@ -98,9 +98,9 @@ WGMMA_TILES = ((128, 256, 64, 3, 1.0), (192, 128, 64, 4, 1.0), (128, 128, 64, 6,
 # 64-wide tiles cost more per element than 128-wide ones (the same operand bytes feed half the MMAs, so they lean on
 # L2 and memory bandwidth: the H200 and the H100 disagree). They won where N is 64 (16384x64x4096 0.85 -> 0.98x on an
 # H200) and lost wherever else they were tried (results/current/gemm/wgmma_explore/gemm_*_narrow_*) but at
-# 1024x2112x7168, where two whole waves of them beat one partial wave of 192x128 tiles on an H200 (0.83 against 0.74x)
-# and lost on an H100 (0.58 against 0.76x; results/current/gemm/wgmma_explore/gemm_bf16_narrow_h100_5ccafd1.*): 1.6, so that only N of 64 or
-# less picks them. A candidate only where their last wave is at least WGMMA_NARROW_FILL full.
+# 1024x2112x7168, where two whole waves of them beat one partial wave of 192x128 tiles on an H200 (0.83 against
+# 0.74x) and lost on an H100 (0.58 against 0.76x; wgmma_explore/gemm_bf16_narrow_h100_5ccafd1.*): 1.6, so that only
+# N of 64 or less picks them. A candidate only where their last wave is at least WGMMA_NARROW_FILL full.
 WGMMA_NARROW_TILE = (128, 64, 64, 8, 1.6)
 WGMMA_NARROW_FILL = 0.9
 WGMMA_FP8_NARROW_TILE = (128, 64, 128, 8, 1.4)  # FP8 precise accumulation
