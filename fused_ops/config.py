@@ -77,6 +77,11 @@ FP8_DECODE_TILE = (16, 64, 256, 4, 4)
 # programs than one wave lost (16x6912x5120 in 3 slices: 162 programs, 0.54x; results/current/gemm/
 # fp8_decode_a678c62/, 1x H100).
 FP8_DECODE_WIDE_TILE = (16, 128, 256, 4, 4)
+# Where even the 128-wide tiles need more than one wave (N > 128 x the programs: vocabulary projections), 256-wide
+# ones in one wave, though it leaves SMs idle: 1x19008x8192 0.91 -> 1.10x torch._scaled_mm (75 programs against 2.25
+# waves of 64-wide tiles; splitting those into 2-3 slices of K did not help: 0.88-0.90x; results/current/gemm/
+# fp8_decode_70c9395/, 1x H100).
+FP8_DECODE_WIDEST_TILE = (16, 256, 256, 3, 4)
 # Few 64x64 tiles (fewer than half the SMs, K short enough to leave them whole): each program's own chain of blocks
 # sets the time, and with precise accumulation every block ends in a wait on its MMAs. 512-deep blocks halve the
 # waits: 128x640x3584 0.80 -> 0.90x torch._scaled_mm, 128x768x4096 0.81 -> 0.92x, 128x1792x5120 0.86 -> 0.91x; with
@@ -261,9 +266,10 @@ def default_config(ctx, m, n_local, k, dtype, comm_programs=False, split=False):
 def fp8_decode_split(m, n, k, programs):
     """(tile, split_k) of FP8 decode rows (m <= DECODE_ROWS): of the 128- and 64-wide 16-row tiles in 1 to
     FP8_DECODE_MAX_SPLIT slices of K (FP8_DECODE_MIN_BLOCKS blocks each or more), the one whose tiles x slices fill most
-    of one wave of `programs` (ties: the wider tile, then fewer slices). Where the 64-wide tiles are few (a long K
-    over a narrow N: plain split-K into many slices) or neither tile fits one wave, FP8_DECODE_TILE as
-    few_tiles_split slices it. Host only, free."""
+    of one wave of `programs` (ties: the wider tile, then fewer slices). Where neither fits one wave,
+    FP8_DECODE_WIDEST_TILE whole if its tiles do. Where the 64-wide tiles are few (a long K over a narrow N: plain
+    split-K into many slices) or no tile fits one wave, FP8_DECODE_TILE as few_tiles_split slices it. Host only,
+    free."""
     best = None
     narrow = -(-m // FP8_DECODE_TILE[0]) * -(-n // FP8_DECODE_TILE[1])
     for tile in (FP8_DECODE_WIDE_TILE, FP8_DECODE_TILE) if narrow * FEW_TILES > programs else ():
@@ -273,6 +279,9 @@ def fp8_decode_split(m, n, k, programs):
                 break
             if best is None or tiles * split > best[0]:
                 best = (tiles * split, tile, split)
+    widest = -(-m // FP8_DECODE_WIDEST_TILE[0]) * -(-n // FP8_DECODE_WIDEST_TILE[1])
+    if best is None and narrow * FEW_TILES > programs and widest <= programs:
+        return FP8_DECODE_WIDEST_TILE, 1
     if best is None:
         return FP8_DECODE_TILE, few_tiles_split(narrow, programs, k, FP8_DECODE_TILE[2], m)
     return best[1], best[2]

@@ -232,6 +232,9 @@ for stage in "$@"; do
              run gemm_narrow.log timeout ${NARROW_TIMEOUT:-100} python3 benchmarks/gemm.py --shapes 1024x2112x7168 \
                16384x64x4096 4096x1280x2880 1024x2560x2880 --configs matmul "wgmma 192x128x64 s4" "wgmma 128x64x64 s8" \
                "wgmma 128x128x64 s6" --out "$OUT/narrow" ;;
+    rankshapes)  # one GPU: the default sweep's per-rank GEMMs (no regression there)
+             run gemm_rank_shapes.log timeout ${RANK_TIMEOUT:-200} python3 benchmarks/gemm.py --rank-shapes --configs \
+               default matmul --out "$OUT/rank_shapes" ;;
     short)   # one GPU: bf16 M of 128-129 (short_wide, small), the defaults against two 64-row programs per SM
              run gemm_short.log timeout ${SHORT_TIMEOUT:-150} python3 benchmarks/gemm.py --shapes 129x4096x4096 \
                128x12288x1536 128x1792x5120 128x8192x7392 128x2560x2880 128x640x3584 --configs default matmul \

@@ -12,6 +12,7 @@ from fused_ops.config import (
     DECODE_TILE,
     FP8_DECODE_TILE,
     FP8_DECODE_WIDE_TILE,
+    FP8_DECODE_WIDEST_TILE,
     FP8_FEW_TILE,
     FP8_PRECISE_TILE,
     HOPPER_FP8_TILES,
@@ -142,8 +143,8 @@ def test_fp8_defaults_replace_the_spilling_128_row_tiles_and_use_decode_tiles():
         return (c.block_m, c.block_n, c.block_k, c.num_stages, c.num_warps, c.split_k, c.split_tail)
     assert pick(16384, 8192, 7392) == (*FP8_PRECISE_TILE, 1, False)
     assert pick(4096, 4544, 4544) == (*FP8_PRECISE_TILE, 1, False)  # was 128x256 with its last wave split
-    assert pick(1, 19008, 8192) == (*FP8_DECODE_TILE, 1, False)
-    assert pick(1, 19008, 8192, fast=True) == (*FP8_DECODE_TILE, 1, False)
+    assert pick(1, 19008, 8192) == (*FP8_DECODE_WIDEST_TILE, 1, False)
+    assert pick(1, 19008, 8192, fast=True) == (*FP8_DECODE_WIDEST_TILE, 1, False)
     assert pick(1, 4000, 4096) == (*FP8_DECODE_WIDE_TILE, 4, False)  # 32 tiles x 4 slices: 128 programs
     assert pick(16384, 8192, 7392, fast=True)[:3] == (128, 256, 128)
     assert pick(128, 128, 65536)[5] > 1 and pick(128, 128, 65536)[:2] == (64, 64)
@@ -164,7 +165,9 @@ def test_fp8_decode_tiles_fill_one_wave():
     assert fp8_decode_split(4, 14336, 4096, 132) == (wide, 1)  # 112 tiles; 224 64-wide ones take two waves
     assert fp8_decode_split(1, 4000, 4096, 132) == (wide, 4)  # 128, against 63 x 2 = 126
     assert fp8_decode_split(16, 3584, 2368, 132) == (narrow, 2)  # 28 x 4 would slice 10 blocks of K into 2.5
-    assert fp8_decode_split(1, 19008, 8192, 132) == (narrow, 1)  # 149 128-wide tiles: more than one wave
+    # 149 128-wide tiles: more than one wave; 75 256-wide ones fit
+    assert fp8_decode_split(1, 19008, 8192, 132) == (FP8_DECODE_WIDEST_TILE, 1)
+    assert fp8_decode_split(1, 40000, 8192, 132) == (narrow, 1)  # 157 256-wide tiles: no tile fits one wave
     assert fp8_decode_split(1, 256, 131072, 132) == (narrow, 33)  # 4 tiles: plain split-K into many slices
     for m, n, k in ((16, 5120, 6912), (1, 4000, 4096), (16, 3584, 2368), (1, 19008, 8192)):
         (bm, bn, bk, _, _), split = fp8_decode_split(m, n, k, 132)
