@@ -2,9 +2,9 @@
 unless named; FP8 CSVs per scaling and accumulation, with the tile loop alone beside them), against issue 31's
 targets. CPU only: reads the CSVs. Several CSVs on a side: runs of the same command, the median per shape.
 
-    G=results/current/gemm; python benchmarks/gemm_classes.py --before $G/final_2aff089/gemm_models_run*.csv \
-        --after $G/final_2aff089/gemm_models_run*.csv --after-config matmul --fp8 $G/final_61cfc48/gemm_fp8_run*.csv \
-        --png $G/gemm_classes.png
+    G=results/current/gemm/final_c2cb8b5/h200; python benchmarks/gemm_classes.py --before $G/gemm_models_run*.csv \
+        --after $G/gemm_models_run*.csv --after-config matmul --fp8 $G/gemm_fp8_run*.csv \
+        --png results/current/gemm/gemm_classes.png
 """
 
 import argparse
@@ -49,9 +49,9 @@ def main():
     one = lambda paths: paths[0] if len(paths) == 1 else paths  # noqa: E731
     before = class_table(defaults(one(args.before), config=args.before_config))
     after = class_table(defaults(one(args.after), config=args.after_config))
-    table = before.set_index("shape_class")[["shapes", "geomean", "min"]].join(
-        after.set_index("shape_class")[["geomean", "min", "below_floor", "worst"]], lsuffix="_before",
-        rsuffix="_after")
+    table = before.set_index("shape_class")[["shapes", "geomean", "min"]].merge(
+        after.set_index("shape_class")[["geomean", "min", "below_floor", "worst"]], left_index=True, right_index=True,
+        suffixes=("_before", "_after"))
     padded = None
     if (pd.read_csv(args.after[0]).config == "default, padded B").any():
         padded = class_table(defaults(args.after, padded=True)).set_index("shape_class")
@@ -64,7 +64,8 @@ def main():
     fp8 = {}
     if args.fp8:
         f = pd.concat([pd.read_csv(p) for p in args.fp8], ignore_index=True)
-        f = f.groupby(["m", "n", "k", "scaling", "config", "shape_class"], as_index=False).vs_torch.median()
+        f = f.groupby(["m", "n", "k", "scaling", "config", "shape_class", "dtype"],  # dtype: FP8's floor, 0.85
+                      as_index=False).vs_torch.median()
         f = f[f.config.isin(["default", "default, fast accum", "default, tile loop"])]  # not the candidate tiles
         for (scaling, config), g in f.groupby(["scaling", "config"]):
             if config == "default, tile loop" and scaling != "tensor":

@@ -86,7 +86,7 @@ FP8_DECODE_WIDEST_TILE = (16, 256, 256, 3, 4)
 # sets the time, and with precise accumulation every block ends in a wait on its MMAs. 512-deep blocks halve the
 # waits: 128x640x3584 0.80 -> 0.90x torch._scaled_mm, 128x768x4096 0.81 -> 0.92x, 128x1792x5120 0.86 -> 0.91x; with
 # 80 tiles they lost (128x2560x2880 0.95 -> 0.93x); their error 1.7e-3, 1.02x torch's (results/current/gemm/
-# fp8_few_b6ff609/, 1x H100).
+# few_tiles_h100/, 1x H100).
 FP8_FEW_TILE = (64, 64, 512, 3, 4)
 FP8_DECODE_MAX_SPLIT = 4
 FP8_DECODE_MIN_BLOCKS = 4
