@@ -232,6 +232,14 @@ for stage in "$@"; do
              run gemm_narrow.log timeout ${NARROW_TIMEOUT:-100} python3 benchmarks/gemm.py --shapes 1024x2112x7168 \
                16384x64x4096 4096x1280x2880 1024x2560x2880 --configs matmul "wgmma 192x128x64 s4" "wgmma 128x64x64 s8" \
                "wgmma 128x128x64 s6" --out "$OUT/narrow" ;;
+    large)   # one GPU: the largest bf16 GEMMs, the tile loop against the Gluon kernel's tiles, with the GPU's clocks
+             # and power sampled every 100 ms (large_smi.csv)
+             nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+               --format=csv -lms 100 > "$OUT/large_smi.csv" & smi=$!
+             run gemm_large.log timeout ${LARGE_TIMEOUT:-200} python3 benchmarks/gemm.py --shapes 16384x16384x8192 \
+               16384x5120x8192 4096x32064x4096 16384x8192x7392 --configs default matmul "wgmma 128x256x64 s3" \
+               "wgmma 128x128x64 s6" "wgmma 192x128x64 s4" --out "$OUT/large"
+             kill $smi ;;
     rankshapes)  # one GPU: the default sweep's per-rank GEMMs (no regression there)
              run gemm_rank_shapes.log timeout ${RANK_TIMEOUT:-200} python3 benchmarks/gemm.py --rank-shapes --configs \
                default matmul --out "$OUT/rank_shapes" ;;
