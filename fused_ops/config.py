@@ -98,11 +98,11 @@ FP8_DECODE_MIN_BLOCKS = 4
 # cost per output element); wgmma_config takes the one with the fewest waves times tile area times cost (ties: the
 # larger tile). 192-row tiles (three consumers) fill one wave where 128-row ones need two (1024x2560x2880 0.67 ->
 # 0.85x torch.matmul); FP8 gains from the third warpgroup beyond that (its cost 0.9). The 128x256 tiles keep 3
-# stages beside C's staging tiles. bf16 costs: smaller tiles read more operand bytes per product, which the H200's
-# bandwidth hides and the H100's does not. Where waves times area were within a few percent, the 128x128 and 192x128
-# tiles ran as fast as 128x256 ones on an H200 (-3% to +3%) but 4-25% slower on an H100 (16384x16384x8192: 128x256
-# 0.99x torch.matmul, 192x128 0.95x, 128x128 0.82x; 4096x32064x4096 1.03, 0.90, 0.85; results/current/gemm/
-# wgmma_explore/gemm_bf16_large_h100_dbdffb8.*): 1.05 and 1.1, so that they are picked where they save real waves.
+# stages beside C's staging tiles. bf16 costs: smaller tiles read more operand bytes per product, and the largest
+# GEMMs run power-capped. Where waves times area were within a few percent, the 128x128 and 192x128 tiles ran 4-25%
+# slower than 128x256 ones on an H100 (16384x16384x8192: 128x256 0.99x torch.matmul, 192x128 0.95x, 128x128 0.82x;
+# 4096x32064x4096 1.03, 0.90, 0.85) and 1-3% slower on an H200 (by their own times; results/current/gemm/
+# final_8dc2c3c/*/gemm_large.*): 1.05 and 1.1, so that they are picked where they save real waves.
 WGMMA_TILES = ((128, 256, 64, 3, 1.0), (192, 128, 64, 4, 1.05), (128, 128, 64, 6, 1.1))
 # 64-wide tiles cost more per element than 128-wide ones (the same operand bytes feed half the MMAs, so they lean on
 # L2 and memory bandwidth: the H200 and the H100 disagree). They won where N is 64 (16384x64x4096 0.85 -> 0.98x on an
