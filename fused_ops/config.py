@@ -313,6 +313,16 @@ def fp8_defaults(cfg, m, n, k, fast=False):
                    split_tail=False)
 
 
+def fp8_catalog_defaults(cfg, m, n, k, split):
+    """fp8_defaults for a catalog op's FP8 GEMM (fused_ops/problem.py; always precise: its epilogue scales and
+    promotes every block of K), on GPUs: the 128-row tiles' two fp32 accumulators spilled there as in scaled_mm's
+    tile loop. Decode rows keep default_config's tiles where the variant cannot split them (split False): the
+    one-wave rule counts on slices of K. Host only, free."""
+    if m <= DECODE_ROWS and not split:
+        return cfg
+    return fp8_defaults(cfg, m, n, k)
+
+
 def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False):
     """The Gluon kernel's config for an m x n output where `cfg` holds the tile loop's defaults: FP8 with precise
     accumulation where 128x128 tiles reach WGMMA_MIN_FILL x `sms`; FP8 with fast accumulation where its 128x256

@@ -71,9 +71,12 @@ class Problem:
         self.rank, self.world = ctx.get_rank(), ctx.get_num_ranks()
         self.heap_bases = ctx.get_heap_bases()
         rows = m_local if variant.shard_tiles else m
+        split = variant.split_k and variant.split_default
         defaults = _config.default_config(ctx, rows, n, k, a.dtype,
                                           variant.pattern in ("producer-consumer", "workgroup-specialized"),
-                                          split=variant.split_k and variant.split_default)
+                                          split=split)
+        if a.dtype == _fp8.FP8 and ctx.backend == "cuda":
+            defaults = _config.fp8_catalog_defaults(defaults, rows, n, k, split)
         self.cfg = _config.resolve((config or _config.Config()).merged(defaults), config, rows, n, k)
         _config.check(self.cfg, ctx, variant)
         self.tma = self._tma_mode()

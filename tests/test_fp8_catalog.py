@@ -115,6 +115,17 @@ def test_fp8_variant_against_float64(ranks2, op, variant):
     _check(ranks2.run(r_fp8, op, variant, OUT[len(variant) % len(OUT)], dims, 3))
 
 
+@pytest.mark.skipif(not ON_GPU, reason="the GPU's FP8 tiles (config.fp8_catalog_defaults): 128-row and decode tiles")
+@pytest.mark.parametrize("op,variant", CASES, ids=[f"{o}-{v}" for o, v in CASES])
+def test_fp8_variant_gpu_tiles(ranks2, op, variant):
+    # per-rank GEMMs large enough for 128-row tiles (FP8_PRECISE_TILE), and decode rows (16-row tiles, slices of K
+    # where the variant splits tiles)
+    if fused_ops.variant(op, variant).one_gpu_per_rank and torch.cuda.device_count() < 2:
+        pytest.skip("NCCL and SymmetricMemory need one GPU per rank: 2 ranks, fewer GPUs here")
+    for dims in ((1024, 2048, 512), (16, 2048, 2048)):
+        _check(ranks2.run(r_fp8, op, variant, "bfloat16", dims, 2))
+
+
 FOUR = [("all_gather_gemm", "push"), ("gemm_reduce_scatter", "fused")]
 
 

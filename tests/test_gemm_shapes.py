@@ -20,6 +20,7 @@ from fused_ops.config import (
     MAX_SPLIT,
     Config,
     default_config,
+    fp8_catalog_defaults,
     fp8_decode_split,
     fp8_defaults,
     half_tile_cost,
@@ -153,6 +154,21 @@ def test_fp8_defaults_replace_the_spilling_128_row_tiles_and_use_decode_tiles():
         assert pick(m, n, k) == (*FP8_FEW_TILE, 1, False), (m, n, k)
         assert pick(m, n, k, fast=True)[:3] == (64, 64, 256), (m, n, k)
     assert pick(128, 2560, 2880)[:3] == (64, 64, 256)  # 80 tiles: more than half the SMs
+
+
+def test_fp8_catalog_ops_take_the_fp8_tiles():
+    # the catalog's FP8 GEMMs (always precise): FP8_PRECISE_TILE for 128-row defaults, FP8_FEW_TILE for few 64x64
+    # tiles, the decode rule where the variant splits tiles, default_config's tiles at decode where it cannot
+    def base(m, n, k, split):
+        return default_config(_GPU(), m, n, k, fp8.FP8, split=split)
+    for split in (False, True):
+        assert _tile(fp8_catalog_defaults(base(4096, 4096, 8192, split), 4096, 4096, 8192, split)) == \
+            FP8_PRECISE_TILE[:3]
+        assert _tile(fp8_catalog_defaults(base(128, 640, 3584, split), 128, 640, 3584, split)) == FP8_FEW_TILE[:3]
+    decode = base(16, 5120, 6912, True)
+    assert fp8_catalog_defaults(decode, 16, 5120, 6912, True) == fp8_defaults(decode, 16, 5120, 6912)
+    whole = base(16, 5120, 6912, False)
+    assert fp8_catalog_defaults(whole, 16, 5120, 6912, False) == whole and whole.split_k == 1
 
 
 def test_fp8_decode_tiles_fill_one_wave():
