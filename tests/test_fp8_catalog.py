@@ -102,10 +102,14 @@ def _check(results):
         assert isinstance(r, float), r
 
 
-@pytest.mark.parametrize("op,variant", CASES, ids=[f"{o}-{v}" for o, v in CASES])
-def test_fp8_variant_against_float64(ranks2, op, variant):
+def _skip_without_a_gpu_per_rank(op, variant):
     if ON_GPU and fused_ops.variant(op, variant).one_gpu_per_rank and torch.cuda.device_count() < 2:
         pytest.skip("NCCL and SymmetricMemory need one GPU per rank: 2 ranks, fewer GPUs here")
+
+
+@pytest.mark.parametrize("op,variant", CASES, ids=[f"{o}-{v}" for o, v in CASES])
+def test_fp8_variant_against_float64(ranks2, op, variant):
+    _skip_without_a_gpu_per_rank(op, variant)
     # every kind of scales (KINDS), fresh data and scales per call, c poisoned before each, edge tiles (DIMS)
     dims = DIMS
     if (op, variant) == ("all_gather_gemm", "torch_async_tp"):  # PyTorch's FP8 op: rows per rank a multiple of 16
@@ -120,8 +124,7 @@ def test_fp8_variant_against_float64(ranks2, op, variant):
 def test_fp8_variant_gpu_tiles(ranks2, op, variant):
     # per-rank GEMMs large enough for 128-row tiles (FP8_PRECISE_TILE), and decode rows (16-row tiles, slices of K
     # where the variant splits tiles)
-    if fused_ops.variant(op, variant).one_gpu_per_rank and torch.cuda.device_count() < 2:
-        pytest.skip("NCCL and SymmetricMemory need one GPU per rank: 2 ranks, fewer GPUs here")
+    _skip_without_a_gpu_per_rank(op, variant)
     for dims in ((1024, 2048, 512), (16, 2048, 2048)):
         _check(ranks2.run(r_fp8, op, variant, "bfloat16", dims, 2))
 
