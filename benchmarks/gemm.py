@@ -121,7 +121,13 @@ SMALL_M_CANDIDATES.update({"64x64x128 s4 w4 k2": tile(64, 64, 128, 4, 4, split_k
                            "64x128x64 s4 w4 x2 k2": tile(64, 128, 64, 4, 4, split_k=2),
                            "64x64x128 s3 w4 x2": tile(64, 64, 128, 3, 4),
                            "64x64x128 s3 w4 x2 k2": tile(64, 64, 128, 3, 4, split_k=2),
-                           "64x128x128 s2 w4 x2 k2": tile(64, 128, 128, 2, 4, split_k=2)})
+                           "64x128x128 s2 w4 x2 k2": tile(64, 128, 128, 2, 4, split_k=2),
+                           # K >> M x N: fewer, larger tiles in more slices (each operand byte read by fewer programs,
+                           # more partial sums to add)
+                           "64x128x128 s4 w4 k66": tile(64, 128, 128, 4, 4, split_k=66),
+                           "128x64x128 s4 w4 k66": tile(128, 64, 128, 4, 4, split_k=66),
+                           "128x128x64 s4 w8 k132": tile(128, 128, 64, 4, 8, split_k=132),
+                           "64x64x256 s3 w4 k33": tile(64, 64, 256, 3, 4, split_k=33)})
 # FP8 tiles (block_k twice the bf16 one: the same bytes per stage)
 FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "fp8 128x256x128 s4 w8": tile(128, 256, 128, 4, 8),

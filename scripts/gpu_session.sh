@@ -248,6 +248,14 @@ for stage in "$@"; do
                128x12288x1536 128x1792x5120 128x8192x7392 128x2560x2880 128x640x3584 --configs default matmul \
                "64x64x128 s4 w4 k2" "64x128x64 s8 w4" "64x128x64 s4 w4 x2" "64x128x64 s4 w4 x2 k2" "64x64x128 s3 w4 x2" \
                "64x64x128 s3 w4 x2 k2" "64x128x128 s2 w4 x2 k2" --out "$OUT/short" ;;
+    torchkernels)  # one GPU: the kernels torch runs at the public set's sample (bf16 torch.matmul, FP8 _scaled_mm)
+             run torch_kernels_bf16.log timeout 120 python3 benchmarks/torch_kernels.py --shapes models \
+               --out "$OUT/torch_kernels_bf16"
+             run torch_kernels_fp8.log timeout 120 python3 benchmarks/torch_kernels.py --shapes models --fp8 \
+               --out "$OUT/torch_kernels_fp8" ;;
+    fewexplore)  # one GPU: every small-M candidate at M = 129 (a 1-row remainder) and at K >> M x N
+             run gemm_few_explore.log timeout ${FEWX_TIMEOUT:-400} python3 benchmarks/gemm.py --shapes 129x4096x4096 \
+               128x128x65536 --out "$OUT/few_explore" ;;
     fixes)   run pytest_fixes.log timeout ${TEST_TIMEOUT:-110} python3 -m pytest -v -rfs \
                "tests/test_replay.py::test_prepared_catalog_calls_skip_the_checks_but_not_tracing_capture_or_tuning" \
                tests/test_collectives.py::test_benchmark_all_to_all_rows \

@@ -1,0 +1,90 @@
+"""Which kernels torch runs for a GEMM (torch.matmul in bf16, torch._scaled_mm in FP8): names (cuBLAS's carry the
+tile, cluster and split-K scheme), grid, block, shared memory, registers and time per call, from torch.profiler. What
+the baseline of benchmarks/gemm.py does at a shape says what a tile loop has to match there. Writes
+<out>/torch_kernels.csv.
+
+    IRIS_BACKEND=cuda python benchmarks/torch_kernels.py --shapes 129x4096x4096 128x128x65536 --out results/...
+"""
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import torch  # noqa: E402
+from torch.profiler import ProfilerActivity, profile  # noqa: E402
+
+from benchmarks.harness import stamp  # noqa: E402
+from benchmarks import shapes as shape_set  # noqa: E402
+
+CALLS = 20
+
+
+def call(m, n, k, fp8):
+    """One torch call on operands as benchmarks/gemm.py makes them: bf16 row-major; FP8: B column-major with fp32
+    scales per tensor, as torch._scaled_mm takes it."""
+    g = torch.Generator(device="cuda").manual_seed(m + n + k)
+    a = torch.randn(m, k, device="cuda", generator=g)
+    b = torch.randn(k, n, device="cuda", generator=g)
+    if not fp8:
+        a, b = a.bfloat16(), b.bfloat16()
+        return lambda: torch.matmul(a, b)
+    one = torch.ones((), device="cuda")
+    a8, b8 = a.to(torch.float8_e4m3fn), b.t().contiguous().to(torch.float8_e4m3fn).t()
+    return lambda: torch._scaled_mm(a8, b8, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+
+
+def kernels(m, n, k, fp8):
+    """[(name, grid, block, shared bytes, registers, µs per call)] of one call, from CALLS calls profiled."""
+    fn = call(m, n, k, fp8)
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(CALLS):
+            fn()
+        torch.cuda.synchronize()
+    with tempfile.TemporaryDirectory() as tmp:  # the trace's kernel events carry grid, block, shared memory
+        prof.export_chrome_trace(os.path.join(tmp, "trace.json"))
+        with open(os.path.join(tmp, "trace.json")) as f:
+            events = json.load(f)["traceEvents"]
+    out = {}
+    for e in events:
+        if e.get("cat") != "kernel":
+            continue
+        args = e.get("args", {})
+        row = out.setdefault(e["name"], dict(name=e["name"], calls=0, us=0.0, grid=str(args.get("grid")),
+                                             block=str(args.get("block")), shared=args.get("shared memory"),
+                                             regs=args.get("registers per thread")))
+        row["calls"] += 1
+        row["us"] += e.get("dur", 0.0)
+    for row in out.values():
+        row["us"] /= CALLS
+    return list(out.values())
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--shapes", nargs="+", required=True, help="MxNxK ..., or models (the public set's sample)")
+    p.add_argument("--fp8", action="store_true", help="torch._scaled_mm, per-tensor scales (else torch.matmul, bf16)")
+    p.add_argument("--out", default="results")
+    args = p.parse_args()
+    import pandas as pd
+
+    if args.shapes == ["models"]:
+        todo = [(m, n, k) for m, n, k, _ in shape_set.sample(shape_set.model_shapes())]
+    else:
+        todo = [tuple(int(x) for x in s.split("x")) for s in args.shapes]
+    rows, st = [], stamp(1, "benchmarks/torch_kernels.py")
+    for m, n, k in todo:
+        for r in kernels(m, n, k, args.fp8):
+            rows.append(dict(m=m, n=n, k=k, dtype="float8_e4m3fn" if args.fp8 else "bfloat16", **r, **st))
+            print(f"{m}x{n}x{k}: {r['us']:.1f} us  grid {r['grid']} block {r['block']}  {r['name'][:140]}", flush=True)
+    os.makedirs(args.out, exist_ok=True)
+    pd.DataFrame(rows).to_csv(os.path.join(args.out, "torch_kernels.csv"), index=False)
+
+
+if __name__ == "__main__":
+    main()
