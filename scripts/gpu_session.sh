@@ -256,6 +256,10 @@ for stage in "$@"; do
     fewexplore)  # one GPU: every small-M candidate at M = 129 (a 1-row remainder) and at K >> M x N
              run gemm_few_explore.log timeout ${FEWX_TIMEOUT:-400} python3 benchmarks/gemm.py --shapes 129x4096x4096 \
                128x128x65536 --out "$OUT/few_explore" ;;
+    tallwg)  # one GPU: bf16 256- and 320-row Gluon tiles (four and five consumer warpgroups) at the public sample
+             run gemm_tall_tiles.log timeout ${TALL_TIMEOUT:-500} python3 benchmarks/gemm.py --shapes models \
+               --configs matmul "wgmma 128x256x64 s3" "wgmma 192x128x64 s4" "wgmma 128x128x64 s6" \
+               "wgmma 256x64x64 s4" "wgmma 256x128x64 s3" "wgmma 320x64x64 s3" --out "$OUT/tall_tiles" ;;
     fixes)   run pytest_fixes.log timeout ${TEST_TIMEOUT:-110} python3 -m pytest -v -rfs \
                "tests/test_replay.py::test_prepared_catalog_calls_skip_the_checks_but_not_tracing_capture_or_tuning" \
                tests/test_collectives.py::test_benchmark_all_to_all_rows \
