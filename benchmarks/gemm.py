@@ -107,6 +107,7 @@ CANDIDATES["default, padded B"] = None
 CANDIDATES["default, B as given"] = None
 # Decode-sized (M < 128) and few-tile shapes: split-K over more slices, narrow tiles.
 SMALL_M_CANDIDATES.update({"64x64x128 s4 w4 k2": tile(64, 64, 128, 4, 4, split_k=2),
+                           "64x64x128 s4 w4 k3": tile(64, 64, 128, 4, 4, split_k=3),
                            "64x64x128 s4 w4 k4": tile(64, 64, 128, 4, 4, split_k=4),
                            "64x64x128 s4 w4 k8": tile(64, 64, 128, 4, 4, split_k=8),
                            "64x128x128 s4 w4 k4": tile(64, 128, 128, 4, 4, split_k=4),

@@ -79,7 +79,14 @@ def main():
         todo = [tuple(int(x) for x in s.split("x")) for s in args.shapes]
     rows, st = [], stamp(1, "benchmarks/torch_kernels.py")
     for m, n, k in todo:
-        for r in kernels(m, n, k, args.fp8):
+        try:
+            found = kernels(m, n, k, args.fp8)
+        except RuntimeError as e:  # e.g. torch._scaled_mm wants K and N multiples of 16
+            print(f"{m}x{n}x{k}: torch refused: {str(e).splitlines()[0]}", flush=True)
+            rows.append(dict(m=m, n=n, k=k, dtype="float8_e4m3fn" if args.fp8 else "bfloat16",
+                             name=f"refused: {str(e).splitlines()[0]}", **st))
+            continue
+        for r in found:
             rows.append(dict(m=m, n=n, k=k, dtype="float8_e4m3fn" if args.fp8 else "bfloat16", **r, **st))
             print(f"{m}x{n}x{k}: {r['us']:.1f} us  grid {r['grid']} block {r['block']}  {r['name'][:140]}", flush=True)
     os.makedirs(args.out, exist_ok=True)

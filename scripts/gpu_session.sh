@@ -260,6 +260,11 @@ for stage in "$@"; do
              run gemm_tall_tiles.log timeout ${TALL_TIMEOUT:-500} python3 benchmarks/gemm.py --shapes models \
                --configs matmul "wgmma 128x256x64 s3" "wgmma 192x128x64 s4" "wgmma 128x128x64 s6" \
                "wgmma 256x64x64 s4" "wgmma 256x128x64 s3" "wgmma 320x64x64 s3" --out "$OUT/tall_tiles" ;;
+    split2)  # one GPU: bf16 few 64x64 tiles (a third to a half of the SMs) with long K, whole against 2 slices
+             run gemm_split2.log timeout ${SPLIT2_TIMEOUT:-200} python3 benchmarks/gemm.py --shapes 128x1792x5120 \
+               128x2048x4096 128x2048x8192 256x1024x4096 128x1536x8192 128x1152x7168 192x1024x4096 256x1152x2880 \
+               --configs default matmul "64x64x128 s4 w4" "64x64x128 s4 w4 k2" "64x64x128 s4 w4 k3" \
+               --out "$OUT/split2" ;;
     fixes)   run pytest_fixes.log timeout ${TEST_TIMEOUT:-110} python3 -m pytest -v -rfs \
                "tests/test_replay.py::test_prepared_catalog_calls_skip_the_checks_but_not_tracing_capture_or_tuning" \
                tests/test_collectives.py::test_benchmark_all_to_all_rows \
