@@ -83,12 +83,7 @@ WGMMA_CANDIDATES = {"wgmma 128x256x64 s3": tile(128, 256, 64, 3, 4),
                     "wgmma 192x128x64 s4": tile(192, 128, 64, 4, 4),
                     # 64-wide tiles: N of 64, and tile counts that fill whole waves where 128-wide ones do not
                     "wgmma 128x64x64 s8": tile(128, 64, 64, 8, 4),
-                    "wgmma 192x64x64 s6": tile(192, 64, 64, 6, 4),
-                    # four and five consumer warpgroups: 256- and 320-row tiles (one wave where 128x256 and 192x128
-                    # tiles leave one partly empty)
-                    "wgmma 256x64x64 s4": tile(256, 64, 64, 4, 4),
-                    "wgmma 256x128x64 s3": tile(256, 128, 64, 3, 4),
-                    "wgmma 320x64x64 s3": tile(320, 64, 64, 3, 4)}
+                    "wgmma 192x64x64 s6": tile(192, 64, 64, 6, 4)}
 CANDIDATES.update(WGMMA_CANDIDATES)
 # fused_ops.matmul, the library's GEMM alone (fused_ops/local_gemm.py): the Gluon kernel where config.wgmma_config
 # picks it, else the tile loop ("default" is the tile loop as the fused ops run it)

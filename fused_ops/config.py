@@ -169,18 +169,23 @@ def tail_split(tiles, programs, k, block_k):
 # streams A and B once and needs every SM's loads in flight. With the slices summed in order by the last one in, 16
 # slices beat 33 (128x128x65536 0.47 -> 0.59x, 64x256x131072 0.78 -> 0.87x); with more than gemm.SERIAL_SLICES
 # slices they add up by atomics and all the programs take part: 33 slices of 4 tiles, 0.59 -> 0.74x and 0.87 -> 1.03x
-# (median of 3 runs, results/current/gemm/final_e9cb8e8/). At 64 tiles (about half the SMs) whole tiles won
-# (results/archive/gemm_small_21da4a4.csv), hence the margin.
+# (median of 3 runs, results/current/gemm/final_e9cb8e8/). At 64 tiles (about half the SMs) whole 64x128 tiles won
+# (results/archive/gemm_small_21da4a4.csv), hence the margin. The smallest 16-bit tile (64x64, the pick where the
+# others are fewer still) splits where its tiles leave half the programs idle (SMALLEST_FEW_TILES): 34-66 of them
+# over a long K ran 0.55-0.97x torch.matmul whole and 0.76-1.12x in 2 or 3 slices (128x1536x8192 0.55 -> 0.76x,
+# 128x1152x7168 0.61 -> 0.96x, 128x2048x8192 0.76 -> 0.99x, 192x1024x4096 0.83 -> 0.99x; with more slices than one
+# wave, 0.5-0.6x; results/current/gemm/split2_9129768/).
 FEW_TILES = 4
+SMALLEST_FEW_TILES = 2
 MAX_SPLIT = 64
 
 
-def few_tiles_split(tiles, programs, k, block_k, m=None):
-    """split_k of plain split-K where the tiles are few (FEW_TILES; decode rows, m <= DECODE_ROWS: 2 where they leave
-    half the programs idle), else 1."""
-    if m is not None and m <= DECODE_ROWS and tiles * FEW_TILES > programs:
+def few_tiles_split(tiles, programs, k, block_k, m=None, few=FEW_TILES):
+    """split_k of plain split-K where the tiles are few (at most programs / `few`; decode rows, m <= DECODE_ROWS: 2
+    where they leave half the programs idle), else 1."""
+    if m is not None and m <= DECODE_ROWS and tiles * few > programs:
         return 2 if tiles * 2 <= programs and -(-k // block_k) >= 4 else 1
-    if tiles * FEW_TILES > programs:
+    if tiles * few > programs:
         return 1
     return max(1, min(programs // tiles, MAX_SPLIT, -(-k // block_k) // MIN_SLICE_BLOCKS))
 
@@ -245,7 +250,8 @@ def default_config(ctx, m, n_local, k, dtype, comm_programs=False, split=False):
     if (bm, bn) == table[2][:2] and waves(bm, bn) * QUARTER_TILE_COST > waves(*table[1][:2]):
         bm, bn, bk, stages, warps, fill = table[1]  # the 64-row tile would take more waves than it saves
     if (bm, bn) not in (table[0][:2], table[1][:2]):
-        s = few_tiles_split(tiles(bm, bn), gemm, k, bk) if split else 1
+        few = SMALLEST_FEW_TILES if table is HOPPER_TILES and (bm, bn) == table[-1][:2] else FEW_TILES
+        s = few_tiles_split(tiles(bm, bn), gemm, k, bk, few=few) if split else 1
         return Config(block_m=bm, block_n=bn, block_k=bk, group_m=8, gemm_sms=gemm, comm_sms=comm, num_stages=stages,
                       num_warps=warps, tma=None, split_k=s, split_tail=False)
     # the large tile (where it fills the SMs) or the half one, each in whole waves (cost in large-tile waves) or with

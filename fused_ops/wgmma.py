@@ -5,7 +5,7 @@ Why a second kernel next to the tile loop of gemm.py:
 - Overlap across tiles: one load warp issues every K block of every tile of its program into a ring of stages and
   runs ahead across tiles, so the next tile's operands land during this tile's epilogue, and C leaves by
   asynchronous TMA stores.
-- Tiles the tile loop cannot express: two to five consumer warpgroups each compute 64 rows of a tile, so 192-row
+- Tiles the tile loop cannot express: two or three consumer warpgroups each compute 64 rows of a tile, so 192-row
   tiles fill one wave where 128-row ones need two (TMA boxes must be powers of two: A comes as one 64-row box per
   consumer).
 - FP8 with precise accumulation (torch._scaled_mm's default) adds the tensor cores' reduced-precision partial sums
@@ -167,9 +167,8 @@ if _GLUON:
         PROMOTE: gl.constexpr,                          # FP8: add the partial sums into fp32 every block of K
         CONSUMER_REGS: gl.constexpr,                    # registers per thread of the worker consumer warpgroups
         CONSUMERS: gl.constexpr,                        # consumer warpgroups: tiles of 64 x CONSUMERS rows
-        LOAD_REGS: gl.constexpr,                        # registers per thread of the load warp
     ):
-        """Warp-specialized: one warp loads, two to five warpgroups of 4 warps (this kernel's own, and workers) each
+        """Warp-specialized: one warp loads, two or three warpgroups of 4 warps (this kernel's own, and workers) each
         compute 64 rows of every tile, synchronized only through the ring's mbarriers (no CTA-wide barrier), so one
         can wait on its MMAs and add while the other's run."""
         a_bufs = gl.allocate_shared_memory(a_desc.dtype, [NUM_BUFFERS * CONSUMERS] + a_desc.block_type.shape,
@@ -181,36 +180,7 @@ if _GLUON:
         for i in gl.static_range(NUM_BUFFERS):
             mbarrier.init(ready.index(i), count=1)
             mbarrier.init(empty.index(i), count=CONSUMERS)
-        # one warpgroup per 64 rows of a tile (the first is this kernel's own warps), then the load warp
-        if CONSUMERS == 5:
-            gl.warp_specialize([
-                (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(0), SA, SB, M, N, K, GROUP_M,
-                               NUM_BUFFERS, B_T, SCALES, PROMOTE, CONSUMERS)),
-                (ws_consumer, (1, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(1), SA, SB, M, N, K, GROUP_M,
-                               NUM_BUFFERS, B_T, SCALES, PROMOTE, CONSUMERS)),
-                (ws_consumer, (2, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(2), SA, SB, M, N, K, GROUP_M,
-                               NUM_BUFFERS, B_T, SCALES, PROMOTE, CONSUMERS)),
-                (ws_consumer, (3, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(3), SA, SB, M, N, K, GROUP_M,
-                               NUM_BUFFERS, B_T, SCALES, PROMOTE, CONSUMERS)),
-                (ws_consumer, (4, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(4), SA, SB, M, N, K, GROUP_M,
-                               NUM_BUFFERS, B_T, SCALES, PROMOTE, CONSUMERS)),
-                (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, B_T,
-                            CONSUMERS)),
-            ], [4, 4, 4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, CONSUMER_REGS, CONSUMER_REGS, LOAD_REGS])
-        elif CONSUMERS == 4:
-            gl.warp_specialize([
-                (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(0), SA, SB, M, N, K, GROUP_M,
-                               NUM_BUFFERS, B_T, SCALES, PROMOTE, CONSUMERS)),
-                (ws_consumer, (1, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(1), SA, SB, M, N, K, GROUP_M,
-                               NUM_BUFFERS, B_T, SCALES, PROMOTE, CONSUMERS)),
-                (ws_consumer, (2, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(2), SA, SB, M, N, K, GROUP_M,
-                               NUM_BUFFERS, B_T, SCALES, PROMOTE, CONSUMERS)),
-                (ws_consumer, (3, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(3), SA, SB, M, N, K, GROUP_M,
-                               NUM_BUFFERS, B_T, SCALES, PROMOTE, CONSUMERS)),
-                (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, B_T,
-                            CONSUMERS)),
-            ], [4, 4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, CONSUMER_REGS, LOAD_REGS])
-        elif CONSUMERS == 3:
+        if CONSUMERS == 3:
             gl.warp_specialize([
                 (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(0), SA, SB, M, N, K, GROUP_M,
                                NUM_BUFFERS, B_T, SCALES, PROMOTE, CONSUMERS)),
@@ -220,7 +190,7 @@ if _GLUON:
                                NUM_BUFFERS, B_T, SCALES, PROMOTE, CONSUMERS)),
                 (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, B_T,
                             CONSUMERS)),
-            ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, LOAD_REGS])
+            ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, 40])
         else:
             gl.warp_specialize([
                 (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(0), SA, SB, M, N, K, GROUP_M,
@@ -229,16 +199,14 @@ if _GLUON:
                                NUM_BUFFERS, B_T, SCALES, PROMOTE, CONSUMERS)),
                 (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, B_T,
                             CONSUMERS)),
-            ], [4, 1], [CONSUMER_REGS, LOAD_REGS])
+            ], [4, 1], [CONSUMER_REGS, 40])
 
 _GL_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32",
               torch.float8_e4m3fn: "float8e4nv"}
-BLOCK_M = 128  # two consumer warpgroups of 64 rows; 192-320: three to five (tile counts that fill a wave where 128
-BLOCK_MS = (128, 192, 256, 320)  # rows leave one partly empty)
-LOAD_REGS = 40  # registers per thread of the load warp (setmaxnreg)
-# ... of each worker consumer warpgroup, by the number of consumers: what the SM's 64K registers leave them beside the
-# load warp, in multiples of 8 (a 64 x 128 fp32 accumulator takes 64 of them)
-CONSUMER_REGS = {2: 232, 3: 152, 4: 120, 5: 96}
+BLOCK_M = 128  # two consumer warpgroups of 64 rows; 192: three (tile counts that fill one wave where 128 rows need two)
+BLOCK_MS = (128, 192)
+CONSUMER_REGS = 232  # registers per thread of wgmma_ws_kernel's second consumer warpgroup (setmaxnreg)
+CONSUMER_REGS_3 = 152  # ... of the second and third, with three
 SMEM_BYTES = 232448 - 1024  # shared memory a program may use on an H100/H200, less the barriers' and the compiler's
 
 
@@ -266,8 +234,8 @@ def supports(a, b, c):
 
 def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None, promote=False, group_m=8,
         block_m=BLOCK_M):
-    """c = a @ b (FP8: * scales) on one GPU with wgmma_ws_kernel: block_m x block_n tiles (block_m 128 to 320: two to
-    five consumer warpgroups), `stages` ring stages, at most `programs` persistent programs; `supports(a, b, c)`
+    """c = a @ b (FP8: * scales) on one GPU with wgmma_ws_kernel: block_m x block_n tiles (block_m 128 or 192: two or
+    three consumer warpgroups), `stages` ring stages, at most `programs` persistent programs; `supports(a, b, c)`
     must hold. promote (FP8): precise accumulation (fp32 every block of K), else the tensor cores' own accumulation
     across K. One launch; host cost: three TMA descriptors. Not collective."""
     m, k = a.shape
@@ -289,5 +257,5 @@ def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None,
     grid = (min(programs, triton.cdiv(m, block_m) * triton.cdiv(n, block_n)),)
     wgmma_ws_kernel[grid](a_desc, b_desc, c_desc, scale_a, scale_b, m, n, k, GROUP_M=group_m, NUM_BUFFERS=stages,
                           B_T=b_t, SCALES=scales, PROMOTE=bool(promote), num_warps=4, CONSUMERS=block_m // 64,
-                          CONSUMER_REGS=CONSUMER_REGS[block_m // 64], LOAD_REGS=LOAD_REGS)
+                          CONSUMER_REGS=CONSUMER_REGS if block_m == 128 else CONSUMER_REGS_3)
     return c

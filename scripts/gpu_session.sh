@@ -256,10 +256,6 @@ for stage in "$@"; do
     fewexplore)  # one GPU: every small-M candidate at M = 129 (a 1-row remainder) and at K >> M x N
              run gemm_few_explore.log timeout ${FEWX_TIMEOUT:-400} python3 benchmarks/gemm.py --shapes 129x4096x4096 \
                128x128x65536 --out "$OUT/few_explore" ;;
-    tallwg)  # one GPU: bf16 256- and 320-row Gluon tiles (four and five consumer warpgroups) at the public sample
-             run gemm_tall_tiles.log timeout ${TALL_TIMEOUT:-500} python3 benchmarks/gemm.py --shapes models \
-               --configs matmul "wgmma 128x256x64 s3" "wgmma 192x128x64 s4" "wgmma 128x128x64 s6" \
-               "wgmma 256x64x64 s4" "wgmma 256x128x64 s3" "wgmma 320x64x64 s3" --out "$OUT/tall_tiles" ;;
     split2)  # one GPU: bf16 few 64x64 tiles (a third to a half of the SMs) with long K, whole against 2 slices
              run gemm_split2.log timeout ${SPLIT2_TIMEOUT:-200} python3 benchmarks/gemm.py --shapes 128x1792x5120 \
                128x2048x4096 128x2048x8192 256x1024x4096 128x1536x8192 128x1152x7168 192x1024x4096 256x1152x2880 \

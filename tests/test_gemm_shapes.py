@@ -93,8 +93,22 @@ def test_plain_split_k_where_tiles_are_few():
         assert resolve(wide.merged(cfg), wide, m, n, k).split_k == MAX_SPLIT == 64
         user = Config(split_tail=False)
         assert resolve(user.merged(cfg), user, m, n, k).split_k == 1
-    # half the SMs busy: whole tiles (results/archive/gemm_small_21da4a4.csv)
+    # half the SMs busy with 64x128 tiles: whole tiles (results/archive/gemm_small_21da4a4.csv)
     assert default_config(_GPU(), 128, 8192, 8192, torch.bfloat16, split=True).split_k == 1
+
+
+def test_the_smallest_tile_splits_where_it_leaves_half_the_programs_idle():
+    # 64x64 tiles: 56 of them (128 x 1792) in 2 slices, 36 (128 x 1152) in 3: one wave of 112 and 108 programs
+    for (m, n, k), want in {(128, 1792, 5120): 2, (128, 1152, 7168): 3, (192, 1024, 4096): 2}.items():
+        cfg = default_config(_GPU(), m, n, k, torch.bfloat16, split=True)
+        assert (cfg.block_m, cfg.block_n, cfg.split_k, cfg.split_tail) == (64, 64, want, False), (m, n, k, cfg)
+        assert resolve(cfg, None, m, n, k).split_k == want
+        assert default_config(_GPU(), m, n, k, torch.bfloat16).split_k == 1  # a variant that cannot split
+    # 72 tiles: more than half the programs, whole; slices shorter than MIN_SLICE_BLOCKS blocks: whole
+    assert default_config(_GPU(), 256, 1152, 2880, torch.bfloat16, split=True).split_k == 1
+    assert default_config(_GPU(), 128, 2880, 1024, torch.bfloat16, split=True).split_k == 1
+    # FP8 keeps its own few-tile rule (512-deep whole tiles with precise accumulation: fp8_defaults)
+    assert default_config(_GPU(), 128, 1792, 5120, torch.float8_e4m3fn, split=True).split_k == 1
 
 
 def test_64_row_tiles_only_where_they_take_no_more_waves():
