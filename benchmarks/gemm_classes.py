@@ -2,8 +2,8 @@
 unless named; FP8 CSVs per scaling and accumulation, with the tile loop alone beside them), against issue 31's
 targets. CPU only: reads the CSVs. Several CSVs on a side: runs of the same command, the median per shape.
 
-    G=results/current/gemm; python benchmarks/gemm_classes.py --before $G/final_8dc2c3c/h200/gemm_models_run*.csv \
-        --after $G/final_8dc2c3c/h200/gemm_models_run*.csv --after-config matmul \
+    G=results/current/gemm; python benchmarks/gemm_classes.py --before $G/final_5acd177/h200/gemm_models_run*.csv \
+        --after $G/final_5acd177/h200/gemm_models_run*.csv --after-config matmul \
         --fp8 $G/final_c2cb8b5/h200/gemm_fp8_run*.csv --png $G/gemm_classes.png
 """
 
