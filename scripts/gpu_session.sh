@@ -261,6 +261,11 @@ for stage in "$@"; do
                128x2048x4096 128x2048x8192 256x1024x4096 128x1536x8192 128x1152x7168 192x1024x4096 256x1152x2880 \
                --configs default matmul "64x64x128 s4 w4" "64x64x128 s4 w4 k2" "64x64x128 s4 w4 k3" \
                --out "$OUT/split2" ;;
+    kdom)    # one GPU: K >> M x N, the default's 33 slices of 64x64 tiles against larger tiles in more slices, 3 runs
+             for r in 1 2 3; do run gemm_kdom_$r.log timeout ${KDOM_TIMEOUT:-120} python3 benchmarks/gemm.py --shapes \
+               128x128x65536 64x256x131072 --configs matmul "64x64x128 s4 w4 k16" "64x64x128 s4 w4 k32" \
+               "64x128x128 s4 w4 k66" "128x64x128 s4 w4 k66" "64x64x256 s3 w4 k33" "128x128x64 s4 w8 k132" \
+               --out "$OUT/kdom_$r"; done ;;
     fixes)   run pytest_fixes.log timeout ${TEST_TIMEOUT:-110} python3 -m pytest -v -rfs \
                "tests/test_replay.py::test_prepared_catalog_calls_skip_the_checks_but_not_tracing_capture_or_tuning" \
                tests/test_collectives.py::test_benchmark_all_to_all_rows \
