@@ -12,6 +12,7 @@ Writes <out>/gemm.csv.
 import argparse
 import dataclasses
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -36,6 +37,12 @@ def tile(block_m, block_n, block_k, num_stages, num_warps, **more):
                   num_warps=num_warps, **more)
 
 
+def per_sm(name, cfg, sms):
+    """A candidate named "... xN" runs N programs per SM: gemm_sms = N x this device's SMs."""
+    more = re.search(r" x(\d+)\b", name)
+    return dataclasses.replace(cfg, gemm_sms=int(more.group(1)) * sms) if more and cfg is not None else cfg
+
+
 # tile(block_m, block_n, block_k, num_stages, num_warps, split_k=..., split_tail=...); unset fields: the device
 # default. 64-row tiles run up to M = 4096.
 CANDIDATES = {"default": None,
@@ -52,7 +59,7 @@ CANDIDATES = {"default": None,
               "64x64x128 s4 w4": tile(64, 64, 128, 4, 4),
               "64x128x128 s3 w4": tile(64, 128, 128, 3, 4),
               "64x256x64 s4 w4": tile(64, 256, 64, 4, 4),
-              # two programs per SM ("x2": gemm_sms = 2 x SMs, set per device): where both fit (shared memory,
+              # two programs per SM ("x2": gemm_sms = 2 x SMs, set per device by per_sm): where both fit (shared memory,
               # registers), one program's epilogue overlaps the other's main loop, as warp specialization would
               "128x128x64 s2 w8 x2": tile(128, 128, 64, 2, 8),
               "128x128x64 s3 w8 x2": tile(128, 128, 64, 3, 8),
@@ -141,15 +148,15 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "fp8 128x128x128 s6 w8 tail": tile(128, 128, 128, 6, 8, split_tail=True),
                   "fp8 16x128x256 s4 w4": tile(16, 128, 256, 4, 4),
                   # issue 31 round 3: K blocks of 256 (one promotion of the FP8 accumulator per 256 products of K,
-                  # half the waits of 128), 128x64 tiles, and two or three 64x128 programs per SM (gemm_sms 2 or 3 x
-                  # the H100's 132; <= 98 KB of shared memory and <= 21k registers each), so that one program's MMAs
-                  # run while another waits on its promotion
-                  "fp8 64x128x128 s4 w4 x2": tile(64, 128, 128, 4, 4, gemm_sms=264),
-                  "fp8 64x128x128 s3 w4 x3": tile(64, 128, 128, 3, 4, gemm_sms=396),
+                  # half the waits of 128), 128x64 tiles, and two or three 64x128 programs per SM ("x2", "x3":
+                  # gemm_sms 2 or 3 x the SMs; <= 98 KB of shared memory and <= 21k registers each), so that one
+                  # program's MMAs run while another waits on its promotion
+                  "fp8 64x128x128 s4 w4 x2": tile(64, 128, 128, 4, 4),
+                  "fp8 64x128x128 s3 w4 x3": tile(64, 128, 128, 3, 4),
                   "fp8 128x128x256 s3 w8": tile(128, 128, 256, 3, 8),
                   "fp8 128x128x256 s3 w8 tail": tile(128, 128, 256, 3, 8, split_tail=True),
                   "fp8 128x64x256 s4 w4": tile(128, 64, 256, 4, 4),
-                  "fp8 64x128x256 s2 w4 x2": tile(64, 128, 256, 2, 4, gemm_sms=264),
+                  "fp8 64x128x256 s2 w4 x2": tile(64, 128, 256, 2, 4),
                   "fp8 64x256x128 s4 w8": tile(64, 256, 128, 4, 8),
                   "fp8 16x64x256 s4 w4": tile(16, 64, 256, 4, 4),
                   # decode rows (M <= 16): deeper K blocks, narrower tiles, more stages, split-K
@@ -183,9 +190,9 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "fp8 64x64x512 s3 w4 k3": tile(64, 64, 512, 3, 4, split_k=3),
                   "fp8 64x128x512 s2 w4": tile(64, 128, 512, 2, 4),
                   # ... and two such programs per SM (96 KB of shared memory each)
-                  "fp8 64x64x256 s3 w4 x2": tile(64, 64, 256, 3, 4, gemm_sms=264),
-                  "fp8 64x64x256 s3 w4 x2 k2": tile(64, 64, 256, 3, 4, gemm_sms=264, split_k=2),
-                  "fp8 64x128x128 s4 w4 x2 k2": tile(64, 128, 128, 4, 4, gemm_sms=264, split_k=2),
+                  "fp8 64x64x256 s3 w4 x2": tile(64, 64, 256, 3, 4),
+                  "fp8 64x64x256 s3 w4 x2 k2": tile(64, 64, 256, 3, 4, split_k=2),
+                  "fp8 64x128x128 s4 w4 x2 k2": tile(64, 128, 128, 4, 4, split_k=2),
                   # the warp-specialized Gluon kernel (fused_ops/wgmma.py; two consumer warpgroups of 4 warps),
                   # precise accumulation unless named fast, wherever it runs (the default picks it by tile count)
                   "wgmma fp8 128x128x128 s4": tile(128, 128, 128, 4, 4),
@@ -259,8 +266,7 @@ def run(ctx, args, run_stamp):
                 continue
             if cfg is not None and cfg.split_k is None and not cfg.split_tail:  # whole tiles: not the default's
                 cfg = dataclasses.replace(cfg, split_k=1, split_tail=False)  # split (the default may split a tail)
-            if " x2" in name:
-                cfg = dataclasses.replace(cfg, gemm_sms=2 * ctx.get_cu_count())
+            cfg = per_sm(name, cfg, ctx.get_cu_count())
             _problem.HOST_DESCRIPTORS = "device-built" not in name
             _problem.AUTO_PAD_B = not name.endswith("B as given")
 
@@ -450,6 +456,7 @@ def run_fp8(ctx, args, run_stamp):
                     continue  # decode tiles are for decode rows
                 if cfg is not None and cfg.split_k is None and not cfg.split_tail:
                     cfg = dataclasses.replace(cfg, split_k=1, split_tail=False)
+                cfg = per_sm(name, cfg, ctx.get_cu_count())
                 fast = "fast accum" in name
                 kernel = "tile_loop" if "tile loop" in name else "wgmma" if name.startswith("wgmma") else None
                 try:

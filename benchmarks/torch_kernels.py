@@ -16,8 +16,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import torch  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
 
+from benchmarks.gemm import shape_list  # noqa: E402
 from benchmarks.harness import stamp  # noqa: E402
-from benchmarks import shapes as shape_set  # noqa: E402
 
 CALLS = 20
 
@@ -67,27 +67,24 @@ def kernels(m, n, k, fp8):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--shapes", nargs="+", required=True, help="MxNxK ..., or models (the public set's sample)")
+    p.add_argument("--shapes", nargs="+", required=True, help="MxNxK ..., or a named set: models (the public set's "
+                                                                     "sample), models-all")
     p.add_argument("--fp8", action="store_true", help="torch._scaled_mm, per-tensor scales (else torch.matmul, bf16)")
     p.add_argument("--out", default="results")
     args = p.parse_args()
     import pandas as pd
 
-    if args.shapes == ["models"]:
-        todo = [(m, n, k) for m, n, k, _ in shape_set.sample(shape_set.model_shapes())]
-    else:
-        todo = [tuple(int(x) for x in s.split("x")) for s in args.shapes]
+    dtype = "float8_e4m3fn" if args.fp8 else "bfloat16"
     rows, st = [], stamp(1, "benchmarks/torch_kernels.py")
-    for m, n, k in todo:
+    for m, n, k, _ in shape_list(args):
         try:
             found = kernels(m, n, k, args.fp8)
         except RuntimeError as e:  # e.g. torch._scaled_mm wants K and N multiples of 16
             print(f"{m}x{n}x{k}: torch refused: {str(e).splitlines()[0]}", flush=True)
-            rows.append(dict(m=m, n=n, k=k, dtype="float8_e4m3fn" if args.fp8 else "bfloat16",
-                             name=f"refused: {str(e).splitlines()[0]}", **st))
+            rows.append(dict(m=m, n=n, k=k, dtype=dtype, name=f"refused: {str(e).splitlines()[0]}", **st))
             continue
         for r in found:
-            rows.append(dict(m=m, n=n, k=k, dtype="float8_e4m3fn" if args.fp8 else "bfloat16", **r, **st))
+            rows.append(dict(m=m, n=n, k=k, dtype=dtype, **r, **st))
             print(f"{m}x{n}x{k}: {r['us']:.1f} us  grid {r['grid']} block {r['block']}  {r['name'][:140]}", flush=True)
     os.makedirs(args.out, exist_ok=True)
     pd.DataFrame(rows).to_csv(os.path.join(args.out, "torch_kernels.csv"), index=False)
