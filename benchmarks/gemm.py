@@ -90,7 +90,22 @@ WGMMA_CANDIDATES = {"wgmma 128x256x64 s3": tile(128, 256, 64, 3, 4),
                     "wgmma 192x128x64 s4": tile(192, 128, 64, 4, 4),
                     # 64-wide tiles: N of 64, and tile counts that fill whole waves where 128-wide ones do not
                     "wgmma 128x64x64 s8": tile(128, 64, 64, 8, 4),
-                    "wgmma 192x64x64 s6": tile(192, 64, 64, 6, 4)}
+                    "wgmma 192x64x64 s6": tile(192, 64, 64, 6, 4),
+                    # swap AB: the MMAs run on C's transpose, B's 64-192 columns per tile as their rows (one to three
+                    # consumers) and A's 16-256 rows as their N, so tiles narrow along M cost no padded MMA rows
+                    "wgmma swap 256x64x64 s4": tile(256, 64, 64, 4, 4),
+                    "wgmma swap 128x64x64 s6": tile(128, 64, 64, 6, 4),
+                    "wgmma swap 64x64x64 s8": tile(64, 64, 64, 8, 4),
+                    "wgmma swap 32x64x64 s8": tile(32, 64, 64, 8, 4),
+                    "wgmma swap 16x64x64 s8": tile(16, 64, 64, 8, 4),
+                    "wgmma swap 256x128x64 s3": tile(256, 128, 64, 3, 4),
+                    "wgmma swap 128x128x64 s6": tile(128, 128, 64, 6, 4),
+                    "wgmma swap 64x128x64 s6": tile(64, 128, 64, 6, 4),
+                    "wgmma swap 32x128x64 s8": tile(32, 128, 64, 8, 4),
+                    "wgmma swap 16x128x64 s8": tile(16, 128, 64, 8, 4),
+                    "wgmma swap 128x192x64 s4": tile(128, 192, 64, 4, 4),
+                    "wgmma swap 64x192x64 s6": tile(64, 192, 64, 6, 4),
+                    "wgmma swap 32x192x64 s6": tile(32, 192, 64, 6, 4)}
 CANDIDATES.update(WGMMA_CANDIDATES)
 # fused_ops.matmul, the library's GEMM alone (fused_ops/local_gemm.py): the Gluon kernel where config.wgmma_config
 # picks it, else the tile loop ("default" is the tile loop as the fused ops run it)
@@ -201,7 +216,16 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "wgmma fp8 128x64x128 s8": tile(128, 64, 128, 8, 4),
                   "wgmma fp8 192x64x128 s6": tile(192, 64, 128, 6, 4),
                   "wgmma fp8 128x128x128 s6 fast accum": tile(128, 128, 128, 6, 4),
-                  "wgmma fp8 128x256x128 s3 fast accum": tile(128, 256, 128, 3, 4)}
+                  "wgmma fp8 128x256x128 s3 fast accum": tile(128, 256, 128, 3, 4),
+                  # swap AB (B's columns as the MMAs' rows, A's rows as their N: no padded MMA rows at few rows)
+                  "wgmma fp8 swap 16x64x128 s8": tile(16, 64, 128, 8, 4),
+                  "wgmma fp8 swap 16x128x128 s8": tile(16, 128, 128, 8, 4),
+                  "wgmma fp8 swap 32x64x128 s8": tile(32, 64, 128, 8, 4),
+                  "wgmma fp8 swap 64x64x128 s8": tile(64, 64, 128, 8, 4),
+                  "wgmma fp8 swap 64x192x128 s6": tile(64, 192, 128, 6, 4),
+                  "wgmma fp8 swap 256x64x128 s4": tile(256, 64, 128, 4, 4),
+                  "wgmma fp8 swap 16x64x128 s8 fast accum": tile(16, 64, 128, 8, 4),
+                  "wgmma fp8 swap 64x192x128 s6 fast accum": tile(64, 192, 128, 6, 4)}
 
 
 ROUNDS = 11  # paired rounds per configuration (benchmarks.harness.paired_graph_us), medians
@@ -248,7 +272,8 @@ def run(ctx, args, run_stamp):
         for name, cfg in {**CANDIDATES, **(SMALL_M_CANDIDATES if m <= 1024 else {})}.items():
             if args.configs and name not in args.configs:
                 continue
-            if cfg is not None and (cfg.block_m <= 64 and m > 4096 or cfg.block_m < 64 and m >= 128):
+            if cfg is not None and "swap" not in name and (cfg.block_m <= 64 and m > 4096 or
+                                                           cfg.block_m < 64 and m >= 128):
                 continue  # 64-row tiles are for small M, narrower ones for decode (M < 128)
             if name.endswith("no vec") and store_vec(c, c.stride(0), n) == 8 // 1 and n % 16 == 0:
                 continue  # Triton aligns the stores itself: nothing to compare
@@ -361,12 +386,14 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp):
     elif not wgmma.supports(a, b, c):
         return []
     else:
-        kernel, cfg = "wgmma", dataclasses.replace(cfg, gemm_sms=ctx.get_cu_count(), group_m=8)
+        kernel, cfg = "wgmma swap" if "swap" in name else "wgmma", dataclasses.replace(
+            cfg, gemm_sms=ctx.get_cu_count(), group_m=8)
 
     def call():
         if name in toggles:
             return with_toggles(lambda: local_gemm.matmul(a, b, out=c))
-        return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, block_m=cfg.block_m)
+        return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, block_m=cfg.block_m,
+                         swap="swap" in name)
     c.fill_(float("nan"))
     call()
     err = ((c.double() - ref).norm() / ref.norm()).item()
@@ -463,7 +490,8 @@ def run_fp8(ctx, args, run_stamp):
                     if kernel == "wgmma":  # the candidate's tile as is (block_m 192 is no tile-loop Config)
                         if not wgmma.supports(a, b, c):
                             continue
-                        kernel_ran, used = kernel, dataclasses.replace(cfg, gemm_sms=ctx.get_cu_count(), group_m=8)
+                        kernel_ran = "wgmma swap" if "swap" in name else kernel
+                        used = dataclasses.replace(cfg, gemm_sms=ctx.get_cu_count(), group_m=8)
                     else:
                         used, _ = fp8.plan(a, b, cfg, fast)
                         kernel_ran, used = fp8.pick_kernel(a, b, c, used, cfg, fast, kernel)
@@ -474,7 +502,7 @@ def run_fp8(ctx, args, run_stamp):
                 def call():
                     if kernel == "wgmma":
                         return wgmma.run(a, b, c, used.block_n, used.block_k, used.num_stages, used.gemm_sms, sa, sb,
-                                         promote=not fast, block_m=used.block_m)
+                                         promote=not fast, block_m=used.block_m, swap="swap" in name)
                     return fp8.scaled_mm(a, b, sa, sb, out=c, config=cfg, use_fast_accum=fast, kernel=kernel)
                 c.fill_(float("nan"))
                 try:

@@ -66,12 +66,14 @@ if _GLUON:
     def ws_loads(
         a_desc, b_desc, a_bufs, b_bufs, ready, empty,   # operands; the ring's stages and barriers
         M, N, K,                                        # problem size
-        GROUP_M: gl.constexpr, NUM_BUFFERS: gl.constexpr, B_T: gl.constexpr, CONSUMERS: gl.constexpr,
+        GROUP_M: gl.constexpr, NUM_BUFFERS: gl.constexpr, A_T: gl.constexpr, B_T: gl.constexpr,
+        CONSUMERS: gl.constexpr,
     ):
         """The load warp of wgmma_ws_kernel: every K block of every tile of this program into the ring (A as one
         64-row box per consumer), each stage once every consumer has released it."""
-        BLOCK_M: gl.constexpr = CONSUMERS * a_desc.block_type.shape[0]
-        BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
+        HALF_M: gl.constexpr = a_desc.block_type.shape[1] if A_T else a_desc.block_type.shape[0]
+        BLOCK_M: gl.constexpr = CONSUMERS * HALF_M
+        BLOCK_K: gl.constexpr = a_desc.block_type.shape[0] if A_T else a_desc.block_type.shape[1]
         BLOCK_N: gl.constexpr = b_desc.block_type.shape[0] if B_T else b_desc.block_type.shape[1]
         num_pid_m = gl.cdiv(M, BLOCK_M)
         num_pid_n = gl.cdiv(N, BLOCK_N)
@@ -85,8 +87,12 @@ if _GLUON:
                 bar = ready.index(s)
                 mbarrier.expect(bar, CONSUMERS * a_desc.block_type.nbytes + b_desc.block_type.nbytes)
                 for h in gl.static_range(CONSUMERS):
-                    tma.async_copy_global_to_shared(a_desc, [pid_m * BLOCK_M + h * a_desc.block_type.shape[0],
-                                                             kk * BLOCK_K], bar, a_bufs.index(s * CONSUMERS + h))
+                    if A_T:
+                        tma.async_copy_global_to_shared(a_desc, [kk * BLOCK_K, pid_m * BLOCK_M + h * HALF_M], bar,
+                                                        a_bufs.index(s * CONSUMERS + h))
+                    else:
+                        tma.async_copy_global_to_shared(a_desc, [pid_m * BLOCK_M + h * HALF_M, kk * BLOCK_K], bar,
+                                                        a_bufs.index(s * CONSUMERS + h))
                 if B_T:
                     tma.async_copy_global_to_shared(b_desc, [pid_n * BLOCK_N, kk * BLOCK_K], bar, b_bufs.index(s))
                 else:
@@ -100,7 +106,9 @@ if _GLUON:
         SA, SB,                                         # FP8 scales (SCALES)
         M, N, K,                                        # problem size
         GROUP_M: gl.constexpr, NUM_BUFFERS: gl.constexpr,
+        A_T: gl.constexpr,                              # A stored K x M (M-major)
         B_T: gl.constexpr,                              # B stored N x K (K-major)
+        C_T: gl.constexpr,                              # C stored N x M (M-major)
         SCALES: gl.constexpr,                           # 0: none; 1: per-tensor; 2: row-wise
         PROMOTE: gl.constexpr,                          # FP8: add each block's sum into the fp32 accumulator
         CONSUMERS: gl.constexpr,                        # consumer warpgroups (64 rows each)
@@ -109,9 +117,9 @@ if _GLUON:
         the stage once its MMAs are done. PROMOTE: waits for them at every block and adds the block's sum into fp32
         (the other warpgroups' MMAs keep the tensor cores busy meanwhile, so they drift into turns); else one block's
         MMAs stay in flight while the next block's issue."""
-        HALF_M: gl.constexpr = c_desc.block_type.shape[0]
-        BLOCK_N: gl.constexpr = c_desc.block_type.shape[1]
-        BLOCK_K: gl.constexpr = a_bufs.type.shape[2]
+        HALF_M: gl.constexpr = a_bufs.type.shape[2] if A_T else a_bufs.type.shape[1]
+        BLOCK_N: gl.constexpr = b_bufs.type.shape[1] if B_T else b_bufs.type.shape[2]
+        BLOCK_K: gl.constexpr = a_bufs.type.shape[1] if A_T else a_bufs.type.shape[2]
         layout: gl.constexpr = mma_layout(HALF_M, BLOCK_N, a_bufs.dtype.primitive_bitwidth, 4)
         num_pid_m = gl.cdiv(M, CONSUMERS * HALF_M)
         num_pid_n = gl.cdiv(N, BLOCK_N)
@@ -125,6 +133,8 @@ if _GLUON:
                 s = c % NUM_BUFFERS
                 mbarrier.wait(ready.index(s), (c // NUM_BUFFERS) & 1)
                 a = a_bufs.index(s * CONSUMERS + HALF)
+                if A_T:
+                    a = a.permute((1, 0))
                 b = b_bufs.index(s)
                 if B_T:
                     b = b.permute((1, 0))
@@ -150,27 +160,34 @@ if _GLUON:
                 acc = acc * gl.load(SA + rm, mask=rm < M, other=0.0)[:, None]
                 acc = acc * gl.load(SB + rn, mask=rn < N, other=0.0)[None, :]
             tma.store_wait(pendings=0)  # this warpgroup's previous C has left c_smem
-            c_smem.store(acc.to(c_desc.dtype))
-            fence_async_shared()
-            tma.async_copy_shared_to_global(c_desc, [row0, pid_n * BLOCK_N], c_smem)
+            if C_T:
+                c_smem.store(gl.permute(acc.to(c_desc.dtype), (1, 0)))
+                fence_async_shared()
+                tma.async_copy_shared_to_global(c_desc, [pid_n * BLOCK_N, row0], c_smem)
+            else:
+                c_smem.store(acc.to(c_desc.dtype))
+                fence_async_shared()
+                tma.async_copy_shared_to_global(c_desc, [row0, pid_n * BLOCK_N], c_smem)
         tma.store_wait(pendings=0)
 
     @gluon.jit
     def wgmma_ws_kernel(
-        a_desc, b_desc, c_desc,                         # A M x K, B K x N (or N x K: B_T), C M x N (A, C: 64-row boxes)
+        a_desc, b_desc, c_desc,                         # A M x K, B K x N, C M x N (A: 64-row boxes, C: 64-row blocks)
         SA, SB,                                         # FP8 scales (fp32): one each, or per row of A / column of B
         M, N, K,                                        # problem size
         GROUP_M: gl.constexpr,                          # grouped tile order
         NUM_BUFFERS: gl.constexpr,                      # stages of the load ring
+        A_T: gl.constexpr,                              # A stored K x M (M-major; 16-bit only)
         B_T: gl.constexpr,                              # B stored N x K (K-major; FP8 needs it)
+        C_T: gl.constexpr,                              # C stored N x M (M-major)
         SCALES: gl.constexpr,                           # 0: none; 1: per-tensor; 2: row-wise
         PROMOTE: gl.constexpr,                          # FP8: add the partial sums into fp32 every block of K
         CONSUMER_REGS: gl.constexpr,                    # registers per thread of the worker consumer warpgroups
         CONSUMERS: gl.constexpr,                        # consumer warpgroups: tiles of 64 x CONSUMERS rows
     ):
-        """Warp-specialized: one warp loads, two or three warpgroups of 4 warps (this kernel's own, and workers) each
-        compute 64 rows of every tile, synchronized only through the ring's mbarriers (no CTA-wide barrier), so one
-        can wait on its MMAs and add while the other's run."""
+        """Warp-specialized: one warp loads, one to three warpgroups of 4 warps (this kernel's own, and workers)
+        each compute 64 rows of every tile, synchronized only through the ring's mbarriers (no CTA-wide barrier), so
+        one can wait on its MMAs and add while another's run."""
         a_bufs = gl.allocate_shared_memory(a_desc.dtype, [NUM_BUFFERS * CONSUMERS] + a_desc.block_type.shape,
                                            a_desc.layout)
         b_bufs = gl.allocate_shared_memory(b_desc.dtype, [NUM_BUFFERS] + b_desc.block_type.shape, b_desc.layout)
@@ -180,31 +197,39 @@ if _GLUON:
         for i in gl.static_range(NUM_BUFFERS):
             mbarrier.init(ready.index(i), count=1)
             mbarrier.init(empty.index(i), count=CONSUMERS)
-        if CONSUMERS == 3:
+        if CONSUMERS == 1:
             gl.warp_specialize([
                 (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(0), SA, SB, M, N, K, GROUP_M,
-                               NUM_BUFFERS, B_T, SCALES, PROMOTE, CONSUMERS)),
-                (ws_consumer, (1, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(1), SA, SB, M, N, K, GROUP_M,
-                               NUM_BUFFERS, B_T, SCALES, PROMOTE, CONSUMERS)),
-                (ws_consumer, (2, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(2), SA, SB, M, N, K, GROUP_M,
-                               NUM_BUFFERS, B_T, SCALES, PROMOTE, CONSUMERS)),
-                (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, B_T,
+                               NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS)),
+                (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, A_T, B_T,
                             CONSUMERS)),
-            ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, 40])
+            ], [1], [40])
+        elif CONSUMERS == 2:
+            gl.warp_specialize([
+                (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(0), SA, SB, M, N, K, GROUP_M,
+                               NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS)),
+                (ws_consumer, (1, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(1), SA, SB, M, N, K, GROUP_M,
+                               NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS)),
+                (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, A_T, B_T,
+                            CONSUMERS)),
+            ], [4, 1], [CONSUMER_REGS, 40])
         else:
             gl.warp_specialize([
                 (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(0), SA, SB, M, N, K, GROUP_M,
-                               NUM_BUFFERS, B_T, SCALES, PROMOTE, CONSUMERS)),
+                               NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS)),
                 (ws_consumer, (1, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(1), SA, SB, M, N, K, GROUP_M,
-                               NUM_BUFFERS, B_T, SCALES, PROMOTE, CONSUMERS)),
-                (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, B_T,
+                               NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS)),
+                (ws_consumer, (2, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(2), SA, SB, M, N, K, GROUP_M,
+                               NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS)),
+                (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, A_T, B_T,
                             CONSUMERS)),
-            ], [4, 1], [CONSUMER_REGS, 40])
+            ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, 40])
 
 _GL_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32",
               torch.float8_e4m3fn: "float8e4nv"}
 BLOCK_M = 128  # two consumer warpgroups of 64 rows; 192: three (tile counts that fill one wave where 128 rows need two)
 BLOCK_MS = (128, 192)
+SWAP_BLOCK_NS = (64, 128, 192)  # swap: B's columns per tile, one to three consumers
 CONSUMER_REGS = 232  # registers per thread of wgmma_ws_kernel's second consumer warpgroup (setmaxnreg)
 CONSUMER_REGS_3 = 152  # ... of the second and third, with three
 SMEM_BYTES = 232448 - 1024  # shared memory a program may use on an H100/H200, less the barriers' and the compiler's
@@ -233,29 +258,45 @@ def supports(a, b, c):
 
 
 def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None, promote=False, group_m=8,
-        block_m=BLOCK_M):
-    """c = a @ b (FP8: * scales) on one GPU with wgmma_ws_kernel: block_m x block_n tiles (block_m 128 or 192: two or
-    three consumer warpgroups), `stages` ring stages, at most `programs` persistent programs; `supports(a, b, c)`
-    must hold. promote (FP8): precise accumulation (fp32 every block of K), else the tensor cores' own accumulation
-    across K. One launch; host cost: three TMA descriptors. Not collective."""
+        block_m=BLOCK_M, swap=False):
+    """c = a @ b (FP8: * scales) on one GPU with wgmma_ws_kernel: block_m x block_n tiles, `stages` ring stages, at
+    most `programs` persistent programs; `supports(a, b, c)` must hold. block_m 128 or 192: two or three consumer
+    warpgroups of 64 rows. swap: the MMAs run on C's transpose, B's columns as their rows: block_n 64, 128 or 192
+    (one to three consumers of 64 columns) and block_m any power of two from 16 to 256 (the MMAs' N), as cuBLAS does
+    for few rows. promote (FP8): precise accumulation (fp32 every block of K), else the tensor cores' own
+    accumulation across K. One launch; host cost: three TMA descriptors. Not collective."""
+    args, consts, tiles = kernel_args(a, b, c, block_n, block_k, stages, block_m, swap, scale_a, scale_b, promote,
+                                      group_m)
+    wgmma_ws_kernel[(min(programs, tiles),)](*args, **consts, num_warps=4)
+    return c
+
+
+def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, scale_a=None, scale_b=None,
+                promote=False, group_m=8):
+    """(arguments, constexprs, tiles) of wgmma_ws_kernel for run()'s call (the CPU tests compile it from these)."""
+    rows, cols = (block_n, block_m) if swap else (block_m, block_n)
+    if rows not in (SWAP_BLOCK_NS if swap else BLOCK_MS):
+        what = "block_n" if swap else "block_m"
+        raise ValueError(f"wgmma.run: {what}={rows}; expected one of {SWAP_BLOCK_NS if swap else BLOCK_MS} "
+                         f"(consumer warpgroups of 64 {'columns' if swap else 'rows'})")
+    if swap and (cols < 16 or cols > 256 or cols & (cols - 1)):
+        raise ValueError(f"wgmma.run: block_m={cols} with swap; expected a power of two from 16 to 256")
+    if swap:  # c.T = b.T @ a.T: the kernel sees B's columns as rows (A_T: M-major, 16-bit) and writes C transposed
+        a, b, c, scale_a, scale_b = b.t(), a.t(), c.t(), scale_b, scale_a
     m, k = a.shape
     n = b.shape[1]
-    b_t = b.stride(0) == 1 and b.stride(1) != 1
-    dt = getattr(gl, _GL_DTYPES[a.dtype])
-    if block_m not in BLOCK_MS:
-        raise ValueError(f"wgmma.run: block_m={block_m}; expected one of {BLOCK_MS} (consumer warpgroups of 64 rows)")
-    a_desc = TensorDescriptor.from_tensor(a, [64, block_k], gl.NVMMASharedLayout.get_default_for([64, block_k], dt))
-    b_block = [block_n, block_k] if b_t else [block_k, block_n]
-    b_desc = TensorDescriptor.from_tensor(b.t() if b_t else b, b_block,
-                                          gl.NVMMASharedLayout.get_default_for(b_block, dt))
-    c_block = [64, block_n]
-    c_desc = TensorDescriptor.from_tensor(c, c_block, gl.NVMMASharedLayout.get_default_for(
-        c_block, getattr(gl, _GL_DTYPES[c.dtype])))
+    a_t, b_t, c_t = (t.stride(1) != 1 for t in (a, b, c))
+
+    def desc(t, transposed, block):
+        block = block[::-1] if transposed else block
+        return TensorDescriptor.from_tensor(t.t() if transposed else t, block, gl.NVMMASharedLayout.get_default_for(
+            block, getattr(gl, _GL_DTYPES[t.dtype])))
     scales = 0 if scale_a is None else 1 if scale_a.numel() == 1 and scale_b.numel() == 1 else 2
     if scales == 0:
         scale_a = scale_b = c  # not read
-    grid = (min(programs, triton.cdiv(m, block_m) * triton.cdiv(n, block_n)),)
-    wgmma_ws_kernel[grid](a_desc, b_desc, c_desc, scale_a, scale_b, m, n, k, GROUP_M=group_m, NUM_BUFFERS=stages,
-                          B_T=b_t, SCALES=scales, PROMOTE=bool(promote), num_warps=4, CONSUMERS=block_m // 64,
-                          CONSUMER_REGS=CONSUMER_REGS if block_m == 128 else CONSUMER_REGS_3)
-    return c
+    args = (desc(a, a_t, [64, block_k]), desc(b, b_t, [block_k, cols]), desc(c, c_t, [64, cols]), scale_a, scale_b,
+            m, n, k)
+    consts = dict(GROUP_M=group_m, NUM_BUFFERS=stages, A_T=a_t, B_T=b_t, C_T=c_t, SCALES=scales,
+                  PROMOTE=bool(promote), CONSUMER_REGS=CONSUMER_REGS if rows <= 128 else CONSUMER_REGS_3,
+                  CONSUMERS=rows // 64)
+    return args, consts, triton.cdiv(m, rows) * triton.cdiv(n, cols)

@@ -266,6 +266,19 @@ for stage in "$@"; do
                128x128x65536 64x256x131072 --configs matmul "64x64x128 s4 w4 k16" "64x64x128 s4 w4 k32" \
                "64x128x128 s4 w4 k66" "128x64x128 s4 w4 k66" "64x64x256 s3 w4 k33" "128x128x64 s4 w8 k132" \
                --out "$OUT/kdom_$r"; done ;;
+    swaptests)  # one GPU: the Gluon kernel's swap-AB tiles against float64 (and its other tests)
+             run pytest_swap.log timeout ${TEST_TIMEOUT:-300} python3 -m pytest -v -rfs tests/test_wgmma.py ;;
+    swapexplore)  # one GPU: swap-AB Gluon tiles (B's columns as the MMAs' rows) at the shapes below their floors
+             sw=$(python3 -c "import benchmarks.gemm as g; print(*[repr(n) for n in g.WGMMA_CANDIDATES if 'swap' in n])")
+             eval run gemm_swap_explore.log timeout ${SWAPX_TIMEOUT:-400} python3 benchmarks/gemm.py --shapes \
+               129x4096x4096 128x12288x1536 1024x2112x7168 1024x2560x2880 4096x1280x2880 2048x5000x2048 \
+               4096x1000x8192 1000x1000x1000 128x2560x2880 128x8192x7392 256x4096x4096 --configs matmul $sw \
+               --out "$OUT/swap_explore"
+             fw=$(python3 -c "import benchmarks.gemm as g; print(*[repr(n) for n in g.FP8_CANDIDATES if 'swap' in n])")
+             eval run gemm_fp8_swap_explore.log timeout ${SWAPX_TIMEOUT:-400} python3 benchmarks/gemm.py --fp8 \
+               --shapes 1x4000x4096 16x3584x2368 16x5120x6912 16x6912x5120 16x16384x26624 128x640x3584 \
+               128x2560x2880 129x4096x4096 128x12288x1536 1024x2112x7168 --configs default $fw \
+               --out "$OUT/fp8_swap_explore" ;;
     fixes)   run pytest_fixes.log timeout ${TEST_TIMEOUT:-110} python3 -m pytest -v -rfs \
                "tests/test_replay.py::test_prepared_catalog_calls_skip_the_checks_but_not_tracing_capture_or_tuning" \
                tests/test_collectives.py::test_benchmark_all_to_all_rows \

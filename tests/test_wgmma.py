@@ -29,26 +29,24 @@ def _tile(cfg):
     return cfg.block_m, cfg.block_n, cfg.block_k
 
 
-def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.float8_e4m3fn, b_t=True, block_m=128):
-    """(PTX, shared bytes, ptxas's report) of wgmma_ws_kernel for sm_90a, compiled here without a GPU."""
+def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.float8_e4m3fn, b_t=True, block_m=128,
+                 swap=False):
+    """(PTX, shared bytes, ptxas's report) of wgmma_ws_kernel for sm_90a, compiled here without a GPU, with the
+    arguments wgmma.run would pass."""
     import triton
     from triton.backends.compiler import GPUTarget
-    from triton.experimental.gluon import language as gl
     from triton.experimental.gluon._runtime import GluonASTSource
     from triton.runtime.jit import mangle_type
 
     bn, bk, stages = tile
-
-    def desc(t, block):
-        layout = gl.NVMMASharedLayout.get_default_for(block, getattr(gl, wgmma._GL_DTYPES[t.dtype]))
-        return mangle_type(wgmma.TensorDescriptor.from_tensor(t, block, layout))
     a, c = torch.empty(256, 256, dtype=dtype), torch.empty(256, 256, dtype=out_dtype)
+    b = torch.empty(256, 256, dtype=dtype)
+    b = b.t() if b_t else b
+    sa = sb = torch.ones(1 if scales < 2 else 256) if scales else None
+    args, consts, _ = wgmma.kernel_args(a, b, c, bn, bk, stages, block_m, swap, sa, sb, promote)
     fn = wgmma.wgmma_ws_kernel
-    consts = dict(GROUP_M=8, NUM_BUFFERS=stages, B_T=b_t, SCALES=scales, PROMOTE=promote,
-                  CONSUMER_REGS=wgmma.CONSUMER_REGS if block_m == 128 else wgmma.CONSUMER_REGS_3,
-                  CONSUMERS=block_m // 64)
-    sig = {"a_desc": desc(a, [64, bk]), "b_desc": desc(a, [bn, bk] if b_t else [bk, bn]), "c_desc": desc(c, [64, bn]),
-           "SA": "*fp32", "SB": "*fp32", "M": "i32", "N": "i32", "K": "i32", **{k: "constexpr" for k in consts}}
+    sig = dict(zip(fn.arg_names, [mangle_type(x) for x in args[:3]] + ["*fp32", "*fp32", "i32", "i32", "i32"]))
+    sig.update({k: "constexpr" for k in consts})
     src = GluonASTSource(fn=fn, signature=sig, constexprs={(fn.arg_names.index(k),): v for k, v in consts.items()},
                          attrs={})
     kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
@@ -65,7 +63,7 @@ def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.fl
 FP8, BF16 = torch.float8_e4m3fn, torch.bfloat16
 
 
-# id: (promote, scales, out dtype, operand dtype, B K-major, (block_n, block_k, stages[, block_m]))
+# id: (promote, scales, out dtype, operand dtype, B K-major, (block_n, block_k, stages[, block_m[, swap]]))
 COMPILE_CASES = {
     "fp8-precise-tensor": (True, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 6)),
     "fp8-precise-row": (True, 2, "bfloat16", "float8_e4m3fn", True, (128, 128, 6)),
@@ -77,6 +75,10 @@ COMPILE_CASES = {
     "bf16-64-wide": (False, 0, "bfloat16", "bfloat16", False, (64, 64, 8)),
     "fp8-precise-64-wide": (True, 2, "bfloat16", "float8_e4m3fn", True, (64, 128, 8)),
     "fp8-precise-192-rows": (True, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 192)),
+    "bf16-swap-one-consumer": (False, 0, "bfloat16", "bfloat16", False, (64, 64, 4, 256, True)),
+    "bf16-swap-three-consumers": (False, 0, "bfloat16", "bfloat16", False, (192, 64, 4, 64, True)),
+    "bf16-swap-b-k-major-16": (False, 0, "bfloat16", "bfloat16", True, (128, 64, 6, 16, True)),
+    "fp8-precise-swap-16": (True, 2, "bfloat16", "float8_e4m3fn", True, (64, 128, 6, 16, True)),
 }
 
 
@@ -86,10 +88,10 @@ def compile_cases():
     out = {}
     for name, (promote, scales, out_dtype, dtype, b_t, tile) in COMPILE_CASES.items():
         out_dtype, dtype = getattr(torch, out_dtype), getattr(torch, dtype)
-        tile, block_m = tile[:3], (tile[3] if len(tile) > 3 else 128)
+        tile, (block_m, swap) = tile[:3], (tile[3:] + (128, False)[len(tile) - 3:])
         while not wgmma.fits(*tile, dtype.itemsize, out_dtype.itemsize, block_m):
             tile = (tile[0], tile[1], tile[2] - 1)  # fp32 C staging tiles take a stage's worth
-        ptx, shared, report = compile_sm90(tile, promote, scales, out_dtype, dtype, b_t, block_m)
+        ptx, shared, report = compile_sm90(tile, promote, scales, out_dtype, dtype, b_t, block_m, swap)
         out[name] = dict(shared=shared, report=report, setmaxnreg="setmaxnreg" in ptx,
                          mma_and_tma="wgmma.mma_async" in ptx and "cp.async.bulk.tensor" in ptx,
                          in_flight="wgmma.wait_group.sync.aligned 1" in ptx)
@@ -263,3 +265,39 @@ def test_fp8_wgmma_many_calls_in_a_row():
     for a, b, sa, sb, out in calls:
         ref = (a.double() * sa.double()) @ (b.double() * sb.double())
         assert ((out.double() - ref).norm() / ref.norm()).item() < 5e-3
+
+
+@pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
+@pytest.mark.parametrize("operands", ["bf16-b-row-major", "bf16-b-k-major", "fp8-precise", "fp8-fast"])
+def test_swap_ab_tiles_match_float64(operands):
+    # B's columns as the MMAs' rows (64-192 per tile), A's rows as their N (16-256): every edge of both, K of one block
+    # and odd block counts, one to three consumers; fresh data and a poisoned output per call, row-wise scales too
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    fp8_ops = operands.startswith("fp8")
+    tiles = ((64, 256, 4), (192, 64, 4), (128, 16, 6), (64, 32, 6), (128, 128, 4))  # block_n, block_m, stages
+    for m, n, k in ((1, 16, 16), (16, 4096, 2368), (129, 1000, 520), (200, 272, 208), (1024, 2112, 1152)):
+        for i, (block_n, block_m, stages) in enumerate(tiles):
+            c = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
+            if fp8_ops:
+                a, b, sa, sb = _quantized(m, n, k, i % 2 == 1)
+                ref = (a.double() * sa.double()) @ (b.double() * sb.double())
+                wgmma.run(a, b, c, block_n, 128, stages, sms, sa, sb, promote=operands == "fp8-precise",
+                          block_m=block_m, swap=True)
+            else:
+                a = torch.randn(m, k, device="cuda", dtype=BF16)
+                b = (torch.randn(n, k, device="cuda", dtype=BF16).t() if operands == "bf16-b-k-major" else
+                     torch.randn(k, n, device="cuda", dtype=BF16))
+                ref = a.double() @ b.double()
+                wgmma.run(a, b, c, block_n, 64, stages, sms, block_m=block_m, swap=True)
+            err = ((c.double() - ref).norm() / ref.norm()).item()
+            assert err < (2e-2 if operands == "fp8-fast" else 5e-3), (m, n, k, block_n, block_m, err)
+
+
+def test_swap_ab_tiles_are_refused_where_the_kernel_has_no_such_tile():
+    a, b, c = torch.empty(64, 64, dtype=BF16), torch.empty(64, 64, dtype=BF16), torch.empty(64, 64, dtype=BF16)
+    with pytest.raises(ValueError, match=r"block_n=256; expected one of \(64, 128, 192\)"):
+        wgmma.kernel_args(a, b, c, 256, 64, 4, 64, swap=True)
+    with pytest.raises(ValueError, match="block_m=48 with swap; expected a power of two from 16 to 256"):
+        wgmma.kernel_args(a, b, c, 64, 64, 4, 48, swap=True)
+    with pytest.raises(ValueError, match=r"block_m=64; expected one of \(128, 192\)"):
+        wgmma.kernel_args(a, b, c, 64, 64, 4, 64)
