@@ -279,6 +279,15 @@ for stage in "$@"; do
                --shapes 1x4000x4096 16x3584x2368 16x5120x6912 16x6912x5120 16x16384x26624 128x640x3584 \
                128x2560x2880 129x4096x4096 128x12288x1536 1024x2112x7168 --configs default $fw \
                --out "$OUT/fp8_swap_explore" ;;
+    swapmodels)  # one GPU: the public sample, fused_ops.matmul against the wider swap-AB tiles; FP8 at its worst shapes
+             run gemm_swap_models.log timeout ${SWAPX_TIMEOUT:-400} python3 benchmarks/gemm.py --shapes models \
+               --configs matmul "wgmma swap 256x128x64 s3" "wgmma swap 256x64x64 s4" "wgmma swap 128x192x64 s4" \
+               "wgmma swap 128x128x64 s6" "wgmma swap 64x192x64 s6" --out "$OUT/swap_models"
+             fw=$(python3 -c "import benchmarks.gemm as g; print(*[repr(n) for n in g.FP8_CANDIDATES if 'swap' in n])")
+             eval run gemm_fp8_swap_more.log timeout ${SWAPX_TIMEOUT:-400} python3 benchmarks/gemm.py --fp8 \
+               --shapes 1x4000x4096 16x3584x2368 16x5120x6912 16x6912x5120 1x19008x8192 128x12288x1536 \
+               1024x2112x7168 4096x8192x3696 4096x1280x2880 1024x2560x2880 --configs default $fw \
+               --out "$OUT/fp8_swap_more" ;;
     fixes)   run pytest_fixes.log timeout ${TEST_TIMEOUT:-110} python3 -m pytest -v -rfs \
                "tests/test_replay.py::test_prepared_catalog_calls_skip_the_checks_but_not_tracing_capture_or_tuning" \
                tests/test_collectives.py::test_benchmark_all_to_all_rows \
