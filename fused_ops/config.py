@@ -23,6 +23,8 @@ class Config:
                            # split_k support only (fused_ops.list_variants shows them; others reject it)
     split_tail: bool = None  # split only the tiles of the last, partial wave (the full waves run whole tiles), so
                              # their slices fill the SMs that wave would leave idle
+    swap_ab: bool = None   # the Gluon kernel only (fused_ops.matmul, fp8.scaled_mm): its MMAs run on C's transpose,
+                           # B's block_n (64-192) columns as their rows and A's block_m (16-256) rows as their N
 
     def describe(self):
         """One line for logs and CSVs: tiles, pipeline, programs, split."""
@@ -30,7 +32,7 @@ class Config:
                 f"{self.gemm_sms} GEMM programs")
         if self.split_k > 1:
             text += f", split_k {self.split_k}" + (" (last wave)" if self.split_tail else "")
-        return text
+        return text + (", swap AB" if self.swap_ab else "")
 
     def merged(self, defaults):
         return replace(defaults, **{f.name: getattr(self, f.name) for f in fields(self)
@@ -116,6 +118,23 @@ WGMMA_FP8_NARROW_TILE = (128, 64, 128, 8, 1.4)  # FP8 precise accumulation
 WGMMA_FP8_TILES = ((192, 128, 128, 4, 0.9), (128, 128, 128, 6, 1.0))   # precise: the sum and a block's partial
 WGMMA_FP8_FAST_TILE = (128, 256, 128, 3)   # fast accumulation: one accumulator, 64x256 per warpgroup
 WGMMA_MIN_FILL = 0.7
+# Swap-AB tiles (wgmma.run(swap=True)): C's transpose, B's columns as the MMAs' 64-row blocks, A's rows as their N. A
+# tile can then span 256 rows of A with full-width MMAs (as non-swapped 256-row tiles cannot: their four consumers'
+# 64-wide MMAs read the same bytes for half the products), and 64 columns of B with one consumer. (rows of A, columns
+# of B, block_k, stages, cost per output element), in wgmma_config's choice beside WGMMA_TILES. On the public sample
+# (H200, results/current/gemm/swap_a0a9ffa/) they won where 64-column tiles fill whole waves (1024x2112x7168: 132
+# 256x64 tiles, 0.75 -> 0.97x torch.matmul) and where B's rows are not 128-byte aligned (N of 1000, 3000, 5000: half
+# as many passes over B as 128-row tiles; 4096x1000x8192 0.88 -> 0.99x, 2048x5000x2048 0.71 -> 0.91x), and tied or
+# lost elsewhere: costs 1.1 and 1.3, and non-swapped tiles cost UNALIGNED_B_COST more where B's rows are unaligned.
+WGMMA_SWAP_TILES = ((256, 128, 64, 3, 1.1), (256, 64, 64, 4, 1.3))
+UNALIGNED_B_COST = 1.3
+# FP8 decode rows (M <= DECODE_ROWS): swap-AB tiles of 16 rows by 64 columns (MMAs of N = 16, where the tile loop
+# pads its 16-row mma.sync tiles' B reads for no gain) beat the tile loop's split 16-row tiles where they fit in one
+# wave: 16x6912x5120 0.75 -> 1.02x torch._scaled_mm, 16x3584x2368 0.75 -> 0.93x, 1x4000x4096 0.78 -> 0.89x (precise
+# accumulation, 256-deep blocks: error 1.68e-3 against the tile loop's 1.66e-3); with 2.25 waves (1x19008x8192) they
+# lost (0.95 against 0.99x). Fast accumulation: 128-deep blocks, 8 stages (0.88-1.00x against 0.76-0.81x).
+WGMMA_FP8_DECODE_TILE = (16, 64, 256, 4)
+WGMMA_FP8_FAST_DECODE_TILE = (16, 64, 128, 8)
 # A persistent grid runs its tiles in waves of one per program, and a last wave that is partly empty costs a whole one.
 # A 128x128 tile (6 stages, 8 warps) takes 0.48-0.55 of a 128x256 tile's time (median 0.51 over the 40 GEMMs a rank
 # runs in the 2-GPU default sweep, results/current/gemm/wave_a8219b8/), so it is the better pick where its waves times
@@ -329,15 +348,21 @@ def fp8_catalog_defaults(cfg, m, n, k, split):
     return fp8_defaults(cfg, m, n, k)
 
 
-def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False):
+def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True):
     """The Gluon kernel's config for an m x n output where `cfg` holds the tile loop's defaults: FP8 with precise
     accumulation where 128x128 tiles reach WGMMA_MIN_FILL x `sms`; FP8 with fast accumulation where its 128x256
     tiles do (and n >= 256); 16-bit where the defaults chose 128-row tiles (whole, or the last wave split: the
-    Gluon kernel's tile choice beat the split tails) and 128x128 tiles reach it; never
-    for decode rows (m <= DECODE_ROWS). The tile: the fewest waves times area times cost (WGMMA_TILES, also
-    WGMMA_NARROW_TILE where its waves are nearly full; FP8: WGMMA_FP8_TILES and WGMMA_FP8_NARROW_TILE). None
-    elsewhere: gemm.py's tile loop runs those. force: the dtype's pick wherever (kernel="wgmma"). Host only, free."""
+    Gluon kernel's tile choice beat the split tails) and 128x128 tiles reach it; FP8 decode rows (m <= DECODE_ROWS)
+    where swap-AB 16x64 tiles fit in one wave; never 16-bit decode rows. The tile: the fewest waves times area times
+    cost (WGMMA_TILES, also WGMMA_NARROW_TILE where its waves are nearly full, and 16-bit WGMMA_SWAP_TILES;
+    FP8: WGMMA_FP8_TILES and WGMMA_FP8_NARROW_TILE). b_aligned: B's rows are 128-byte aligned (else non-swapped
+    tiles cost UNALIGNED_B_COST more). None elsewhere: gemm.py's tile loop runs those. force: the dtype's pick
+    wherever (kernel="wgmma"). Host only, free."""
     fp8 = dtype == torch.float8_e4m3fn
+    if fp8 and m <= DECODE_ROWS and (force or -(-n // WGMMA_FP8_DECODE_TILE[1]) <= sms):
+        bm, bn, bk, stages = WGMMA_FP8_FAST_DECODE_TILE if fast else WGMMA_FP8_DECODE_TILE
+        return replace(cfg, block_m=bm, block_n=bn, block_k=bk, num_stages=stages, num_warps=4, split_k=1,
+                       split_tail=False, swap_ab=True)
     if fp8 and fast:
         tiles = (WGMMA_FP8_FAST_TILE + (1.0,),)
     else:
@@ -352,13 +377,18 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False):
             return None
         if (fp8 and fast and n < 256) or (not fp8 and cfg.block_m != 128):
             return None
+    tiles = [t + (False,) for t in tiles]
+    if not b_aligned:
+        tiles = [t[:4] + (t[4] * UNALIGNED_B_COST, False) for t in tiles]
+    if not fp8:
+        tiles += [t + (True,) for t in WGMMA_SWAP_TILES]
 
     def cost(tile):
-        bm, bn, _, _, w = tile
+        bm, bn, _, _, w, _ = tile
         return -(-(-(-m // bm) * -(-n // bn)) // sms) * bm * bn * w, -bm * bn
-    bm, bn, bk, stages, _ = min(tiles, key=cost)
+    bm, bn, bk, stages, _, swap = min(tiles, key=cost)
     return replace(cfg, block_m=bm, block_n=bn, block_k=bk, num_stages=stages, num_warps=4, split_k=1,
-                   split_tail=False)
+                   split_tail=False, swap_ab=swap)
 
 
 def candidates(ctx, dtype):
@@ -385,6 +415,9 @@ def check(cfg, ctx, variant):
             raise ValueError(f"config.{name}={v!r}: expected a positive integer")
     if not isinstance(cfg.split_tail, bool):
         raise ValueError(f"config.split_tail={cfg.split_tail!r}: expected True or False")
+    if cfg.swap_ab and variant is not None:
+        raise ValueError(f"config.swap_ab=True: the Gluon kernel's tiles (fused_ops.matmul, fp8.scaled_mm); "
+                         f"{variant.op}/{variant.name} runs the tile loop")
     if cfg.split_k > cfg.gemm_sms:
         raise ValueError(f"config.split_k={cfg.split_k} exceeds gemm_sms={cfg.gemm_sms}: a tile's slices run side by "
                          f"side, one program each")

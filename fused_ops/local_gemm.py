@@ -108,25 +108,36 @@ def check_kernel(kernel, where):
 def pick_kernel(a, b, c, cfg, config, fast, kernel, where):
     """(kernel, Config) a call runs: "wgmma" where it takes the operands and config.wgmma_config picks it, else
     "tile_loop". kernel="wgmma" runs it wherever it takes the operands, with the caller's block_n, block_k, stages and
-    programs if a config is given (block_m must be 128). Host only."""
+    programs if a config is given (block_m 128, or config.swap_ab with wgmma.run's swap tiles). Host only."""
     check_kernel(kernel, where)
+    if cfg.swap_ab:  # the caller's: only the Gluon kernel has swapped tiles
+        if kernel == "tile_loop":
+            raise ValueError(f"{where}: config.swap_ab=True runs the Gluon kernel; kernel='tile_loop' has no swapped "
+                             f"tiles")
+        kernel = "wgmma"
     if kernel == "tile_loop":
         return kernel, cfg
     ok = wgmma.supports(a, b, c)
     m, n = c.shape
+    b_t = b.stride(0) == 1 and b.stride(1) != 1
+    b_aligned = (b.stride(1 if b_t else 0) * b.element_size()) % 128 == 0
     if kernel == "wgmma":
         if not ok:
             raise ValueError(f"{where}: kernel='wgmma' needs a Hopper GPU (compute capability 9.x), Triton with Gluon "
                              f"and TMA-describable operands (16-byte aligned, a row-major; FP8 b column-major)")
         if config is None:
-            return kernel, _fit(_config.wgmma_config(cfg, m, n, cfg.gemm_sms, a.dtype, fast, force=True), a, c)
-        if cfg.block_m != wgmma.BLOCK_M or cfg.split_k > 1:
-            raise ValueError(f"{where}: kernel='wgmma' with a config runs whole 128-row tiles (192-row ones are the "
-                             f"defaults' to pick), got {cfg.describe()}")
-        if not wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, a.element_size(), c.element_size()):
+            return kernel, _fit(_config.wgmma_config(cfg, m, n, cfg.gemm_sms, a.dtype, fast, force=True,
+                                                     b_aligned=b_aligned), a, c)
+        if cfg.swap_ab:
+            wgmma.kernel_args(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.block_m, True)  # refusals
+        elif cfg.block_m != wgmma.BLOCK_M or cfg.split_k > 1:
+            raise ValueError(f"{where}: kernel='wgmma' with a config runs whole 128-row tiles, or swap_ab tiles "
+                             f"(192-row ones are the defaults' to pick), got {cfg.describe()}")
+        if not wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, a.element_size(), c.element_size(), cfg.block_m):
             raise ValueError(f"{where}: kernel='wgmma': {cfg.describe()} needs more shared memory than an SM has")
         return kernel, cfg
-    pick = _config.wgmma_config(cfg, m, n, cfg.gemm_sms, a.dtype, fast) if ok and config is None else None
+    pick = (_config.wgmma_config(cfg, m, n, cfg.gemm_sms, a.dtype, fast, b_aligned=b_aligned)
+            if ok and config is None else None)
     return ("wgmma", _fit(pick, a, c)) if pick is not None else ("tile_loop", cfg)
 
 
@@ -141,7 +152,7 @@ def launch(a, b, c, cfg, tma, kernel, scale_a=None, scale_b=None, promote=False)
     """c = a @ b [* scales] with the kernel and Config pick_kernel chose (promote: FP8 precise accumulation)."""
     if kernel == "wgmma":
         return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, scale_a, scale_b,
-                         promote=promote, group_m=cfg.group_m, block_m=cfg.block_m)
+                         promote=promote, group_m=cfg.group_m, block_m=cfg.block_m, swap=bool(cfg.swap_ab))
     m, k = a.shape
     n = b.shape[1]
     bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k

@@ -1,6 +1,7 @@
 """The per-device GEMM defaults: on Hopper, the largest tile whose count still gives most SMs one (the rule that
 benchmarks/gemm.py's measurements support); ranks sharing a GPU share its SMs."""
 
+import pytest
 import torch
 
 from fused_ops.config import HOPPER_TILES, Config, default_config
@@ -92,3 +93,15 @@ def test_split_tail_where_the_last_wave_is_short_and_k_long():
     assert (lambda c: (c.split_k, c.split_tail))(resolve(given.merged(base), given, 4096, 2304, 36864)) == (3, False)
     both = Config(split_k=3, split_tail=True)
     assert (lambda c: (c.split_k, c.split_tail))(resolve(both.merged(base), both, 4096, 2304, 36864)) == (3, True)
+
+
+def test_swapped_tiles_are_the_gluon_kernels_alone():
+    import fused_ops
+    from fused_ops.config import check
+
+    cfg = default_config(_GPU(), 4096, 4096, 4096, torch.bfloat16)
+    check(cfg, _GPU(), fused_ops.get("gemm_all_scatter", "bulk_sync"))  # as the defaults make it
+    swapped = Config(swap_ab=True).merged(cfg)
+    assert swapped.describe().endswith(", swap AB")
+    with pytest.raises(ValueError, match="swap_ab=True: the Gluon kernel.s tiles .*/bulk_sync runs the tile loop"):
+        check(swapped, _GPU(), fused_ops.get("gemm_all_scatter", "bulk_sync"))

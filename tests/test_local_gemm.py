@@ -41,7 +41,9 @@ def test_matmul_matches_float64_at_the_edges(m, n, k, cfg, col_major):
     ("fp32", TypeError, "expected bfloat16 or float16"), ("mixed", TypeError, "expected one dtype"),
     ("inner", ValueError, "inner dimensions differ"), ("strides", ValueError, "a must be row-major"),
     ("out", ValueError, "out must be a row-major 4 x 6"), ("kernel", ValueError, "'wgmma' or 'tile_loop'"),
-    ("wgmma_cpu", ValueError, "kernel='wgmma' needs a Hopper GPU")])
+    ("wgmma_cpu", ValueError, "kernel='wgmma' needs a Hopper GPU"),
+    ("swap_cpu", ValueError, "kernel='wgmma' needs a Hopper GPU"),
+    ("swap_tile_loop", ValueError, "config.swap_ab=True runs the Gluon kernel; kernel='tile_loop' has no swapped")])
 def test_matmul_refusals_say_what_was_expected(case, error, words):
     a, b, kw = torch.randn(4, 8, dtype=torch.bfloat16), torch.randn(8, 6, dtype=torch.bfloat16), {}
     # (CPU tensors: every refusal comes before anything would run; on a GPU machine CPU tensors need the interpreter)
@@ -61,6 +63,11 @@ def test_matmul_refusals_say_what_was_expected(case, error, words):
         if ON_GPU:
             pytest.skip("CPU tensors: the Gluon kernel is refused there")
         kw["kernel"] = "wgmma"
+    elif case.startswith("swap"):  # swapped tiles are the Gluon kernel's alone
+        if ON_GPU:
+            pytest.skip("CPU tensors: the Gluon kernel is refused there")
+        kw["config"] = fused_ops.Config(swap_ab=True)
+        kw["kernel"] = "tile_loop" if case == "swap_tile_loop" else None
     with pytest.raises(error, match=words):
         fused_ops.matmul(a, b, **kw)
 
@@ -69,7 +76,8 @@ def test_matmul_refusals_say_what_was_expected(case, error, words):
 def test_gpu_defaults_pick_per_shape_and_match_float64():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for m, n, k, want in ((4096, 4096, 1024, "wgmma"), (16384, 1152, 512, "wgmma"), (16, 4096, 1024, "tile_loop"),
-                          (256, 1024, 1024, "tile_loop"), (4096, 1000, 520, "wgmma"), (333, 777, 2048, "tile_loop")):
+                          (256, 1024, 1024, "tile_loop"), (4096, 1000, 520, "wgmma"), (333, 777, 2048, "tile_loop"),
+                          (1024, 2112, 1024, "wgmma"), (2048, 5000, 256, "wgmma")):  # (swapped tiles)
         for col_major in (False, True):
             a, b = torch.randn(m, k, device="cuda", dtype=torch.bfloat16), _b(k, n, col_major, torch.bfloat16)
             c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)

@@ -143,15 +143,25 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
     assert C.wgmma_config(cfg, 16384, 64, 132, FP8, fast=True) is None  # N narrower than the tile
     assert C.wgmma_config(cfg, 128, 8192, 132, FP8) is None  # 64 tiles for 132 SMs
     assert C.wgmma_config(cfg, 128, 12288, 132, FP8) is not None  # 96 tiles
-    assert C.wgmma_config(cfg, 16, 16384, 132, FP8) is None  # decode rows keep their 16-row tiles
-    assert C.wgmma_config(cfg, 16, 4096, 132, FP8, force=True).block_m == 128
+    assert C.wgmma_config(cfg, 16, 19008, 132, FP8) is None  # decode rows: 16-row tiles where swapped ones need 3 waves
+    decode = C.wgmma_config(cfg, 16, 6912, 132, FP8)  # 108 swapped 16x64 tiles: one wave
+    assert (_tile(decode), decode.num_stages, decode.swap_ab) == (C.WGMMA_FP8_DECODE_TILE[:3], 4, True)
+    assert _tile(C.wgmma_config(cfg, 1, 4000, 132, FP8, fast=True)) == C.WGMMA_FP8_FAST_DECODE_TILE[:3]
+    assert C.wgmma_config(cfg, 16, 19008, 132, FP8, force=True).swap_ab
     wide = dataclasses.replace(cfg, block_n=256, block_k=64)
     assert _tile(C.wgmma_config(wide, 4096, 4096, 132, BF16)) == (128, 256, 64)
     assert _tile(C.wgmma_config(cfg, 1024, 2560, 132, BF16)) == (192, 128, 64)  # one wave, where 128 rows need two
     assert _tile(C.wgmma_config(wide, 4096, 3584, 132, BF16)) == (128, 128, 64)  # 448 wide tiles: 3.4 waves
     split = dataclasses.replace(cfg, split_k=2, split_tail=True)  # the tile loop's split last wave: the Gluon kernel
-    # 264 64-wide tiles fill 2 whole waves, but cost 1.6 per element: one wave of 102 192x128 tiles
-    assert _tile(C.wgmma_config(split, 1024, 2112, 132, BF16)) == (192, 128, 64)
+    # one whole wave of 132 swapped 256x64 tiles, where 102 192x128 tiles leave 30 SMs idle
+    swapped = C.wgmma_config(split, 1024, 2112, 132, BF16)
+    assert (_tile(swapped), swapped.swap_ab) == ((256, 64, 64), True)
+    # B's rows not 128-byte aligned (N = 1000, 5000): swapped tiles, twice A's rows per pass over B
+    unaligned = C.wgmma_config(cfg, 4096, 1000, 132, BF16, b_aligned=False)
+    assert (_tile(unaligned), unaligned.swap_ab) == ((256, 128, 64), True)
+    assert not C.wgmma_config(cfg, 4096, 1024, 132, BF16).swap_ab  # 128 128x256 tiles when aligned
+    assert C.wgmma_config(cfg, 2048, 5000, 132, BF16, b_aligned=False).swap_ab
+    assert not C.wgmma_config(cfg, 4096, 4096, 132, BF16).swap_ab
     assert _tile(C.wgmma_config(cfg, 16384, 64, 132, BF16)) == (128, 64, 64)  # N = 64: no half-empty tiles
     assert _tile(C.wgmma_config(cfg, 1024, 3072, 132, BF16)) == (128, 256, 64)  # 3 waves of 64-wide tiles cost more
     assert _tile(C.wgmma_config(cfg, 16384, 64, 132, FP8)) == (128, 64, 128)
@@ -301,3 +311,28 @@ def test_swap_ab_tiles_are_refused_where_the_kernel_has_no_such_tile():
         wgmma.kernel_args(a, b, c, 64, 64, 4, 48, swap=True)
     with pytest.raises(ValueError, match=r"block_m=64; expected one of \(128, 192\)"):
         wgmma.kernel_args(a, b, c, 64, 64, 4, 64)
+
+
+@pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
+@pytest.mark.parametrize("fast", [False, True], ids=["precise", "fast"])
+def test_fp8_decode_rows_run_swapped_tiles_by_default_and_match_float64(fast):
+    # scaled_mm's own pick (no kernel, no config) at decode rows whose 16x64 swapped tiles fit in one wave; 8 calls in a
+    # row each, fresh data and a poisoned output, per-tensor and row-wise scales, checked after the last
+    for m, n, k in ((1, 4000, 4096), (16, 3584, 2368), (7, 6912, 512)):
+        a, b, sa, sb = _quantized(m, n, k, False)
+        c = torch.empty(m, n, device="cuda", dtype=BF16)
+        cfg, _ = fp8.plan(a, b, None, fast)
+        kernel, cfg = fp8.pick_kernel(a, b, c, cfg, None, fast, None)
+        assert kernel == "wgmma" and cfg.swap_ab and cfg.block_m == 16, (m, n, k, kernel, cfg)
+        calls = []
+        for i in range(8):
+            a, b, sa, sb = _quantized(m, n, k, i % 2 == 1)
+            out = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
+            fp8.scaled_mm(a, b, sa, sb, out=out, use_fast_accum=fast)
+            calls.append((a, b, sa, sb, out))
+        for a, b, sa, sb, out in calls:
+            ref = (a.double() * sa.double()) @ (b.double() * sb.double())
+            err = ((out.double() - ref).norm() / ref.norm()).item()
+            mine = torch._scaled_mm(a, b, sa, sb, out_dtype=BF16, use_fast_accum=fast)
+            err_torch = ((mine.double() - ref).norm() / ref.norm()).item()
+            assert err < max(1.5 * err_torch, 5e-3), (m, n, k, fast, err, err_torch)
