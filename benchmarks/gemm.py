@@ -388,7 +388,7 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp):
         plan, _ = local_gemm.tile_loop_plan(a2, b2, None, lambda dev, m, n, k: default_config(
             dev, m, n, k, a.dtype, split=True), "matmul")
         kernel, cfg = local_gemm.pick_kernel(a2, b2, c, plan, None, False, None, "matmul")
-        kernel += ", copied" if copied else ""
+        kernel += (" swap" if cfg.swap_ab else "") + (", copied" if copied else "")
     elif not wgmma.supports(a, b, c):
         return []
     else:
@@ -501,6 +501,7 @@ def run_fp8(ctx, args, run_stamp):
                     else:
                         used, _ = fp8.plan(a, b, cfg, fast)
                         kernel_ran, used = fp8.pick_kernel(a, b, c, used, cfg, fast, kernel)
+                        kernel_ran += " swap" if used.swap_ab else ""
                 except ValueError as e:
                     print(f"{m}x{n}x{k} {name}: {e}")
                     continue

@@ -18,13 +18,17 @@ from benchmarks import shapes as S  # noqa: E402
 from benchmarks.gemm import class_table  # noqa: E402
 
 
+def lower_median(v):
+    """The median of a shape's runs; of an even number, the lower of the middle two (of two runs, the slower)."""
+    return v.sort_values().iloc[(len(v) - 1) // 2]
+
+
 def defaults(path, padded=False, config="default"):
     """The rows of `config`; padded: where the CSV has a `default, padded B` row for a shape (B rows not 128-byte
     aligned, B through fused_ops.pad_weight), that row instead. Several CSVs (runs of the same command): per shape and
-    config, the row of the median vs_torch (of an even number of runs, the lower of the middle two)."""
+    config, the row of the lower_median vs_torch."""
     if not isinstance(path, str):
         runs = pd.concat([pd.read_csv(p) for p in path], ignore_index=True)
-        lower_median = lambda v: v.sort_values().iloc[(len(v) - 1) // 2]  # noqa: E731 (of two runs, the slower)
         pick = runs.groupby(["m", "n", "k", "config"]).vs_torch.transform(lower_median)
         path = runs[runs.vs_torch == pick].drop_duplicates(["m", "n", "k", "config"])
     df = pd.read_csv(path) if isinstance(path, str) else path
@@ -66,7 +70,7 @@ def main():
     if args.fp8:
         f = pd.concat([pd.read_csv(p) for p in args.fp8], ignore_index=True)
         f = f.groupby(["m", "n", "k", "scaling", "config", "shape_class", "dtype"],  # dtype: FP8's floor, 0.85
-                      as_index=False).vs_torch.median()
+                      as_index=False).vs_torch.agg(lower_median)
         f = f[f.config.isin(["default", "default, fast accum", "default, tile loop"])]  # not the candidate tiles
         for (scaling, config), g in f.groupby(["scaling", "config"]):
             if config == "default, tile loop" and scaling != "tensor":

@@ -118,21 +118,19 @@ WGMMA_FP8_NARROW_TILE = (128, 64, 128, 8, 1.4)  # FP8 precise accumulation
 WGMMA_FP8_TILES = ((192, 128, 128, 4, 0.9), (128, 128, 128, 6, 1.0))   # precise: the sum and a block's partial
 WGMMA_FP8_FAST_TILE = (128, 256, 128, 3)   # fast accumulation: one accumulator, 64x256 per warpgroup
 WGMMA_MIN_FILL = 0.7
-# Swap-AB tiles (wgmma.run(swap=True)): C's transpose, B's columns as the MMAs' 64-row blocks, A's rows as their N. A
-# tile can then span 256 rows of A with full-width MMAs (as non-swapped 256-row tiles cannot: their four consumers'
-# 64-wide MMAs read the same bytes for half the products), and 64 columns of B with one consumer. (rows of A, columns
-# of B, block_k, stages, cost per output element), in wgmma_config's choice beside WGMMA_TILES. On the public sample
-# (H200, results/current/gemm/swap_a0a9ffa/) they won where 64-column tiles fill whole waves (1024x2112x7168: 132
-# 256x64 tiles, 0.75 -> 0.97x torch.matmul) and where B's rows are not 128-byte aligned (N of 1000, 3000, 5000: half
-# as many passes over B as 128-row tiles; 4096x1000x8192 0.88 -> 0.99x, 2048x5000x2048 0.71 -> 0.91x), and tied or
-# lost elsewhere: costs 1.1 and 1.3, and non-swapped tiles cost UNALIGNED_B_COST more where B's rows are unaligned.
+# Swap-AB tiles (wgmma.run(swap=True)): C's transpose, B's columns as the MMAs' 64-row blocks, A's rows as their N.
+# A tile can then span 256 rows of A with full-width MMAs (non-swapped 256-row tiles cannot: four consumers' 64-wide
+# MMAs read the same bytes for half the products) by 64 columns of B with one consumer. (rows of A, columns of B,
+# block_k, stages, cost per output element), chosen beside WGMMA_TILES. They win where 64-column tiles fill whole
+# waves that no other tile fills, and where B's rows are not 128-byte aligned: a 256-row tile passes over B half as
+# often as a 128-row one, so non-swapped tiles cost UNALIGNED_B_COST more there; elsewhere they tie or lose. The
+# costs are the ones that served the public sample best (results/current/gemm/README.md, "Swap-AB tiles").
 WGMMA_SWAP_TILES = ((256, 128, 64, 3, 1.1), (256, 64, 64, 4, 1.3))
 UNALIGNED_B_COST = 1.3
-# FP8 decode rows (M <= DECODE_ROWS): swap-AB tiles of 16 rows by 64 columns (MMAs of N = 16, where the tile loop
-# pads its 16-row mma.sync tiles' B reads for no gain) beat the tile loop's split 16-row tiles where they fit in one
-# wave: 16x6912x5120 0.75 -> 1.02x torch._scaled_mm, 16x3584x2368 0.75 -> 0.93x, 1x4000x4096 0.78 -> 0.89x (precise
-# accumulation, 256-deep blocks: error 1.68e-3 against the tile loop's 1.66e-3); with 2.25 waves (1x19008x8192) they
-# lost (0.95 against 0.99x). Fast accumulation: 128-deep blocks, 8 stages (0.88-1.00x against 0.76-0.81x).
+# FP8 decode rows (M <= DECODE_ROWS): swap-AB tiles of 16 rows by 64 columns, whose MMAs' N is the 16 rows (the tile
+# loop's 16-row tiles run mma.sync, with no warp specialization), where they fit in one wave; with more tiles the
+# tile loop's 16-row tiles, split along K to fill one wave, won. Precise accumulation: 256-deep K blocks (half the
+# promotions; the error stayed at torch's); fast: 128-deep, 8 stages (docs/performance.md).
 WGMMA_FP8_DECODE_TILE = (16, 64, 256, 4)
 WGMMA_FP8_FAST_DECODE_TILE = (16, 64, 128, 8)
 # A persistent grid runs its tiles in waves of one per program, and a last wave that is partly empty costs a whole one.

@@ -5,16 +5,18 @@ Why a second kernel next to the tile loop of gemm.py:
 - Overlap across tiles: one load warp issues every K block of every tile of its program into a ring of stages and
   runs ahead across tiles, so the next tile's operands land during this tile's epilogue, and C leaves by
   asynchronous TMA stores.
-- Tiles the tile loop cannot express: two or three consumer warpgroups each compute 64 rows of a tile, so 192-row
+- Tiles the tile loop cannot express: one to three consumer warpgroups each compute 64 rows of a tile, so 192-row
   tiles fill one wave where 128-row ones need two (TMA boxes must be powers of two: A comes as one 64-row box per
-  consumer).
+  consumer); and swap-AB tiles (run(swap=True)), the same kernel on C's transpose: B's columns as the MMAs' rows, A's
+  rows as their N (16-256), for widths along M that 64-row warpgroups pad (decode rows, 256-row tiles of 64 columns).
 - FP8 with precise accumulation (torch._scaled_mm's default) adds the tensor cores' reduced-precision partial sums
   into fp32 every block of K, after waiting for the block's MMAs. In gemm.py's loop all warps of a program wait at
   once (Triton emits `wgmma.wait_group 0` there, and each block has CTA-wide barriers); overlapping inside one
   warpgroup makes ptxas serialize every MMA (C7514). Here the consumers are synchronized only through the ring's
   mbarriers: while one waits for its block and adds it, the others' MMAs run.
 
-Scope: one GPU; A row-major, B row- or column-major (FP8: column-major, K-major, as torch._scaled_mm takes it),
+Scope: one GPU; A row-major, B row- or column-major (FP8: column-major, K-major, as torch._scaled_mm takes it; the
+kernel itself reads A in either order and writes C in either, which swap-AB uses),
 16-byte aligned bases and row strides (TMA zero-fills the edges); bf16/fp16 or FP8 e4m3 with fp32 scales per tensor
 or per row / column; bf16/fp16/fp32 out; whole tiles. fused_ops/config.py (wgmma_config) says where it is the
 default and which tile; elsewhere (few tiles, decode rows, strides TMA cannot describe) gemm.py's tile loop runs, and
