@@ -288,6 +288,15 @@ for stage in "$@"; do
                --shapes 1x4000x4096 16x3584x2368 16x5120x6912 16x6912x5120 1x19008x8192 128x12288x1536 \
                1024x2112x7168 4096x8192x3696 4096x1280x2880 1024x2560x2880 --configs default $fw \
                --out "$OUT/fp8_swap_more" ;;
+    swapmid)  # one GPU: 32 and 64 rows (between decode and the Gluon kernel's fill), swapped tiles against the defaults
+             mid="32x3584x2368 32x5120x6912 32x6912x5120 32x4000x4096 32x14336x4096 64x3584x2368 64x5120x6912 \
+               64x6912x5120 64x4000x4096 64x14336x4096"
+             run gemm_swap_mid.log timeout ${SWAPX_TIMEOUT:-300} python3 benchmarks/gemm.py --shapes $mid --configs \
+               default matmul "wgmma swap 32x64x64 s8" "wgmma swap 64x64x64 s8" "wgmma swap 32x64x128 s6" \
+               "wgmma swap 64x64x128 s4" --out "$OUT/swap_mid"
+             run gemm_fp8_swap_mid.log timeout ${SWAPX_TIMEOUT:-300} python3 benchmarks/gemm.py --fp8 --shapes $mid \
+               --configs default "wgmma fp8 swap 32x64x256 s4" "wgmma fp8 swap 64x64x256 s4" \
+               "wgmma fp8 swap 32x64x128 s8" "wgmma fp8 swap 64x64x128 s8" --out "$OUT/fp8_swap_mid" ;;
     fixes)   run pytest_fixes.log timeout ${TEST_TIMEOUT:-110} python3 -m pytest -v -rfs \
                "tests/test_replay.py::test_prepared_catalog_calls_skip_the_checks_but_not_tracing_capture_or_tuning" \
                tests/test_collectives.py::test_benchmark_all_to_all_rows \
