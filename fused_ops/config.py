@@ -133,6 +133,11 @@ UNALIGNED_B_COST = 1.3
 # promotions; the error stayed at torch's); fast: 128-deep, 8 stages (docs/performance.md).
 WGMMA_FP8_DECODE_TILE = (16, 64, 256, 4)
 WGMMA_FP8_FAST_DECODE_TILE = (16, 64, 128, 8)
+# 17-32 rows, either dtype: 32-row swapped tiles where they take at most two waves. The tile loop pads those rows to
+# 64-row tiles (its 16-row ones serve decode rows only); at 64 rows the two ran even (docs/performance.md).
+SWAP_ROWS = 32
+WGMMA_ROWS_TILE = (32, 64, 128, 6)
+WGMMA_FP8_ROWS_TILE = (32, 64, 256, 4)
 # A persistent grid runs its tiles in waves of one per program, and a last wave that is partly empty costs a whole one.
 # A 128x128 tile (6 stages, 8 warps) takes 0.48-0.55 of a 128x256 tile's time (median 0.51 over the 40 GEMMs a rank
 # runs in the 2-GPU default sweep, results/current/gemm/wave_a8219b8/), so it is the better pick where its waves times
@@ -346,19 +351,31 @@ def fp8_catalog_defaults(cfg, m, n, k, split):
     return fp8_defaults(cfg, m, n, k)
 
 
+def swapped_rows_tile(m, fp8, fast):
+    """The swapped tile (rows of A, columns of B, block_k, stages) for few rows: FP8 decode rows, and 17-32 rows of
+    either dtype; None elsewhere."""
+    if m <= DECODE_ROWS:
+        return (WGMMA_FP8_FAST_DECODE_TILE if fast else WGMMA_FP8_DECODE_TILE) if fp8 else None
+    if m <= SWAP_ROWS:
+        return WGMMA_FP8_ROWS_TILE if fp8 else WGMMA_ROWS_TILE
+    return None
+
+
 def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True):
     """The Gluon kernel's config for an m x n output where `cfg` holds the tile loop's defaults: FP8 with precise
     accumulation where 128x128 tiles reach WGMMA_MIN_FILL x `sms`; FP8 with fast accumulation where its 128x256
     tiles do (and n >= 256); 16-bit where the defaults chose 128-row tiles (whole, or the last wave split: the
     Gluon kernel's tile choice beat the split tails) and 128x128 tiles reach it; FP8 decode rows (m <= DECODE_ROWS)
-    where swap-AB 16x64 tiles fit in one wave; never 16-bit decode rows. The tile: the fewest waves times area times
+    where swap-AB 16x64 tiles fit in one wave, and 17-32 rows where 32x64 ones fit in two (swapped_rows_tile);
+    never 16-bit decode rows. The tile: the fewest waves times area times
     cost (WGMMA_TILES, also WGMMA_NARROW_TILE where its waves are nearly full, and 16-bit WGMMA_SWAP_TILES;
     FP8: WGMMA_FP8_TILES and WGMMA_FP8_NARROW_TILE). b_aligned: B's rows are 128-byte aligned (else non-swapped
     tiles cost UNALIGNED_B_COST more). None elsewhere: gemm.py's tile loop runs those. force: the dtype's pick
     wherever (kernel="wgmma"). Host only, free."""
     fp8 = dtype == torch.float8_e4m3fn
-    if fp8 and m <= DECODE_ROWS and (force or -(-n // WGMMA_FP8_DECODE_TILE[1]) <= sms):
-        bm, bn, bk, stages = WGMMA_FP8_FAST_DECODE_TILE if fast else WGMMA_FP8_DECODE_TILE
+    few_rows = swapped_rows_tile(m, fp8, fast)
+    if few_rows is not None and (force or -(-n // few_rows[1]) <= (1 if m <= DECODE_ROWS else 2) * sms):
+        bm, bn, bk, stages = few_rows
         return replace(cfg, block_m=bm, block_n=bn, block_k=bk, num_stages=stages, num_warps=4, split_k=1,
                        split_tail=False, swap_ab=True)
     if fp8 and fast:

@@ -297,6 +297,13 @@ for stage in "$@"; do
              run gemm_fp8_swap_mid.log timeout ${SWAPX_TIMEOUT:-300} python3 benchmarks/gemm.py --fp8 --shapes $mid \
                --configs default "wgmma fp8 swap 32x64x256 s4" "wgmma fp8 swap 64x64x256 s4" \
                "wgmma fp8 swap 32x64x128 s8" "wgmma fp8 swap 64x64x128 s8" --out "$OUT/fp8_swap_mid" ;;
+    rows32)  # one GPU: 17-32 rows on their swapped default against the tile loop (bf16, FP8 precise and fast), and tests
+             r32="32x3584x2368 32x5120x6912 32x6912x5120 32x4000x4096 32x14336x4096 24x8192x8192"
+             run pytest_rows32.log timeout 200 python3 -m pytest -q tests/test_wgmma.py -k "few_rows or 17_to_32"
+             run gemm_rows32.log timeout 200 python3 benchmarks/gemm.py --shapes $r32 --configs default matmul \
+               --out "$OUT/rows32"
+             run gemm_fp8_rows32.log timeout 200 python3 benchmarks/gemm.py --fp8 --shapes $r32 --configs default \
+               --out "$OUT/fp8_rows32" ;;
     fixes)   run pytest_fixes.log timeout ${TEST_TIMEOUT:-110} python3 -m pytest -v -rfs \
                "tests/test_replay.py::test_prepared_catalog_calls_skip_the_checks_but_not_tracing_capture_or_tuning" \
                tests/test_collectives.py::test_benchmark_all_to_all_rows \

@@ -148,6 +148,13 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
     assert (_tile(decode), decode.num_stages, decode.swap_ab) == (C.WGMMA_FP8_DECODE_TILE[:3], 4, True)
     assert _tile(C.wgmma_config(cfg, 1, 4000, 132, FP8, fast=True)) == C.WGMMA_FP8_FAST_DECODE_TILE[:3]
     assert C.wgmma_config(cfg, 16, 19008, 132, FP8, force=True).swap_ab
+    # 17-32 rows, either dtype: 32x64 swapped tiles up to two waves (the tile loop pads them to 64-row tiles)
+    for dtype, tile in ((BF16, C.WGMMA_ROWS_TILE), (FP8, C.WGMMA_FP8_ROWS_TILE)):
+        rows = C.wgmma_config(dataclasses.replace(cfg, block_m=64), 32, 14336, 132, dtype)  # 224 tiles
+        assert (_tile(rows), rows.num_stages, rows.swap_ab) == (tile[:3], tile[3], True)
+        wide = C.wgmma_config(dataclasses.replace(cfg, block_m=64), 24, 32768, 132, dtype)  # 512 swapped tiles
+        assert wide is None or not wide.swap_ab  # (FP8: 256 128x128 tiles fill the SMs)
+    assert C.wgmma_config(dataclasses.replace(cfg, block_m=64), 64, 5120, 132, BF16) is None  # 64 rows: even
     wide = dataclasses.replace(cfg, block_n=256, block_k=64)
     assert _tile(C.wgmma_config(wide, 4096, 4096, 132, BF16)) == (128, 256, 64)
     assert _tile(C.wgmma_config(cfg, 1024, 2560, 132, BF16)) == (192, 128, 64)  # one wave, where 128 rows need two
@@ -315,15 +322,17 @@ def test_swap_ab_tiles_are_refused_where_the_kernel_has_no_such_tile():
 
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
 @pytest.mark.parametrize("fast", [False, True], ids=["precise", "fast"])
-def test_fp8_decode_rows_run_swapped_tiles_by_default_and_match_float64(fast):
-    # scaled_mm's own pick (no kernel, no config) at decode rows whose 16x64 swapped tiles fit in one wave; 8 calls in a
-    # row each, fresh data and a poisoned output, per-tensor and row-wise scales, checked after the last
-    for m, n, k in ((1, 4000, 4096), (16, 3584, 2368), (7, 6912, 512)):
+def test_fp8_few_rows_run_swapped_tiles_by_default_and_match_float64(fast):
+    # scaled_mm's own pick (no kernel, no config) at decode rows whose 16x64 swapped tiles fit in one wave, and at
+    # 17-32 rows (32x64 tiles); 8 calls in a row each, fresh data and a poisoned output, per-tensor and row-wise
+    # scales, checked after the last
+    for m, n, k in ((1, 4000, 4096), (16, 3584, 2368), (7, 6912, 512), (32, 5120, 1024), (19, 14336, 512)):
         a, b, sa, sb = _quantized(m, n, k, False)
         c = torch.empty(m, n, device="cuda", dtype=BF16)
         cfg, _ = fp8.plan(a, b, None, fast)
         kernel, cfg = fp8.pick_kernel(a, b, c, cfg, None, fast, None)
-        assert kernel == "wgmma" and cfg.swap_ab and cfg.block_m == 16, (m, n, k, kernel, cfg)
+        want = C.swapped_rows_tile(m, True, fast)
+        assert kernel == "wgmma" and cfg.swap_ab and _tile(cfg) == want[:3], (m, n, k, kernel, cfg)
         calls = []
         for i in range(8):
             a, b, sa, sb = _quantized(m, n, k, i % 2 == 1)
@@ -336,3 +345,28 @@ def test_fp8_decode_rows_run_swapped_tiles_by_default_and_match_float64(fast):
             mine = torch._scaled_mm(a, b, sa, sb, out_dtype=BF16, use_fast_accum=fast)
             err_torch = ((mine.double() - ref).norm() / ref.norm()).item()
             assert err < max(1.5 * err_torch, 5e-3), (m, n, k, fast, err, err_torch)
+
+
+@pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
+@pytest.mark.parametrize("b_t", [False, True], ids=["b-row-major", "b-k-major"])
+def test_bf16_17_to_32_rows_run_swapped_tiles_by_default_and_match_float64(b_t):
+    import fused_ops
+    from fused_ops import local_gemm
+
+    for m, n, k in ((32, 3584, 2368), (17, 4000, 1024), (32, 14336, 512)):
+        calls = []
+        for i in range(6):  # fresh data, poisoned outputs, checked after the last call
+            a = torch.randn(m, k, device="cuda", dtype=BF16)
+            b = (torch.randn(n, k, device="cuda", dtype=BF16).t() if b_t else
+                 torch.randn(k, n, device="cuda", dtype=BF16))
+            out = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
+            if i == 0:
+                cfg, _ = local_gemm.tile_loop_plan(a, b, None, lambda dev, m, n, k: C.default_config(
+                    dev, m, n, k, BF16, split=True), "test")
+                kernel, cfg = local_gemm.pick_kernel(a, b, out, cfg, None, False, None, "test")
+                assert kernel == "wgmma" and cfg.swap_ab and _tile(cfg) == C.WGMMA_ROWS_TILE[:3], (m, n, k, cfg)
+            fused_ops.matmul(a, b, out=out)
+            calls.append((a, b, out))
+        for a, b, out in calls:
+            ref = a.double() @ b.double()
+            assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-2, (m, n, k)
