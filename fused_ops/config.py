@@ -367,11 +367,10 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True)
     tiles do (and n >= 256); 16-bit where the defaults chose 128-row tiles (whole, or the last wave split: the
     Gluon kernel's tile choice beat the split tails) and 128x128 tiles reach it; FP8 decode rows (m <= DECODE_ROWS)
     where swap-AB 16x64 tiles fit in one wave, and 17-32 rows where 32x64 ones fit in two (swapped_rows_tile);
-    never 16-bit decode rows. The tile: the fewest waves times area times
-    cost (WGMMA_TILES, also WGMMA_NARROW_TILE where its waves are nearly full, and 16-bit WGMMA_SWAP_TILES;
-    FP8: WGMMA_FP8_TILES and WGMMA_FP8_NARROW_TILE). b_aligned: B's rows are 128-byte aligned (else non-swapped
-    tiles cost UNALIGNED_B_COST more). None elsewhere: gemm.py's tile loop runs those. force: the dtype's pick
-    wherever (kernel="wgmma"). Host only, free."""
+    never 16-bit decode rows. The tile: the fewest waves times area times cost (WGMMA_TILES, also WGMMA_NARROW_TILE
+    where its waves are nearly full, and 16-bit WGMMA_SWAP_TILES; FP8: WGMMA_FP8_TILES and WGMMA_FP8_NARROW_TILE).
+    b_aligned: B's rows are 128-byte aligned (else non-swapped tiles cost UNALIGNED_B_COST more). None elsewhere:
+    gemm.py's tile loop runs those. force: the dtype's pick wherever (kernel="wgmma"). Host only, free."""
     fp8 = dtype == torch.float8_e4m3fn
     few_rows = swapped_rows_tile(m, fp8, fast)
     if few_rows is not None and (force or -(-n // few_rows[1]) <= (1 if m <= DECODE_ROWS else 2) * sms):
