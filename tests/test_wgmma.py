@@ -78,7 +78,11 @@ COMPILE_CASES = {
     "bf16-swap-one-consumer": (False, 0, "bfloat16", "bfloat16", False, (64, 64, 4, 256, True)),
     "bf16-swap-three-consumers": (False, 0, "bfloat16", "bfloat16", False, (192, 64, 4, 64, True)),
     "bf16-swap-b-k-major-16": (False, 0, "bfloat16", "bfloat16", True, (128, 64, 6, 16, True)),
-    "fp8-precise-swap-16": (True, 2, "bfloat16", "float8_e4m3fn", True, (64, 128, 6, 16, True)),
+    "fp8-precise-swap-16": (True, 2, "bfloat16", "float8_e4m3fn", True, (64, 256, 4, 16, True)),  # decode default
+    "fp8-fast-swap-16": (False, 1, "bfloat16", "float8_e4m3fn", True, (64, 128, 8, 16, True)),
+    "bf16-swap-32-rows": (False, 0, "bfloat16", "bfloat16", False, (64, 128, 6, 32, True)),  # 17-32 rows' default
+    "fp8-precise-swap-32-rows": (True, 1, "bfloat16", "float8_e4m3fn", True, (64, 256, 4, 32, True)),
+    "bf16-swap-two-consumers-unaligned-b": (False, 0, "bfloat16", "bfloat16", False, (128, 64, 3, 256, True)),
 }
 
 
