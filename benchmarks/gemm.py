@@ -371,6 +371,7 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp):
     kernel, or [] where that kernel does not take the operands."""
     from fused_ops import wgmma
 
+    swap = "swap" in name  # a swap-AB candidate (wgmma.run(swap=True))
     # matmul's own choice, or with its copies into aligned rows off ("as given") or always made ("always copied")
     toggles = {"matmul": (True, local_gemm.PTR_FLOPS), "matmul, as given": (False, local_gemm.PTR_FLOPS),
                "matmul, always copied": (True, 1.0)}
@@ -395,14 +396,14 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp):
     elif not wgmma.supports(a, b, c):
         return []
     else:
-        kernel, cfg = "wgmma swap" if "swap" in name else "wgmma", dataclasses.replace(
-            cfg, gemm_sms=ctx.get_cu_count(), group_m=8)
+        kernel, cfg = "wgmma swap" if swap else "wgmma", dataclasses.replace(cfg, gemm_sms=ctx.get_cu_count(),
+                                                                            group_m=8)
 
     def call():
         if name in toggles:
             return with_toggles(lambda: local_gemm.matmul(a, b, out=c))
         return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, block_m=cfg.block_m,
-                         swap="swap" in name)
+                         swap=swap)
     c.fill_(float("nan"))
     call()
     err = ((c.double() - ref).norm() / ref.norm()).item()

@@ -374,9 +374,7 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True)
     fp8 = dtype == torch.float8_e4m3fn
     few_rows = swapped_rows_tile(m, fp8, fast)
     if few_rows is not None and (force or -(-n // few_rows[1]) <= (1 if m <= DECODE_ROWS else 2) * sms):
-        bm, bn, bk, stages = few_rows
-        return replace(cfg, block_m=bm, block_n=bn, block_k=bk, num_stages=stages, num_warps=4, split_k=1,
-                       split_tail=False, swap_ab=True)
+        return gluon_tile(cfg, *few_rows, swap=True)
     if fp8 and fast:
         tiles = (WGMMA_FP8_FAST_TILE + (1.0,),)
     else:
@@ -401,7 +399,12 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True)
         bm, bn, _, _, w, _ = tile
         return -(-(-(-m // bm) * -(-n // bn)) // sms) * bm * bn * w, -bm * bn
     bm, bn, bk, stages, _, swap = min(tiles, key=cost)
-    return replace(cfg, block_m=bm, block_n=bn, block_k=bk, num_stages=stages, num_warps=4, split_k=1,
+    return gluon_tile(cfg, bm, bn, bk, stages, swap)
+
+
+def gluon_tile(cfg, block_m, block_n, block_k, stages, swap):
+    """cfg running one Gluon tile: whole tiles, 4 warps per consumer warpgroup."""
+    return replace(cfg, block_m=block_m, block_n=block_n, block_k=block_k, num_stages=stages, num_warps=4, split_k=1,
                    split_tail=False, swap_ab=swap)
 
 

@@ -45,6 +45,12 @@ class _Device:
         return self.sms
 
 
+def _b_rows(b):
+    """(K-major, row stride in elements) of B: row-major K x N, or column-major (an nn.Linear weight's .t())."""
+    k_major = b.stride(0) == 1 and b.stride(1) != 1
+    return k_major, b.stride(1) if k_major else b.stride(0)
+
+
 def _tma_rows(t, row):
     """Whether TMA can describe t's rows, `row` elements apart (16-byte aligned base and row stride)."""
     return t.data_ptr() % 16 == 0 and (row * t.element_size()) % 16 == 0
@@ -71,8 +77,7 @@ def aligned_operands(a, b):
         return a, b
     m, k = a.shape
     n = b.shape[1]
-    b_t = b.stride(0) == 1 and b.stride(1) != 1
-    a_ok, b_ok = _tma_rows(a, a.stride(0)), _tma_rows(b, b.stride(1) if b_t else b.stride(0))
+    a_ok, b_ok = _tma_rows(a, a.stride(0)), _tma_rows(b, _b_rows(b)[1])
     if copies_pay(m, n, k, a.element_size(), a_ok, b_ok):
         return (a if a_ok else pad_weight(a)), (b if b_ok else pad_weight(b))
     return a, b
@@ -86,8 +91,7 @@ def tile_loop_plan(a, b, config, defaults_for, where):
     dev = _Device(a.device)
     cfg = _config.resolve((config or _config.Config()).merged(defaults_for(dev, m, n, k)), config, m, n, k)
     _config.check(cfg, dev, None)
-    b_t = b.stride(0) == 1 and b.stride(1) != 1
-    row = b.stride(1) if b_t else b.stride(0)
+    b_t, row = _b_rows(b)
     aligned = _tma_rows(a, a.stride(0)) and _tma_rows(b, row)
     mode = 2 if b_t else 1
     tma = (mode if aligned else 0) if cfg.tma is None else (mode if cfg.tma else 0)
@@ -119,8 +123,7 @@ def pick_kernel(a, b, c, cfg, config, fast, kernel, where):
         return kernel, cfg
     ok = wgmma.supports(a, b, c)
     m, n = c.shape
-    b_t = b.stride(0) == 1 and b.stride(1) != 1
-    b_aligned = (b.stride(1 if b_t else 0) * b.element_size()) % 128 == 0
+    b_aligned = (_b_rows(b)[1] * b.element_size()) % 128 == 0
     if kernel == "wgmma":
         if not ok:
             raise ValueError(f"{where}: kernel='wgmma' needs a Hopper GPU (compute capability 9.x), Triton with Gluon "
