@@ -22,7 +22,7 @@ import triton  # noqa: E402
 
 from benchmarks import shapes as shape_set  # noqa: E402
 from benchmarks.harness import paired_graph_us, stamp  # noqa: E402
-from fused_ops import local_gemm  # noqa: E402
+from fused_ops import local_gemm, wgmma  # noqa: E402
 from fused_ops import problem as _problem  # noqa: E402
 from fused_ops.config import Config, default_config  # noqa: E402
 from fused_ops.gemm import gemm_kernel, pad_weight, store_vec  # noqa: E402
@@ -35,6 +35,17 @@ def tile(block_m, block_n, block_k, num_stages, num_warps, **more):
     defaults, unless given)."""
     return Config(block_m=block_m, block_n=block_n, block_k=block_k, group_m=8, num_stages=num_stages,
                   num_warps=num_warps, **more)
+
+
+def gluon_candidate(name, cfg, a, c, sms):
+    """A Gluon-kernel candidate as run: every SM's program, group_m 8; "kfill": split_k = the SMs over the tiles
+    (wgmma.slices keeps those with a block of K); its stages cut to what fits beside the staging tiles."""
+    cfg = dataclasses.replace(cfg, gemm_sms=sms, group_m=8, split_k=1, swap_ab="swap" in name)
+    if name.endswith("kfill"):
+        rows, cols = (cfg.block_n, cfg.block_m) if cfg.swap_ab else (cfg.block_m, cfg.block_n)
+        tiles = -(-c.shape[0] // (cols if cfg.swap_ab else rows)) * -(-c.shape[1] // (rows if cfg.swap_ab else cols))
+        cfg = dataclasses.replace(cfg, split_k=wgmma.slices(a.shape[1], cfg.block_k, max(1, sms // tiles)))
+    return local_gemm._fit(cfg, a, c)
 
 
 def per_sm(name, cfg, sms):
@@ -107,7 +118,17 @@ WGMMA_CANDIDATES = {"wgmma 128x256x64 s3": tile(128, 256, 64, 3, 4),
                     "wgmma swap 16x128x64 s8": tile(16, 128, 64, 8, 4),
                     "wgmma swap 128x192x64 s4": tile(128, 192, 64, 4, 4),
                     "wgmma swap 64x192x64 s6": tile(64, 192, 64, 6, 4),
-                    "wgmma swap 32x192x64 s6": tile(32, 192, 64, 6, 4)}
+                    "wgmma swap 32x192x64 s6": tile(32, 192, 64, 6, 4),
+                    # split-K ("kfill": each tile's K in as many slices as fill the SMs once; fp32 partials, added
+                    # by a second kernel), where tiles are few
+                    "wgmma 128x64x64 s8 kfill": tile(128, 64, 64, 8, 4),
+                    "wgmma 128x128x64 s6 kfill": tile(128, 128, 64, 6, 4),
+                    "wgmma 192x64x64 s6 kfill": tile(192, 64, 64, 6, 4),
+                    "wgmma 192x128x64 s4 kfill": tile(192, 128, 64, 4, 4),
+                    "wgmma swap 256x64x64 s4 kfill": tile(256, 64, 64, 4, 4),
+                    "wgmma swap 128x64x64 s6 kfill": tile(128, 64, 64, 6, 4),
+                    "wgmma swap 64x64x64 s8 kfill": tile(64, 64, 64, 8, 4),
+                    "wgmma swap 128x128x64 s6 kfill": tile(128, 128, 64, 6, 4)}
 CANDIDATES.update(WGMMA_CANDIDATES)
 # fused_ops.matmul, the library's GEMM alone (fused_ops/local_gemm.py): the Gluon kernel where config.wgmma_config
 # picks it, else the tile loop ("default" is the tile loop as the fused ops run it)
@@ -234,7 +255,11 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "wgmma fp8 swap 64x192x128 s6": tile(64, 192, 128, 6, 4),
                   "wgmma fp8 swap 256x64x128 s4": tile(256, 64, 128, 4, 4),
                   "wgmma fp8 swap 16x64x128 s8 fast accum": tile(16, 64, 128, 8, 4),
-                  "wgmma fp8 swap 64x192x128 s6 fast accum": tile(64, 192, 128, 6, 4)}
+                  "wgmma fp8 swap 64x192x128 s6 fast accum": tile(64, 192, 128, 6, 4),
+                  "wgmma fp8 128x64x128 s8 kfill": tile(128, 64, 128, 8, 4),
+                  "wgmma fp8 192x64x128 s6 kfill": tile(192, 64, 128, 6, 4),
+                  "wgmma fp8 128x128x128 s6 kfill": tile(128, 128, 128, 6, 4),
+                  "wgmma fp8 swap 256x64x128 s4 kfill": tile(256, 64, 128, 4, 4)}
 
 
 ROUNDS = 11  # paired rounds per configuration (benchmarks.harness.paired_graph_us), medians
@@ -369,7 +394,6 @@ def run(ctx, args, run_stamp):
 def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp):
     """[the CSV row] of fused_ops.matmul ("matmul": its own pick of kernel) or of a candidate forced through the Gluon
     kernel, or [] where that kernel does not take the operands."""
-    from fused_ops import wgmma
 
     swap = "swap" in name  # a swap-AB candidate (wgmma.run(swap=True))
     # matmul's own choice, or with its copies into aligned rows off ("as given") or always made ("always copied")
@@ -396,14 +420,15 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp):
     elif not wgmma.supports(a, b, c):
         return []
     else:
-        kernel, cfg = "wgmma swap" if swap else "wgmma", dataclasses.replace(cfg, gemm_sms=ctx.get_cu_count(),
-                                                                            group_m=8)
+        kernel, cfg = "wgmma swap" if swap else "wgmma", gluon_candidate(name, cfg, a, c, ctx.get_cu_count())
+        if name.endswith("kfill") and cfg.split_k == 1:
+            return []  # tiles enough for every SM: the whole-tile candidate's run
 
     def call():
         if name in toggles:
             return with_toggles(lambda: local_gemm.matmul(a, b, out=c))
         return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, block_m=cfg.block_m,
-                         swap=swap)
+                         swap=swap, split_k=cfg.split_k)
     c.fill_(float("nan"))
     call()
     err = ((c.double() - ref).norm() / ref.norm()).item()
@@ -462,7 +487,7 @@ def run_fp8(ctx, args, run_stamp):
     bf16 out, graph-timed in turns; both checked against float64 on the dequantized operands."""
     import pandas as pd
 
-    from fused_ops import fp8, wgmma
+    from fused_ops import fp8
 
     rows = []
     configs = {"default": None, "default, fast accum": None, "default, tile loop": None,
@@ -501,7 +526,9 @@ def run_fp8(ctx, args, run_stamp):
                         if not wgmma.supports(a, b, c):
                             continue
                         kernel_ran = "wgmma swap" if "swap" in name else kernel
-                        used = dataclasses.replace(cfg, gemm_sms=ctx.get_cu_count(), group_m=8)
+                        used = gluon_candidate(name, cfg, a, c, ctx.get_cu_count())
+                        if name.endswith("kfill") and used.split_k == 1:
+                            continue
                     else:
                         used, _ = fp8.plan(a, b, cfg, fast)
                         kernel_ran, used = fp8.pick_kernel(a, b, c, used, cfg, fast, kernel)
@@ -513,7 +540,8 @@ def run_fp8(ctx, args, run_stamp):
                 def call():
                     if kernel == "wgmma":
                         return wgmma.run(a, b, c, used.block_n, used.block_k, used.num_stages, used.gemm_sms, sa, sb,
-                                         promote=not fast, block_m=used.block_m, swap="swap" in name)
+                                         promote=not fast, block_m=used.block_m, swap="swap" in name,
+                                         split_k=used.split_k)
                     return fp8.scaled_mm(a, b, sa, sb, out=c, config=cfg, use_fast_accum=fast, kernel=kernel)
                 c.fill_(float("nan"))
                 try:

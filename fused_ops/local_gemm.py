@@ -132,11 +132,12 @@ def pick_kernel(a, b, c, cfg, config, fast, kernel, where):
             return kernel, _fit(_config.wgmma_config(cfg, m, n, cfg.gemm_sms, a.dtype, fast, force=True,
                                                      b_aligned=b_aligned), a, c)
         if cfg.swap_ab:
-            wgmma.kernel_args(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.block_m, True)  # refusals
-        elif cfg.block_m != wgmma.BLOCK_M or cfg.split_k > 1:
-            raise ValueError(f"{where}: kernel='wgmma' with a config runs whole 128-row tiles, or swap_ab tiles "
-                             f"(192-row ones are the defaults' to pick), got {cfg.describe()}")
-        if not wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, a.element_size(), c.element_size(), cfg.block_m):
+            wgmma.kernel_args(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.block_m, True,
+                              split_k=cfg.split_k)  # refusals
+        elif cfg.block_m != wgmma.BLOCK_M or cfg.split_tail:
+            raise ValueError(f"{where}: kernel='wgmma' with a config runs 128-row tiles (whole or in split_k slices),"
+                             f" or swap_ab tiles (192-row ones are the defaults' to pick), got {cfg.describe()}")
+        if not wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, a.element_size(), _staged(c, cfg), cfg.block_m):
             raise ValueError(f"{where}: kernel='wgmma': {cfg.describe()} needs more shared memory than an SM has")
         return kernel, cfg
     pick = (_config.wgmma_config(cfg, m, n, cfg.gemm_sms, a.dtype, fast, b_aligned=b_aligned)
@@ -144,9 +145,14 @@ def pick_kernel(a, b, c, cfg, config, fast, kernel, where):
     return ("wgmma", _fit(pick, a, c)) if pick is not None else ("tile_loop", cfg)
 
 
+def _staged(c, cfg):
+    """Bytes per element of the Gluon kernel's C staging tiles: split-K stages fp32 partials."""
+    return 4 if cfg.split_k > 1 else c.element_size()
+
+
 def _fit(cfg, a, c):
     """cfg with as many of its stages as fit beside c's staging tiles (fp32 C takes a stage's worth)."""
-    while not wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, a.element_size(), c.element_size(), cfg.block_m):
+    while not wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, a.element_size(), _staged(c, cfg), cfg.block_m):
         cfg = replace(cfg, num_stages=cfg.num_stages - 1)
     return cfg
 
@@ -155,7 +161,8 @@ def launch(a, b, c, cfg, tma, kernel, scale_a=None, scale_b=None, promote=False)
     """c = a @ b [* scales] with the kernel and Config pick_kernel chose (promote: FP8 precise accumulation)."""
     if kernel == "wgmma":
         return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, scale_a, scale_b,
-                         promote=promote, group_m=cfg.group_m, block_m=cfg.block_m, swap=bool(cfg.swap_ab))
+                         promote=promote, group_m=cfg.group_m, block_m=cfg.block_m, swap=bool(cfg.swap_ab),
+                         split_k=cfg.split_k)
     m, k = a.shape
     n = b.shape[1]
     bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k

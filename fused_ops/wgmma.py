@@ -25,6 +25,7 @@ the CPU backend's interpreter runs only that.
 
 import torch
 import triton
+import triton.language as tl
 
 try:
     from triton.experimental import gluon
@@ -65,25 +66,34 @@ if _GLUON:
         return first_m + (tile % width) % size_m, (tile % width) // size_m
 
     @gluon.jit
+    def unit_coords(unit, num_pid_m, num_pid_n, per, K, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr):
+        """(pid_m, pid_n, first K block, end K block) of a unit of work: a tile's slice of K (split-K; tiles vary
+        fastest, so the programs of one slice share its stretch of A and B in L2)."""
+        tiles = num_pid_m * num_pid_n
+        pid_m, pid_n = tile_coords(unit % tiles, num_pid_m, num_pid_n, GROUP_M)
+        k0 = (unit // tiles) * per
+        return pid_m, pid_n, k0, gl.minimum(k0 + per, gl.cdiv(K, BLOCK_K))
+
+    @gluon.jit
     def ws_loads(
         a_desc, b_desc, a_bufs, b_bufs, ready, empty,   # operands; the ring's stages and barriers
         M, N, K,                                        # problem size
         GROUP_M: gl.constexpr, NUM_BUFFERS: gl.constexpr, A_T: gl.constexpr, B_T: gl.constexpr,
-        CONSUMERS: gl.constexpr,
+        CONSUMERS: gl.constexpr, SPLIT_K: gl.constexpr,
     ):
-        """The load warp of wgmma_ws_kernel: every K block of every tile of this program into the ring (A as one
-        64-row box per consumer), each stage once every consumer has released it."""
+        """The load warp of wgmma_ws_kernel: every K block of every (tile, slice of K) of this program into the ring
+        (A as one 64-row box per consumer), each stage once every consumer has released it."""
         HALF_M: gl.constexpr = a_desc.block_type.shape[1] if A_T else a_desc.block_type.shape[0]
         BLOCK_M: gl.constexpr = CONSUMERS * HALF_M
         BLOCK_K: gl.constexpr = a_desc.block_type.shape[0] if A_T else a_desc.block_type.shape[1]
         BLOCK_N: gl.constexpr = b_desc.block_type.shape[0] if B_T else b_desc.block_type.shape[1]
         num_pid_m = gl.cdiv(M, BLOCK_M)
         num_pid_n = gl.cdiv(N, BLOCK_N)
-        k_tiles = gl.cdiv(K, BLOCK_K)
+        per = gl.cdiv(gl.cdiv(K, BLOCK_K), SPLIT_K)
         p = 0
-        for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
-            pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
-            for kk in range(k_tiles):
+        for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT_K, gl.num_programs(0)):
+            pid_m, pid_n, k0, k1 = unit_coords(unit, num_pid_m, num_pid_n, per, K, BLOCK_K, GROUP_M)
+            for kk in range(k0, k1):
                 s = p % NUM_BUFFERS
                 mbarrier.wait(empty.index(s), ((p // NUM_BUFFERS) & 1) ^ 1)  # a fresh barrier passes parity 1
                 bar = ready.index(s)
@@ -107,6 +117,7 @@ if _GLUON:
         a_bufs, b_bufs, ready, empty, c_desc, c_smem,   # the ring; C's descriptor (64-row blocks) and staging tile
         SA, SB,                                         # FP8 scales (SCALES)
         M, N, K,                                        # problem size
+        M_PAD,                                          # split-K: C's rows per slice of c_desc's fp32 partials
         GROUP_M: gl.constexpr, NUM_BUFFERS: gl.constexpr,
         A_T: gl.constexpr,                              # A stored K x M (M-major)
         B_T: gl.constexpr,                              # B stored N x K (K-major)
@@ -114,6 +125,7 @@ if _GLUON:
         SCALES: gl.constexpr,                           # 0: none; 1: per-tensor; 2: row-wise
         PROMOTE: gl.constexpr,                          # FP8: add each block's sum into the fp32 accumulator
         CONSUMERS: gl.constexpr,                        # consumer warpgroups (64 rows each)
+        SPLIT_K: gl.constexpr,                          # slices of K per tile (> 1: c_desc holds fp32 partials)
     ):
         """A consumer warpgroup of wgmma_ws_kernel: waits for a block, multiplies its 64 rows of A by B and releases
         the stage once its MMAs are done. PROMOTE: waits for them at every block and adds the block's sum into fp32
@@ -125,13 +137,13 @@ if _GLUON:
         layout: gl.constexpr = mma_layout(HALF_M, BLOCK_N, a_bufs.dtype.primitive_bitwidth, 4)
         num_pid_m = gl.cdiv(M, CONSUMERS * HALF_M)
         num_pid_n = gl.cdiv(N, BLOCK_N)
-        k_tiles = gl.cdiv(K, BLOCK_K)
+        per = gl.cdiv(gl.cdiv(K, BLOCK_K), SPLIT_K)
         zero = gl.zeros([HALF_M, BLOCK_N], gl.float32, layout)
         c = 0
-        for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
-            pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
+        for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT_K, gl.num_programs(0)):
+            pid_m, pid_n, k0, k1 = unit_coords(unit, num_pid_m, num_pid_n, per, K, BLOCK_K, GROUP_M)
             acc = zero
-            for kk in range(k_tiles):
+            for kk in range(k0, k1):
                 s = c % NUM_BUFFERS
                 mbarrier.wait(ready.index(s), (c // NUM_BUFFERS) & 1)
                 a = a_bufs.index(s * CONSUMERS + HALF)
@@ -146,9 +158,9 @@ if _GLUON:
                     acc += part
                     mbarrier.arrive(empty.index(s), count=1)
                 else:
-                    acc = warpgroup_mma(a, b, acc, use_acc=kk > 0, is_async=True)
+                    acc = warpgroup_mma(a, b, acc, use_acc=kk > k0, is_async=True)
                     acc = warpgroup_mma_wait(1, deps=(acc, ))  # the previous block's MMAs are done: release it
-                    mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1, pred=kk > 0)
+                    mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1, pred=kk > k0)
                 c += 1
             if not PROMOTE:
                 acc = warpgroup_mma_wait(0, deps=(acc, ))
@@ -161,15 +173,16 @@ if _GLUON:
                 rn = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, layout))
                 acc = acc * gl.load(SA + rm, mask=rm < M, other=0.0)[:, None]
                 acc = acc * gl.load(SB + rn, mask=rn < N, other=0.0)[None, :]
+            first = (unit // (num_pid_m * num_pid_n)) * M_PAD  # split-K: this slice's rows of the fp32 partials
             tma.store_wait(pendings=0)  # this warpgroup's previous C has left c_smem
             if C_T:
                 c_smem.store(gl.permute(acc.to(c_desc.dtype), (1, 0)))
                 fence_async_shared()
-                tma.async_copy_shared_to_global(c_desc, [pid_n * BLOCK_N, row0], c_smem)
+                tma.async_copy_shared_to_global(c_desc, [first + pid_n * BLOCK_N, row0], c_smem)
             else:
                 c_smem.store(acc.to(c_desc.dtype))
                 fence_async_shared()
-                tma.async_copy_shared_to_global(c_desc, [row0, pid_n * BLOCK_N], c_smem)
+                tma.async_copy_shared_to_global(c_desc, [first + row0, pid_n * BLOCK_N], c_smem)
         tma.store_wait(pendings=0)
 
     @gluon.jit
@@ -177,6 +190,7 @@ if _GLUON:
         a_desc, b_desc, c_desc,                         # A M x K, B K x N, C M x N (A: 64-row boxes, C: 64-row blocks)
         SA, SB,                                         # FP8 scales (fp32): one each, or per row of A / column of B
         M, N, K,                                        # problem size
+        M_PAD,                                          # split-K: C's rows per slice of c_desc's fp32 partials
         GROUP_M: gl.constexpr,                          # grouped tile order
         NUM_BUFFERS: gl.constexpr,                      # stages of the load ring
         A_T: gl.constexpr,                              # A stored K x M (M-major; 16-bit only)
@@ -186,6 +200,7 @@ if _GLUON:
         PROMOTE: gl.constexpr,                          # FP8: add the partial sums into fp32 every block of K
         CONSUMER_REGS: gl.constexpr,                    # registers per thread of the worker consumer warpgroups
         CONSUMERS: gl.constexpr,                        # consumer warpgroups: tiles of 64 x CONSUMERS rows
+        SPLIT_K: gl.constexpr,                          # slices of K per tile; > 1: c_desc is the fp32 partials'
     ):
         """Warp-specialized: one warp loads, one to three warpgroups of 4 warps (this kernel's own, and workers)
         each compute 64 rows of every tile, synchronized only through the ring's mbarriers (no CTA-wide barrier), so
@@ -201,30 +216,30 @@ if _GLUON:
             mbarrier.init(empty.index(i), count=CONSUMERS)
         if CONSUMERS == 1:
             gl.warp_specialize([
-                (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(0), SA, SB, M, N, K, GROUP_M,
-                               NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS)),
+                (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(0), SA, SB, M, N, K, M_PAD,
+                               GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K)),
                 (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, A_T, B_T,
-                            CONSUMERS)),
+                            CONSUMERS, SPLIT_K)),
             ], [1], [40])
         elif CONSUMERS == 2:
             gl.warp_specialize([
-                (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(0), SA, SB, M, N, K, GROUP_M,
-                               NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS)),
-                (ws_consumer, (1, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(1), SA, SB, M, N, K, GROUP_M,
-                               NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS)),
+                (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(0), SA, SB, M, N, K, M_PAD,
+                               GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K)),
+                (ws_consumer, (1, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(1), SA, SB, M, N, K, M_PAD,
+                               GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K)),
                 (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, A_T, B_T,
-                            CONSUMERS)),
+                            CONSUMERS, SPLIT_K)),
             ], [4, 1], [CONSUMER_REGS, 40])
         else:
             gl.warp_specialize([
-                (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(0), SA, SB, M, N, K, GROUP_M,
-                               NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS)),
-                (ws_consumer, (1, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(1), SA, SB, M, N, K, GROUP_M,
-                               NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS)),
-                (ws_consumer, (2, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(2), SA, SB, M, N, K, GROUP_M,
-                               NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS)),
+                (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(0), SA, SB, M, N, K, M_PAD,
+                               GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K)),
+                (ws_consumer, (1, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(1), SA, SB, M, N, K, M_PAD,
+                               GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K)),
+                (ws_consumer, (2, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(2), SA, SB, M, N, K, M_PAD,
+                               GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K)),
                 (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, A_T, B_T,
-                            CONSUMERS)),
+                            CONSUMERS, SPLIT_K)),
             ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, 40])
 
 _GL_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32",
@@ -260,22 +275,37 @@ def supports(a, b, c):
 
 
 def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None, promote=False, group_m=8,
-        block_m=BLOCK_M, swap=False):
+        block_m=BLOCK_M, swap=False, split_k=1):
     """c = a @ b (FP8: * scales) on one GPU with wgmma_ws_kernel: block_m x block_n tiles, `stages` ring stages, at
     most `programs` persistent programs; `supports(a, b, c)` must hold. block_m 128 or 192: two or three consumer
     warpgroups of 64 rows. swap: the MMAs run on C's transpose, B's columns as their rows: block_n 64, 128 or 192
     (one to three consumers of 64 columns) and block_m any power of two from 16 to 256 (the MMAs' N), as cuBLAS does
     for few rows. promote (FP8): precise accumulation (fp32 every block of K), else the tensor cores' own
-    accumulation across K. One launch; host cost: three TMA descriptors. Not collective."""
-    args, consts, tiles = kernel_args(a, b, c, block_n, block_k, stages, block_m, swap, scale_a, scale_b, promote,
-                                      group_m)
-    wgmma_ws_kernel[(min(programs, tiles),)](*args, **consts, num_warps=4)
+    accumulation across K. split_k: each tile's K in that many slices (as many as have a block of K each), one unit
+    of work apiece, whose fp32 partials a second kernel adds into c (where tiles are too few for the SMs; the
+    partials: split_k x C's size in fp32, a buffer kept per device and size, so calls on two streams at once must not
+    share one). One launch (two with split_k); host cost: three TMA descriptors. Not collective."""
+    args, consts, units, partials = kernel_args(a, b, c, block_n, block_k, stages, block_m, swap, scale_a, scale_b,
+                                                promote, group_m, split_k)
+    wgmma_ws_kernel[(min(programs, units),)](*args, **consts, num_warps=4)
+    if partials is not None:
+        sum_slices(partials, c)
     return c
 
 
+def slices(k, block_k, split_k):
+    """The slices of K that split_k asks for once each has at least one block (empty slices would add nothing)."""
+    blocks = triton.cdiv(k, block_k)
+    return triton.cdiv(blocks, triton.cdiv(blocks, max(1, split_k)))
+
+
+_partials = {}
+
+
 def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, scale_a=None, scale_b=None,
-                promote=False, group_m=8):
-    """(arguments, constexprs, tiles) of wgmma_ws_kernel for run()'s call (the CPU tests compile it from these)."""
+                promote=False, group_m=8, split_k=1):
+    """(arguments, constexprs, units of work, fp32 partials or None) of wgmma_ws_kernel for run()'s call (the CPU
+    tests compile it from these)."""
     rows, cols = (block_n, block_m) if swap else (block_m, block_n)
     if rows not in (SWAP_BLOCK_NS if swap else BLOCK_MS):
         what = "block_n" if swap else "block_m"
@@ -283,6 +313,18 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
                          f"(consumer warpgroups of 64 {'columns' if swap else 'rows'})")
     if swap and (cols < 16 or cols > 256 or cols & (cols - 1)):
         raise ValueError(f"wgmma.run: block_m={cols} with swap; expected a power of two from 16 to 256")
+    if not isinstance(split_k, int) or split_k < 1:
+        raise ValueError(f"wgmma.run: split_k={split_k!r}; expected a positive integer")
+    split = slices(a.shape[1], block_k, split_k)
+    partials, m_pad = None, 0
+    if split > 1:  # fp32 partials of C's shape per slice, C's rows padded to whole tiles (TMA stores never cross)
+        m_pad = triton.cdiv(c.shape[0], cols if swap else rows) * (cols if swap else rows)
+        n_pad = triton.cdiv(c.shape[1], rows if swap else cols) * (rows if swap else cols)
+        key = (c.device, split * m_pad * n_pad)
+        if key not in _partials:
+            _partials[key] = torch.empty(split * m_pad, n_pad, device=c.device, dtype=torch.float32)
+        partials = _partials[key].view(split, m_pad, n_pad)
+        c = partials.view(split * m_pad, n_pad)  # the kernel writes the partials where it would write C
     if swap:  # c.T = b.T @ a.T: the kernel sees B's columns as rows (A_T: M-major, 16-bit) and writes C transposed
         a, b, c, scale_a, scale_b = b.t(), a.t(), c.t(), scale_b, scale_a
     m, k = a.shape
@@ -297,8 +339,37 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
     if scales == 0:
         scale_a = scale_b = c  # not read
     args = (desc(a, a_t, [64, block_k]), desc(b, b_t, [block_k, cols]), desc(c, c_t, [64, cols]), scale_a, scale_b,
-            m, n, k)
+            m, n, k, m_pad)
     consts = dict(GROUP_M=group_m, NUM_BUFFERS=stages, A_T=a_t, B_T=b_t, C_T=c_t, SCALES=scales,
                   PROMOTE=bool(promote), CONSUMER_REGS=CONSUMER_REGS if rows <= 128 else CONSUMER_REGS_3,
-                  CONSUMERS=rows // 64)
-    return args, consts, triton.cdiv(m, rows) * triton.cdiv(n, cols)
+                  CONSUMERS=rows // 64, SPLIT_K=split)
+    return args, consts, triton.cdiv(m, rows) * triton.cdiv(n, cols) * split, partials
+
+
+@triton.jit
+def sum_slices_kernel(P, C, M, N, N_PAD, SLICE, ldc, SLICES: tl.constexpr, BLOCK: tl.constexpr):
+    """C = the sum of split-K's fp32 partials (P: SLICES slices of SLICE elements, each M_PAD x N_PAD of C's
+    shape), BLOCK elements of C per program, every slice's loads issued before the adds."""
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    row, col = i // N_PAD, i % N_PAD
+    mask = (row < M) & (col < N)
+    acc = tl.load(P + i, mask=mask, other=0.0)
+    for s in tl.static_range(1, SLICES):
+        acc += tl.load(P + s * SLICE + i, mask=mask, other=0.0)
+    tl.store(C + row * ldc + col, acc.to(C.dtype.element_ty), mask=mask)
+
+
+SUM_LOADS = 64  # loads in flight per thread of sum_slices_kernel (4 warps): slices x elements per thread
+
+
+def sum_slices(partials, c):
+    """c = partials.sum(0) (fp32 partials of C's shape, padded): one launch, every program's loads in flight, at
+    least two programs per SM where C has the elements."""
+    split, m_pad, n_pad = partials.shape
+    used = c.shape[0] * n_pad
+    sms = torch.cuda.get_device_properties(c.device).multi_processor_count if c.is_cuda else 4
+    block = 128 * max(1, SUM_LOADS // split)
+    while block > 128 and triton.cdiv(used, block) < 2 * sms:
+        block //= 2
+    sum_slices_kernel[(triton.cdiv(used, block),)](partials, c, c.shape[0], c.shape[1], n_pad, m_pad * n_pad,
+                                                   c.stride(0), SLICES=split, BLOCK=block, num_warps=4)

@@ -304,6 +304,19 @@ for stage in "$@"; do
                --out "$OUT/rows32"
              run gemm_fp8_rows32.log timeout 200 python3 benchmarks/gemm.py --fp8 --shapes $r32 --configs default \
                --out "$OUT/fp8_rows32" ;;
+    splittests)  # one GPU: the Gluon kernel's split-K against float64 (and the rest of its tests)
+             run pytest_wgmma_split.log timeout ${TEST_TIMEOUT:-300} python3 -m pytest -q -rfs tests/test_wgmma.py ;;
+    splitexplore)  # one GPU: the Gluon kernel's split-K ("kfill" candidates) where tiles are few, bf16 and FP8
+             kf=$(python3 -c "import benchmarks.gemm as g; print(*[repr(n) for n in g.CANDIDATES if 'kfill' in n])")
+             few="129x4096x4096 128x128x65536 64x256x131072 128x12288x1536 128x1536x8192 128x1152x7168 \
+               128x2048x8192 192x1024x4096 128x1792x5120 256x1024x4096 128x8192x7392 128x2560x2880 1000x1000x1000 \
+               256x4096x4096"
+             eval run gemm_split_explore.log timeout ${SPLITX_TIMEOUT:-420} python3 benchmarks/gemm.py --shapes $few \
+               --configs matmul "'wgmma swap 128x64x64 s6'" "'wgmma 128x64x64 s8'" $kf --out "$OUT/split_explore"
+             kf=$(python3 -c "import benchmarks.gemm as g; print(*[repr(n) for n in g.FP8_CANDIDATES if 'kfill' in n])")
+             eval run gemm_fp8_split_explore.log timeout ${SPLITX_TIMEOUT:-300} python3 benchmarks/gemm.py --fp8 \
+               --shapes 129x4096x4096 128x12288x1536 128x128x65536 128x1536x8192 128x2048x8192 128x8192x7392 \
+               1000x1000x1000 --configs default $kf --out "$OUT/fp8_split_explore" ;;
     fixes)   run pytest_fixes.log timeout ${TEST_TIMEOUT:-110} python3 -m pytest -v -rfs \
                "tests/test_replay.py::test_prepared_catalog_calls_skip_the_checks_but_not_tracing_capture_or_tuning" \
                tests/test_collectives.py::test_benchmark_all_to_all_rows \

@@ -30,7 +30,7 @@ def _tile(cfg):
 
 
 def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.float8_e4m3fn, b_t=True, block_m=128,
-                 swap=False):
+                 swap=False, split_k=1):
     """(PTX, shared bytes, ptxas's report) of wgmma_ws_kernel for sm_90a, compiled here without a GPU, with the
     arguments wgmma.run would pass."""
     import triton
@@ -39,13 +39,14 @@ def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.fl
     from triton.runtime.jit import mangle_type
 
     bn, bk, stages = tile
-    a, c = torch.empty(256, 256, dtype=dtype), torch.empty(256, 256, dtype=out_dtype)
-    b = torch.empty(256, 256, dtype=dtype)
+    a, c = torch.empty(256, 1024, dtype=dtype), torch.empty(256, 256, dtype=out_dtype)
+    b = torch.empty(1024, 256, dtype=dtype)
     b = b.t() if b_t else b
     sa = sb = torch.ones(1 if scales < 2 else 256) if scales else None
-    args, consts, _ = wgmma.kernel_args(a, b, c, bn, bk, stages, block_m, swap, sa, sb, promote)
+    args, consts, _, _ = wgmma.kernel_args(a, b, c, bn, bk, stages, block_m, swap, sa, sb, promote, split_k=split_k)
+    assert consts["SPLIT_K"] == split_k
     fn = wgmma.wgmma_ws_kernel
-    sig = dict(zip(fn.arg_names, [mangle_type(x) for x in args[:3]] + ["*fp32", "*fp32", "i32", "i32", "i32"]))
+    sig = dict(zip(fn.arg_names, [mangle_type(x) for x in args[:3]] + ["*fp32", "*fp32"] + ["i32"] * 4))
     sig.update({k: "constexpr" for k in consts})
     src = GluonASTSource(fn=fn, signature=sig, constexprs={(fn.arg_names.index(k),): v for k, v in consts.items()},
                          attrs={})
@@ -63,7 +64,7 @@ def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.fl
 FP8, BF16 = torch.float8_e4m3fn, torch.bfloat16
 
 
-# id: (promote, scales, out dtype, operand dtype, B K-major, (block_n, block_k, stages[, block_m[, swap]]))
+# id: (promote, scales, out dtype, operand dtype, B K-major, (block_n, block_k, stages[, block_m[, swap[, split_k]]]))
 COMPILE_CASES = {
     "fp8-precise-tensor": (True, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 6)),
     "fp8-precise-row": (True, 2, "bfloat16", "float8_e4m3fn", True, (128, 128, 6)),
@@ -83,6 +84,11 @@ COMPILE_CASES = {
     "bf16-swap-32-rows": (False, 0, "bfloat16", "bfloat16", False, (64, 128, 6, 32, True)),  # 17-32 rows' default
     "fp8-precise-swap-32-rows": (True, 1, "bfloat16", "float8_e4m3fn", True, (64, 256, 4, 32, True)),
     "bf16-swap-two-consumers-unaligned-b": (False, 0, "bfloat16", "bfloat16", False, (128, 64, 3, 256, True)),
+    # split-K: fp32 partials through fp32 staging tiles
+    "bf16-split-k": (False, 0, "bfloat16", "bfloat16", False, (64, 64, 6, 128, False, 4)),
+    "bf16-split-k-192-rows": (False, 0, "bfloat16", "bfloat16", False, (64, 64, 6, 192, False, 2)),
+    "bf16-swap-split-k": (False, 0, "bfloat16", "bfloat16", True, (128, 64, 4, 128, True, 2)),
+    "fp8-precise-split-k": (True, 1, "bfloat16", "float8_e4m3fn", True, (64, 128, 6, 128, False, 4)),
 }
 
 
@@ -92,10 +98,11 @@ def compile_cases():
     out = {}
     for name, (promote, scales, out_dtype, dtype, b_t, tile) in COMPILE_CASES.items():
         out_dtype, dtype = getattr(torch, out_dtype), getattr(torch, dtype)
-        tile, (block_m, swap) = tile[:3], (tile[3:] + (128, False)[len(tile) - 3:])
-        while not wgmma.fits(*tile, dtype.itemsize, out_dtype.itemsize, block_m):
+        tile, (block_m, swap, split_k) = tile[:3], (tile[3:] + (128, False, 1)[len(tile) - 3:])
+        staged = 4 if split_k > 1 else out_dtype.itemsize  # split-K stages fp32 partials
+        while not wgmma.fits(*tile, dtype.itemsize, staged, block_m):
             tile = (tile[0], tile[1], tile[2] - 1)  # fp32 C staging tiles take a stage's worth
-        ptx, shared, report = compile_sm90(tile, promote, scales, out_dtype, dtype, b_t, block_m, swap)
+        ptx, shared, report = compile_sm90(tile, promote, scales, out_dtype, dtype, b_t, block_m, swap, split_k)
         out[name] = dict(shared=shared, report=report, setmaxnreg="setmaxnreg" in ptx,
                          mma_and_tma="wgmma.mma_async" in ptx and "cp.async.bulk.tensor" in ptx,
                          in_flight="wgmma.wait_group.sync.aligned 1" in ptx)
@@ -312,6 +319,53 @@ def test_swap_ab_tiles_match_float64(operands):
                 wgmma.run(a, b, c, block_n, 64, stages, sms, block_m=block_m, swap=True)
             err = ((c.double() - ref).norm() / ref.norm()).item()
             assert err < (2e-2 if operands == "fp8-fast" else 5e-3), (m, n, k, block_n, block_m, err)
+
+
+@pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
+@pytest.mark.parametrize("operands", ["bf16-b-row-major", "bf16-b-k-major", "fp8-precise", "fp8-fast"])
+def test_split_k_tiles_match_float64(operands):
+    # each tile's K in slices (uneven ones, more asked than there are blocks, one block), fp32 partials added by a
+    # second kernel: non-swapped and swapped tiles, one to three consumers, every edge; a poisoned output and fresh
+    # data per call, all calls checked after the last (the partials buffer is reused call after call)
+    from fused_ops import Config, matmul
+
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    fp8_ops = operands.startswith("fp8")
+    bk = 128 if fp8_ops else 64
+    tiles = ((128, 64, 6, False, 4), (192, 64, 4, False, 3), (128, 128, 4, False, 64), (256, 64, 4, True, 2),
+             (16, 64, 6, True, 5), (128, 128, 4, True, 7))  # block_m, block_n, stages, swap, split_k
+    calls = []
+    for m, n, k in ((129, 1000, 1040), (200, 272, 208), (1, 48, 64), (128, 128, 8192), (17, 4096, 2368)):
+        for i, (block_m, block_n, stages, swap, split) in enumerate(tiles):
+            c = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
+            if fp8_ops:
+                a, b, sa, sb = _quantized(m, n, k, i % 2 == 1)
+                ref = (a.double() * sa.double()) @ (b.double() * sb.double())
+                wgmma.run(a, b, c, block_n, bk, stages, sms, sa, sb, promote=operands == "fp8-precise",
+                          block_m=block_m, swap=swap, split_k=split)
+            else:
+                a = torch.randn(m, k, device="cuda", dtype=BF16)
+                b = (torch.randn(n, k, device="cuda", dtype=BF16).t() if operands == "bf16-b-k-major" else
+                     torch.randn(k, n, device="cuda", dtype=BF16))
+                ref = a.double() @ b.double()
+                if i % 2 and not swap:  # through matmul's own door: a caller's split_k on the Gluon kernel
+                    matmul(a, b, out=c, kernel="wgmma", config=Config(block_m=block_m, block_n=block_n, block_k=bk,
+                                                                      num_stages=stages, split_k=split))
+                else:
+                    wgmma.run(a, b, c, block_n, bk, stages, sms, block_m=block_m, swap=swap, split_k=split)
+            calls.append(((m, n, k, block_m, block_n, swap, split), c, ref))
+    for case, c, ref in calls:
+        err = ((c.double() - ref).norm() / ref.norm()).item()
+        assert err < (2e-2 if operands == "fp8-fast" else 5e-3), (case, err)
+
+
+def test_split_k_slices_each_hold_a_block_of_k():
+    assert [wgmma.slices(65536, 64, s) for s in (1, 2, 3, 64, 66, 200)] == [1, 2, 3, 64, 64, 171]
+    assert wgmma.slices(1024, 64, 64) == 16 and wgmma.slices(1024, 64, 7) == 6  # 16 blocks: 3 each, the last 1
+    assert wgmma.slices(4096, 64, 2) == 2 and wgmma.slices(100, 64, 4) == 2 and wgmma.slices(64, 64, 8) == 1
+    a, b, c = torch.empty(64, 64, dtype=BF16), torch.empty(64, 64, dtype=BF16), torch.empty(64, 64, dtype=BF16)
+    with pytest.raises(ValueError, match="split_k=0; expected a positive integer"):
+        wgmma.kernel_args(a, b, c, 64, 64, 4, 128, split_k=0)
 
 
 def test_swap_ab_tiles_are_refused_where_the_kernel_has_no_such_tile():
