@@ -368,7 +368,7 @@ def sum_slices(partials, c):
     split, m_pad, n_pad = partials.shape
     used = c.shape[0] * n_pad
     sms = torch.cuda.get_device_properties(c.device).multi_processor_count if c.is_cuda else 4
-    block = 128 * max(1, SUM_LOADS // split)
+    block = 128 * (1 << (max(1, SUM_LOADS // split).bit_length() - 1))  # a power of two
     while block > 128 and triton.cdiv(used, block) < 2 * sms:
         block //= 2
     sum_slices_kernel[(triton.cdiv(used, block),)](partials, c, c.shape[0], c.shape[1], n_pad, m_pad * n_pad,

@@ -304,7 +304,7 @@ for stage in "$@"; do
                --out "$OUT/rows32"
              run gemm_fp8_rows32.log timeout 200 python3 benchmarks/gemm.py --fp8 --shapes $r32 --configs default \
                --out "$OUT/fp8_rows32" ;;
-    splittests)  # one GPU: the Gluon kernel's split-K against float64 (and the rest of its tests)
+    wgsplittests)  # one GPU: the Gluon kernel's split-K against float64 (and the rest of its tests)
              run pytest_wgmma_split.log timeout ${TEST_TIMEOUT:-300} python3 -m pytest -q -rfs tests/test_wgmma.py ;;
     splitexplore)  # one GPU: the Gluon kernel's split-K ("kfill" candidates) where tiles are few, bf16 and FP8
              kf=$(python3 -c "import benchmarks.gemm as g; print(*[repr(n) for n in g.CANDIDATES if 'kfill' in n])")

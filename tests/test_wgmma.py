@@ -368,6 +368,21 @@ def test_split_k_slices_each_hold_a_block_of_k():
         wgmma.kernel_args(a, b, c, 64, 64, 4, 128, split_k=0)
 
 
+@pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1" and not ON_HOPPER, reason="the interpreter or a GPU")
+@pytest.mark.parametrize("split, m, n, m_pad, n_pad", [(2, 129, 100, 192, 128), (5, 3, 16, 64, 64),
+                                                       (64, 128, 128, 128, 128)])
+def test_split_k_partials_add_up_into_c_of_any_row_stride(split, m, n, m_pad, n_pad):
+    # the second kernel of split-K: each slice's padded fp32 partial of C's shape, summed into C (its pad unread:
+    # NaN there would show), C a view with a longer row stride whose other columns stay as they were
+    device = "cuda" if ON_HOPPER else "cpu"
+    partials = torch.full((split, m_pad, n_pad), float("nan"), device=device)
+    partials[:, :m, :n] = torch.randn(split, m, n, device=device)
+    wide = torch.full((m, n + 24), 7.0, device=device, dtype=BF16)
+    wgmma.sum_slices(partials, wide[:, :n])
+    assert torch.allclose(wide[:, :n].float(), partials[:, :m, :n].sum(0), atol=1e-2, rtol=1e-2)
+    assert (wide[:, n:] == 7).all()
+
+
 def test_swap_ab_tiles_are_refused_where_the_kernel_has_no_such_tile():
     a, b, c = torch.empty(64, 64, dtype=BF16), torch.empty(64, 64, dtype=BF16), torch.empty(64, 64, dtype=BF16)
     with pytest.raises(ValueError, match=r"block_n=256; expected one of \(64, 128, 192\)"):
