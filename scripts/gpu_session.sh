@@ -317,6 +317,8 @@ for stage in "$@"; do
              eval run gemm_fp8_split_explore.log timeout ${SPLITX_TIMEOUT:-300} python3 benchmarks/gemm.py --fp8 \
                --shapes 129x4096x4096 128x12288x1536 128x128x65536 128x1536x8192 128x2048x8192 128x8192x7392 \
                1000x1000x1000 --configs default $kf --out "$OUT/fp8_split_explore" ;;
+    rowsprobe)  # one GPU: the Gluon kernel's tiles at 129 rows against 256, loads and stores past the last row apart
+             run gemm_rows_probe.log timeout 200 python3 benchmarks/gemm_rows_probe.py --out "$OUT/rows_probe" ;;
     fixes)   run pytest_fixes.log timeout ${TEST_TIMEOUT:-110} python3 -m pytest -v -rfs \
                "tests/test_replay.py::test_prepared_catalog_calls_skip_the_checks_but_not_tracing_capture_or_tuning" \
                tests/test_collectives.py::test_benchmark_all_to_all_rows \
