@@ -137,6 +137,7 @@ CANDIDATES["matmul"] = None
 # (local_gemm.ALIGN_OPERANDS = False), and always copied (local_gemm.PTR_FLOPS tiny)
 CANDIDATES["matmul, as given"] = None
 CANDIDATES["matmul, always copied"] = None
+CANDIDATES["matmul, edges past"] = None
 # Alternatives where the C row stride is not a multiple of 16 elements: the store without the alignment hint (C_VEC=1).
 CANDIDATES["default, no vec"] = None
 # Where B's rows are not 128-byte aligned: B through fused_ops.pad_weight (done once per weight, outside the timing),
@@ -397,25 +398,29 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp):
 
     swap = "swap" in name  # a swap-AB candidate (wgmma.run(swap=True))
     # matmul's own choice, or with its copies into aligned rows off ("as given") or always made ("always copied")
-    toggles = {"matmul": (True, local_gemm.PTR_FLOPS), "matmul, as given": (False, local_gemm.PTR_FLOPS),
-               "matmul, always copied": (True, 1.0)}
+    # ... or with the Gluon kernel's edge boxes loaded past the edge (zero-filled), not moved inside ("edges past")
+    toggles = {"matmul": (True, local_gemm.PTR_FLOPS, True), "matmul, as given": (False, local_gemm.PTR_FLOPS, True),
+               "matmul, always copied": (True, 1.0, True), "matmul, edges past": (True, local_gemm.PTR_FLOPS, False)}
 
     def with_toggles(fn):
-        saved = local_gemm.ALIGN_OPERANDS, local_gemm.PTR_FLOPS
-        local_gemm.ALIGN_OPERANDS, local_gemm.PTR_FLOPS = toggles[name]
+        saved = local_gemm.ALIGN_OPERANDS, local_gemm.PTR_FLOPS, wgmma.KEEP_INSIDE
+        local_gemm.ALIGN_OPERANDS, local_gemm.PTR_FLOPS, wgmma.KEEP_INSIDE = toggles[name]
         try:
             return fn()
         finally:
-            local_gemm.ALIGN_OPERANDS, local_gemm.PTR_FLOPS = saved
+            local_gemm.ALIGN_OPERANDS, local_gemm.PTR_FLOPS, wgmma.KEEP_INSIDE = saved
 
     if name in toggles:
         a2, b2 = with_toggles(lambda: local_gemm.aligned_operands(a, b))
         copied = a2 is not a or b2 is not b
-        if name != "matmul" and copied == any(x is not y for x, y in zip(local_gemm.aligned_operands(a, b), (a, b))):
+        if name not in ("matmul", "matmul, edges past") and copied == any(
+                x is not y for x, y in zip(local_gemm.aligned_operands(a, b), (a, b))):
             return []  # the same run as "matmul"
         plan, _ = local_gemm.tile_loop_plan(a2, b2, None, lambda dev, m, n, k: default_config(
             dev, m, n, k, a.dtype, split=True), "matmul")
         kernel, cfg = local_gemm.pick_kernel(a2, b2, c, plan, None, False, None, "matmul")
+        if name == "matmul, edges past" and kernel == "tile_loop":
+            return []  # the toggle is the Gluon kernel's
         kernel += (" swap" if cfg.swap_ab else "") + (", copied" if copied else "")
     elif not wgmma.supports(a, b, c):
         return []

@@ -35,31 +35,32 @@ def main():
     rows = []
     for tile in ((128, 64, 64, 8, False), (128, 64, 64, 6, True), (128, 128, 64, 6, False)):  # wgmma.run's terms
         block_m, block_n, block_k, stages, swap = tile
-        full = wgmma.kernel_args(a, b, c, block_n, block_k, stages, block_m, swap)
-        cut = wgmma.kernel_args(a[:129], b, c[:129], block_n, block_k, stages, block_m, swap)
-        for a_rows in (256, 129):
-            for c_rows in (256, 129):
-                a_side = 1 if swap else 0  # swapped: A is the kernel's B operand
-                c_side = 2
-                pick = lambda rows, i: (full if rows == 256 else cut)[0][i]  # noqa: E731
-                kargs = list(full[0])
-                kargs[a_side] = pick(a_rows, a_side)
-                kargs[c_side] = pick(c_rows, c_side)
-                tiles = full[2]
+        name = f"{'swap ' if swap else ''}{block_m}x{block_n}x{block_k} s{stages}"
+        a_side, c_side = (1 if swap else 0), 2  # swapped: A is the kernel's B operand
+        # edge boxes loaded past the edge (zero-filled) with A's and C's descriptors over 129 or 256 rows, crossed
+        # (M and the tile count: 256's); then moved back inside (wgmma.KEEP_INSIDE) at 129 rows
+        for inside, a_rows, c_rows in ((False, 256, 256), (False, 256, 129), (False, 129, 256), (False, 129, 129),
+                                       (True, 129, 129)):
+            wgmma.KEEP_INSIDE = inside
+            full = wgmma.kernel_args(a, b, c, block_n, block_k, stages, block_m, swap)
+            cut = wgmma.kernel_args(a[:129], b, c[:129], block_n, block_k, stages, block_m, swap)
+            kargs, consts, units = list((cut if inside else full)[0]), full[1], full[2]
+            kargs[a_side] = (full if a_rows == 256 else cut)[0][a_side]
+            kargs[c_side] = (full if c_rows == 256 else cut)[0][c_side]
 
-                def call():
-                    wgmma.wgmma_ws_kernel[(min(sms, tiles),)](*kargs, **full[1], num_warps=4)
-                c.fill_(float("nan"))
-                call()
-                err = ((c[:129].double() - a[:129].double() @ b.double()).norm() /
-                       (a[:129].double() @ b.double()).norm()).item()
-                t = graph_us(call)
-                t_torch = graph_us(lambda: torch.matmul(a[:129], b))
-                name = f"{'swap ' if swap else ''}{tile[0]}x{tile[1]}x{block_k} s{stages}"
-                print(f"{name:22s} A over {a_rows} rows, C over {c_rows}: {t:7.1f} µs (torch at 129 rows "
-                      f"{t_torch:6.1f})  err {err:.1e}", flush=True)
-                rows.append(dict(tile=name, a_rows=a_rows, c_rows=c_rows, n=n, k=k, time_us=t,
-                                 torch_129_us=t_torch, rel_error=err, **stamp(1, "benchmarks/gemm_rows_probe.py")))
+            def call():
+                wgmma.wgmma_ws_kernel[(min(sms, units),)](*kargs, **consts, num_warps=4)
+            c.fill_(float("nan"))
+            call()
+            ref = a[:129].double() @ b.double()
+            err = ((c[:129].double() - ref).norm() / ref.norm()).item()
+            t = graph_us(call)
+            t_torch = graph_us(lambda: torch.matmul(a[:129], b))
+            print(f"{name:18s} {'inside' if inside else 'past  '} A over {a_rows} rows, C over {c_rows}: {t:7.1f} µs "
+                  f"(torch at 129 rows {t_torch:6.1f})  err {err:.1e}", flush=True)
+            rows.append(dict(tile=name, inside=inside, a_rows=a_rows, c_rows=c_rows, n=n, k=k, time_us=t,
+                             torch_129_us=t_torch, rel_error=err, **stamp(1, "benchmarks/gemm_rows_probe.py")))
+    wgmma.KEEP_INSIDE = True
     os.makedirs(args.out, exist_ok=True)
     pd.DataFrame(rows).to_csv(os.path.join(args.out, "rows_probe.csv"), index=False)
 

@@ -66,6 +66,15 @@ if _GLUON:
         return first_m + (tile % width) % size_m, (tile % width) // size_m
 
     @gluon.jit
+    def inside(start, size, extent, INSIDE: gl.constexpr):
+        """A box's first row or column: where the box would reach past the operand's last one, moved back so it ends
+        there (INSIDE; never before 0): its rows are computed twice, by identical values, but TMA never loads past
+        the edge, which ran 2.5x slower (results/current/gemm/README.md, "Rows past the edge")."""
+        if INSIDE:
+            start = gl.maximum(gl.minimum(start, extent - size), 0)
+        return start
+
+    @gluon.jit
     def unit_coords(unit, num_pid_m, num_pid_n, per, K, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr):
         """(pid_m, pid_n, first K block, end K block) of a unit of work: a tile's slice of K (split-K; tiles vary
         fastest, so the programs of one slice share its stretch of A and B in L2)."""
@@ -79,7 +88,7 @@ if _GLUON:
         a_desc, b_desc, a_bufs, b_bufs, ready, empty,   # operands; the ring's stages and barriers
         M, N, K,                                        # problem size
         GROUP_M: gl.constexpr, NUM_BUFFERS: gl.constexpr, A_T: gl.constexpr, B_T: gl.constexpr,
-        CONSUMERS: gl.constexpr, SPLIT_K: gl.constexpr,
+        CONSUMERS: gl.constexpr, SPLIT_K: gl.constexpr, INSIDE: gl.constexpr,
     ):
         """The load warp of wgmma_ws_kernel: every K block of every (tile, slice of K) of this program into the ring
         (A as one 64-row box per consumer), each stage once every consumer has released it."""
@@ -93,22 +102,24 @@ if _GLUON:
         p = 0
         for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT_K, gl.num_programs(0)):
             pid_m, pid_n, k0, k1 = unit_coords(unit, num_pid_m, num_pid_n, per, K, BLOCK_K, GROUP_M)
+            col0 = inside(pid_n * BLOCK_N, BLOCK_N, N, INSIDE)
             for kk in range(k0, k1):
                 s = p % NUM_BUFFERS
                 mbarrier.wait(empty.index(s), ((p // NUM_BUFFERS) & 1) ^ 1)  # a fresh barrier passes parity 1
                 bar = ready.index(s)
                 mbarrier.expect(bar, CONSUMERS * a_desc.block_type.nbytes + b_desc.block_type.nbytes)
                 for h in gl.static_range(CONSUMERS):
+                    row0 = inside(pid_m * BLOCK_M + h * HALF_M, HALF_M, M, INSIDE)
                     if A_T:
-                        tma.async_copy_global_to_shared(a_desc, [kk * BLOCK_K, pid_m * BLOCK_M + h * HALF_M], bar,
+                        tma.async_copy_global_to_shared(a_desc, [kk * BLOCK_K, row0], bar,
                                                         a_bufs.index(s * CONSUMERS + h))
                     else:
-                        tma.async_copy_global_to_shared(a_desc, [pid_m * BLOCK_M + h * HALF_M, kk * BLOCK_K], bar,
+                        tma.async_copy_global_to_shared(a_desc, [row0, kk * BLOCK_K], bar,
                                                         a_bufs.index(s * CONSUMERS + h))
                 if B_T:
-                    tma.async_copy_global_to_shared(b_desc, [pid_n * BLOCK_N, kk * BLOCK_K], bar, b_bufs.index(s))
+                    tma.async_copy_global_to_shared(b_desc, [col0, kk * BLOCK_K], bar, b_bufs.index(s))
                 else:
-                    tma.async_copy_global_to_shared(b_desc, [kk * BLOCK_K, pid_n * BLOCK_N], bar, b_bufs.index(s))
+                    tma.async_copy_global_to_shared(b_desc, [kk * BLOCK_K, col0], bar, b_bufs.index(s))
                 p += 1
 
     @gluon.jit
@@ -126,6 +137,7 @@ if _GLUON:
         PROMOTE: gl.constexpr,                          # FP8: add each block's sum into the fp32 accumulator
         CONSUMERS: gl.constexpr,                        # consumer warpgroups (64 rows each)
         SPLIT_K: gl.constexpr,                          # slices of K per tile (> 1: c_desc holds fp32 partials)
+        INSIDE: gl.constexpr,                           # edge boxes moved back inside the operands (inside())
     ):
         """A consumer warpgroup of wgmma_ws_kernel: waits for a block, multiplies its 64 rows of A by B and releases
         the stage once its MMAs are done. PROMOTE: waits for them at every block and adds the block's sum into fp32
@@ -165,12 +177,13 @@ if _GLUON:
             if not PROMOTE:
                 acc = warpgroup_mma_wait(0, deps=(acc, ))
                 mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1)
-            row0 = (pid_m * CONSUMERS + HALF) * HALF_M
+            row0 = inside((pid_m * CONSUMERS + HALF) * HALF_M, HALF_M, M, INSIDE)  # as the load warp loaded them
+            col0 = inside(pid_n * BLOCK_N, BLOCK_N, N, INSIDE)
             if SCALES == 1:
                 acc = acc * (gl.load(SA) * gl.load(SB))
             elif SCALES == 2:
                 rm = row0 + gl.arange(0, HALF_M, layout=gl.SliceLayout(1, layout))
-                rn = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, layout))
+                rn = col0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, layout))
                 acc = acc * gl.load(SA + rm, mask=rm < M, other=0.0)[:, None]
                 acc = acc * gl.load(SB + rn, mask=rn < N, other=0.0)[None, :]
             first = (unit // (num_pid_m * num_pid_n)) * M_PAD  # split-K: this slice's rows of the fp32 partials
@@ -178,11 +191,11 @@ if _GLUON:
             if C_T:
                 c_smem.store(gl.permute(acc.to(c_desc.dtype), (1, 0)))
                 fence_async_shared()
-                tma.async_copy_shared_to_global(c_desc, [first + pid_n * BLOCK_N, row0], c_smem)
+                tma.async_copy_shared_to_global(c_desc, [first + col0, row0], c_smem)
             else:
                 c_smem.store(acc.to(c_desc.dtype))
                 fence_async_shared()
-                tma.async_copy_shared_to_global(c_desc, [first + row0, pid_n * BLOCK_N], c_smem)
+                tma.async_copy_shared_to_global(c_desc, [first + row0, col0], c_smem)
         tma.store_wait(pendings=0)
 
     @gluon.jit
@@ -201,6 +214,7 @@ if _GLUON:
         CONSUMER_REGS: gl.constexpr,                    # registers per thread of the worker consumer warpgroups
         CONSUMERS: gl.constexpr,                        # consumer warpgroups: tiles of 64 x CONSUMERS rows
         SPLIT_K: gl.constexpr,                          # slices of K per tile; > 1: c_desc is the fp32 partials'
+        INSIDE: gl.constexpr,                           # edge tiles' boxes moved back inside A, B and C (inside())
     ):
         """Warp-specialized: one warp loads, one to three warpgroups of 4 warps (this kernel's own, and workers)
         each compute 64 rows of every tile, synchronized only through the ring's mbarriers (no CTA-wide barrier), so
@@ -217,29 +231,35 @@ if _GLUON:
         if CONSUMERS == 1:
             gl.warp_specialize([
                 (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(0), SA, SB, M, N, K, M_PAD,
-                               GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K)),
+                               GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K,
+                               INSIDE)),
                 (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, A_T, B_T,
-                            CONSUMERS, SPLIT_K)),
+                            CONSUMERS, SPLIT_K, INSIDE)),
             ], [1], [40])
         elif CONSUMERS == 2:
             gl.warp_specialize([
                 (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(0), SA, SB, M, N, K, M_PAD,
-                               GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K)),
+                               GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K,
+                               INSIDE)),
                 (ws_consumer, (1, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(1), SA, SB, M, N, K, M_PAD,
-                               GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K)),
+                               GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K,
+                               INSIDE)),
                 (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, A_T, B_T,
-                            CONSUMERS, SPLIT_K)),
+                            CONSUMERS, SPLIT_K, INSIDE)),
             ], [4, 1], [CONSUMER_REGS, 40])
         else:
             gl.warp_specialize([
                 (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(0), SA, SB, M, N, K, M_PAD,
-                               GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K)),
+                               GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K,
+                               INSIDE)),
                 (ws_consumer, (1, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(1), SA, SB, M, N, K, M_PAD,
-                               GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K)),
+                               GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K,
+                               INSIDE)),
                 (ws_consumer, (2, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(2), SA, SB, M, N, K, M_PAD,
-                               GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K)),
+                               GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K,
+                               INSIDE)),
                 (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, A_T, B_T,
-                            CONSUMERS, SPLIT_K)),
+                            CONSUMERS, SPLIT_K, INSIDE)),
             ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, 40])
 
 _GL_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32",
@@ -249,6 +269,7 @@ BLOCK_MS = (128, 192)
 SWAP_BLOCK_NS = (64, 128, 192)  # swap: B's columns per tile, one to three consumers
 CONSUMER_REGS = 232  # registers per thread of wgmma_ws_kernel's second consumer warpgroup (setmaxnreg)
 CONSUMER_REGS_3 = 152  # ... of the second and third, with three
+KEEP_INSIDE = True  # edge boxes moved back inside the operands (inside(); False: loads past the edge, zero-filled)
 SMEM_BYTES = 232448 - 1024  # shared memory a program may use on an H100/H200, less the barriers' and the compiler's
 
 
@@ -342,7 +363,7 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
             m, n, k, m_pad)
     consts = dict(GROUP_M=group_m, NUM_BUFFERS=stages, A_T=a_t, B_T=b_t, C_T=c_t, SCALES=scales,
                   PROMOTE=bool(promote), CONSUMER_REGS=CONSUMER_REGS if rows <= 128 else CONSUMER_REGS_3,
-                  CONSUMERS=rows // 64, SPLIT_K=split)
+                  CONSUMERS=rows // 64, SPLIT_K=split, INSIDE=KEEP_INSIDE)
     return args, consts, triton.cdiv(m, rows) * triton.cdiv(n, cols) * split, partials
 
 

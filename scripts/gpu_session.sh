@@ -312,7 +312,8 @@ for stage in "$@"; do
                128x2048x8192 192x1024x4096 128x1792x5120 256x1024x4096 128x8192x7392 128x2560x2880 1000x1000x1000 \
                256x4096x4096"
              eval run gemm_split_explore.log timeout ${SPLITX_TIMEOUT:-420} python3 benchmarks/gemm.py --shapes $few \
-               --configs matmul "'wgmma swap 128x64x64 s6'" "'wgmma 128x64x64 s8'" $kf --out "$OUT/split_explore"
+               --configs matmul "'matmul, edges past'" "'wgmma swap 128x64x64 s6'" "'wgmma 128x64x64 s8'" $kf \
+               --out "$OUT/split_explore"
              kf=$(python3 -c "import benchmarks.gemm as g; print(*[repr(n) for n in g.FP8_CANDIDATES if 'kfill' in n])")
              eval run gemm_fp8_split_explore.log timeout ${SPLITX_TIMEOUT:-300} python3 benchmarks/gemm.py --fp8 \
                --shapes 129x4096x4096 128x12288x1536 128x128x65536 128x1536x8192 128x2048x8192 128x8192x7392 \
