@@ -138,6 +138,55 @@ WGMMA_FP8_FAST_DECODE_TILE = (16, 64, 128, 8)
 SWAP_ROWS = 32
 WGMMA_ROWS_TILE = (32, 64, 128, 6)
 WGMMA_FP8_ROWS_TILE = (32, 64, 256, 4)
+# Few tiles (the 128x128 tiles fill less than WGMMA_MIN_FILL of the SMs, where the tile loop's split-K and 64-row
+# tiles ran): the Gluon kernel's split-K (wgmma.run(split_k=...): each tile's K in slices, one unit of work per SM,
+# the fp32 partials added by a second kernel) at 33-128 rows, where its tiles leave at least FEW_TILES-fold SMs to
+# the slices: bf16 swapped tiles of 128 rows of A by 64 columns of B (64 rows where there are at most 64, or where
+# the 128-row tiles number less than a WGMMA_KDOM_TILES-th of the SMs: K-dominant), FP8 128x64 tiles at 65-128 rows
+# (its swapped tiles lose with precise accumulation). Each slice keeps MIN_SLICE_BLOCKS blocks of K or more
+# (few_split); the swapped tiles of decode and 17-32 rows split the same way where they are that few. They beat the
+# tile loop's splits on both GPUs where their tiles were that few, and tied or lost with more tiles or at 129-256
+# rows (results/current/gemm/README.md, "Split-K in the Gluon kernel").
+WGMMA_SPLIT_TILE = (128, 64, 64, 6)         # bf16, swapped: rows of A, columns of B, block_k, stages
+WGMMA_SPLIT_KDOM_TILE = (64, 64, 64, 8)
+WGMMA_KDOM_TILES = 16
+WGMMA_FP8_SPLIT_TILE = (128, 64, 128, 8)    # FP8 precise, not swapped
+# Rows past a multiple of 64 at 129-255 rows, where whole 128x64 Gluon tiles fill one wave to at least
+# WGMMA_NARROW_FILL: its edge boxes move back inside A (wgmma.inside), where the tile loop's 64-row tiles load past
+# A's last row, which TMA serves far slower (results/current/gemm/README.md, "Rows past the edge").
+EDGE_ROWS_MAX = 256
+
+
+def few_split(tiles, sms, k, block_k):
+    """split_k of the Gluon kernel's tiles where they leave FEW_TILES-fold SMs or more: one unit of work per SM, each
+    slice MIN_SLICE_BLOCKS blocks of K or more; else 1."""
+    if tiles * FEW_TILES > sms:
+        return 1
+    return max(1, min(sms // tiles, -(-k // block_k) // MIN_SLICE_BLOCKS))
+
+
+def wgmma_few_tiles(cfg, m, n, k, sms, fp8):
+    """The Gluon kernel's config where its 128x128 tiles are too few for the SMs (see WGMMA_SPLIT_TILE and
+    EDGE_ROWS_MAX), or None (the tile loop). Host only, free."""
+    if (64 if fp8 else SWAP_ROWS) < m <= 128:
+        if fp8:
+            rows, cols, bk, stages = WGMMA_FP8_SPLIT_TILE
+            tiles = -(-m // rows) * -(-n // cols)
+        else:
+            rows, cols, bk, stages = WGMMA_SPLIT_TILE
+            tiles = -(-m // rows) * -(-n // cols)
+            if m <= 64 or tiles * WGMMA_KDOM_TILES <= sms:
+                rows, cols, bk, stages = WGMMA_SPLIT_KDOM_TILE
+                tiles = -(-m // rows) * -(-n // cols)
+        split = few_split(tiles, sms, k, bk)
+        return replace(gluon_tile(cfg, rows, cols, bk, stages, swap=not fp8), split_k=split) if split > 1 else None
+    narrow = WGMMA_FP8_NARROW_TILE if fp8 else WGMMA_NARROW_TILE
+    tiles = -(-m // narrow[0]) * -(-n // narrow[1])
+    if 128 < m < EDGE_ROWS_MAX and m % 64 and WGMMA_NARROW_FILL * sms <= tiles <= sms:
+        return gluon_tile(cfg, *narrow[:4], swap=False)
+    return None
+
+
 # A persistent grid runs its tiles in waves of one per program, and a last wave that is partly empty costs a whole one.
 # A 128x128 tile (6 stages, 8 warps) takes 0.48-0.55 of a 128x256 tile's time (median 0.51 over the 40 GEMMs a rank
 # runs in the 2-GPU default sweep, results/current/gemm/wave_a8219b8/), so it is the better pick where its waves times
@@ -361,7 +410,7 @@ def swapped_rows_tile(m, fp8, fast):
     return None
 
 
-def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True):
+def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True, k=None):
     """The Gluon kernel's config for an m x n output where `cfg` holds the tile loop's defaults: FP8 with precise
     accumulation where 128x128 tiles reach WGMMA_MIN_FILL x `sms`; FP8 with fast accumulation where its 128x256
     tiles do (and n >= 256); 16-bit where the defaults chose 128-row tiles (whole, or the last wave split: the
@@ -369,12 +418,15 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True)
     where swap-AB 16x64 tiles fit in one wave, and 17-32 rows where 32x64 ones fit in two (swapped_rows_tile);
     never 16-bit decode rows. The tile: the fewest waves times area times cost (WGMMA_TILES, also WGMMA_NARROW_TILE
     where its waves are nearly full, and 16-bit WGMMA_SWAP_TILES; FP8: WGMMA_FP8_TILES and WGMMA_FP8_NARROW_TILE).
-    b_aligned: B's rows are 128-byte aligned (else non-swapped tiles cost UNALIGNED_B_COST more). None elsewhere:
-    gemm.py's tile loop runs those. force: the dtype's pick wherever (kernel="wgmma"). Host only, free."""
+    b_aligned: B's rows are 128-byte aligned (else non-swapped tiles cost UNALIGNED_B_COST more). k (where given):
+    where the 128x128 tiles are fewer, split-K or edge-row tiles (wgmma_few_tiles). None elsewhere: gemm.py's tile
+    loop runs those. force: the dtype's pick wherever (kernel="wgmma"). Host only, free."""
     fp8 = dtype == torch.float8_e4m3fn
     few_rows = swapped_rows_tile(m, fp8, fast)
     if few_rows is not None and (force or -(-n // few_rows[1]) <= (1 if m <= DECODE_ROWS else 2) * sms):
-        return gluon_tile(cfg, *few_rows, swap=True)
+        tile = gluon_tile(cfg, *few_rows, swap=True)  # where they are few and K long (k given): in slices of K
+        split = 1 if k is None else few_split(-(-n // few_rows[1]), sms, k, few_rows[2])
+        return replace(tile, split_k=split) if split > 1 else tile
     if fp8 and fast:
         tiles = (WGMMA_FP8_FAST_TILE + (1.0,),)
     else:
@@ -385,8 +437,10 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True)
         if waves % 1 == 0 or waves % 1 >= WGMMA_NARROW_FILL:
             tiles = tiles + (narrow,)
     if not force:
-        if m <= DECODE_ROWS or -(-m // 128) * -(-n // (256 if fp8 and fast else 128)) < WGMMA_MIN_FILL * sms:
+        if m <= DECODE_ROWS:
             return None
+        if -(-m // 128) * -(-n // (256 if fp8 and fast else 128)) < WGMMA_MIN_FILL * sms:
+            return None if k is None or (fp8 and fast) else wgmma_few_tiles(cfg, m, n, k, sms, fp8)
         if (fp8 and fast and n < 256) or (not fp8 and cfg.block_m != 128):
             return None
     tiles = [t + (False,) for t in tiles]

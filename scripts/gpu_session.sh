@@ -225,9 +225,17 @@ for stage in "$@"; do
     bf16table)  # one GPU: the bf16 class table (the tile loop as the fused ops run it, and fused_ops.matmul)
              run gemm_bf16_models.log timeout ${BF16T_TIMEOUT:-330} python3 benchmarks/gemm.py --shapes models \
                --configs default matmul --out "$OUT/bf16_models" ;;
+    bf16edges)  # one GPU: bf16table, plus matmul with the Gluon kernel's edge boxes loaded past the edge (same run)
+             run gemm_bf16_models.log timeout ${BF16T_TIMEOUT:-450} python3 benchmarks/gemm.py --shapes models \
+               --configs default matmul "matmul, edges past" --out "$OUT/bf16_models" ;;
+    fewexplore)  # one GPU: K-dominant shapes of few rows on their defaults (swapped tiles in slices of K)
+             run gemm_few_explore.log timeout 200 python3 benchmarks/gemm.py --shapes 32x128x65536 16x128x65536 \
+               48x1024x8192 72x1000x8192 100x1536x4096 --configs default matmul --out "$OUT/few_explore"
+             run gemm_fp8_few_explore.log timeout 200 python3 benchmarks/gemm.py --fp8 --shapes 32x128x65536 \
+               16x128x65536 100x1536x4096 --configs default "default, tile loop" --out "$OUT/fp8_few_explore" ;;
     wgmmatests)  # one GPU: the Gluon kernel's tests (compiles, FP8 and bf16 against float64, many calls in a row)
-             run pytest_wgmma.log timeout ${TEST_TIMEOUT:-300} python3 -m pytest -v -rfs tests/test_wgmma.py \
-               tests/test_gemm_shapes.py ;;
+             run pytest_wgmma.log timeout ${TEST_TIMEOUT:-400} python3 -m pytest -v -rfs tests/test_wgmma.py \
+               tests/test_gemm_shapes.py tests/test_local_gemm.py ;;
     narrow)  # one GPU: bf16 64-wide Gluon tiles in whole waves against 192-row tiles
              run gemm_narrow.log timeout ${NARROW_TIMEOUT:-100} python3 benchmarks/gemm.py --shapes 1024x2112x7168 \
                16384x64x4096 4096x1280x2880 1024x2560x2880 --configs matmul "wgmma 192x128x64 s4" "wgmma 128x64x64 s8" \
