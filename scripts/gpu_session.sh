@@ -232,7 +232,11 @@ for stage in "$@"; do
              run gemm_few_explore.log timeout 200 python3 benchmarks/gemm.py --shapes 32x128x65536 16x128x65536 \
                48x1024x8192 72x1000x8192 100x1536x4096 --configs default matmul --out "$OUT/few_explore"
              run gemm_fp8_few_explore.log timeout 200 python3 benchmarks/gemm.py --fp8 --shapes 32x128x65536 \
-               16x128x65536 100x1536x4096 --configs default "default, tile loop" --out "$OUT/fp8_few_explore" ;;
+               16x128x65536 100x1536x4096 --out "$OUT/fp8_few_explore" ;;
+    edgerows)  # one GPU: 129 and 128 rows of wide B, every Gluon tile whole and in slices of K (edge rows inside)
+             kf=$(python3 -c "import benchmarks.gemm as g; print(*[repr(n) for n in g.WGMMA_CANDIDATES if 'swap' not in n])")
+             eval run gemm_edge_rows.log timeout 200 python3 benchmarks/gemm.py --shapes 129x4096x4096 128x12288x1536 \
+               --configs matmul $kf --out "$OUT/edge_rows" ;;
     wgmmatests)  # one GPU: the Gluon kernel's tests (compiles, FP8 and bf16 against float64, many calls in a row)
              run pytest_wgmma.log timeout ${TEST_TIMEOUT:-400} python3 -m pytest -v -rfs tests/test_wgmma.py \
                tests/test_gemm_shapes.py tests/test_local_gemm.py ;;
