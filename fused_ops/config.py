@@ -143,7 +143,7 @@ WGMMA_FP8_ROWS_TILE = (32, 64, 256, 4)
 # the fp32 partials added by a second kernel) at 33-128 rows, where its tiles leave at least FEW_TILES-fold SMs to
 # the slices: bf16 swapped tiles of 128 rows of A by 64 columns of B (64 rows where there are at most 64, or where
 # the 128-row tiles number less than a WGMMA_KDOM_TILES-th of the SMs: K-dominant), FP8 128x64 tiles at 65-128 rows
-# (its swapped tiles lose with precise accumulation). Each slice keeps MIN_SLICE_BLOCKS blocks of K or more
+# and long K (its swapped tiles lose with precise accumulation). Each slice keeps MIN_SLICE_BLOCKS blocks of K or more
 # (few_split); the swapped tiles of decode and 17-32 rows split the same way where they are that few. They beat the
 # tile loop's splits on both GPUs where their tiles were that few, and tied or lost with more tiles or at 129-256
 # rows (results/current/gemm/README.md, "Split-K in the Gluon kernel").
@@ -151,6 +151,7 @@ WGMMA_SPLIT_TILE = (128, 64, 64, 6)         # bf16, swapped: rows of A, columns 
 WGMMA_SPLIT_KDOM_TILE = (64, 64, 64, 8)
 WGMMA_KDOM_TILES = 16
 WGMMA_FP8_SPLIT_TILE = (128, 64, 128, 8)    # FP8 precise, not swapped
+WGMMA_FP8_SPLIT_MIN_BLOCKS = 64  # ... where K has this many blocks: with fewer the tile loop's 64x64x512 tiles won
 # Rows past a multiple of 64 at 129-255 rows, where whole 128x64 Gluon tiles fill one wave to at least
 # WGMMA_NARROW_FILL: its edge boxes move back inside A (wgmma.inside), where the tile loop's 64-row tiles load past
 # A's last row, which TMA serves far slower (results/current/gemm/README.md, "Rows past the edge").
@@ -172,6 +173,8 @@ def wgmma_few_tiles(cfg, m, n, k, sms, fp8):
         if fp8:
             rows, cols, bk, stages = WGMMA_FP8_SPLIT_TILE
             tiles = -(-m // rows) * -(-n // cols)
+            if -(-k // bk) < WGMMA_FP8_SPLIT_MIN_BLOCKS:
+                return None
         else:
             rows, cols, bk, stages = WGMMA_SPLIT_TILE
             tiles = -(-m // rows) * -(-n // cols)

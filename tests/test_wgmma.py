@@ -458,6 +458,7 @@ def test_few_tiles_pick_the_gluon_kernels_split_k_and_edge_row_tiles():
 
     assert pick(128, 1536, 8192) == ((128, 64, 64), True, 5)  # 24 tiles: 5 slices of 25-26 blocks
     assert pick(128, 1536, 8192, FP8) == ((128, 64, 128), False, 5)
+    assert pick(128, 768, 4096, FP8) is None  # 32 blocks of K: the tile loop's 64x64x512 tiles
     assert pick(128, 128, 65536) == ((64, 64, 64), True, 33)  # 2 tiles of 128 rows: 4 of 64, 33 slices
     assert pick(64, 256, 131072) == ((64, 64, 64), True, 33)
     assert pick(64, 256, 131072, FP8) is None  # FP8 at 64 rows: the tile loop's 64-row tiles
@@ -484,7 +485,8 @@ def test_few_tiles_run_split_k_by_default_and_match_float64(dtype):
     from fused_ops import local_gemm
 
     shapes = ((100, 1536, 4096, 5), (128, 128, 32768, 33), (129, 4096, 1024, 1), (72, 1000, 8192, 8))
-    for m, n, k, split in shapes if dtype == BF16 else shapes[:3]:
+    for m, n, k, split in shapes if dtype == BF16 else ((100, 1536, 8192, 5), (128, 128, 32768, 32),
+                                                        (129, 4096, 1024, 1)):
         calls = []
         for i in range(6):
             if dtype == FP8:
@@ -503,9 +505,7 @@ def test_few_tiles_run_split_k_by_default_and_match_float64(dtype):
                     cfg, _ = local_gemm.tile_loop_plan(a, b, None, lambda dev, m, n, k: C.default_config(
                         dev, m, n, k, BF16, split=True), "test")
                     kernel, cfg = local_gemm.pick_kernel(a, b, out, cfg, None, False, None, "test")
-                assert kernel == "wgmma", (m, n, k, kernel, cfg)
-                if dtype == BF16:
-                    assert cfg.split_k == split, (m, n, k, cfg)
+                assert kernel == "wgmma" and cfg.split_k == split, (m, n, k, kernel, cfg)
             if dtype == FP8:
                 fp8.scaled_mm(a, b, sa, sb, out=out)
             else:
