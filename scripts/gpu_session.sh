@@ -237,6 +237,8 @@ for stage in "$@"; do
              kf=$(python3 -c "import benchmarks.gemm as g; print(*[repr(n) for n in g.WGMMA_CANDIDATES if 'swap' not in n])")
              eval run gemm_edge_rows.log timeout 200 python3 benchmarks/gemm.py --shapes 129x4096x4096 128x12288x1536 \
                --configs matmul $kf --out "$OUT/edge_rows" ;;
+    fewtests)  # one GPU: the Gluon kernel's split-K and few-tile defaults against float64
+             run pytest_wgmma_few.log timeout 300 python3 -m pytest -q -rfs tests/test_wgmma.py -k "few_tiles or split" ;;
     wgmmatests)  # one GPU: the Gluon kernel's tests (compiles, FP8 and bf16 against float64, many calls in a row)
              run pytest_wgmma.log timeout ${TEST_TIMEOUT:-400} python3 -m pytest -v -rfs tests/test_wgmma.py \
                tests/test_gemm_shapes.py tests/test_local_gemm.py ;;
