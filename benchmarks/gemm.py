@@ -119,12 +119,6 @@ WGMMA_CANDIDATES = {"wgmma 128x256x64 s3": tile(128, 256, 64, 3, 4),
                     "wgmma swap 128x192x64 s4": tile(128, 192, 64, 4, 4),
                     "wgmma swap 64x192x64 s6": tile(64, 192, 64, 6, 4),
                     "wgmma swap 32x192x64 s6": tile(32, 192, 64, 6, 4),
-                    # four and five consumers (256 and 320 columns of B: cuBLAS's widths where 128 and 192 leave a
-                    # wave part-empty)
-                    "wgmma swap 64x320x64 s3": tile(64, 320, 64, 3, 4),
-                    "wgmma swap 32x320x64 s3": tile(32, 320, 64, 3, 4),
-                    "wgmma swap 64x256x64 s4": tile(64, 256, 64, 4, 4),
-                    "wgmma swap 128x256x64 s3": tile(128, 256, 64, 3, 4),
                     # split-K ("kfill": each tile's K in as many slices as fill the SMs once; fp32 partials, added
                     # by a second kernel), where tiles are few
                     "wgmma 128x64x64 s8 kfill": tile(128, 64, 64, 8, 4),

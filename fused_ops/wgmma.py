@@ -212,7 +212,7 @@ if _GLUON:
         SCALES: gl.constexpr,                           # 0: none; 1: per-tensor; 2: row-wise
         PROMOTE: gl.constexpr,                          # FP8: add the partial sums into fp32 every block of K
         CONSUMER_REGS: gl.constexpr,                    # registers per thread of the worker consumer warpgroups
-        CONSUMERS: gl.constexpr,                        # consumer warpgroups (1-5): tiles of 64 x CONSUMERS rows
+        CONSUMERS: gl.constexpr,                        # consumer warpgroups: tiles of 64 x CONSUMERS rows
         SPLIT_K: gl.constexpr,                          # slices of K per tile; > 1: c_desc is the fp32 partials'
         INSIDE: gl.constexpr,                           # edge tiles' boxes moved back inside A, B and C (inside())
     ):
@@ -247,7 +247,7 @@ if _GLUON:
                 (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, A_T, B_T,
                             CONSUMERS, SPLIT_K, INSIDE)),
             ], [4, 1], [CONSUMER_REGS, 40])
-        elif CONSUMERS == 3:
+        else:
             gl.warp_specialize([
                 (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(0), SA, SB, M, N, K, M_PAD,
                                GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K,
@@ -261,52 +261,14 @@ if _GLUON:
                 (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, A_T, B_T,
                             CONSUMERS, SPLIT_K, INSIDE)),
             ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, 40])
-        elif CONSUMERS == 4:
-            gl.warp_specialize([
-                (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(0), SA, SB, M, N, K, M_PAD,
-                               GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K,
-                               INSIDE)),
-                (ws_consumer, (1, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(1), SA, SB, M, N, K, M_PAD,
-                               GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K,
-                               INSIDE)),
-                (ws_consumer, (2, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(2), SA, SB, M, N, K, M_PAD,
-                               GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K,
-                               INSIDE)),
-                (ws_consumer, (3, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(3), SA, SB, M, N, K, M_PAD,
-                               GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K,
-                               INSIDE)),
-                (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, A_T, B_T,
-                            CONSUMERS, SPLIT_K, INSIDE)),
-            ], [4, 4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, CONSUMER_REGS, 40])
-        else:
-            gl.warp_specialize([
-                (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(0), SA, SB, M, N, K, M_PAD,
-                               GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K,
-                               INSIDE)),
-                (ws_consumer, (1, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(1), SA, SB, M, N, K, M_PAD,
-                               GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K,
-                               INSIDE)),
-                (ws_consumer, (2, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(2), SA, SB, M, N, K, M_PAD,
-                               GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K,
-                               INSIDE)),
-                (ws_consumer, (3, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(3), SA, SB, M, N, K, M_PAD,
-                               GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K,
-                               INSIDE)),
-                (ws_consumer, (4, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(4), SA, SB, M, N, K, M_PAD,
-                               GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K,
-                               INSIDE)),
-                (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, A_T, B_T,
-                            CONSUMERS, SPLIT_K, INSIDE)),
-            ], [4, 4, 4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, CONSUMER_REGS, CONSUMER_REGS, 40])
 
 _GL_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32",
               torch.float8_e4m3fn: "float8e4nv"}
 BLOCK_M = 128  # two consumer warpgroups of 64 rows; 192: three (tile counts that fill one wave where 128 rows need two)
 BLOCK_MS = (128, 192)
-SWAP_BLOCK_NS = (64, 128, 192, 256, 320)  # swap: B's columns per tile, one to five consumers
-# registers per thread of wgmma_ws_kernel's worker consumer warpgroups (setmaxnreg), by consumers: what the SM's 64K
-# leave beside the load warp's 40 and the first consumer's share
-CONSUMER_REGS = {1: 232, 2: 232, 3: 152, 4: 120, 5: 96}
+SWAP_BLOCK_NS = (64, 128, 192)  # swap: B's columns per tile, one to three consumers
+CONSUMER_REGS = 232  # registers per thread of wgmma_ws_kernel's second consumer warpgroup (setmaxnreg)
+CONSUMER_REGS_3 = 152  # ... of the second and third, with three
 KEEP_INSIDE = True  # edge boxes moved back inside the operands (inside(); False: loads past the edge, zero-filled)
 SMEM_BYTES = 232448 - 1024  # shared memory a program may use on an H100/H200, less the barriers' and the compiler's
 
@@ -372,11 +334,6 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
                          f"(consumer warpgroups of 64 {'columns' if swap else 'rows'})")
     if swap and (cols < 16 or cols > 256 or cols & (cols - 1)):
         raise ValueError(f"wgmma.run: block_m={cols} with swap; expected a power of two from 16 to 256")
-    if rows == 320 and cols > 64:  # five warpgroups' accumulators of 64 x 128 exceed the registers (ptxas C7602)
-        raise ValueError(f"wgmma.run: block_n=320 with swap: five consumers take block_m up to 64, got {cols}")
-    if promote and rows > 192:  # a second accumulator per warpgroup: four or five of them spill
-        raise ValueError(f"wgmma.run: promote (FP8 precise accumulation) takes up to three consumers of 64 "
-                         f"{'columns' if swap else 'rows'}, got {rows}")
     if not isinstance(split_k, int) or split_k < 1:
         raise ValueError(f"wgmma.run: split_k={split_k!r}; expected a positive integer")
     split = slices(a.shape[1], block_k, split_k)
@@ -405,7 +362,7 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
     args = (desc(a, a_t, [64, block_k]), desc(b, b_t, [block_k, cols]), desc(c, c_t, [64, cols]), scale_a, scale_b,
             m, n, k, m_pad)
     consts = dict(GROUP_M=group_m, NUM_BUFFERS=stages, A_T=a_t, B_T=b_t, C_T=c_t, SCALES=scales,
-                  PROMOTE=bool(promote), CONSUMER_REGS=CONSUMER_REGS[rows // 64],
+                  PROMOTE=bool(promote), CONSUMER_REGS=CONSUMER_REGS if rows <= 128 else CONSUMER_REGS_3,
                   CONSUMERS=rows // 64, SPLIT_K=split, INSIDE=KEEP_INSIDE)
     return args, consts, triton.cdiv(m, rows) * triton.cdiv(n, cols) * split, partials
 

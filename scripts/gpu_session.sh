@@ -334,12 +334,6 @@ for stage in "$@"; do
                1000x1000x1000 --configs default $kf --out "$OUT/fp8_split_explore" ;;
     rowsprobe)  # one GPU: the Gluon kernel's tiles at 129 rows against 256, loads and stores past the last row apart
              run gemm_rows_probe.log timeout 200 python3 benchmarks/gemm_rows_probe.py --out "$OUT/rows_probe" ;;
-    wide)  # one GPU: four and five consumers (swapped 256- and 320-wide tiles) at the shapes below their floors
-             run pytest_wgmma_wide.log timeout 300 python3 -m pytest -q -rfs tests/test_wgmma.py -k "swap_ab or compiles"
-             run gemm_wide.log timeout 300 python3 benchmarks/gemm.py --shapes 1024x2560x2880 4096x1280x2880 \
-               2048x5000x2048 1000x1000x1000 129x4096x4096 128x12288x1536 4096x1440x2880 1024x2112x7168 \
-               4096x3584x448 16384x1440x2880 --configs matmul "wgmma swap 64x320x64 s3" "wgmma swap 32x320x64 s3" \
-               "wgmma swap 64x256x64 s4" "wgmma swap 128x256x64 s3" --out "$OUT/wide" ;;
     fixes)   run pytest_fixes.log timeout ${TEST_TIMEOUT:-110} python3 -m pytest -v -rfs \
                "tests/test_replay.py::test_prepared_catalog_calls_skip_the_checks_but_not_tracing_capture_or_tuning" \
                tests/test_collectives.py::test_benchmark_all_to_all_rows \

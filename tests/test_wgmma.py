@@ -84,10 +84,6 @@ COMPILE_CASES = {
     "bf16-swap-32-rows": (False, 0, "bfloat16", "bfloat16", False, (64, 128, 6, 32, True)),  # 17-32 rows' default
     "fp8-precise-swap-32-rows": (True, 1, "bfloat16", "float8_e4m3fn", True, (64, 256, 4, 32, True)),
     "bf16-swap-two-consumers-unaligned-b": (False, 0, "bfloat16", "bfloat16", False, (128, 64, 3, 256, True)),
-    # four and five consumers of 64 columns (320-wide swapped tiles fill one wave at 1024x2560 and 4096x1280)
-    "bf16-swap-four-consumers": (False, 0, "bfloat16", "bfloat16", False, (256, 64, 4, 64, True)),
-    "bf16-swap-five-consumers": (False, 0, "bfloat16", "bfloat16", False, (320, 64, 3, 64, True)),
-    "bf16-swap-four-consumers-128": (False, 0, "bfloat16", "bfloat16", True, (256, 64, 3, 128, True)),
     # split-K: fp32 partials through fp32 staging tiles
     "bf16-split-k": (False, 0, "bfloat16", "bfloat16", False, (64, 64, 6, 128, False, 4)),
     "bf16-split-k-192-rows": (False, 0, "bfloat16", "bfloat16", False, (64, 64, 6, 192, False, 2)),
@@ -302,13 +298,11 @@ def test_fp8_wgmma_many_calls_in_a_row():
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
 @pytest.mark.parametrize("operands", ["bf16-b-row-major", "bf16-b-k-major", "fp8-precise", "fp8-fast"])
 def test_swap_ab_tiles_match_float64(operands):
-    # B's columns as the MMAs' rows (64-320 per tile), A's rows as their N (16-256): every edge of both, K of one block
-    # and odd block counts, one to five consumers; fresh data and a poisoned output per call, row-wise scales too
+    # B's columns as the MMAs' rows (64-192 per tile), A's rows as their N (16-256): every edge of both, K of one block
+    # and odd block counts, one to three consumers; fresh data and a poisoned output per call, row-wise scales too
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     fp8_ops = operands.startswith("fp8")
     tiles = ((64, 256, 4), (192, 64, 4), (128, 16, 6), (64, 32, 6), (128, 128, 4))  # block_n, block_m, stages
-    if operands != "fp8-precise":  # four and five consumers (precise accumulation takes up to three)
-        tiles += ((320, 64, 3), (256, 128, 3), (320, 16, 3))
     for m, n, k in ((1, 16, 16), (16, 4096, 2368), (129, 1000, 528), (200, 272, 208), (1024, 2112, 1152)):
         for i, (block_n, block_m, stages) in enumerate(tiles):
             c = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
@@ -391,14 +385,10 @@ def test_split_k_partials_add_up_into_c_of_any_row_stride(split, m, n, m_pad, n_
 
 def test_swap_ab_tiles_are_refused_where_the_kernel_has_no_such_tile():
     a, b, c = torch.empty(64, 64, dtype=BF16), torch.empty(64, 64, dtype=BF16), torch.empty(64, 64, dtype=BF16)
-    with pytest.raises(ValueError, match=r"block_n=384; expected one of \(64, 128, 192, 256, 320\)"):
-        wgmma.kernel_args(a, b, c, 384, 64, 4, 64, swap=True)
+    with pytest.raises(ValueError, match=r"block_n=256; expected one of \(64, 128, 192\)"):
+        wgmma.kernel_args(a, b, c, 256, 64, 4, 64, swap=True)
     with pytest.raises(ValueError, match="block_m=48 with swap; expected a power of two from 16 to 256"):
         wgmma.kernel_args(a, b, c, 64, 64, 4, 48, swap=True)
-    with pytest.raises(ValueError, match="block_n=320 with swap: five consumers take block_m up to 64"):
-        wgmma.kernel_args(a, b, c, 320, 64, 3, 128, swap=True)
-    with pytest.raises(ValueError, match="promote .* takes up to three consumers of 64 columns, got 256"):
-        wgmma.kernel_args(a, b, c, 256, 64, 3, 64, swap=True, promote=True)
     with pytest.raises(ValueError, match=r"block_m=64; expected one of \(128, 192\)"):
         wgmma.kernel_args(a, b, c, 64, 64, 4, 64)
 
