@@ -342,9 +342,13 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
         m_pad = triton.cdiv(c.shape[0], cols if swap else rows) * (cols if swap else rows)
         n_pad = triton.cdiv(c.shape[1], rows if swap else cols) * (rows if swap else cols)
         key = (c.device, split * m_pad * n_pad)
-        if key not in _partials:
-            _partials[key] = torch.empty(split * m_pad, n_pad, device=c.device, dtype=torch.float32)
-        partials = _partials[key].view(split, m_pad, n_pad)
+        if key in _partials:
+            partials = _partials[key]
+        else:  # kept for the next call; not one made while a CUDA graph captures (the graph's pool owns that one)
+            partials = torch.empty(split * m_pad, n_pad, device=c.device, dtype=torch.float32)
+            if not (c.is_cuda and torch.cuda.is_current_stream_capturing()):
+                _partials[key] = partials
+        partials = partials.view(split, m_pad, n_pad)
         c = partials.view(split * m_pad, n_pad)  # the kernel writes the partials where it would write C
     if swap:  # c.T = b.T @ a.T: the kernel sees B's columns as rows (A_T: M-major, 16-bit) and writes C transposed
         a, b, c, scale_a, scale_b = b.t(), a.t(), c.t(), scale_b, scale_a

@@ -359,6 +359,40 @@ def test_split_k_tiles_match_float64(operands):
         assert err < (2e-2 if operands == "fp8-fast" else 5e-3), (case, err)
 
 
+@pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
+def test_split_k_partials_first_made_inside_a_cuda_graph():
+    # a split-K shape whose partials buffer is first needed while a CUDA graph captures: the graph owns that one
+    # (not kept for later calls), replays add fresh inputs correctly, and an eager call after it makes its own
+    from fused_ops import matmul
+
+    def operands(m, n, k):
+        return torch.randn(m, k, device="cuda", dtype=BF16), torch.randn(k, n, device="cuda", dtype=BF16)
+    a, b = operands(104, 1216, 8192)  # compiles the kernels eagerly: 19 swapped tiles in 6 slices
+    ref = a.double() @ b.double()
+    assert ((matmul(a, b).double() - ref).norm() / ref.norm()).item() < 5e-3
+    a, b = operands(104, 1280, 8192)  # 20 tiles in 6 slices: the same kernels, partials of another size
+    out = torch.empty(104, 1280, device="cuda", dtype=BF16)
+    before = dict(wgmma._partials)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(stream), torch.cuda.graph(graph, stream=stream):
+        matmul(a, b, out=out)
+    torch.cuda.current_stream().wait_stream(stream)
+    assert wgmma._partials == before  # nothing of the graph's pool kept
+    for _ in range(4):
+        a.copy_(torch.randn_like(a))
+        b.copy_(torch.randn_like(b))
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        ref = a.double() @ b.double()
+        assert ((out.double() - ref).norm() / ref.norm()).item() < 5e-3
+    eager = matmul(a, b)
+    assert ((eager.double() - ref).norm() / ref.norm()).item() < 5e-3
+    assert len(wgmma._partials) == len(before) + 1
+
+
 def test_split_k_slices_each_hold_a_block_of_k():
     assert [wgmma.slices(65536, 64, s) for s in (1, 2, 3, 64, 66, 200)] == [1, 2, 3, 64, 64, 171]
     assert wgmma.slices(1024, 64, 64) == 16 and wgmma.slices(1024, 64, 7) == 6  # 16 blocks: 3 each, the last 1
