@@ -125,10 +125,8 @@ if _GLUON:
     @gluon.jit
     def ws_consumer(
         HALF: gl.constexpr,                             # which 64 rows of each tile this warpgroup computes
-        a_bufs, b_bufs, ready, empty, c_desc, c_smem,   # the ring; C's descriptor (64-row blocks) and staging tile
-        SA, SB,                                         # FP8 scales (SCALES)
-        M, N, K,                                        # problem size
-        M_PAD,                                          # split-K: C's rows per slice of c_desc's fp32 partials
+        c_smem,                                         # its staging tile for C
+        ops,                                            # the ring, C's descriptor, scales and sizes (wgmma_ws_kernel)
         GROUP_M: gl.constexpr, NUM_BUFFERS: gl.constexpr,
         A_T: gl.constexpr,                              # A stored K x M (M-major)
         B_T: gl.constexpr,                              # B stored N x K (K-major)
@@ -143,6 +141,7 @@ if _GLUON:
         the stage once its MMAs are done. PROMOTE: waits for them at every block and adds the block's sum into fp32
         (the other warpgroups' MMAs keep the tensor cores busy meanwhile, so they drift into turns); else one block's
         MMAs stay in flight while the next block's issue."""
+        a_bufs, b_bufs, ready, empty, c_desc, SA, SB, M, N, K, M_PAD = ops
         HALF_M: gl.constexpr = a_bufs.type.shape[2] if A_T else a_bufs.type.shape[1]
         BLOCK_N: gl.constexpr = b_bufs.type.shape[1] if B_T else b_bufs.type.shape[2]
         BLOCK_K: gl.constexpr = a_bufs.type.shape[1] if A_T else a_bufs.type.shape[2]
@@ -228,36 +227,31 @@ if _GLUON:
         for i in gl.static_range(NUM_BUFFERS):
             mbarrier.init(ready.index(i), count=1)
             mbarrier.init(empty.index(i), count=CONSUMERS)
+        ops = (a_bufs, b_bufs, ready, empty, c_desc, SA, SB, M, N, K, M_PAD)  # what every consumer reads
         if CONSUMERS == 1:
             gl.warp_specialize([
-                (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(0), SA, SB, M, N, K, M_PAD,
-                               GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K,
-                               INSIDE)),
+                (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
+                               CONSUMERS, SPLIT_K, INSIDE)),
                 (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, A_T, B_T,
                             CONSUMERS, SPLIT_K, INSIDE)),
             ], [1], [40])
         elif CONSUMERS == 2:
             gl.warp_specialize([
-                (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(0), SA, SB, M, N, K, M_PAD,
-                               GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K,
-                               INSIDE)),
-                (ws_consumer, (1, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(1), SA, SB, M, N, K, M_PAD,
-                               GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K,
-                               INSIDE)),
+                (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
+                               CONSUMERS, SPLIT_K, INSIDE)),
+                (ws_consumer, (1, c_bufs.index(1), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
+                               CONSUMERS, SPLIT_K, INSIDE)),
                 (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, A_T, B_T,
                             CONSUMERS, SPLIT_K, INSIDE)),
             ], [4, 1], [CONSUMER_REGS, 40])
         else:
             gl.warp_specialize([
-                (ws_consumer, (0, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(0), SA, SB, M, N, K, M_PAD,
-                               GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K,
-                               INSIDE)),
-                (ws_consumer, (1, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(1), SA, SB, M, N, K, M_PAD,
-                               GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K,
-                               INSIDE)),
-                (ws_consumer, (2, a_bufs, b_bufs, ready, empty, c_desc, c_bufs.index(2), SA, SB, M, N, K, M_PAD,
-                               GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE, CONSUMERS, SPLIT_K,
-                               INSIDE)),
+                (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
+                               CONSUMERS, SPLIT_K, INSIDE)),
+                (ws_consumer, (1, c_bufs.index(1), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
+                               CONSUMERS, SPLIT_K, INSIDE)),
+                (ws_consumer, (2, c_bufs.index(2), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
+                               CONSUMERS, SPLIT_K, INSIDE)),
                 (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, A_T, B_T,
                             CONSUMERS, SPLIT_K, INSIDE)),
             ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, 40])
