@@ -369,12 +369,13 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
 def sum_slices_kernel(P, C, M, N, N_PAD, SLICE, ldc, SLICES: tl.constexpr, BLOCK: tl.constexpr):
     """C = the sum of split-K's fp32 partials (P: SLICES slices of SLICE elements, each M_PAD x N_PAD of C's
     shape), BLOCK elements of C per program, every slice's loads issued before the adds."""
-    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)  # 64-bit: the slices may pass 2^31 elements
     row, col = i // N_PAD, i % N_PAD
     mask = (row < M) & (col < N)
     acc = tl.load(P + i, mask=mask, other=0.0)
-    for s in tl.static_range(1, SLICES):
-        acc += tl.load(P + s * SLICE + i, mask=mask, other=0.0)
+    for _ in tl.static_range(1, SLICES):
+        i += SLICE
+        acc += tl.load(P + i, mask=mask, other=0.0)
     tl.store(C + row * ldc + col, acc.to(C.dtype.element_ty), mask=mask)
 
 
