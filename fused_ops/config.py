@@ -169,23 +169,18 @@ def few_split(tiles, sms, k, block_k):
 def wgmma_few_tiles(cfg, m, n, k, sms, fp8):
     """The Gluon kernel's config where its 128x128 tiles are too few for the SMs (see WGMMA_SPLIT_TILE and
     EDGE_ROWS_MAX), or None (the tile loop). Host only, free."""
+    def tiles(tile):
+        return -(-m // tile[0]) * -(-n // tile[1])
     if (64 if fp8 else SWAP_ROWS) < m <= 128:
-        if fp8:
-            rows, cols, bk, stages = WGMMA_FP8_SPLIT_TILE
-            tiles = -(-m // rows) * -(-n // cols)
-            if -(-k // bk) < WGMMA_FP8_SPLIT_MIN_BLOCKS:
-                return None
-        else:
-            rows, cols, bk, stages = WGMMA_SPLIT_TILE
-            tiles = -(-m // rows) * -(-n // cols)
-            if m <= 64 or tiles * WGMMA_KDOM_TILES <= sms:
-                rows, cols, bk, stages = WGMMA_SPLIT_KDOM_TILE
-                tiles = -(-m // rows) * -(-n // cols)
-        split = few_split(tiles, sms, k, bk)
-        return replace(gluon_tile(cfg, rows, cols, bk, stages, swap=not fp8), split_k=split) if split > 1 else None
+        tile = WGMMA_FP8_SPLIT_TILE if fp8 else WGMMA_SPLIT_TILE
+        if fp8 and -(-k // tile[2]) < WGMMA_FP8_SPLIT_MIN_BLOCKS:
+            return None
+        if not fp8 and (m <= 64 or tiles(tile) * WGMMA_KDOM_TILES <= sms):
+            tile = WGMMA_SPLIT_KDOM_TILE
+        split = few_split(tiles(tile), sms, k, tile[2])
+        return replace(gluon_tile(cfg, *tile, swap=not fp8), split_k=split) if split > 1 else None
     narrow = WGMMA_FP8_NARROW_TILE if fp8 else WGMMA_NARROW_TILE
-    tiles = -(-m // narrow[0]) * -(-n // narrow[1])
-    if 128 < m < EDGE_ROWS_MAX and m % 64 and WGMMA_NARROW_FILL * sms <= tiles <= sms:
+    if 128 < m < EDGE_ROWS_MAX and m % 64 and WGMMA_NARROW_FILL * sms <= tiles(narrow) <= sms:
         return gluon_tile(cfg, *narrow[:4], swap=False)
     return None
 

@@ -227,7 +227,9 @@ if _GLUON:
         for i in gl.static_range(NUM_BUFFERS):
             mbarrier.init(ready.index(i), count=1)
             mbarrier.init(empty.index(i), count=CONSUMERS)
-        ops = (a_bufs, b_bufs, ready, empty, c_desc, SA, SB, M, N, K, M_PAD)  # what every consumer reads
+        # what every consumer reads; one branch per consumer count, since Gluon holds no (function, arguments) pair
+        # in a variable and a tuple of constexprs does not pass into a partition
+        ops = (a_bufs, b_bufs, ready, empty, c_desc, SA, SB, M, N, K, M_PAD)
         if CONSUMERS == 1:
             gl.warp_specialize([
                 (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
