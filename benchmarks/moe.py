@@ -161,22 +161,26 @@ def main(argv=None):
     rows = iris.spawn(_sweep, args.num_ranks, shapes, args, heap_size=int(args.heap_size))[0]
     import pandas as pd
 
-    os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, "moe_ffn.csv")
-    df = pd.DataFrame(rows).reindex(columns=COLUMNS)
-    if os.path.exists(path):
-        df = pd.concat([pd.read_csv(path, dtype={"commit": str}), df], ignore_index=True)
-    df.to_csv(path, index=False)
     print(pd.DataFrame(rows)[["config", "m", "variant", "time_us", "speedup", "correct", "max_rel_error"]].to_string(
         index=False))
     return 0 if all(r["correct"] is not False for r in rows) else 1
 
 
+def _append(path, rows):
+    """Append one shape's rows to the CSV, so a run cut short by a timeout keeps every shape it finished."""
+    import pandas as pd
+
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    pd.DataFrame(rows).reindex(columns=COLUMNS).to_csv(path, mode="a", header=not os.path.exists(path), index=False)
+
+
 def _sweep(ctx, shapes, args):
     rows = []
     for model, t, mode in shapes:
-        rows += bench_shape(ctx, model, t, mode, args.variants, args.datatype, args.timing, args.iters, args.warmup)
+        done = bench_shape(ctx, model, t, mode, args.variants, args.datatype, args.timing, args.iters, args.warmup)
+        rows += done
         if ctx.get_rank() == 0:
+            _append(os.path.join(args.out, "moe_ffn.csv"), done)
             print(f"done {model} T={t} {mode}", flush=True)
     return rows
 
