@@ -30,7 +30,8 @@ INPUTS = (
     + [f"results/current/auto/world2_af4e964/{t}gemm_reduce_scatter.csv" for t in ("", "graph/")]
     + [f"results/current/catalog/w4/graph/{op}.csv" for op in _OPS]
     + [f"results/current/catalog/w8/{op}.csv" for op in _OPS]
-    + [f"results/current/catalog/{run}_h100_w2/{op}.csv" for run in ("models", "fp8") for op in _OPS]
+    + [f"results/current/catalog/{run}_{gpu}/{op}.csv" for gpu in ("h100_w2", "h200_w4") for run in ("models", "fp8")
+       for op in _OPS]
 )
 
 
