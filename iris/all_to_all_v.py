@@ -10,10 +10,11 @@ then rank 1, ... packed from row 0; out_splits (int64, `world`, on the device) s
 
 How (variant "pull", the default): one kernel. Every rank copies its in_splits into a heap workspace (and x too when
 x is not on the heap); after an entry handshake, rank r reads every rank's split array from its heap (world small
-loads), computes where its rows start in each sender's x and where they go in `out`, and pulls them. An exit
-handshake keeps a sender from overwriting x or its splits while a peer still reads them. The handshakes are per-program
-flags set to the call's epoch (as iris.collectives): nothing is re-zeroed, repeated calls and CUDA-graph replays never
-see stale flags. Collective: every rank calls with the same x shape, capacity and dtype.
+loads), computes where its rows start in each sender's x and where they go in `out`, and pulls them, from senders
+r, r + 1, ... in turn. An exit handshake keeps a sender from overwriting x or its splits while a peer still reads
+them. The handshakes are per-program flags set to the call's epoch (as iris.collectives): nothing is re-zeroed,
+repeated calls and CUDA-graph replays never see stale flags. Collective: every rank calls with the same x shape,
+capacity and dtype.
 
 Capacity: `out` has a fixed number of rows (the caller chooses it: world x rows is the worst case, when every rank
 sends everything to one rank). That fixed size is what makes the call capturable in a CUDA graph. Overflow (more rows
@@ -49,22 +50,30 @@ def _a2av_kernel(X, SPLITS, OUT, OUT_SPLITS, STATUS, rows_in, row_len, capacity,
                  heap_bases, WORLD_P2: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_W: tl.constexpr,
                  PDL: tl.constexpr = tl.constexpr(False)):
     """Program p of every rank: entry handshake, pull row blocks p, p + programs, ... of every sender, exit handshake.
-    SPLITS and X are heap addresses (read on peers)."""
+    SPLITS and X are heap addresses (read on peers). Rank r pulls from sender r, r + 1, ... in turn (rotated, as
+    NCCL orders its peers), so that at each step every sender serves one receiver instead of all of them at once."""
     e = _enter(FLAGS, EPOCHS, cur_rank, world_size, heap_bases, PDL)  # every rank's x and splits staged
     pid, programs = tl.program_id(0), tl.num_programs(0)
     ranks = tl.arange(0, WORLD_P2)
-    dst_off = tl.full((), 0, tl.int64)
+    # what each sender sends this rank (counts) and where its rows start in the sender's x
+    counts = tl.zeros((WORLD_P2,), tl.int64)
+    starts = tl.zeros((WORLD_P2,), tl.int64)
     for s in range(world_size):
         sp = iris.load(SPLITS + ranks, cur_rank, s, heap_bases, mask=ranks < world_size, other=0).to(tl.int64)
-        cnt = tl.sum(tl.where(ranks == cur_rank, sp, 0))
-        src_off = tl.sum(tl.where(ranks < cur_rank, sp, 0))
         bad = (tl.min(tl.where(ranks < world_size, sp, 0)) < 0) | (tl.sum(sp) > rows_in)
-        cnt = tl.where(bad, 0, cnt)  # a sender with invalid splits sends nothing (recorded below)
-        n = tl.minimum(cnt, tl.maximum(capacity - dst_off, 0))  # rows that fit
+        cnt = tl.where(bad, 0, tl.sum(tl.where(ranks == cur_rank, sp, 0)))  # invalid splits: sends nothing
+        counts = tl.where(ranks == s, cnt, counts)
+        starts = tl.where(ranks == s, tl.sum(tl.where(ranks < cur_rank, sp, 0)), starts)
         if pid == 0:
             tl.store(OUT_SPLITS + s, cnt)
             if bad:
                 tl.atomic_max(STATUS + 1, 1)
+    for i in range(world_size):
+        s = (cur_rank + i) % world_size
+        cnt = tl.sum(tl.where(ranks == s, counts, 0))
+        src_off = tl.sum(tl.where(ranks == s, starts, 0))
+        dst_off = tl.sum(tl.where(ranks < s, counts, 0))  # out holds rank 0's rows, then rank 1's, ...
+        n = tl.minimum(cnt, tl.maximum(capacity - dst_off, 0))  # rows that fit
         for b in range(pid, tl.cdiv(n, BLOCK_R), programs):
             r = b * BLOCK_R + tl.arange(0, BLOCK_R)
             rm = r < n
@@ -75,9 +84,9 @@ def _a2av_kernel(X, SPLITS, OUT, OUT_SPLITS, STATUS, rows_in, row_len, capacity,
                 m = rm[:, None] & (cols < row_len)[None, :]
                 v = iris.load(X + src_rows[:, None] + cols[None, :], cur_rank, s, heap_bases, mask=m)
                 tl.store(OUT + dst_rows[:, None] + cols[None, :], v, mask=m)
-        dst_off += cnt
-    if pid == 0 and dst_off > capacity:
-        tl.atomic_max(STATUS, dst_off.to(tl.int32))
+    total = tl.sum(counts)
+    if pid == 0 and total > capacity:
+        tl.atomic_max(STATUS, total.to(tl.int32))
     _exit(FLAGS, EPOCHS, e, cur_rank, world_size, heap_bases)  # all reads of x done
 
 

@@ -42,7 +42,8 @@ def compile_one(module, name, signature, constexprs):
     for a in unit & set(sig):
         sig[a], constexprs = "constexpr", {**constexprs, a: 1}
     attrs = {(i,): [["tt.divisibility", 16]] for i, a in enumerate(fn.arg_names)
-             if str(sig.get(a, "")).startswith("*") or a in ("n", "TOTAL", "M", "N", "K", "col0", "slot_size") or
+             if str(sig.get(a, "")).startswith("*") or a in ("n", "TOTAL", "M", "N", "K", "col0", "slot_size",
+                                                             "row_len") or
              (a.startswith("stride") and a not in unit)}
     src = ASTSource(fn=fn, signature=sig, constexprs={(fn.arg_names.index(k),): v for k, v in constexprs.items()},
                     attrs=attrs)
@@ -71,6 +72,11 @@ KERNELS = [
                                          **HB}, [{"OP": op, "BLOCK": 4096} for op in ("put", "get")]),
     ("benchmarks.rma", "atomic_bw_kernel", {"counters": p("i32"), "n": "i32", "cur": "i32", "peer": "i32", **HB},
      [{"BLOCK": 1024}]),
+    ("iris.all_to_all_v", "_a2av_kernel", {"X": p("bf16"), "SPLITS": p("i64"), "OUT": p("bf16"),
+                                           "OUT_SPLITS": p("i64"), "STATUS": p("i32"), "rows_in": "i32",
+                                           "row_len": "i32", "capacity": "i32", "FLAGS": p("i32"),
+                                           "EPOCHS": p("i32"), "cur_rank": "i32", "world_size": "i32", **HB},
+     [{"WORLD_P2": w, "BLOCK_R": 1, "BLOCK_W": 4096, "num_warps": 16} for w in (2, 4, 8)]),
 ]
 
 

@@ -69,7 +69,9 @@ def r_a2av_overflow(ctx):
     w, r, dev = ctx.get_num_ranks(), ctx.get_rank(), ctx.get_device()
     x = torch.arange(8 * 2, dtype=torch.float32, device=dev).reshape(8, 2) + 100 * r
     out = torch.full((5, 2), -1.0, device=dev)
-    sp = torch.tensor([8] + [0] * (w - 1), device=dev)  # everyone sends 8 rows to rank 0, which holds 5
+    # everyone sends 8 rows to the last rank, which holds 5: it pulls from itself first (senders rotate), and what
+    # fits is still rank 0's first 5 rows, in rank order
+    sp = torch.tensor([0] * (w - 1) + [8], device=dev)
     try:
         _, got = coll.all_to_all_v(ctx, out, x, sp)
         err = None
@@ -77,7 +79,7 @@ def r_a2av_overflow(ctx):
             check(ctx, out.shape[0])
     except AllToAllVError as e:
         err, got = str(e), None
-    ok_rows = r != 0 or torch.equal(out, x[:5])  # the rows that fit, in order
+    ok_rows = r != w - 1 or torch.equal(out, (x - 100 * r)[:5])  # the rows that fit, in order
     bad = []
     for call in (lambda: coll.all_to_all_v(ctx, out, x, torch.zeros(w + 1, dtype=torch.int32, device=dev)),
                  lambda: coll.all_to_all_v(ctx, out, x, [9] + [0] * (w - 1)),
@@ -95,8 +97,8 @@ def r_a2av_overflow(ctx):
 
 def test_all_to_all_v_overflow_is_recorded_never_silent(ranks2):
     res = ranks2.run(r_a2av_overflow)
-    assert "16 rows arrived for an output of 5 rows" in res[0][0], res[0]
-    assert res[1][0] is None  # rank 1 received nothing: no error there
+    assert "16 rows arrived for an output of 5 rows" in res[1][0], res[1]
+    assert res[0][0] is None  # rank 0 received nothing: no error there
     for _err, ok_rows, bad, again, _ in res:
         assert ok_rows and again, res
         assert bad == ["ValueError", "ValueError", "TypeError"], bad
