@@ -172,30 +172,32 @@ for stage in "$@"; do
                tests/test_examples.py tests/test_gemm_shapes.py tests/test_device_rma.py
              run quickstart.log timeout 120 python3 examples/quickstart.py
              run demo.log timeout 120 python3 examples/demo.py ;;
-    suite4)  # the whole suite with one GPU per rank (2- and 4-rank pools: 4 GPUs), in two processes at once (the
-             # fused-op tests and the rest), and the 2-D (TP x DP) example beside them
-             ( TAIL=25 run pytest_w4_fused.log timeout ${TEST_TIMEOUT:-560} python3 -m pytest -q -rs --durations=15 \
-                 tests/test_fused_ops.py tests/test_fp8_catalog.py tests/test_gemm_shapes.py; exit $status ) & pa=$!
-             ( TAIL=25 run pytest_w4_rest.log timeout ${TEST_TIMEOUT:-560} python3 -m pytest -q -rs --durations=15 \
-                 tests --ignore=tests/test_fused_ops.py --ignore=tests/test_fp8_catalog.py \
-                 --ignore=tests/test_gemm_shapes.py; exit $status ) & pb=$!
-             ( run tp_dp_2d.log timeout 300 python3 examples/tp_dp_2d.py; exit $status ) & pc=$!
-             for p in $pa $pb $pc; do wait $p || status=1; done ;;
-    rest3)   # the suite but the fused-op tests, in three processes at once, one line per test (-v: a run cut short
-             # still names what passed and failed); the FP8 catalog test and the 2-D example (one rank per GPU)
-             ( run pytest_rest_a.log timeout ${TEST_TIMEOUT:-400} python3 -m pytest -v -rfs tests/test_collectives.py \
-                 tests/test_tile.py tests/test_groups.py tests/test_moe.py tests/test_out_of_step.py; exit $status ) & pa=$!
-             ( run pytest_rest_b.log timeout ${TEST_TIMEOUT:-400} python3 -m pytest -v -rfs tests/test_host_api.py \
+    suite4|rest3)  # the suite with one GPU per rank, one line per test (-v: a run cut short still names what passed
+             # and failed), in processes at once: the fused-op tests (suite4 only; rest3 runs the FP8 catalog's
+             # float64 test), the rest in three; the 2-D (TP x DP) example beside them (suite4: 2 nodes x 2 GPUs,
+             # rest3: 2 x 1).
+             pids=()
+             if [ "$stage" = suite4 ]; then
+               ( run pytest_fused.log timeout ${TEST_TIMEOUT:-560} python3 -m pytest -v -rfs tests/test_fused_ops.py \
+                   tests/test_fp8_catalog.py tests/test_gemm_shapes.py; exit $status ) & pids+=($!)
+               fp8=() tp_dp=()
+             else
+               fp8=("tests/test_fp8_catalog.py::test_fp8_variant_against_float64") tp_dp=(-n 2 --nodes 2)
+             fi
+             ( run pytest_rest_a.log timeout ${TEST_TIMEOUT:-560} python3 -m pytest -v -rfs tests/test_collectives.py \
+                 tests/test_tile.py tests/test_groups.py tests/test_moe.py tests/test_out_of_step.py; exit $status ) &
+             pids+=($!)
+             ( run pytest_rest_b.log timeout ${TEST_TIMEOUT:-560} python3 -m pytest -v -rfs tests/test_host_api.py \
                  tests/test_device_rma.py tests/test_device_atomics.py tests/test_device_flags.py \
                  tests/test_device_context.py tests/test_examples.py tests/test_reference_compat.py \
-                 tests/test_replay.py tests/test_launch.py; exit $status ) & pb=$!
-             ( run pytest_rest_c.log timeout ${TEST_TIMEOUT:-400} python3 -m pytest -v -rfs tests/test_taxonomy.py \
+                 tests/test_replay.py tests/test_launch.py; exit $status ) & pids+=($!)
+             ( run pytest_rest_c.log timeout ${TEST_TIMEOUT:-560} python3 -m pytest -v -rfs tests/test_taxonomy.py \
                  tests/test_torch_ops.py tests/test_auto.py tests/test_tracing.py tests/test_grid_partition.py \
                  tests/test_config.py tests/test_local_gemm.py tests/test_wgmma.py tests/test_settings.py \
                  tests/test_public_names.py tests/test_front_door.py tests/test_tune_table.py tests/test_lint.py \
-                 "tests/test_fp8_catalog.py::test_fp8_variant_against_float64"; exit $status ) & pc=$!
-             ( run tp_dp_2d.log timeout 200 python3 examples/tp_dp_2d.py -n 2 --nodes 2; exit $status ) & pd=$!
-             for p in $pa $pb $pc $pd; do wait $p || status=1; done ;;
+                 ${fp8[@]+"${fp8[@]}"}; exit $status ) & pids+=($!)
+             ( run tp_dp_2d.log timeout 300 python3 examples/tp_dp_2d.py ${tp_dp[@]+"${tp_dp[@]}"}; exit $status ) & pids+=($!)
+             for p in "${pids[@]}"; do wait $p || status=1; done ;;
     groups)  run groups.log timeout ${GROUPS_TIMEOUT:-110} python3 benchmarks/groups.py -n 4 --out "$OUT/groups" ;;
     a2a)     run collectives_a2a.log timeout ${COLL_TIMEOUT:-100} python3 benchmarks/collectives.py -n ${NRANKS:-4} \
                --collectives all_to_all all_to_all_v --max-bytes 268435456 --out "$OUT/coll_a2a_w${NRANKS:-4}" ;;
