@@ -201,7 +201,7 @@ for stage in "$@"; do
     groups)  run groups.log timeout ${GROUPS_TIMEOUT:-110} python3 benchmarks/groups.py -n 4 --out "$OUT/groups" ;;
     a2a)     run collectives_a2a.log timeout ${COLL_TIMEOUT:-100} python3 benchmarks/collectives.py -n ${NRANKS:-4} \
                --collectives all_to_all all_to_all_v --max-bytes 268435456 --out "$OUT/coll_a2a_w${NRANKS:-4}" ;;
-    moe)     run moe.log timeout ${MOE_TIMEOUT:-110} python3 benchmarks/moe.py -r ${NRANKS:-4} --models mixtral \
+    moe)     run moe.log timeout ${MOE_TIMEOUT:-240} python3 benchmarks/moe.py -r ${NRANKS:-4} --models mixtral \
                qwen3-30b-a3b deepseek-v3 --tokens 16 1024 4096 --iters 10 --out "$OUT/moe_w${NRANKS:-4}" ;;
     models)  run sweep_models.log timeout ${SWEEP_TIMEOUT:-170} python3 -m taxonomy sweep -r ${NRANKS:-4} \
                --shapes models --timing graph --iters 6 --warmup 2 --out "$OUT/models_w${NRANKS:-4}" ;;
