@@ -33,6 +33,7 @@ import torch.distributed as dist
 import triton
 import triton.language as tl
 
+from . import consistency
 from . import device as iris
 from .collectives.kernels import _enter, _exit
 from .collectives.plan import CollConfig, _block, _cdiv, _check_tensor, _programs, _warps
@@ -156,8 +157,21 @@ def _check_args(ctx, output, input, in_splits, out_splits, variant):
 def all_to_all_v(ctx, output, input, in_splits, out_splits=None, variant="auto", config=None):
     """Uneven all-to-all (module docstring). Returns (output, out_splits). Collective; no host synchronization for
     "pull" (CPU backend: raises AllToAllVError after an overflow), capturable once its workspace exists (call it once
-    before capturing)."""
+    before capturing). The first call of each signature (variant, config, output and input shapes and dtype) compares
+    it across ranks: ConsistencyError on every rank if they differ (iris/consistency.py)."""
+    output, out_splits, pulled = _call(ctx, output, input, in_splits, out_splits, variant, config)
+    if pulled and ctx.backend != "cuda":
+        check(ctx, output.shape[0])  # after the call, outside the health guard: an overflow leaves the ranks in step
+    return output, out_splits
+
+
+@consistency.guarded("all_to_all_v")
+def _call(ctx, output, input, in_splits, out_splits, variant, config):
+    """The call under the context's health checks (iris/health.py): (output, out_splits, whether "pull" ran)."""
     in_splits = _check_args(ctx, output, input, in_splits, out_splits, variant)
+    if ctx.get_num_ranks() > 1:  # in_splits differ by rank by design; the rest must agree
+        consistency.first_call(ctx, ("all_to_all_v", variant, repr(config),
+                                     *map(consistency.describe, (output, input))))
     w, dev = ctx.get_num_ranks(), ctx.get_device()
     if out_splits is None:
         out_splits = torch.zeros(w, dtype=torch.int64, device=dev)
@@ -173,7 +187,7 @@ def all_to_all_v(ctx, output, input, in_splits, out_splits=None, variant="auto",
         src = input.reshape(input.shape[0], -1)[:sum(send)]
         dst = output.reshape(output.shape[0], -1)[:sum(recv)]
         dist.all_to_all_single(dst, src, output_split_sizes=recv, input_split_sizes=send, group=group)
-        return output, out_splits
+        return output, out_splits, False
     cfg = config or CollConfig()
     rows_in = input.shape[0]
     row_len = input[0].numel() if input.dim() > 1 else 1
@@ -194,6 +208,4 @@ def all_to_all_v(ctx, output, input, in_splits, out_splits=None, variant="auto",
                               ws["flags"], ws["epochs"], ctx.get_rank(), w, ctx.get_heap_bases(),
                               WORLD_P2=triton.next_power_of_2(w), BLOCK_R=block_r, BLOCK_W=block_w,
                               num_warps=_warps(cfg, block), **iris.pdl_launch())
-    if not cuda:
-        check(ctx, output.shape[0])
-    return output, out_splits
+    return output, out_splits, True

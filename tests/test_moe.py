@@ -205,6 +205,21 @@ def r_moe_overflow(ctx, variant):
     return err, nan_rows, again
 
 
+def test_moe_auto_pick_is_the_same_on_every_rank_and_follows_the_measured_rule():
+    """auto's pick depends only on what every rank shares: the backend, ranks per GPU, and T (the same on every rank
+    by the op's contract, checked on the first call). With a GPU per rank: bulk_sync up to 16 tokens per rank (the
+    baseline's host synchronization dominates there), torch_nccl above; elsewhere fused (NCCL cannot run)."""
+    from types import SimpleNamespace
+
+    from fused_ops.moe.op import AUTO_BULK_SYNC_MAX_TOKENS, _auto
+
+    gpu, shared, cpu = (SimpleNamespace(backend=b, ranks_per_device=n) for b, n in (("cuda", 1), ("cuda", 2),
+                                                                                      ("cpu", 1)))
+    assert AUTO_BULK_SYNC_MAX_TOKENS == 16
+    assert [_auto(gpu, t) for t in (1, 16, 17, 4096)] == ["bulk_sync", "bulk_sync", "torch_nccl", "torch_nccl"]
+    assert {_auto(c, t) for c in (shared, cpu) for t in (1, 16, 17, 4096)} == {"fused"}
+
+
 @pytest.mark.parametrize("variant", ["fused", "bulk_sync"])
 def test_moe_ffn_capacity_overflow_is_never_silent(ranks2, variant):
     res = ranks2.run(r_moe_overflow, variant)

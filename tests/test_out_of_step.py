@@ -146,6 +146,40 @@ def test_debug_checks_every_call(ranks2):
     assert max(ranks2.run(r_debug_checks_every_call)) < 5.0
 
 
+def r_mismatched_expert_parallel(ctx):
+    """moe_ffn (fused_ops/moe) and all_to_all_v make the same first-call check: tokens, hidden size, capacity or
+    variant differing on rank 1 are refused on every rank before anything runs. Shapes no other test uses: a signature
+    a rank has seen before is not exchanged again (the first-call check's documented blind spot)."""
+    w, dev = ctx.get_num_ranks(), ctx.get_device()
+    odd = ctx.get_rank() == 1
+
+    def call(case):
+        t, h = (7 if odd and case == "T" else 5), (24 if odd and case == "H" else 12)
+        x = torch.randn(t, h, device=dev)
+        idx = torch.randint(0, 2 * w, (t, 2), device=dev)
+        wts = torch.full((t, 2), 0.5, device=dev)
+        w1, w2 = torch.randn(2, h, 3, device=dev), torch.randn(2, 3, h, device=dev)
+        variant = "bulk_sync" if odd and case == "variant" else "fused"
+        capacity = 7 * w if odd and case == "capacity" else 5 * w
+        return lambda: fused_ops.moe_ffn(ctx, x, idx, wts, w1, w2, variant=variant, capacity=capacity)
+
+    def a2av(case):
+        x = ctx.ones(10, 6 if odd and case == "width" else 3)
+        out = ctx.zeros(11 if odd and case == "rows" else 10 * w, x.shape[1])
+        variant = "nccl" if odd and case == "variant" else "pull"
+        return lambda: collectives.all_to_all_v(ctx, out, x, [10 // w] * w, variant=variant)
+
+    took = [_refused_everywhere(ctx, call(case), call("none")) for case in ("T", "H", "variant", "capacity")]
+    for case in ("width", "rows", "variant"):
+        with ctx.scratch():
+            took.append(_refused_everywhere(ctx, a2av(case), a2av("none")))
+    return max(took)
+
+
+def test_mismatched_moe_and_all_to_all_v_calls_refused_on_every_rank(ranks2):
+    assert max(ranks2.run(r_mismatched_expert_parallel)) < 5.0
+
+
 # ------------------------------------------------------------------------------------------------ exact dtypes
 def r_float64_and_int_sums(ctx):
     w, r = ctx.get_num_ranks(), ctx.get_rank()

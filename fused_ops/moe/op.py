@@ -5,6 +5,7 @@ from dataclasses import dataclass
 import torch
 import triton
 
+from iris import consistency
 from iris.device import take_record
 from iris.replay import tensor_key
 
@@ -14,6 +15,11 @@ from . import kernels
 
 ACTIVATIONS = ("silu", "relu", "none")
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+# Tokens per rank up to which `auto` runs bulk_sync where torch_nccl could run: there the baseline's host
+# synchronization (split sizes read on the host) dominates, and bulk_sync measured 1.4-4.3x faster on every model and
+# routing of results/current/moe/ (16 tokens; 2 H100s and 4 H200s). From 1024 tokens the winner depends on the
+# experts' size, and torch_nccl stays (docs/moe.md).
+AUTO_BULK_SYNC_MAX_TOKENS = 16
 
 
 class MoEError(RuntimeError):
@@ -165,24 +171,51 @@ def _check(ctx, x, idx, weights, w1, w2, y, act, capacity):
                          f"[0, {e_local * w}) (E = E_local * world = {e_local} * {w})")
 
 
+def _auto(ctx, tokens):
+    """auto's pick. It depends only on values every rank shares (backend, ranks per GPU, and T, which the op requires
+    to be the same on every rank), so every rank picks the same variant without an exchange."""
+    if ctx.backend != "cuda" or ctx.ranks_per_device > 1:
+        return "fused"  # torch_nccl cannot run here
+    return "bulk_sync" if tokens <= AUTO_BULK_SYNC_MAX_TOKENS else "torch_nccl"
+
+
 def moe_ffn(ctx, x, topk_idx, topk_weights, w1, w2, out=None, variant="auto", activation="silu", capacity=None,
             config=None):
     """y = sum_j topk_weights[:, j] * expert_{topk_idx[:, j]}(x), experts sharded over ranks (fused_ops/moe).
-    Collective.
-    Returns out (a new T x H tensor when None). variant="auto": torch_nccl where every rank has its own GPU, else
-    fused. The iris variants never synchronize the host and may be captured in a CUDA graph (call each shape once
-    before capturing: the first call creates the workspace); on GPUs an eager call repeated on the same tensors
-    replays a graph of its launches (iris/replay.py; IRIS_REPLAY=0 turns that off)."""
+    Collective: every rank passes the same shapes, dtypes, variant, capacity and config; the first call of each such
+    signature compares them across ranks (one host exchange) and raises ConsistencyError on every rank if they differ.
+    Returns out (a new T x H tensor when None). variant="auto": where every rank has its own GPU, bulk_sync up to
+    AUTO_BULK_SYNC_MAX_TOKENS tokens per rank and torch_nccl above; elsewhere fused. The iris variants never
+    synchronize the host and may be captured in a CUDA graph (call each shape once before capturing: the first call
+    creates the workspace); torch_nccl cannot be. On GPUs an eager call repeated on the same tensors replays a graph
+    of its launches (iris/replay.py; IRIS_REPLAY=0 turns that off)."""
+    y, ran = _call(ctx, x, topk_idx, topk_weights, w1, w2, out, variant, activation, capacity, config)
+    if ctx.backend == "cpu" and ran.pattern != "baseline":  # after the call: dropped rows leave the ranks in step
+        check_errors(ctx)
+    return y
+
+
+@consistency.guarded("moe_ffn")
+def _call(ctx, x, topk_idx, topk_weights, w1, w2, out, variant, activation, capacity, config):
+    """The call, under the context's health checks (iris/health.py): (out, the variant that ran)."""
     y = out if out is not None else torch.empty_like(x)
     _check(ctx, x, topk_idx, topk_weights, w1, w2, y, activation, capacity)
-    if variant == "auto":
-        variant = "torch_nccl" if ctx.backend == "cuda" and ctx.ranks_per_device == 1 else "fused"
+    asked, variant = variant, _auto(ctx, x.shape[0]) if variant == "auto" else variant
     v = registry.get("moe_ffn", variant, ctx.backend)
     if str(x.dtype).replace("torch.", "") not in v.dtypes_on(ctx.backend):
         raise TypeError(f"moe_ffn/{variant} does not support {x.dtype} on the {ctx.backend} backend")
     if v.pattern == "baseline" and ctx.backend == "cuda" and ctx.ranks_per_device > 1:
         raise ValueError(f"moe_ffn/{variant} needs one GPU per rank (NCCL refuses two ranks on one device; "
                          f"{ctx.ranks_per_device} ranks share each GPU here)")
+    if v.pattern == "baseline" and ctx.backend == "cuda" and torch.cuda.is_current_stream_capturing():
+        why = f" (auto's pick above {AUTO_BULK_SYNC_MAX_TOKENS} tokens per rank)" if asked == "auto" else ""
+        raise RuntimeError(f"moe_ffn/{variant}{why} cannot be captured in a CUDA graph: it reads the split sizes on "
+                           f"the host. Capture variant='bulk_sync' or 'fused', after one eager call of that variant "
+                           f"with the same shapes (it creates the workspace)")
+    if ctx.get_num_ranks() > 1:  # collective on the first call of this signature (iris/consistency.py); the index
+        # and weight dtypes are each rank's own business (its routing runs locally)
+        consistency.first_call(ctx, ("moe_ffn", asked, variant, activation, capacity, repr(config), tuple(
+            topk_idx.shape), *map(consistency.describe, (x, w1, w2))))
     cap = int(capacity) if capacity is not None else ctx.get_num_ranks() * x.shape[0]
     cfg = (config or Config()).merged(default_config(ctx, x.dtype))
     x, topk_idx, topk_weights = x.contiguous(), topk_idx.contiguous(), topk_weights.contiguous()
@@ -193,9 +226,7 @@ def moe_ffn(ctx, x, topk_idx, topk_weights, w1, w2, out=None, variant="auto", ac
     else:  # GPUs: a call repeated on the same tensors replays a CUDA graph of its routing ops and launches
         key = ("moe_ffn", variant, activation, cap, cfg, *map(tensor_key, (p.x, p.idx, p.weights, p.w1, p.w2, y)))
         ctx.replay(key, lambda: v.run(p))
-    if ctx.backend == "cpu" and v.pattern != "baseline":
-        check_errors(ctx)
-    return y
+    return y, v
 
 
 def reference(xs, idxs, weights, w1s, w2s, activation="silu"):
