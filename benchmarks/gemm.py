@@ -42,8 +42,7 @@ def gluon_candidate(name, cfg, a, c, sms):
     (wgmma.slices keeps those with a block of K); its stages cut to what fits beside the staging tiles."""
     cfg = dataclasses.replace(cfg, gemm_sms=sms, group_m=8, split_k=1, swap_ab="swap" in name)
     if name.endswith("kfill"):
-        rows, cols = (cfg.block_n, cfg.block_m) if cfg.swap_ab else (cfg.block_m, cfg.block_n)
-        tiles = -(-c.shape[0] // (cols if cfg.swap_ab else rows)) * -(-c.shape[1] // (rows if cfg.swap_ab else cols))
+        tiles = -(-c.shape[0] // cfg.block_m) * -(-c.shape[1] // cfg.block_n)  # C's tiles, swapped or not
         cfg = dataclasses.replace(cfg, split_k=wgmma.slices(a.shape[1], cfg.block_k, max(1, sms // tiles)))
     return local_gemm._fit(cfg, a, c)
 

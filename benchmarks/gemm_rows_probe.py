@@ -32,7 +32,7 @@ def main():
     a[129:] = 0
     b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
     c = torch.empty(256, n, device="cuda", dtype=torch.bfloat16)
-    rows = []
+    rows, keep_inside = [], wgmma.KEEP_INSIDE
     for tile in ((128, 64, 64, 8, False), (128, 64, 64, 6, True), (128, 128, 64, 6, False)):  # wgmma.run's terms
         block_m, block_n, block_k, stages, swap = tile
         name = f"{'swap ' if swap else ''}{block_m}x{block_n}x{block_k} s{stages}"
@@ -60,7 +60,7 @@ def main():
                   f"(torch at 129 rows {t_torch:6.1f})  err {err:.1e}", flush=True)
             rows.append(dict(tile=name, inside=inside, a_rows=a_rows, c_rows=c_rows, n=n, k=k, time_us=t,
                              torch_129_us=t_torch, rel_error=err, **stamp(1, "benchmarks/gemm_rows_probe.py")))
-    wgmma.KEEP_INSIDE = True
+    wgmma.KEEP_INSIDE = keep_inside
     os.makedirs(args.out, exist_ok=True)
     pd.DataFrame(rows).to_csv(os.path.join(args.out, "rows_probe.csv"), index=False)
 

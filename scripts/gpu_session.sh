@@ -224,12 +224,12 @@ for stage in "$@"; do
     fp8table)  # one GPU: the FP8 class table (default, tile loop, fast accumulation; per-tensor and row-wise)
              run gemm_fp8_models.log timeout ${FP8T_TIMEOUT:-330} python3 benchmarks/gemm.py --shapes models --fp8 \
                --out "$OUT/fp8_models" ;;
-    bf16table)  # one GPU: the bf16 class table (the tile loop as the fused ops run it, and fused_ops.matmul)
-             run gemm_bf16_models.log timeout ${BF16T_TIMEOUT:-330} python3 benchmarks/gemm.py --shapes models \
-               --configs default matmul --out "$OUT/bf16_models" ;;
-    bf16edges)  # one GPU: bf16table, plus matmul with the Gluon kernel's edge boxes loaded past the edge (same run)
-             run gemm_bf16_models.log timeout ${BF16T_TIMEOUT:-450} python3 benchmarks/gemm.py --shapes models \
-               --configs default matmul "matmul, edges past" --out "$OUT/bf16_models" ;;
+    bf16table|bf16edges)  # one GPU: the bf16 class table (the tile loop as the fused ops run it, and
+             # fused_ops.matmul); bf16edges adds matmul with the Gluon kernel's edge boxes loaded past the edge
+             edges=() limit=330
+             if [ "$stage" = bf16edges ]; then edges=("matmul, edges past") limit=450; fi
+             run gemm_bf16_models.log timeout ${BF16T_TIMEOUT:-$limit} python3 benchmarks/gemm.py --shapes models \
+               --configs default matmul ${edges[@]+"${edges[@]}"} --out "$OUT/bf16_models" ;;
     fewexplore)  # one GPU: K-dominant shapes of few rows on their defaults (swapped tiles in slices of K)
              run gemm_few_explore.log timeout 200 python3 benchmarks/gemm.py --shapes 32x128x65536 16x128x65536 \
                48x1024x8192 72x1000x8192 100x1536x4096 --configs default matmul --out "$OUT/few_explore"
@@ -320,8 +320,6 @@ for stage in "$@"; do
                --out "$OUT/rows32"
              run gemm_fp8_rows32.log timeout 200 python3 benchmarks/gemm.py --fp8 --shapes $r32 --configs default \
                --out "$OUT/fp8_rows32" ;;
-    wgsplittests)  # one GPU: the Gluon kernel's split-K against float64 (and the rest of its tests)
-             run pytest_wgmma_split.log timeout ${TEST_TIMEOUT:-300} python3 -m pytest -q -rfs tests/test_wgmma.py ;;
     splitexplore)  # one GPU: the Gluon kernel's split-K ("kfill" candidates) where tiles are few, bf16 and FP8
              kf=$(python3 -c "import benchmarks.gemm as g; print(*[repr(n) for n in g.CANDIDATES if 'kfill' in n])")
              few="129x4096x4096 128x128x65536 64x256x131072 128x12288x1536 128x1536x8192 128x1152x7168 \

@@ -15,10 +15,8 @@ from . import kernels
 
 ACTIVATIONS = ("silu", "relu", "none")
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
-# Tokens per rank up to which `auto` runs bulk_sync where torch_nccl could run: there the baseline's host
-# synchronization (split sizes read on the host) dominates, and bulk_sync measured 1.4-4.3x faster on every model and
-# routing of results/current/moe/ (16 tokens; 2 H100s and 4 H200s). From 1024 tokens the winner depends on the
-# experts' size, and torch_nccl stays (docs/moe.md).
+# Tokens per rank up to which `auto` runs bulk_sync where torch_nccl could run: the largest count at which bulk_sync
+# won on every model and routing measured; above it torch_nccl stays (docs/moe.md has the table).
 AUTO_BULK_SYNC_MAX_TOKENS = 16
 
 
