@@ -142,18 +142,18 @@ if _GLUON:
                 p += 1
 
     @gluon.jit
-    def store_tile(acc, c_smem, c_desc, row0, col0, C_T: gl.constexpr):
-        """acc to C's rows row0.. and columns col0.. by an asynchronous TMA store (C_T: C stored transposed), once
-        this warpgroup's previous store has left c_smem."""
+    def store_tile(acc, c_smem, c_desc, first, row0, col0, C_T: gl.constexpr):
+        """acc to C's rows row0.. and columns col0.. by an asynchronous TMA store (C_T: C stored transposed; first:
+        split-K's slice, its rows of the partials as stored), once this warpgroup's previous store has left c_smem."""
         tma.store_wait(pendings=0)
         if C_T:
             c_smem.store(gl.permute(acc.to(c_desc.dtype), (1, 0)))
             fence_async_shared()
-            tma.async_copy_shared_to_global(c_desc, [col0, row0], c_smem)
+            tma.async_copy_shared_to_global(c_desc, [first + col0, row0], c_smem)
         else:
             c_smem.store(acc.to(c_desc.dtype))
             fence_async_shared()
-            tma.async_copy_shared_to_global(c_desc, [row0, col0], c_smem)
+            tma.async_copy_shared_to_global(c_desc, [first + row0, col0], c_smem)
 
     @gluon.jit
     def ws_consumer(
@@ -222,14 +222,14 @@ if _GLUON:
                 acc = acc * gl.load(SB + rn, mask=rn < N, other=0.0)[None, :]
             if TAIL:
                 if unit < WHOLE:
-                    store_tile(acc, c_smem, c_desc, row0, col0, C_T)
+                    store_tile(acc, c_smem, c_desc, 0, row0, col0, C_T)
                 else:  # a slice of a last-wave tile: its fp32 partial, [slice, tile, rows, columns] in P
                     t = (unit - WHOLE).to(gl.int64)  # = slice x the split tiles + which one
                     rm = gl.arange(0, HALF_M, layout=gl.SliceLayout(1, layout)) + HALF * HALF_M
                     rn = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, layout))
                     gl.store(P + t * (CONSUMERS * HALF_M * BLOCK_N) + rm[:, None] * BLOCK_N + rn[None, :], acc)
             else:  # split-K: this slice's rows of the fp32 partials (c_desc)
-                store_tile(acc, c_smem, c_desc, piece * M_PAD + row0, col0, C_T)
+                store_tile(acc, c_smem, c_desc, piece * M_PAD, row0, col0, C_T)
         tma.store_wait(pendings=0)
 
     @gluon.jit
