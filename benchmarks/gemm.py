@@ -22,7 +22,7 @@ import triton  # noqa: E402
 
 from benchmarks import shapes as shape_set  # noqa: E402
 from benchmarks.harness import paired_graph_us, stamp  # noqa: E402
-from fused_ops import config, local_gemm, wgmma  # noqa: E402
+from fused_ops import local_gemm, wgmma  # noqa: E402
 from fused_ops import problem as _problem  # noqa: E402
 from fused_ops.config import Config, default_config  # noqa: E402
 from fused_ops.gemm import gemm_kernel, pad_weight, store_vec  # noqa: E402
@@ -39,15 +39,11 @@ def tile(block_m, block_n, block_k, num_stages, num_warps, **more):
 
 def gluon_candidate(name, cfg, a, c, sms):
     """A Gluon-kernel candidate as run: every SM's program, group_m 8; "kfill": split_k = the SMs over the tiles
-    (wgmma.slices keeps those with a block of K); "tail": the last, partial wave's tiles in the slices
-    config.tail_split gives them; its stages cut to what fits beside the staging tiles. split_k 1 where a "kfill" or
-    "tail" candidate has nothing to split (its whole-tile candidate's run)."""
-    cfg = dataclasses.replace(cfg, gemm_sms=sms, group_m=8, split_k=1, split_tail=False, swap_ab="swap" in name)
-    tiles = -(-c.shape[0] // cfg.block_m) * -(-c.shape[1] // cfg.block_n)  # C's tiles, swapped or not
+    (wgmma.slices keeps those with a block of K); its stages cut to what fits beside the staging tiles."""
+    cfg = dataclasses.replace(cfg, gemm_sms=sms, group_m=8, split_k=1, swap_ab="swap" in name)
     if name.endswith("kfill"):
+        tiles = -(-c.shape[0] // cfg.block_m) * -(-c.shape[1] // cfg.block_n)  # C's tiles, swapped or not
         cfg = dataclasses.replace(cfg, split_k=wgmma.slices(a.shape[1], cfg.block_k, max(1, sms // tiles)))
-    if name.endswith("tail"):
-        cfg = dataclasses.replace(cfg, split_k=config.tail_split(tiles, sms, a.shape[1], cfg.block_k), split_tail=True)
     return local_gemm._fit(cfg, a, c)
 
 
@@ -131,13 +127,7 @@ WGMMA_CANDIDATES = {"wgmma 128x256x64 s3": tile(128, 256, 64, 3, 4),
                     "wgmma swap 256x64x64 s4 kfill": tile(256, 64, 64, 4, 4),
                     "wgmma swap 128x64x64 s6 kfill": tile(128, 64, 64, 6, 4),
                     "wgmma swap 64x64x64 s8 kfill": tile(64, 64, 64, 8, 4),
-                    "wgmma swap 128x128x64 s6 kfill": tile(128, 128, 64, 6, 4),
-                    # the last, partial wave's tiles in slices of K ("tail"; the full waves' tiles whole)
-                    "wgmma 128x256x64 s3 tail": tile(128, 256, 64, 3, 4),
-                    "wgmma 128x128x64 s6 tail": tile(128, 128, 64, 6, 4),
-                    "wgmma 192x128x64 s4 tail": tile(192, 128, 64, 4, 4),
-                    "wgmma swap 256x128x64 s3 tail": tile(256, 128, 64, 3, 4),
-                    "wgmma swap 256x64x64 s4 tail": tile(256, 64, 64, 4, 4)}
+                    "wgmma swap 128x128x64 s6 kfill": tile(128, 128, 64, 6, 4)}
 CANDIDATES.update(WGMMA_CANDIDATES)
 # fused_ops.matmul, the library's GEMM alone (fused_ops/local_gemm.py): the Gluon kernel where config.wgmma_config
 # picks it, else the tile loop ("default" is the tile loop as the fused ops run it)
@@ -269,10 +259,7 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "wgmma fp8 128x64x128 s8 kfill": tile(128, 64, 128, 8, 4),
                   "wgmma fp8 192x64x128 s6 kfill": tile(192, 64, 128, 6, 4),
                   "wgmma fp8 128x128x128 s6 kfill": tile(128, 128, 128, 6, 4),
-                  "wgmma fp8 swap 256x64x128 s4 kfill": tile(256, 64, 128, 4, 4),
-                  "wgmma fp8 128x128x128 s6 tail": tile(128, 128, 128, 6, 4),
-                  "wgmma fp8 192x128x128 s4 tail": tile(192, 128, 128, 4, 4),
-                  "wgmma fp8 128x256x128 s3 fast accum tail": tile(128, 256, 128, 3, 4)}
+                  "wgmma fp8 swap 256x64x128 s4 kfill": tile(256, 64, 128, 4, 4)}
 
 
 ROUNDS = 11  # paired rounds per configuration (benchmarks.harness.paired_graph_us), medians
@@ -438,14 +425,14 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp):
         return []
     else:
         kernel, cfg = "wgmma swap" if swap else "wgmma", gluon_candidate(name, cfg, a, c, ctx.get_cu_count())
-        if name.endswith(("kfill", "tail")) and cfg.split_k == 1:
-            return []  # nothing to split: the whole-tile candidate's run
+        if name.endswith("kfill") and cfg.split_k == 1:
+            return []  # tiles enough for every SM: the whole-tile candidate's run
 
     def call():
         if name in toggles:
             return with_toggles(lambda: local_gemm.matmul(a, b, out=c))
         return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, block_m=cfg.block_m,
-                         swap=swap, split_k=cfg.split_k, split_tail=cfg.split_tail)
+                         swap=swap, split_k=cfg.split_k)
     c.fill_(float("nan"))
     call()
     err = ((c.double() - ref).norm() / ref.norm()).item()
@@ -544,7 +531,7 @@ def run_fp8(ctx, args, run_stamp):
                             continue
                         kernel_ran = "wgmma swap" if "swap" in name else kernel
                         used = gluon_candidate(name, cfg, a, c, ctx.get_cu_count())
-                        if name.endswith(("kfill", "tail")) and used.split_k == 1:
+                        if name.endswith("kfill") and used.split_k == 1:
                             continue
                     else:
                         used, _ = fp8.plan(a, b, cfg, fast)
@@ -558,7 +545,7 @@ def run_fp8(ctx, args, run_stamp):
                     if kernel == "wgmma":
                         return wgmma.run(a, b, c, used.block_n, used.block_k, used.num_stages, used.gemm_sms, sa, sb,
                                          promote=not fast, block_m=used.block_m, swap="swap" in name,
-                                         split_k=used.split_k, split_tail=used.split_tail)
+                                         split_k=used.split_k)
                     return fp8.scaled_mm(a, b, sa, sb, out=c, config=cfg, use_fast_accum=fast, kernel=kernel)
                 c.fill_(float("nan"))
                 try:

@@ -134,10 +134,9 @@ def pick_kernel(a, b, c, cfg, config, fast, kernel, where):
         if cfg.swap_ab:
             wgmma.kernel_args(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.block_m, True,
                               split_k=cfg.split_k)  # refusals
-        elif cfg.block_m != wgmma.BLOCK_M:
-            raise ValueError(f"{where}: kernel='wgmma' with a config runs 128-row tiles (whole, in split_k slices or "
-                             f"with the last wave split), or swap_ab tiles (192-row ones are the defaults' to pick), "
-                             f"got {cfg.describe()}")
+        elif cfg.block_m != wgmma.BLOCK_M or cfg.split_tail:
+            raise ValueError(f"{where}: kernel='wgmma' with a config runs 128-row tiles (whole or in split_k slices),"
+                             f" or swap_ab tiles (192-row ones are the defaults' to pick), got {cfg.describe()}")
         if not wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, a.element_size(), _staged(c, cfg), cfg.block_m):
             raise ValueError(f"{where}: kernel='wgmma': {cfg.describe()} needs more shared memory than an SM has")
         return kernel, cfg
@@ -147,9 +146,8 @@ def pick_kernel(a, b, c, cfg, config, fast, kernel, where):
 
 
 def _staged(c, cfg):
-    """Bytes per element of the Gluon kernel's C staging tiles: split-K stages fp32 partials (a split last wave
-    stores its partials from registers)."""
-    return 4 if cfg.split_k > 1 and not cfg.split_tail else c.element_size()
+    """Bytes per element of the Gluon kernel's C staging tiles: split-K stages fp32 partials."""
+    return 4 if cfg.split_k > 1 else c.element_size()
 
 
 def _fit(cfg, a, c):
@@ -164,7 +162,7 @@ def launch(a, b, c, cfg, tma, kernel, scale_a=None, scale_b=None, promote=False)
     if kernel == "wgmma":
         return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, scale_a, scale_b,
                          promote=promote, group_m=cfg.group_m, block_m=cfg.block_m, swap=bool(cfg.swap_ab),
-                         split_k=cfg.split_k, split_tail=bool(cfg.split_tail))
+                         split_k=cfg.split_k)
     m, k = a.shape
     n = b.shape[1]
     bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k

@@ -27,8 +27,6 @@ import torch
 import triton
 import triton.language as tl
 
-from .gemm import tile_coords as grouped_coords
-
 try:
     from triton.experimental import gluon
     from triton.experimental.gluon import language as gl
@@ -77,35 +75,18 @@ if _GLUON:
         return start
 
     @gluon.jit
-    def unit_coords(unit, num_pid_m, num_pid_n, whole, per, K, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr):
-        """(pid_m, pid_n, first K block, end K block, slice) of a unit of work: the first `whole` units are tiles
-        run whole, the rest the other tiles' slices of K (split-K, whole 0; a split last wave, whole = the full
-        waves' tiles), the tiles varying fastest, so the programs of one slice share its stretch of A and B in L2."""
+    def unit_coords(unit, num_pid_m, num_pid_n, per, K, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr):
+        """(pid_m, pid_n, first K block, end K block) of a unit of work: a tile's slice of K (split-K; tiles vary
+        fastest, so the programs of one slice share its stretch of A and B in L2)."""
         tiles = num_pid_m * num_pid_n
-        blocks = gl.cdiv(K, BLOCK_K)
-        if unit < whole:
-            tile = unit
-            s = 0
-            k0 = 0
-            k1 = blocks
-        else:
-            tile = whole + (unit - whole) % (tiles - whole)
-            s = (unit - whole) // (tiles - whole)
-            k0 = s * per
-            k1 = gl.minimum(k0 + per, blocks)
-        pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
-        return pid_m, pid_n, k0, k1, s
-
-    @gluon.jit
-    def units(M, N, K, whole, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, SPLIT_K: gl.constexpr):
-        """Units of work: `whole` tiles run whole, and SPLIT_K slices of each other tile."""
-        tiles = gl.cdiv(M, BLOCK_M) * gl.cdiv(N, BLOCK_N)
-        return whole + (tiles - whole) * SPLIT_K
+        pid_m, pid_n = tile_coords(unit % tiles, num_pid_m, num_pid_n, GROUP_M)
+        k0 = (unit // tiles) * per
+        return pid_m, pid_n, k0, gl.minimum(k0 + per, gl.cdiv(K, BLOCK_K))
 
     @gluon.jit
     def ws_loads(
         a_desc, b_desc, a_bufs, b_bufs, ready, empty,   # operands; the ring's stages and barriers
-        M, N, K, WHOLE,                                 # problem size; tiles run whole before the slices
+        M, N, K,                                        # problem size
         GROUP_M: gl.constexpr, NUM_BUFFERS: gl.constexpr, A_T: gl.constexpr, B_T: gl.constexpr,
         CONSUMERS: gl.constexpr, SPLIT_K: gl.constexpr, INSIDE: gl.constexpr,
     ):
@@ -119,8 +100,8 @@ if _GLUON:
         num_pid_n = gl.cdiv(N, BLOCK_N)
         per = gl.cdiv(gl.cdiv(K, BLOCK_K), SPLIT_K)
         p = 0
-        for unit in range(gl.program_id(0), units(M, N, K, WHOLE, BLOCK_M, BLOCK_N, SPLIT_K), gl.num_programs(0)):
-            pid_m, pid_n, k0, k1, _ = unit_coords(unit, num_pid_m, num_pid_n, WHOLE, per, K, BLOCK_K, GROUP_M)
+        for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT_K, gl.num_programs(0)):
+            pid_m, pid_n, k0, k1 = unit_coords(unit, num_pid_m, num_pid_n, per, K, BLOCK_K, GROUP_M)
             col0 = inside(pid_n * BLOCK_N, BLOCK_N, N, INSIDE)
             for kk in range(k0, k1):
                 s = p % NUM_BUFFERS
@@ -142,20 +123,6 @@ if _GLUON:
                 p += 1
 
     @gluon.jit
-    def store_tile(acc, c_smem, c_desc, first, row0, col0, C_T: gl.constexpr):
-        """acc to C's rows row0.. and columns col0.. by an asynchronous TMA store (C_T: C stored transposed; first:
-        split-K's slice, its rows of the partials as stored), once this warpgroup's previous store has left c_smem."""
-        tma.store_wait(pendings=0)
-        if C_T:
-            c_smem.store(gl.permute(acc.to(c_desc.dtype), (1, 0)))
-            fence_async_shared()
-            tma.async_copy_shared_to_global(c_desc, [first + col0, row0], c_smem)
-        else:
-            c_smem.store(acc.to(c_desc.dtype))
-            fence_async_shared()
-            tma.async_copy_shared_to_global(c_desc, [first + row0, col0], c_smem)
-
-    @gluon.jit
     def ws_consumer(
         HALF: gl.constexpr,                             # which 64 rows of each tile this warpgroup computes
         c_smem,                                         # its staging tile for C
@@ -167,15 +134,14 @@ if _GLUON:
         SCALES: gl.constexpr,                           # 0: none; 1: per-tensor; 2: row-wise
         PROMOTE: gl.constexpr,                          # FP8: add each block's sum into the fp32 accumulator
         CONSUMERS: gl.constexpr,                        # consumer warpgroups (64 rows each)
-        SPLIT_K: gl.constexpr,                          # slices of K per split tile
-        TAIL: gl.constexpr,                             # the slices' fp32 partials go to P (else c_desc holds them)
+        SPLIT_K: gl.constexpr,                          # slices of K per tile (> 1: c_desc holds fp32 partials)
         INSIDE: gl.constexpr,                           # edge boxes moved back inside the operands (inside())
     ):
         """A consumer warpgroup of wgmma_ws_kernel: waits for a block, multiplies its 64 rows of A by B and releases
         the stage once its MMAs are done. PROMOTE: waits for them at every block and adds the block's sum into fp32
         (the other warpgroups' MMAs keep the tensor cores busy meanwhile, so they drift into turns); else one block's
         MMAs stay in flight while the next block's issue."""
-        a_bufs, b_bufs, ready, empty, c_desc, SA, SB, P, M, N, K, M_PAD, WHOLE = ops
+        a_bufs, b_bufs, ready, empty, c_desc, SA, SB, M, N, K, M_PAD = ops
         HALF_M: gl.constexpr = a_bufs.type.shape[2] if A_T else a_bufs.type.shape[1]
         BLOCK_N: gl.constexpr = b_bufs.type.shape[1] if B_T else b_bufs.type.shape[2]
         BLOCK_K: gl.constexpr = a_bufs.type.shape[1] if A_T else a_bufs.type.shape[2]
@@ -185,9 +151,8 @@ if _GLUON:
         per = gl.cdiv(gl.cdiv(K, BLOCK_K), SPLIT_K)
         zero = gl.zeros([HALF_M, BLOCK_N], gl.float32, layout)
         c = 0
-        for unit in range(gl.program_id(0), units(M, N, K, WHOLE, CONSUMERS * HALF_M, BLOCK_N, SPLIT_K),
-                          gl.num_programs(0)):
-            pid_m, pid_n, k0, k1, piece = unit_coords(unit, num_pid_m, num_pid_n, WHOLE, per, K, BLOCK_K, GROUP_M)
+        for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT_K, gl.num_programs(0)):
+            pid_m, pid_n, k0, k1 = unit_coords(unit, num_pid_m, num_pid_n, per, K, BLOCK_K, GROUP_M)
             acc = zero
             for kk in range(k0, k1):
                 s = c % NUM_BUFFERS
@@ -220,26 +185,24 @@ if _GLUON:
                 rn = col0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, layout))
                 acc = acc * gl.load(SA + rm, mask=rm < M, other=0.0)[:, None]
                 acc = acc * gl.load(SB + rn, mask=rn < N, other=0.0)[None, :]
-            if TAIL:
-                if unit < WHOLE:
-                    store_tile(acc, c_smem, c_desc, 0, row0, col0, C_T)
-                else:  # a slice of a last-wave tile: its fp32 partial, [slice, tile, rows, columns] in P
-                    t = (unit - WHOLE).to(gl.int64)  # = slice x the split tiles + which one
-                    rm = gl.arange(0, HALF_M, layout=gl.SliceLayout(1, layout)) + HALF * HALF_M
-                    rn = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, layout))
-                    gl.store(P + t * (CONSUMERS * HALF_M * BLOCK_N) + rm[:, None] * BLOCK_N + rn[None, :], acc)
-            else:  # split-K: this slice's rows of the fp32 partials (c_desc)
-                store_tile(acc, c_smem, c_desc, piece * M_PAD, row0, col0, C_T)
+            first = (unit // (num_pid_m * num_pid_n)) * M_PAD  # split-K: this slice's rows of the fp32 partials
+            tma.store_wait(pendings=0)  # this warpgroup's previous C has left c_smem
+            if C_T:
+                c_smem.store(gl.permute(acc.to(c_desc.dtype), (1, 0)))
+                fence_async_shared()
+                tma.async_copy_shared_to_global(c_desc, [first + col0, row0], c_smem)
+            else:
+                c_smem.store(acc.to(c_desc.dtype))
+                fence_async_shared()
+                tma.async_copy_shared_to_global(c_desc, [first + row0, col0], c_smem)
         tma.store_wait(pendings=0)
 
     @gluon.jit
     def wgmma_ws_kernel(
         a_desc, b_desc, c_desc,                         # A M x K, B K x N, C M x N (A: 64-row boxes, C: 64-row blocks)
         SA, SB,                                         # FP8 scales (fp32): one each, or per row of A / column of B
-        P,                                              # TAIL: the split tiles' fp32 partials (sum_tail adds them)
         M, N, K,                                        # problem size
         M_PAD,                                          # split-K: C's rows per slice of c_desc's fp32 partials
-        WHOLE,                                          # tiles run whole, before the others' slices (TAIL)
         GROUP_M: gl.constexpr,                          # grouped tile order
         NUM_BUFFERS: gl.constexpr,                      # stages of the load ring
         A_T: gl.constexpr,                              # A stored K x M (M-major; 16-bit only)
@@ -249,9 +212,7 @@ if _GLUON:
         PROMOTE: gl.constexpr,                          # FP8: add the partial sums into fp32 every block of K
         CONSUMER_REGS: gl.constexpr,                    # registers per thread of the worker consumer warpgroups
         CONSUMERS: gl.constexpr,                        # consumer warpgroups: tiles of 64 x CONSUMERS rows
-        SPLIT_K: gl.constexpr,                          # slices of K per split tile
-        TAIL: gl.constexpr,                             # split only the tiles past WHOLE, partials to P; else every
-                                                        # tile, partials to c_desc (SPLIT_K > 1)
+        SPLIT_K: gl.constexpr,                          # slices of K per tile; > 1: c_desc is the fp32 partials'
         INSIDE: gl.constexpr,                           # edge tiles' boxes moved back inside A, B and C (inside())
     ):
         """Warp-specialized: one warp loads, one to three warpgroups of 4 warps (this kernel's own, and workers)
@@ -268,33 +229,33 @@ if _GLUON:
             mbarrier.init(empty.index(i), count=CONSUMERS)
         # what every consumer reads; one branch per consumer count, since Gluon holds no (function, arguments) pair
         # in a variable and a tuple of constexprs does not pass into a partition
-        ops = (a_bufs, b_bufs, ready, empty, c_desc, SA, SB, P, M, N, K, M_PAD, WHOLE)
+        ops = (a_bufs, b_bufs, ready, empty, c_desc, SA, SB, M, N, K, M_PAD)
         if CONSUMERS == 1:
             gl.warp_specialize([
                 (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, TAIL, INSIDE)),
-                (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, WHOLE, GROUP_M, NUM_BUFFERS,
-                            A_T, B_T, CONSUMERS, SPLIT_K, INSIDE)),
+                               CONSUMERS, SPLIT_K, INSIDE)),
+                (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, A_T, B_T,
+                            CONSUMERS, SPLIT_K, INSIDE)),
             ], [1], [40])
         elif CONSUMERS == 2:
             gl.warp_specialize([
                 (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, TAIL, INSIDE)),
+                               CONSUMERS, SPLIT_K, INSIDE)),
                 (ws_consumer, (1, c_bufs.index(1), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, TAIL, INSIDE)),
-                (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, WHOLE, GROUP_M, NUM_BUFFERS,
-                            A_T, B_T, CONSUMERS, SPLIT_K, INSIDE)),
+                               CONSUMERS, SPLIT_K, INSIDE)),
+                (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, A_T, B_T,
+                            CONSUMERS, SPLIT_K, INSIDE)),
             ], [4, 1], [CONSUMER_REGS, 40])
         else:
             gl.warp_specialize([
                 (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, TAIL, INSIDE)),
+                               CONSUMERS, SPLIT_K, INSIDE)),
                 (ws_consumer, (1, c_bufs.index(1), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, TAIL, INSIDE)),
+                               CONSUMERS, SPLIT_K, INSIDE)),
                 (ws_consumer, (2, c_bufs.index(2), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, TAIL, INSIDE)),
-                (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, WHOLE, GROUP_M, NUM_BUFFERS,
-                            A_T, B_T, CONSUMERS, SPLIT_K, INSIDE)),
+                               CONSUMERS, SPLIT_K, INSIDE)),
+                (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, A_T, B_T,
+                            CONSUMERS, SPLIT_K, INSIDE)),
             ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, 40])
 
 _GL_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32",
@@ -331,23 +292,21 @@ def supports(a, b, c):
 
 
 def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None, promote=False, group_m=8,
-        block_m=BLOCK_M, swap=False, split_k=1, split_tail=False):
+        block_m=BLOCK_M, swap=False, split_k=1):
     """c = a @ b (FP8: * scales) on one GPU with wgmma_ws_kernel: block_m x block_n tiles, `stages` ring stages, at
     most `programs` persistent programs; `supports(a, b, c)` must hold. block_m 128 or 192: two or three consumer
     warpgroups of 64 rows. swap: the MMAs run on C's transpose, B's columns as their rows: block_n 64, 128 or 192
     (one to three consumers of 64 columns) and block_m any power of two from 16 to 256 (the MMAs' N), as cuBLAS does
     for few rows. promote (FP8): precise accumulation (fp32 every block of K), else the tensor cores' own
     accumulation across K. split_k: each tile's K in that many slices (as many as have a block of K each), one unit
-    of work apiece, whose fp32 partials a second kernel adds into c (where tiles are too few for the SMs). split_tail:
-    only the tiles of the last, partial wave of `programs` are split (the full waves' tiles run whole), so their
-    slices take the programs that wave would leave idle. The partials (split_k x C's size in fp32, or x the split
-    tiles') are a buffer kept per device and size, so calls on two streams at once must not share one. One launch
-    (two with split_k); host cost: three TMA descriptors. Not collective."""
-    args, consts, units, finish = kernel_args(a, b, c, block_n, block_k, stages, block_m, swap, scale_a, scale_b,
-                                              promote, group_m, split_k, programs if split_tail else None)
+    of work apiece, whose fp32 partials a second kernel adds into c (where tiles are too few for the SMs; the
+    partials: split_k x C's size in fp32, a buffer kept per device and size, so calls on two streams at once must not
+    share one). One launch (two with split_k); host cost: three TMA descriptors. Not collective."""
+    args, consts, units, partials = kernel_args(a, b, c, block_n, block_k, stages, block_m, swap, scale_a, scale_b,
+                                                promote, group_m, split_k)
     wgmma_ws_kernel[(min(programs, units),)](*args, **consts, num_warps=4)
-    if finish is not None:
-        finish()
+    if partials is not None:
+        sum_slices(partials, c)
     return c
 
 
@@ -357,33 +316,13 @@ def slices(k, block_k, split_k):
     return triton.cdiv(blocks, triton.cdiv(blocks, max(1, split_k)))
 
 
-def tail_tiles(tiles, programs):
-    """Of `tiles` on `programs` persistent programs: (tiles run whole, tiles split), the split ones those of the last,
-    partial wave after at least one full one (none where the waves are whole or there is only one)."""
-    whole = tiles - tiles % programs if tiles > programs else tiles
-    return whole, tiles - whole
-
-
 _partials = {}
 
 
-def _buffer(device, numel):
-    """An fp32 buffer of `numel` elements for split-K's partials, kept per device and size for the next call; not one
-    made while a CUDA graph captures (the graph's pool owns that one)."""
-    key = (device, numel)
-    if key in _partials:
-        return _partials[key]
-    buf = torch.empty(numel, device=device, dtype=torch.float32)
-    if not (buf.is_cuda and torch.cuda.is_current_stream_capturing()):
-        _partials[key] = buf
-    return buf
-
-
 def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, scale_a=None, scale_b=None,
-                promote=False, group_m=8, split_k=1, tail_programs=None):
-    """(arguments, constexprs, units of work, what to run after the kernel or None) of wgmma_ws_kernel for run()'s
-    call (the CPU tests compile it from these). tail_programs: split only the last, partial wave of that many
-    programs' tiles (run(split_tail=True))."""
+                promote=False, group_m=8, split_k=1):
+    """(arguments, constexprs, units of work, fp32 partials or None) of wgmma_ws_kernel for run()'s call (the CPU
+    tests compile it from these)."""
     rows, cols = (block_n, block_m) if swap else (block_m, block_n)
     if rows not in (SWAP_BLOCK_NS if swap else BLOCK_MS):
         what = "block_n" if swap else "block_m"
@@ -394,26 +333,24 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
     if not isinstance(split_k, int) or split_k < 1:
         raise ValueError(f"wgmma.run: split_k={split_k!r}; expected a positive integer")
     split = slices(a.shape[1], block_k, split_k)
-    tiles = triton.cdiv(c.shape[0], cols if swap else rows) * triton.cdiv(c.shape[1], rows if swap else cols)
-    whole, tail = tail_tiles(tiles, tail_programs) if tail_programs else (0, tiles)
-    if tail == 0:
-        split = 1
-    finish, m_pad, p = None, 0, c
-    if split > 1 and tail_programs:  # the split tiles' fp32 partials, [slice, tile, rows, columns] in C's order
-        p = _buffer(c.device, split * tail * rows * cols)
-    elif split > 1:  # fp32 partials of C's shape per slice, C's rows padded to whole tiles (TMA stores never cross)
+    partials, m_pad = None, 0
+    if split > 1:  # fp32 partials of C's shape per slice, C's rows padded to whole tiles (TMA stores never cross)
         m_pad = triton.cdiv(c.shape[0], cols if swap else rows) * (cols if swap else rows)
         n_pad = triton.cdiv(c.shape[1], rows if swap else cols) * (rows if swap else cols)
-        partials = _buffer(c.device, split * m_pad * n_pad).view(split, m_pad, n_pad)
-        finish = lambda out=c: sum_slices(partials, out)  # noqa: E731
+        key = (c.device, split * m_pad * n_pad)
+        if key in _partials:
+            partials = _partials[key]
+        else:  # kept for the next call; not one made while a CUDA graph captures (the graph's pool owns that one)
+            partials = torch.empty(split * m_pad, n_pad, device=c.device, dtype=torch.float32)
+            if not (c.is_cuda and torch.cuda.is_current_stream_capturing()):
+                _partials[key] = partials
+        partials = partials.view(split, m_pad, n_pad)
         c = partials.view(split * m_pad, n_pad)  # the kernel writes the partials where it would write C
     if swap:  # c.T = b.T @ a.T: the kernel sees B's columns as rows (A_T: M-major, 16-bit) and writes C transposed
         a, b, c, scale_a, scale_b = b.t(), a.t(), c.t(), scale_b, scale_a
     m, k = a.shape
     n = b.shape[1]
     a_t, b_t, c_t = (t.stride(1) != 1 for t in (a, b, c))
-    if split > 1 and tail_programs:
-        finish = lambda out=c: sum_tail(p, out, whole, tail, split, rows, cols, group_m)  # noqa: E731
 
     def desc(t, transposed, block):
         block = block[::-1] if transposed else block
@@ -423,12 +360,11 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
     if scales == 0:
         scale_a = scale_b = c  # not read
     args = (desc(a, a_t, [64, block_k]), desc(b, b_t, [block_k, cols]), desc(c, c_t, [64, cols]), scale_a, scale_b,
-            p, m, n, k, m_pad, whole if split > 1 else 0)
+            m, n, k, m_pad)
     consts = dict(GROUP_M=group_m, NUM_BUFFERS=stages, A_T=a_t, B_T=b_t, C_T=c_t, SCALES=scales,
                   PROMOTE=bool(promote), CONSUMER_REGS=CONSUMER_REGS if rows <= 128 else CONSUMER_REGS_3,
-                  CONSUMERS=rows // 64, SPLIT_K=split, TAIL=bool(tail_programs) and split > 1, INSIDE=KEEP_INSIDE)
-    units = (whole if split > 1 else 0) + (tail if split > 1 else tiles) * split
-    return args, consts, units, finish
+                  CONSUMERS=rows // 64, SPLIT_K=split, INSIDE=KEEP_INSIDE)
+    return args, consts, triton.cdiv(m, rows) * triton.cdiv(n, cols) * split, partials
 
 
 @triton.jit
@@ -459,42 +395,3 @@ def sum_slices(partials, c):
         block //= 2
     sum_slices_kernel[(triton.cdiv(used, block),)](partials, c, c.shape[0], c.shape[1], n_pad, m_pad * n_pad,
                                                    c.stride(0), SLICES=split, BLOCK=block, num_warps=4)
-
-
-@triton.jit
-def sum_tail_kernel(P, C, M, N, stride_cm, stride_cn, WHOLE, TAIL, num_pid_m, num_pid_n,
-                    SLICES: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, ROWS: tl.constexpr,
-                    GROUP_M: tl.constexpr, INSIDE: tl.constexpr):
-    """C's split tiles = the sum of their slices' fp32 partials (P: [slice, split tile, BLOCK_M, BLOCK_N]): ROWS rows
-    of one tile per program, at the rows and columns wgmma_ws_kernel computed (its 64-row boxes moved inside)."""
-    t = tl.program_id(0)
-    pid_m, pid_n = grouped_coords(WHOLE + t, num_pid_m, num_pid_n, GROUP_M)
-    r = tl.program_id(1) * ROWS + tl.arange(0, ROWS)  # rows of the tile
-    j = tl.arange(0, BLOCK_N)
-    row0 = pid_m * BLOCK_M + (r // 64) * 64  # each 64-row box, as the kernel's inside() moved it
-    col0 = pid_n * BLOCK_N
-    if INSIDE:
-        row0 = tl.maximum(tl.minimum(row0, M - 64), 0)
-        col0 = tl.maximum(tl.minimum(col0, N - BLOCK_N), 0)
-    rows = row0 + r % 64
-    cols = col0 + j
-    i = (t.to(tl.int64) * BLOCK_M + r[:, None]) * BLOCK_N + j[None, :]
-    acc = tl.load(P + i)
-    for _ in tl.static_range(1, SLICES):
-        i += TAIL * BLOCK_M * BLOCK_N
-        acc += tl.load(P + i)
-    tl.store(C + rows[:, None] * stride_cm + cols[None, :] * stride_cn, acc.to(C.dtype.element_ty),
-             mask=(rows[:, None] < M) & (cols[None, :] < N))
-
-
-TAIL_ROWS = 16  # rows of a split tile per program of sum_tail_kernel
-
-
-def sum_tail(partials, c, whole, tail, split, block_m, block_n, group_m):
-    """c's split tiles (those past the first `whole` in wgmma_ws_kernel's order; c as the kernel saw it, transposed
-    for swap) = the sum of their `split` slices' partials. One launch."""
-    m, n = c.shape
-    sum_tail_kernel[(tail, block_m // TAIL_ROWS)](partials, c, m, n, c.stride(0), c.stride(1), whole, tail,
-                                                  triton.cdiv(m, block_m), triton.cdiv(n, block_n), SLICES=split,
-                                                  BLOCK_M=block_m, BLOCK_N=block_n, ROWS=TAIL_ROWS, GROUP_M=group_m,
-                                                  INSIDE=KEEP_INSIDE, num_warps=4)

@@ -239,18 +239,6 @@ for stage in "$@"; do
              kf=$(python3 -c "import benchmarks.gemm as g; print(*[repr(n) for n in g.WGMMA_CANDIDATES if 'swap' not in n])")
              eval run gemm_edge_rows.log timeout 200 python3 benchmarks/gemm.py --shapes 129x4096x4096 128x12288x1536 \
                --configs matmul $kf --out "$OUT/edge_rows" ;;
-    tailtests)  # one GPU: the Gluon kernel's split last wave (and its split-K) against float64
-             run pytest_wgmma_tail.log timeout 300 python3 -m pytest -q -rfs tests/test_wgmma.py -k "tail or split" ;;
-    tailexplore)  # one GPU: shapes of 1-3 partial waves, the defaults against each Gluon tile with its last wave split
-             tl=$(python3 -c "import benchmarks.gemm as g; print(*[repr(n) for n in g.WGMMA_CANDIDATES if n.endswith('tail')])")
-             eval run gemm_tail_explore.log timeout ${TAILX_TIMEOUT:-300} python3 benchmarks/gemm.py --shapes \
-               1024x2560x2880 4096x1280x2880 1024x2112x7168 2048x5000x2048 4096x1440x2880 128x12288x1536 \
-               4096x1000x8192 1024x14336x8192 16384x640x3584 4096x4544x4544 4096x4096x3000 16384x1152x3584 \
-               --configs matmul $tl --out "$OUT/tail_explore"
-             tf=$(python3 -c "import benchmarks.gemm as g; print(*[repr(n) for n in g.FP8_CANDIDATES if n.startswith('wgmma') and n.endswith('tail')])")
-             eval run gemm_fp8_tail_explore.log timeout ${TAILX_TIMEOUT:-300} python3 benchmarks/gemm.py --fp8 --shapes \
-               1024x2112x7168 4096x8192x3696 1024x2560x2880 4096x1280x2880 1024x14336x8192 4096x1440x2880 \
-               --configs $tf --out "$OUT/fp8_tail_explore" ;;
     fewtests)  # one GPU: the Gluon kernel's split-K and few-tile defaults against float64
              run pytest_wgmma_few.log timeout 300 python3 -m pytest -q -rfs tests/test_wgmma.py -k "few_tiles or split" ;;
     wgmmatests)  # one GPU: the Gluon kernel's tests (compiles, FP8 and bf16 against float64, many calls in a row)

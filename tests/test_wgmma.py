@@ -30,9 +30,9 @@ def _tile(cfg):
 
 
 def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.float8_e4m3fn, b_t=True, block_m=128,
-                 swap=False, split_k=1, tail=False):
+                 swap=False, split_k=1):
     """(PTX, shared bytes, ptxas's report) of wgmma_ws_kernel for sm_90a, compiled here without a GPU, with the
-    arguments wgmma.run would pass (tail: split_tail on 3 programs, so that the 4 tiles leave one split)."""
+    arguments wgmma.run would pass."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -43,11 +43,10 @@ def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.fl
     b = torch.empty(1024, 256, dtype=dtype)
     b = b.t() if b_t else b
     sa = sb = torch.ones(1 if scales < 2 else 256) if scales else None
-    args, consts, _, _ = wgmma.kernel_args(a, b, c, bn, bk, stages, block_m, swap, sa, sb, promote, split_k=split_k,
-                                           tail_programs=3 if tail else None)
-    assert consts["SPLIT_K"] == split_k and consts["TAIL"] == tail
+    args, consts, _, _ = wgmma.kernel_args(a, b, c, bn, bk, stages, block_m, swap, sa, sb, promote, split_k=split_k)
+    assert consts["SPLIT_K"] == split_k
     fn = wgmma.wgmma_ws_kernel
-    sig = dict(zip(fn.arg_names, [mangle_type(x) for x in args[:3]] + ["*fp32"] * 3 + ["i32"] * 5))
+    sig = dict(zip(fn.arg_names, [mangle_type(x) for x in args[:3]] + ["*fp32", "*fp32"] + ["i32"] * 4))
     sig.update({k: "constexpr" for k in consts})
     src = GluonASTSource(fn=fn, signature=sig, constexprs={(fn.arg_names.index(k),): v for k, v in consts.items()},
                          attrs={})
@@ -65,8 +64,7 @@ def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.fl
 FP8, BF16 = torch.float8_e4m3fn, torch.bfloat16
 
 
-# id: (promote, scales, out dtype, operand dtype, B K-major,
-#      (block_n, block_k, stages[, block_m[, swap[, split_k[, split tail]]]]))
+# id: (promote, scales, out dtype, operand dtype, B K-major, (block_n, block_k, stages[, block_m[, swap[, split_k]]]))
 COMPILE_CASES = {
     "fp8-precise-tensor": (True, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 6)),
     "fp8-precise-row": (True, 2, "bfloat16", "float8_e4m3fn", True, (128, 128, 6)),
@@ -91,11 +89,6 @@ COMPILE_CASES = {
     "bf16-split-k-192-rows": (False, 0, "bfloat16", "bfloat16", False, (64, 64, 6, 192, False, 2)),
     "bf16-swap-split-k": (False, 0, "bfloat16", "bfloat16", True, (128, 64, 4, 128, True, 2)),
     "fp8-precise-split-k": (True, 1, "bfloat16", "float8_e4m3fn", True, (64, 128, 6, 128, False, 4)),
-    # a split last wave: whole tiles through the bf16 staging tiles, the slices' fp32 partials from registers
-    "bf16-split-tail": (False, 0, "bfloat16", "bfloat16", False, (128, 64, 6, 128, False, 4, True)),
-    "fp8-precise-split-tail-192-rows": (True, 2, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 192, False, 4,
-                                                                                     True)),
-    "bf16-swap-split-tail": (False, 0, "bfloat16", "bfloat16", False, (64, 64, 4, 256, True, 2, True)),
 }
 
 
@@ -105,11 +98,11 @@ def compile_cases():
     out = {}
     for name, (promote, scales, out_dtype, dtype, b_t, tile) in COMPILE_CASES.items():
         out_dtype, dtype = getattr(torch, out_dtype), getattr(torch, dtype)
-        tile, (block_m, swap, split_k, tail) = tile[:3], (tile[3:] + (128, False, 1, False)[len(tile) - 3:])
-        staged = 4 if split_k > 1 and not tail else out_dtype.itemsize  # split-K stages fp32 partials
+        tile, (block_m, swap, split_k) = tile[:3], (tile[3:] + (128, False, 1)[len(tile) - 3:])
+        staged = 4 if split_k > 1 else out_dtype.itemsize  # split-K stages fp32 partials
         while not wgmma.fits(*tile, dtype.itemsize, staged, block_m):
             tile = (tile[0], tile[1], tile[2] - 1)  # fp32 C staging tiles take a stage's worth
-        ptx, shared, report = compile_sm90(tile, promote, scales, out_dtype, dtype, b_t, block_m, swap, split_k, tail)
+        ptx, shared, report = compile_sm90(tile, promote, scales, out_dtype, dtype, b_t, block_m, swap, split_k)
         out[name] = dict(shared=shared, report=report, setmaxnreg="setmaxnreg" in ptx,
                          mma_and_tma="wgmma.mma_async" in ptx and "cp.async.bulk.tensor" in ptx,
                          in_flight="wgmma.wait_group.sync.aligned 1" in ptx)
@@ -367,40 +360,6 @@ def test_split_k_tiles_match_float64(operands):
 
 
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
-@pytest.mark.parametrize("operands", ["bf16-b-row-major", "bf16-b-k-major", "fp8-precise", "fp8-fast"])
-def test_split_tail_tiles_match_float64(operands):
-    # the last, partial wave's tiles in slices of K, the full waves' whole (few programs, so that small shapes have
-    # waves): non-swapped and swapped tiles, one to three consumers, every edge, row-wise scales; a poisoned output
-    # and fresh data per call, all calls checked after the last (the partials buffer is reused call after call)
-    fp8_ops = operands.startswith("fp8")
-    bk = 128 if fp8_ops else 64
-    tiles = ((128, 64, 6, False, 4, 5), (192, 128, 4, False, 3, 2), (128, 128, 4, False, 7, 3),
-             (256, 64, 4, True, 2, 3))  # block_m, block_n, stages, swap, split_k, programs
-    calls = []
-    for m, n, k in ((129, 1000, 1040), (200, 272, 208), (1024, 2560, 2880), (700, 128, 8192)):
-        for i, (block_m, block_n, stages, swap, split, programs) in enumerate(tiles):
-            if fp8_ops and swap:
-                continue  # FP8's swapped tiles are decode rows' (one wave)
-            c = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
-            if fp8_ops:
-                a, b, sa, sb = _quantized(m, n, k, i % 2 == 1)
-                ref = (a.double() * sa.double()) @ (b.double() * sb.double())
-                wgmma.run(a, b, c, block_n, bk, stages, programs, sa, sb, promote=operands == "fp8-precise",
-                          block_m=block_m, swap=swap, split_k=split, split_tail=True)
-            else:
-                a = torch.randn(m, k, device="cuda", dtype=BF16)
-                b = (torch.randn(n, k, device="cuda", dtype=BF16).t() if operands == "bf16-b-k-major" else
-                     torch.randn(k, n, device="cuda", dtype=BF16))
-                ref = a.double() @ b.double()
-                wgmma.run(a, b, c, block_n, bk, stages, programs, block_m=block_m, swap=swap, split_k=split,
-                          split_tail=True)
-            calls.append(((m, n, k, block_m, block_n, swap, split, programs), c, ref))
-    for case, c, ref in calls:
-        err = ((c.double() - ref).norm() / ref.norm()).item()
-        assert err < (2e-2 if operands == "fp8-fast" else 5e-3), (case, err)
-
-
-@pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
 def test_split_k_partials_first_made_inside_a_cuda_graph():
     # a split-K shape whose partials buffer is first needed while a CUDA graph captures: the graph owns that one
     # (not kept for later calls), replays add fresh inputs correctly, and an eager call after it makes its own
@@ -458,73 +417,6 @@ def test_split_k_partials_add_up_into_c_of_any_row_stride(split, m, n, m_pad, n_
     wgmma.sum_slices(partials, wide[:, :n])
     assert torch.allclose(wide[:, :n].float(), partials[:, :m, :n].sum(0), atol=1e-2, rtol=1e-2)
     assert (wide[:, n:] == 7).all()
-
-
-def _grouped(tile, num_pid_m, num_pid_n, group_m=8):
-    width = group_m * num_pid_n
-    first = (tile // width) * group_m
-    size = min(num_pid_m - first, group_m)
-    return first + (tile % width) % size, (tile % width) // size
-
-
-def _as_the_kernel_splits(a, b, c, block_m, block_n, block_k, programs, split):
-    """What wgmma_ws_kernel leaves with split_tail (a model of it in torch, float64): c's whole tiles written, and
-    the split tiles' fp32 partials ([slice, split tile, rows, columns], each 64-row box and the columns moved inside
-    as its inside() moves them, rows past the edge zero-filled as TMA loads them)."""
-    m, k = a.shape
-    n = b.shape[1]
-    num_m, num_n = -(-m // block_m), -(-n // block_n)
-    whole, tail = wgmma.tail_tiles(num_m * num_n, programs)
-    blocks = -(-k // block_k)
-    per = -(-blocks // split)
-    exact = a.double() @ b.double()
-    for tile in range(whole):
-        pid_m, pid_n = _grouped(tile, num_m, num_n)
-        c[pid_m * block_m:(pid_m + 1) * block_m, pid_n * block_n:(pid_n + 1) * block_n] = \
-            exact[pid_m * block_m:(pid_m + 1) * block_m, pid_n * block_n:(pid_n + 1) * block_n]
-    partials = torch.full((split, tail, block_m, block_n), float("nan"), dtype=torch.float32)
-    for u in range(split * tail):
-        s, t = divmod(u, tail)
-        pid_m, pid_n = _grouped(whole + t, num_m, num_n)
-        col0 = max(min(pid_n * block_n, n - block_n), 0)
-        ks = slice(s * per * block_k, min((s + 1) * per, blocks) * block_k)
-        for h in range(block_m // 64):
-            row0 = max(min(pid_m * block_m + h * 64, m - 64), 0)
-            part = torch.zeros(64, block_n, dtype=torch.float64)
-            got = a[row0:row0 + 64, ks].double() @ b[ks, col0:col0 + block_n].double()
-            part[:got.shape[0], :got.shape[1]] = got
-            partials[s, t, h * 64:(h + 1) * 64] = part.float()
-    return whole, tail, partials.reshape(-1)
-
-
-@pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="the interpreter (the GPU test runs the kernel)")
-@pytest.mark.parametrize("m, n, k, block_m, block_n, programs, split", [
-    (200, 1000, 1040, 128, 64, 12, 3),   # edge rows and columns moved inside, 8 split tiles
-    (300, 136, 512, 192, 128, 3, 4),     # three 64-row boxes, the second tile row's last two moved inside
-])
-def test_split_tail_partials_add_up_into_the_tiles_the_full_waves_left(m, n, k, block_m, block_n, programs, split):
-    # the split last wave's second kernel: after the whole tiles of a poisoned C, the split tiles' slices summed
-    # where the kernel computed them; every element of C then matches float64, and C's own transpose (how swapped
-    # tiles see it) takes the same sums
-    a, b = torch.randn(m, k, dtype=BF16), torch.randn(k, n, dtype=BF16)
-    ref = a.double() @ b.double()
-    for transposed in (False, True):
-        c = torch.full((n, m) if transposed else (m, n), float("nan"), dtype=BF16)
-        view = c.t() if transposed else c
-        whole, tail, partials = _as_the_kernel_splits(a, b, view, block_m, block_n, 64, programs, split)
-        assert whole >= programs and tail, (whole, tail)
-        wgmma.sum_tail(partials, view, whole, tail, split, block_m, block_n, 8)
-        assert torch.allclose(view.double(), ref, atol=0.05, rtol=0.02), (view.double() - ref).abs().max()
-
-
-def test_split_tail_splits_only_a_partial_wave_after_a_full_one():
-    assert wgmma.tail_tiles(160, 132) == (132, 28) and wgmma.tail_tiles(320, 132) == (264, 56)
-    assert wgmma.tail_tiles(264, 132) == (264, 0) and wgmma.tail_tiles(120, 132) == (120, 0)
-    a, b, c = torch.empty(256, 512, dtype=BF16), torch.empty(512, 1024, dtype=BF16), torch.empty(256, 1024, dtype=BF16)
-    _, consts, units, finish = wgmma.kernel_args(a, b, c, 128, 64, 4, split_k=4, tail_programs=12)
-    assert consts["TAIL"] and consts["SPLIT_K"] == 4 and units == 12 + 4 * 4 and finish is not None  # 16 tiles
-    _, consts, units, finish = wgmma.kernel_args(a, b, c, 128, 64, 4, split_k=4, tail_programs=16)
-    assert not consts["TAIL"] and consts["SPLIT_K"] == 1 and units == 16 and finish is None  # one whole wave
 
 
 def test_swap_ab_tiles_are_refused_where_the_kernel_has_no_such_tile():
