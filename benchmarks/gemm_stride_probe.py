@@ -19,11 +19,14 @@ import torch  # noqa: E402
 from benchmarks.harness import paired_graph_us, stamp  # noqa: E402
 
 
-def padded(t):
-    """t (row-major 2-D) with the same shape and values in storage whose rows start every 128 bytes."""
+def padded(t, copy=None):
+    """t (row-major 2-D) with the same shape and values in storage whose rows start every 128 bytes (copied by
+    fused_ops.gemm.copy_rows, or `copy`)."""
+    from fused_ops.gemm import copy_rows
+
     per = 128 // t.element_size()
     buf = torch.empty(t.shape[0], -(-t.shape[1] // per) * per, dtype=t.dtype, device=t.device)
-    buf[:, :t.shape[1]] = t
+    (copy or copy_rows)(t, buf[:, :t.shape[1]])
     return buf[:, :t.shape[1]]
 
 
@@ -33,6 +36,7 @@ def main():
     parser.add_argument("--fp8", action="store_true", help="e4m3 with per-tensor scales, precise accumulation")
     parser.add_argument("--rounds", type=int, default=11)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--cases", nargs="+", help="only these operand cases (default: all)")
     args = parser.parse_args()
     import pandas as pd
 
@@ -68,8 +72,13 @@ def main():
                 return torch.matmul(a, w, out=c)
         a_pad, w_pad = padded(a), padded(w)
         cases = {"as given": lambda: ours(a, w), "rows padded": lambda: ours(a_pad, w_pad),
-                 "copied per call": lambda: ours(padded(a), padded(w))}
+                 "A's rows padded": lambda: ours(a_pad, w), "B's rows padded": lambda: ours(a, w_pad),
+                 "copied per call": lambda: ours(padded(a), padded(w)),
+                 "B copied per call": lambda: ours(a, padded(w)),
+                 "B copied per call, torch": lambda: ours(a, padded(w, lambda s, d: d.copy_(s)))}
         for name, call in cases.items():
+            if args.cases and name not in args.cases:
+                continue
             c.fill_(float("nan"))
             call()
             err = ((c.double() - ref).norm() / ref.norm()).item()

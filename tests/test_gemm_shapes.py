@@ -26,7 +26,7 @@ from fused_ops.config import (
     half_tile_cost,
     resolve,
 )
-from fused_ops.gemm import SERIAL_SLICES, pad_weight, store_vec
+from fused_ops.gemm import SERIAL_SLICES, copy_rows_kernel, copy_vec, pad_weight, store_vec
 
 
 class _GPU:
@@ -131,6 +131,26 @@ def test_pad_weight_aligns_rows_and_keeps_values():
         pad_weight(torch.zeros(3))
     with pytest.raises(ValueError, match="multiple of 16 bytes"):
         pad_weight(w, 4)
+
+
+@pytest.mark.parametrize("dtype, vec, cols, src_stride", [(torch.bfloat16, 8, 1000, 1000), (torch.float8_e4m3fn, 16,
+                                                                                             3696, 3696),
+                                                          (torch.float16, 2, 998, 1004)])
+def test_copy_rows_kernel_copies_rows_between_any_strides(dtype, vec, cols, src_stride):
+    # pad_weight's copy on a GPU, under the interpreter: rows of unaligned length into 128-byte aligned ones (a view
+    # of wider storage as the source too); the destination's padding and the rows past the last stay untouched
+    import os
+
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        pytest.skip("the interpreter (on a GPU pad_weight runs it)")
+    rows = 19
+    src = torch.randn(rows, src_stride).to(dtype)[:, :cols]
+    dst = torch.full((rows + 1, 1024 * 4), 7.0).to(dtype)
+    assert copy_vec(src, dst) == vec  # what copy_rows passes: 16 bytes, less where the row length does not divide
+    copy_rows_kernel[(-(-rows // 8), -(-cols // 512))](src, dst, rows, cols, src.stride(0), dst.stride(0), VEC=vec,
+                                                       BLOCK_R=8, BLOCK_C=512)
+    assert torch.equal(dst[:rows, :cols].float(), src.float())
+    assert (dst[:rows, cols:].float() == 7).all() and (dst[rows:].float() == 7).all()
 
 
 def test_half_tile_cost_rises_where_k_is_short():
