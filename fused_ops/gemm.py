@@ -304,8 +304,10 @@ def pad_weight(w, multiple=64):
     with B contiguous and 1.00x with the padded stride, 4096x3000x4096 0.74 -> 0.99x (results/current/gemm/
     edge_eb7d296/). A weight stored as nn.Linear stores it (N x K, passed as w.t()) needs no padding where K is
     aligned: that layout ran 0.98-0.99x. Without it, large calls copy B into aligned rows themselves, per call
-    (fused_ops/problem.py pads_b: 4096x1000x8192 0.83x instead of 1.02x). Cost: K x (padded N - N) elements of memory;
-    none per call. Not collective."""
+    (fused_ops/problem.py pads_b: 4096x1000x8192 0.83x instead of 1.02x). A K-major w (w.t() of an N x K weight, as
+    FP8 takes it) stays K-major, its rows of K padded: FP8 with K x 1 byte not a multiple of 32 (K = 3696) ran
+    0.78-0.83x torch._scaled_mm as given and 0.99-1.12x padded (fused_ops/local_gemm.py pads_fp8_b, which copies per
+    call where that pays). Cost: the padding's elements of memory; none per call. Not collective."""
     import torch
 
     if w.dim() != 2:
@@ -315,12 +317,14 @@ def pad_weight(w, multiple=64):
                          f"({16 // w.element_size()} elements of {w.dtype})")
     k, n = w.shape
     aligned_rows = w.stride(1) == 1 and w.stride(0) % multiple == 0
-    aligned_cols = w.stride(0) == 1 and w.stride(1) % multiple == 0  # K-major (nn.Linear's weight.t()): TMA=2
-    if (aligned_rows or aligned_cols) and w.data_ptr() % 16 == 0:
+    k_major = w.stride(0) == 1 and w.stride(1) != 1  # nn.Linear's weight.t() (TMA=2; FP8's only layout)
+    if (aligned_rows or (k_major and w.stride(1) % multiple == 0)) and w.data_ptr() % 16 == 0:
         return w
+    if k_major:  # stays K-major: its rows of K padded
+        buf = torch.empty(n, -(-k // multiple) * multiple, dtype=w.dtype, device=w.device)
+        return copy_rows(w.t(), buf[:, :k]).t()
     buf = torch.empty(k, -(-n // multiple) * multiple, dtype=w.dtype, device=w.device)
-    copy_rows(w, buf[:, :n])
-    return buf[:, :n]
+    return copy_rows(w, buf[:, :n])
 
 
 @triton.jit
@@ -338,10 +342,11 @@ def copy_rows_kernel(SRC, DST, rows, cols, src_stride, dst_stride, VEC: tl.const
 
 
 def copy_rows(src, dst):
-    """dst = src (2-D, unit column stride, any row strides): 16 bytes per access where the row strides and addresses
-    allow, one launch (a torch copy_ into such a view moved FP8 rows at well under a TB/s). Not collective."""
-    if src.device.type != "cuda" or src.stride(1) != 1 or dst.stride(1) != 1:
-        dst.copy_(src)
+    """dst = src (2-D): 16 bytes per access where the row strides and addresses allow (at least 8), one launch (a
+    torch copy_ into such a view moved FP8 rows at well under a TB/s); elsewhere torch's copy_. Not collective."""
+    if (src.device.type != "cuda" or src.stride(1) != 1 or dst.stride(1) != 1
+            or copy_vec(src, dst) * src.element_size() < 8):
+        dst.copy_(src)  # not a layout this kernel serves better (rows of odd length: torch's own copy, as before)
         return dst
     rows, cols = src.shape
     block_c = 64 * (16 // src.element_size())  # 1 KiB of a row per program row

@@ -33,6 +33,31 @@ PTR_FLOPS = 5e12
 ALIGN_OPERANDS = True
 
 
+# FP8 B (K-major, rows of K bytes) whose rows are 16- but not 32-byte aligned (K % 32 == 16: K = 3696) makes every TMA
+# box row of B span five 32-byte sectors instead of four, and the Gluon kernel's FP8 tiles, which draw on L2 near its
+# limit, ran 0.78-0.83x torch._scaled_mm, the same values in 128-byte aligned rows 0.99-1.12x (1x H200,
+# results/current/gemm/stride_a093237/; rows 32-byte aligned, K = 7392 or 14784, ran at the aligned rate). A copy of B
+# into such rows per call (gemm.copy_rows) took them to 0.87-0.99x: pads_fp8_b makes it where FP8_SECTOR_GAIN of the
+# GEMM's time at FP8_FLOPS exceeds problem.PAD_B_MARGIN x the copy's (2 x N x K bytes at FP8_COPY_BANDWIDTH plus a
+# launch): M of about 2000 and up at N x K = 8192 x 3696. pad_weight once per weight avoids the copy (bf16 rows of
+# the same misalignment were mixed: left as given).
+FP8_SECTOR_GAIN = 0.2
+FP8_FLOPS = 1.3e15
+FP8_COPY_BANDWIDTH = 3.5e12
+FP8_COPY_LAUNCH_S = 3e-6
+
+
+def pads_fp8_b(m, n, k, b):
+    """Whether scaled_mm copies its K-major FP8 B into 128-byte aligned rows before the Gluon kernel runs (see
+    FP8_SECTOR_GAIN). Host only, free."""
+    from .problem import PAD_B_MARGIN
+    k_major, row = _b_rows(b)
+    if not k_major or (row * b.element_size()) % 32 == 0:
+        return False
+    copy_s = 2 * n * k * b.element_size() / FP8_COPY_BANDWIDTH + FP8_COPY_LAUNCH_S
+    return FP8_SECTOR_GAIN * 2 * m * n * k / FP8_FLOPS > PAD_B_MARGIN * copy_s
+
+
 class _Device:
     """What config.default_config reads off a context, for a plain one-GPU call."""
 

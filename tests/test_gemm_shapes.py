@@ -133,6 +133,28 @@ def test_pad_weight_aligns_rows_and_keeps_values():
         pad_weight(w, 4)
 
 
+def test_pad_weight_keeps_a_k_major_weight_k_major_with_its_rows_of_k_padded():
+    # FP8 takes B only K-major (w.t() of an N x K weight): padding must not turn it row-major
+    for dtype, k in ((torch.float16, 1000), (torch.float8_e4m3fn, 3696)):
+        w = torch.randn(24, k).to(dtype)  # N x K
+        p = pad_weight(w.t(), 128)
+        assert p.shape == (k, 24) and p.stride(0) == 1 and p.stride(1) % 128 == 0, p.stride()
+        assert torch.equal(p.float(), w.t().float())
+
+
+def test_fp8_b_rows_off_32_bytes_are_copied_only_where_the_gemm_pays_for_it():
+    from fused_ops.local_gemm import pads_fp8_b
+
+    def b(n, k, k_major=True, pad=0):
+        w = torch.empty(n, k + pad, dtype=torch.float8_e4m3fn)[:, :k]
+        return w.t() if k_major else w.t().contiguous()
+    assert pads_fp8_b(4096, 8192, 3696, b(8192, 3696)) and pads_fp8_b(16384, 8192, 3696, b(8192, 3696))
+    assert not pads_fp8_b(1024, 8192, 3696, b(8192, 3696))  # the copy would cost more than a fifth of the GEMM
+    assert not pads_fp8_b(16384, 8192, 7392, b(8192, 7392))  # rows 32-byte aligned: four sectors a box row
+    assert not pads_fp8_b(16384, 8192, 3696, b(8192, 3696, pad=16))  # padded already (rows of 3712 bytes)
+    assert not pads_fp8_b(16384, 8192, 3696, b(8192, 3696, k_major=False))  # not FP8's layout: not this rule's
+
+
 @pytest.mark.parametrize("dtype, vec, cols, src_stride", [(torch.bfloat16, 8, 1000, 1000), (torch.float8_e4m3fn, 16,
                                                                                              3696, 3696),
                                                           (torch.float16, 2, 998, 1004)])
