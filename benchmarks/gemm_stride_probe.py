@@ -37,6 +37,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=11)
     parser.add_argument("--out", required=True)
     parser.add_argument("--cases", nargs="+", help="only these operand cases (default: all)")
+    parser.add_argument("--kernel", default=None, choices=("wgmma", "tile_loop"),
+                        help="the kernel (default: the call's own pick; tile_loop: what the fused ops run)")
     args = parser.parse_args()
     import pandas as pd
 
@@ -57,7 +59,7 @@ def main():
             ref = (a.double() * sa.double()) @ (w.double() * sw.double()).t()
 
             def ours(a_, w_):
-                return fp8.scaled_mm(a_, w_.t(), sa, sw, out=c)
+                return fp8.scaled_mm(a_, w_.t(), sa, sw, out=c, kernel=args.kernel)
 
             def theirs():
                 return torch._scaled_mm(a, w.t(), sa, sw, out_dtype=torch.bfloat16)
@@ -66,7 +68,7 @@ def main():
             ref = a.double() @ w.double()
 
             def ours(a_, w_):
-                return matmul(a_, w_, out=c)
+                return matmul(a_, w_, out=c, kernel=args.kernel)
 
             def theirs():
                 return torch.matmul(a, w, out=c)
@@ -84,6 +86,7 @@ def main():
             err = ((c.double() - ref).norm() / ref.norm()).item()
             t, t_torch = paired_graph_us(call, theirs, rounds=args.rounds)
             rows.append(dict(m=m, n=n, k=k, dtype="float8_e4m3fn" if args.fp8 else "bfloat16", operands=name,
+                             kernel=args.kernel or "default",
                              a_row_bytes=a.stride(0) * a.element_size(), time_us=t, torch_us=t_torch,
                              vs_torch=t_torch / t, tflops=2 * m * n * k / t / 1e6, rel_error=err,
                              correct=err < 1e-2, **run_stamp))
