@@ -47,12 +47,6 @@ def gluon_candidate(name, cfg, a, c, sms):
     return local_gemm._fit(cfg, a, c)
 
 
-def stagger(name):
-    """A Gluon candidate named "... staggerN": its consumers start N blocks of K apart (wgmma.run(stagger=N))."""
-    found = re.search(r" stagger(\d+)\b", name)
-    return int(found.group(1)) if found else 0
-
-
 def per_sm(name, cfg, sms):
     """A candidate named "... xN" runs N programs per SM: gemm_sms = N x this device's SMs."""
     more = re.search(r" x(\d+)\b", name)
@@ -133,13 +127,7 @@ WGMMA_CANDIDATES = {"wgmma 128x256x64 s3": tile(128, 256, 64, 3, 4),
                     "wgmma swap 256x64x64 s4 kfill": tile(256, 64, 64, 4, 4),
                     "wgmma swap 128x64x64 s6 kfill": tile(128, 64, 64, 6, 4),
                     "wgmma swap 64x64x64 s8 kfill": tile(64, 64, 64, 8, 4),
-                    "wgmma swap 128x128x64 s6 kfill": tile(128, 128, 64, 6, 4),
-                    # consumers starting N blocks of K apart (one's epilogue beside the other's MMAs)
-                    "wgmma 128x128x64 s6 stagger2": tile(128, 128, 64, 6, 4),
-                    "wgmma 128x128x64 s6 stagger4": tile(128, 128, 64, 6, 4),
-                    "wgmma 128x256x64 s3 stagger1": tile(128, 256, 64, 3, 4),
-                    "wgmma 128x256x64 s3 stagger2": tile(128, 256, 64, 3, 4),
-                    "wgmma 192x128x64 s4 stagger1": tile(192, 128, 64, 4, 4)}
+                    "wgmma swap 128x128x64 s6 kfill": tile(128, 128, 64, 6, 4)}
 CANDIDATES.update(WGMMA_CANDIDATES)
 # fused_ops.matmul, the library's GEMM alone (fused_ops/local_gemm.py): the Gluon kernel where config.wgmma_config
 # picks it, else the tile loop ("default" is the tile loop as the fused ops run it)
@@ -444,7 +432,7 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp):
         if name in toggles:
             return with_toggles(lambda: local_gemm.matmul(a, b, out=c))
         return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, block_m=cfg.block_m,
-                         swap=swap, split_k=cfg.split_k, stagger=stagger(name))
+                         swap=swap, split_k=cfg.split_k)
     c.fill_(float("nan"))
     call()
     err = ((c.double() - ref).norm() / ref.norm()).item()

@@ -136,7 +136,6 @@ if _GLUON:
         CONSUMERS: gl.constexpr,                        # consumer warpgroups (64 rows each)
         SPLIT_K: gl.constexpr,                          # slices of K per tile (> 1: c_desc holds fp32 partials)
         INSIDE: gl.constexpr,                           # edge boxes moved back inside the operands (inside())
-        STAGGER: gl.constexpr,                          # blocks of K each warpgroup starts behind the one before
     ):
         """A consumer warpgroup of wgmma_ws_kernel: waits for a block, multiplies its 64 rows of A by B and releases
         the stage once its MMAs are done. PROMOTE: waits for them at every block and adds the block's sum into fp32
@@ -151,10 +150,6 @@ if _GLUON:
         num_pid_n = gl.cdiv(N, BLOCK_N)
         per = gl.cdiv(gl.cdiv(K, BLOCK_K), SPLIT_K)
         zero = gl.zeros([HALF_M, BLOCK_N], gl.float32, layout)
-        if STAGGER * HALF > 0:  # start once the load warp has landed block STAGGER x HALF (if this program has it)
-            units = gl.cdiv(num_pid_m * num_pid_n - gl.program_id(0), gl.num_programs(0))
-            if units * gl.cdiv(K, BLOCK_K) > STAGGER * HALF:
-                mbarrier.wait(ready.index((STAGGER * HALF) % NUM_BUFFERS), ((STAGGER * HALF) // NUM_BUFFERS) & 1)
         c = 0
         for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT_K, gl.num_programs(0)):
             pid_m, pid_n, k0, k1 = unit_coords(unit, num_pid_m, num_pid_n, per, K, BLOCK_K, GROUP_M)
@@ -219,7 +214,6 @@ if _GLUON:
         CONSUMERS: gl.constexpr,                        # consumer warpgroups: tiles of 64 x CONSUMERS rows
         SPLIT_K: gl.constexpr,                          # slices of K per tile; > 1: c_desc is the fp32 partials'
         INSIDE: gl.constexpr,                           # edge tiles' boxes moved back inside A, B and C (inside())
-        STAGGER: gl.constexpr = 0,                      # blocks of K each consumer starts behind the one before
     ):
         """Warp-specialized: one warp loads, one to three warpgroups of 4 warps (this kernel's own, and workers)
         each compute 64 rows of every tile, synchronized only through the ring's mbarriers (no CTA-wide barrier), so
@@ -239,27 +233,27 @@ if _GLUON:
         if CONSUMERS == 1:
             gl.warp_specialize([
                 (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, STAGGER)),
+                               CONSUMERS, SPLIT_K, INSIDE)),
                 (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, A_T, B_T,
                             CONSUMERS, SPLIT_K, INSIDE)),
             ], [1], [40])
         elif CONSUMERS == 2:
             gl.warp_specialize([
                 (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, STAGGER)),
+                               CONSUMERS, SPLIT_K, INSIDE)),
                 (ws_consumer, (1, c_bufs.index(1), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, STAGGER)),
+                               CONSUMERS, SPLIT_K, INSIDE)),
                 (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, A_T, B_T,
                             CONSUMERS, SPLIT_K, INSIDE)),
             ], [4, 1], [CONSUMER_REGS, 40])
         else:
             gl.warp_specialize([
                 (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, STAGGER)),
+                               CONSUMERS, SPLIT_K, INSIDE)),
                 (ws_consumer, (1, c_bufs.index(1), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, STAGGER)),
+                               CONSUMERS, SPLIT_K, INSIDE)),
                 (ws_consumer, (2, c_bufs.index(2), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, STAGGER)),
+                               CONSUMERS, SPLIT_K, INSIDE)),
                 (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, A_T, B_T,
                             CONSUMERS, SPLIT_K, INSIDE)),
             ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, 40])
@@ -298,7 +292,7 @@ def supports(a, b, c):
 
 
 def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None, promote=False, group_m=8,
-        block_m=BLOCK_M, swap=False, split_k=1, stagger=0):
+        block_m=BLOCK_M, swap=False, split_k=1):
     """c = a @ b (FP8: * scales) on one GPU with wgmma_ws_kernel: block_m x block_n tiles, `stages` ring stages, at
     most `programs` persistent programs; `supports(a, b, c)` must hold. block_m 128 or 192: two or three consumer
     warpgroups of 64 rows. swap: the MMAs run on C's transpose, B's columns as their rows: block_n 64, 128 or 192
@@ -307,11 +301,9 @@ def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None,
     accumulation across K. split_k: each tile's K in that many slices (as many as have a block of K each), one unit
     of work apiece, whose fp32 partials a second kernel adds into c (where tiles are too few for the SMs; the
     partials: split_k x C's size in fp32, a buffer kept per device and size, so calls on two streams at once must not
-    share one). stagger: each consumer warpgroup starts that many blocks of K behind the one before (whole tiles,
-    16-bit), so that one's epilogue can run beside the other's MMAs (exploratory). One launch (two with split_k); host
-    cost: three TMA descriptors. Not collective."""
+    share one). One launch (two with split_k); host cost: three TMA descriptors. Not collective."""
     args, consts, units, partials = kernel_args(a, b, c, block_n, block_k, stages, block_m, swap, scale_a, scale_b,
-                                                promote, group_m, split_k, stagger)
+                                                promote, group_m, split_k)
     wgmma_ws_kernel[(min(programs, units),)](*args, **consts, num_warps=4)
     if partials is not None:
         sum_slices(partials, c)
@@ -328,7 +320,7 @@ _partials = {}
 
 
 def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, scale_a=None, scale_b=None,
-                promote=False, group_m=8, split_k=1, stagger=0):
+                promote=False, group_m=8, split_k=1):
     """(arguments, constexprs, units of work, fp32 partials or None) of wgmma_ws_kernel for run()'s call (the CPU
     tests compile it from these)."""
     rows, cols = (block_n, block_m) if swap else (block_m, block_n)
@@ -341,9 +333,6 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
     if not isinstance(split_k, int) or split_k < 1:
         raise ValueError(f"wgmma.run: split_k={split_k!r}; expected a positive integer")
     split = slices(a.shape[1], block_k, split_k)
-    if stagger and (split > 1 or promote or (rows // 64 - 1) * stagger >= stages):
-        raise ValueError(f"wgmma.run: stagger={stagger} runs whole tiles without FP8 promotion, the last consumer's "
-                         f"start ({rows // 64 - 1} x stagger) within the {stages} stages")
     partials, m_pad = None, 0
     if split > 1:  # fp32 partials of C's shape per slice, C's rows padded to whole tiles (TMA stores never cross)
         m_pad = triton.cdiv(c.shape[0], cols if swap else rows) * (cols if swap else rows)
@@ -374,7 +363,7 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
             m, n, k, m_pad)
     consts = dict(GROUP_M=group_m, NUM_BUFFERS=stages, A_T=a_t, B_T=b_t, C_T=c_t, SCALES=scales,
                   PROMOTE=bool(promote), CONSUMER_REGS=CONSUMER_REGS if rows <= 128 else CONSUMER_REGS_3,
-                  CONSUMERS=rows // 64, SPLIT_K=split, INSIDE=KEEP_INSIDE, STAGGER=stagger)
+                  CONSUMERS=rows // 64, SPLIT_K=split, INSIDE=KEEP_INSIDE)
     return args, consts, triton.cdiv(m, rows) * triton.cdiv(n, cols) * split, partials
 
 

@@ -30,7 +30,7 @@ def _tile(cfg):
 
 
 def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.float8_e4m3fn, b_t=True, block_m=128,
-                 swap=False, split_k=1, stagger=0):
+                 swap=False, split_k=1):
     """(PTX, shared bytes, ptxas's report) of wgmma_ws_kernel for sm_90a, compiled here without a GPU, with the
     arguments wgmma.run would pass."""
     import triton
@@ -43,9 +43,8 @@ def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.fl
     b = torch.empty(1024, 256, dtype=dtype)
     b = b.t() if b_t else b
     sa = sb = torch.ones(1 if scales < 2 else 256) if scales else None
-    args, consts, _, _ = wgmma.kernel_args(a, b, c, bn, bk, stages, block_m, swap, sa, sb, promote, split_k=split_k,
-                                           stagger=stagger)
-    assert consts["SPLIT_K"] == split_k and consts["STAGGER"] == stagger
+    args, consts, _, _ = wgmma.kernel_args(a, b, c, bn, bk, stages, block_m, swap, sa, sb, promote, split_k=split_k)
+    assert consts["SPLIT_K"] == split_k
     fn = wgmma.wgmma_ws_kernel
     sig = dict(zip(fn.arg_names, [mangle_type(x) for x in args[:3]] + ["*fp32", "*fp32"] + ["i32"] * 4))
     sig.update({k: "constexpr" for k in consts})
@@ -65,8 +64,7 @@ def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.fl
 FP8, BF16 = torch.float8_e4m3fn, torch.bfloat16
 
 
-# id: (promote, scales, out dtype, operand dtype, B K-major,
-#      (block_n, block_k, stages[, block_m[, swap[, split_k[, stagger]]]]))
+# id: (promote, scales, out dtype, operand dtype, B K-major, (block_n, block_k, stages[, block_m[, swap[, split_k]]]))
 COMPILE_CASES = {
     "fp8-precise-tensor": (True, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 6)),
     "fp8-precise-row": (True, 2, "bfloat16", "float8_e4m3fn", True, (128, 128, 6)),
@@ -91,9 +89,6 @@ COMPILE_CASES = {
     "bf16-split-k-192-rows": (False, 0, "bfloat16", "bfloat16", False, (64, 64, 6, 192, False, 2)),
     "bf16-swap-split-k": (False, 0, "bfloat16", "bfloat16", True, (128, 64, 4, 128, True, 2)),
     "fp8-precise-split-k": (True, 1, "bfloat16", "float8_e4m3fn", True, (64, 128, 6, 128, False, 4)),
-    # consumers started blocks of K apart
-    "bf16-stagger": (False, 0, "bfloat16", "bfloat16", False, (128, 64, 6, 128, False, 1, 2)),
-    "bf16-stagger-192-rows": (False, 0, "bfloat16", "bfloat16", False, (128, 64, 4, 192, False, 1, 1)),
 }
 
 
@@ -103,12 +98,11 @@ def compile_cases():
     out = {}
     for name, (promote, scales, out_dtype, dtype, b_t, tile) in COMPILE_CASES.items():
         out_dtype, dtype = getattr(torch, out_dtype), getattr(torch, dtype)
-        tile, (block_m, swap, split_k, stagger) = tile[:3], (tile[3:] + (128, False, 1, 0)[len(tile) - 3:])
+        tile, (block_m, swap, split_k) = tile[:3], (tile[3:] + (128, False, 1)[len(tile) - 3:])
         staged = 4 if split_k > 1 else out_dtype.itemsize  # split-K stages fp32 partials
         while not wgmma.fits(*tile, dtype.itemsize, staged, block_m):
             tile = (tile[0], tile[1], tile[2] - 1)  # fp32 C staging tiles take a stage's worth
-        ptx, shared, report = compile_sm90(tile, promote, scales, out_dtype, dtype, b_t, block_m, swap, split_k,
-                                           stagger)
+        ptx, shared, report = compile_sm90(tile, promote, scales, out_dtype, dtype, b_t, block_m, swap, split_k)
         out[name] = dict(shared=shared, report=report, setmaxnreg="setmaxnreg" in ptx,
                          mma_and_tma="wgmma.mma_async" in ptx and "cp.async.bulk.tensor" in ptx,
                          in_flight="wgmma.wait_group.sync.aligned 1" in ptx)
