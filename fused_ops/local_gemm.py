@@ -35,11 +35,12 @@ ALIGN_OPERANDS = True
 
 # FP8 B (K-major, rows of K bytes) whose rows are 16- but not 32-byte aligned (K % 32 == 16: K = 3696) makes every TMA
 # box row of B span five 32-byte sectors instead of four, and the Gluon kernel's FP8 tiles, which draw on L2 near its
-# limit, ran 0.78-0.83x torch._scaled_mm, the same values in 128-byte aligned rows 0.99-1.12x (1x H200,
-# results/current/gemm/stride_a093237/; rows 32-byte aligned, K = 7392 or 14784, ran at the aligned rate). A copy of B
-# into such rows per call (gemm.copy_rows) took them to 0.87-0.99x: pads_fp8_b makes it where FP8_SECTOR_GAIN of the
-# GEMM's time at FP8_FLOPS exceeds problem.PAD_B_MARGIN x the copy's (2 x N x K bytes at FP8_COPY_BANDWIDTH plus a
-# launch): M of about 2000 and up at N x K = 8192 x 3696. pad_weight once per weight avoids the copy (bf16 rows of
+# limit, ran 0.78-0.83x torch._scaled_mm, the same values in 128-byte aligned rows 0.99-1.18x (1x H200,
+# results/current/gemm/fp8rows_70d96d6/explore/stride_fp8_*; rows 32-byte aligned, K = 7392 or 14784, ran at the
+# aligned rate). A copy of B into such rows per call (gemm.copy_rows) took them to 0.87-0.99x: pads_fp8_b makes it
+# where FP8_SECTOR_GAIN of the GEMM's time at FP8_FLOPS exceeds problem.PAD_B_MARGIN x the copy's (2 x N x K bytes
+# at FP8_COPY_BANDWIDTH plus a launch): M of about 3000 and up at N x K = 8192 x 3696 (4096x8192x3696: 0.80 -> 0.93x
+# on both GPUs). pad_weight once per weight avoids the copy (bf16 rows of
 # the same misalignment were mixed: left as given).
 FP8_SECTOR_GAIN = 0.2
 FP8_FLOPS = 1.3e15

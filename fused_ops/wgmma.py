@@ -27,6 +27,8 @@ import torch
 import triton
 import triton.language as tl
 
+from .gemm import store_vec
+
 try:
     from triton.experimental import gluon
     from triton.experimental.gluon import language as gl
@@ -387,15 +389,13 @@ def sum_slices_kernel(P, C, M, N_V, N_PAD, SLICE, LDC_V, SLICES: tl.constexpr, B
              mask=rows & (c[None, :] < N_V * VEC))
 
 
-SUM_LOADS = 64  # loads in flight per thread of sum_slices_kernel (4 warps): slices x elements per thread
+SUM_LOADS = 64  # loads in flight per thread of sum_slices_kernel: slices x elements per thread
 SUM_COLS = 64  # columns of C per program of sum_slices_kernel (the partials' N_PAD is a multiple of it)
 
 
 def sum_slices(partials, c):
     """c = partials.sum(0) (fp32 partials of C's shape, padded to whole tiles): one launch, every program's loads in
     flight, at least two programs per SM where C has the rows."""
-    from .gemm import store_vec
-
     split, m_pad, n_pad = partials.shape
     m, n = c.shape
     sms = torch.cuda.get_device_properties(c.device).multi_processor_count if c.is_cuda else 4
