@@ -39,12 +39,24 @@ def tile(block_m, block_n, block_k, num_stages, num_warps, **more):
 
 def gluon_candidate(name, cfg, a, c, sms):
     """A Gluon-kernel candidate as run: every SM's program, group_m 8; "kfill": split_k = the SMs over the tiles
-    (wgmma.slices keeps those with a block of K); its stages cut to what fits beside the staging tiles."""
+    (wgmma.slices keeps those with a block of K); "remR": swapped tiles block_m + R rows of A wide (wgmma.run(rem=R));
+    its stages cut to what fits beside the staging tiles."""
     cfg = dataclasses.replace(cfg, gemm_sms=sms, group_m=8, split_k=1, swap_ab="swap" in name)
     if name.endswith("kfill"):
-        tiles = -(-c.shape[0] // cfg.block_m) * -(-c.shape[1] // cfg.block_n)  # C's tiles, swapped or not
+        tiles = -(-c.shape[0] // (cfg.block_m + rem(name))) * -(-c.shape[1] // cfg.block_n)  # C's tiles
         cfg = dataclasses.replace(cfg, split_k=wgmma.slices(a.shape[1], cfg.block_k, max(1, sms // tiles)))
-    return local_gemm._fit(cfg, a, c)
+    if not rem(name):
+        return local_gemm._fit(cfg, a, c)
+    while not wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, a.element_size(), local_gemm._staged(c, cfg),
+                         cfg.block_m + rem(name)):
+        cfg = dataclasses.replace(cfg, num_stages=cfg.num_stages - 1)
+    return cfg
+
+
+def rem(name):
+    """R of a candidate named "... remR" (wgmma.run(rem=R)), else 0."""
+    found = re.search(r" rem(\d+)\b", name)
+    return int(found.group(1)) if found else 0
 
 
 def per_sm(name, cfg, sms):
@@ -127,7 +139,14 @@ WGMMA_CANDIDATES = {"wgmma 128x256x64 s3": tile(128, 256, 64, 3, 4),
                     "wgmma swap 256x64x64 s4 kfill": tile(256, 64, 64, 4, 4),
                     "wgmma swap 128x64x64 s6 kfill": tile(128, 64, 64, 6, 4),
                     "wgmma swap 64x64x64 s8 kfill": tile(64, 64, 64, 8, 4),
-                    "wgmma swap 128x128x64 s6 kfill": tile(128, 128, 64, 6, 4)}
+                    "wgmma swap 128x128x64 s6 kfill": tile(128, 128, 64, 6, 4),
+                    # swapped tiles block_m + R rows of A wide (a second MMA of N = R): 129-160 rows in one tile
+                    "wgmma swap 128x64x64 s6 rem16": tile(128, 64, 64, 6, 4),
+                    "wgmma swap 128x64x64 s6 rem16 kfill": tile(128, 64, 64, 6, 4),
+                    "wgmma swap 128x128x64 s4 rem16 kfill": tile(128, 128, 64, 4, 4),
+                    "wgmma swap 128x64x64 s6 rem32 kfill": tile(128, 64, 64, 6, 4),
+                    "wgmma swap 128x128x64 s4 rem32 kfill": tile(128, 128, 64, 4, 4),
+                    "wgmma swap 128x192x64 s4 rem16": tile(128, 192, 64, 4, 4)}
 CANDIDATES.update(WGMMA_CANDIDATES)
 # fused_ops.matmul, the library's GEMM alone (fused_ops/local_gemm.py): the Gluon kernel where config.wgmma_config
 # picks it, else the tile loop ("default" is the tile loop as the fused ops run it)
@@ -432,7 +451,7 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp):
         if name in toggles:
             return with_toggles(lambda: local_gemm.matmul(a, b, out=c))
         return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, block_m=cfg.block_m,
-                         swap=swap, split_k=cfg.split_k)
+                         swap=swap, split_k=cfg.split_k, rem=rem(name))
     c.fill_(float("nan"))
     call()
     err = ((c.double() - ref).norm() / ref.norm()).item()

@@ -87,10 +87,11 @@ if _GLUON:
 
     @gluon.jit
     def ws_loads(
-        a_desc, b_desc, a_bufs, b_bufs, ready, empty,   # operands; the ring's stages and barriers
+        a_desc, b_desc, b2_desc,                        # operands (b2: REM's columns of B)
+        a_bufs, b_bufs, b2_bufs, ready, empty,          # the ring's stages and barriers
         M, N, K,                                        # problem size
         GROUP_M: gl.constexpr, NUM_BUFFERS: gl.constexpr, A_T: gl.constexpr, B_T: gl.constexpr,
-        CONSUMERS: gl.constexpr, SPLIT_K: gl.constexpr, INSIDE: gl.constexpr,
+        CONSUMERS: gl.constexpr, SPLIT_K: gl.constexpr, INSIDE: gl.constexpr, REM: gl.constexpr,
     ):
         """The load warp of wgmma_ws_kernel: every K block of every (tile, slice of K) of this program into the ring
         (A as one 64-row box per consumer), each stage once every consumer has released it."""
@@ -99,17 +100,23 @@ if _GLUON:
         BLOCK_K: gl.constexpr = a_desc.block_type.shape[0] if A_T else a_desc.block_type.shape[1]
         BLOCK_N: gl.constexpr = b_desc.block_type.shape[0] if B_T else b_desc.block_type.shape[1]
         num_pid_m = gl.cdiv(M, BLOCK_M)
-        num_pid_n = gl.cdiv(N, BLOCK_N)
+        num_pid_n = gl.cdiv(N, BLOCK_N + REM)
         per = gl.cdiv(gl.cdiv(K, BLOCK_K), SPLIT_K)
         p = 0
         for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT_K, gl.num_programs(0)):
             pid_m, pid_n, k0, k1 = unit_coords(unit, num_pid_m, num_pid_n, per, K, BLOCK_K, GROUP_M)
-            col0 = inside(pid_n * BLOCK_N, BLOCK_N, N, INSIDE)
+            col0 = inside(pid_n * (BLOCK_N + REM), BLOCK_N, N, INSIDE)
+            if REM > 0:
+                col2 = inside(pid_n * (BLOCK_N + REM) + BLOCK_N, REM, N, INSIDE)
             for kk in range(k0, k1):
                 s = p % NUM_BUFFERS
                 mbarrier.wait(empty.index(s), ((p // NUM_BUFFERS) & 1) ^ 1)  # a fresh barrier passes parity 1
                 bar = ready.index(s)
-                mbarrier.expect(bar, CONSUMERS * a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+                if REM > 0:
+                    mbarrier.expect(bar, CONSUMERS * a_desc.block_type.nbytes + b_desc.block_type.nbytes
+                                    + b2_desc.block_type.nbytes)
+                else:
+                    mbarrier.expect(bar, CONSUMERS * a_desc.block_type.nbytes + b_desc.block_type.nbytes)
                 for h in gl.static_range(CONSUMERS):
                     row0 = inside(pid_m * BLOCK_M + h * HALF_M, HALF_M, M, INSIDE)
                     if A_T:
@@ -122,12 +129,31 @@ if _GLUON:
                     tma.async_copy_global_to_shared(b_desc, [col0, kk * BLOCK_K], bar, b_bufs.index(s))
                 else:
                     tma.async_copy_global_to_shared(b_desc, [kk * BLOCK_K, col0], bar, b_bufs.index(s))
+                if REM > 0:
+                    if B_T:
+                        tma.async_copy_global_to_shared(b2_desc, [col2, kk * BLOCK_K], bar, b2_bufs.index(s))
+                    else:
+                        tma.async_copy_global_to_shared(b2_desc, [kk * BLOCK_K, col2], bar, b2_bufs.index(s))
                 p += 1
+
+    @gluon.jit
+    def store_tile(acc, c_smem, c_desc, first, row0, col0, C_T: gl.constexpr):
+        """acc to C's rows row0.. and columns col0.. by an asynchronous TMA store (C_T: C stored transposed; first:
+        split-K's slice, its rows of the partials as stored), once this warpgroup's previous store has left c_smem."""
+        tma.store_wait(pendings=0)
+        if C_T:
+            c_smem.store(gl.permute(acc.to(c_desc.dtype), (1, 0)))
+            fence_async_shared()
+            tma.async_copy_shared_to_global(c_desc, [first + col0, row0], c_smem)
+        else:
+            c_smem.store(acc.to(c_desc.dtype))
+            fence_async_shared()
+            tma.async_copy_shared_to_global(c_desc, [first + row0, col0], c_smem)
 
     @gluon.jit
     def ws_consumer(
         HALF: gl.constexpr,                             # which 64 rows of each tile this warpgroup computes
-        c_smem,                                         # its staging tile for C
+        c_smem, c2_smem,                                # its staging tiles for C (c2: REM's columns)
         ops,                                            # the ring, C's descriptor, scales and sizes (wgmma_ws_kernel)
         GROUP_M: gl.constexpr, NUM_BUFFERS: gl.constexpr,
         A_T: gl.constexpr,                              # A stored K x M (M-major)
@@ -138,24 +164,30 @@ if _GLUON:
         CONSUMERS: gl.constexpr,                        # consumer warpgroups (64 rows each)
         SPLIT_K: gl.constexpr,                          # slices of K per tile (> 1: c_desc holds fp32 partials)
         INSIDE: gl.constexpr,                           # edge boxes moved back inside the operands (inside())
+        REM: gl.constexpr,                              # a second MMA of REM more columns of B per tile (16-bit)
     ):
         """A consumer warpgroup of wgmma_ws_kernel: waits for a block, multiplies its 64 rows of A by B and releases
         the stage once its MMAs are done. PROMOTE: waits for them at every block and adds the block's sum into fp32
         (the other warpgroups' MMAs keep the tensor cores busy meanwhile, so they drift into turns); else one block's
         MMAs stay in flight while the next block's issue."""
-        a_bufs, b_bufs, ready, empty, c_desc, SA, SB, M, N, K, M_PAD = ops
+        a_bufs, b_bufs, b2_bufs, ready, empty, c_desc, c2_desc, SA, SB, M, N, K, M_PAD = ops
         HALF_M: gl.constexpr = a_bufs.type.shape[2] if A_T else a_bufs.type.shape[1]
         BLOCK_N: gl.constexpr = b_bufs.type.shape[1] if B_T else b_bufs.type.shape[2]
         BLOCK_K: gl.constexpr = a_bufs.type.shape[1] if A_T else a_bufs.type.shape[2]
         layout: gl.constexpr = mma_layout(HALF_M, BLOCK_N, a_bufs.dtype.primitive_bitwidth, 4)
         num_pid_m = gl.cdiv(M, CONSUMERS * HALF_M)
-        num_pid_n = gl.cdiv(N, BLOCK_N)
+        num_pid_n = gl.cdiv(N, BLOCK_N + REM)
         per = gl.cdiv(gl.cdiv(K, BLOCK_K), SPLIT_K)
         zero = gl.zeros([HALF_M, BLOCK_N], gl.float32, layout)
+        if REM > 0:
+            layout2: gl.constexpr = mma_layout(HALF_M, REM, a_bufs.dtype.primitive_bitwidth, 4)
+            zero2 = gl.zeros([HALF_M, REM], gl.float32, layout2)
         c = 0
         for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT_K, gl.num_programs(0)):
             pid_m, pid_n, k0, k1 = unit_coords(unit, num_pid_m, num_pid_n, per, K, BLOCK_K, GROUP_M)
             acc = zero
+            if REM > 0:
+                acc2 = zero2
             for kk in range(k0, k1):
                 s = c % NUM_BUFFERS
                 mbarrier.wait(ready.index(s), (c // NUM_BUFFERS) & 1)
@@ -170,16 +202,27 @@ if _GLUON:
                     part = warpgroup_mma_wait(0, deps=(part, ))
                     acc += part
                     mbarrier.arrive(empty.index(s), count=1)
+                elif REM > 0:  # two MMAs a block: wait until only this block's two are in flight
+                    b2 = b2_bufs.index(s)
+                    if B_T:
+                        b2 = b2.permute((1, 0))
+                    acc = warpgroup_mma(a, b, acc, use_acc=kk > k0, is_async=True)
+                    acc2 = warpgroup_mma(a, b2, acc2, use_acc=kk > k0, is_async=True)
+                    acc, acc2 = warpgroup_mma_wait(2, deps=(acc, acc2))
+                    mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1, pred=kk > k0)
                 else:
                     acc = warpgroup_mma(a, b, acc, use_acc=kk > k0, is_async=True)
                     acc = warpgroup_mma_wait(1, deps=(acc, ))  # the previous block's MMAs are done: release it
                     mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1, pred=kk > k0)
                 c += 1
-            if not PROMOTE:
+            if REM > 0:
+                acc, acc2 = warpgroup_mma_wait(0, deps=(acc, acc2))
+                mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1)
+            elif not PROMOTE:
                 acc = warpgroup_mma_wait(0, deps=(acc, ))
                 mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1)
             row0 = inside((pid_m * CONSUMERS + HALF) * HALF_M, HALF_M, M, INSIDE)  # as the load warp loaded them
-            col0 = inside(pid_n * BLOCK_N, BLOCK_N, N, INSIDE)
+            col0 = inside(pid_n * (BLOCK_N + REM), BLOCK_N, N, INSIDE)
             if SCALES == 1:
                 acc = acc * (gl.load(SA) * gl.load(SB))
             elif SCALES == 2:
@@ -188,20 +231,16 @@ if _GLUON:
                 acc = acc * gl.load(SA + rm, mask=rm < M, other=0.0)[:, None]
                 acc = acc * gl.load(SB + rn, mask=rn < N, other=0.0)[None, :]
             first = (unit // (num_pid_m * num_pid_n)) * M_PAD  # split-K: this slice's rows of the fp32 partials
-            tma.store_wait(pendings=0)  # this warpgroup's previous C has left c_smem
-            if C_T:
-                c_smem.store(gl.permute(acc.to(c_desc.dtype), (1, 0)))
-                fence_async_shared()
-                tma.async_copy_shared_to_global(c_desc, [first + col0, row0], c_smem)
-            else:
-                c_smem.store(acc.to(c_desc.dtype))
-                fence_async_shared()
-                tma.async_copy_shared_to_global(c_desc, [first + row0, col0], c_smem)
+            store_tile(acc, c_smem, c_desc, first, row0, col0, C_T)
+            if REM > 0:
+                col2 = inside(pid_n * (BLOCK_N + REM) + BLOCK_N, REM, N, INSIDE)
+                store_tile(acc2, c2_smem, c2_desc, first, row0, col2, C_T)
         tma.store_wait(pendings=0)
 
     @gluon.jit
     def wgmma_ws_kernel(
         a_desc, b_desc, c_desc,                         # A M x K, B K x N, C M x N (A: 64-row boxes, C: 64-row blocks)
+        b2_desc, c2_desc,                               # REM > 0: boxes of B's and C's REM columns past BLOCK_N
         SA, SB,                                         # FP8 scales (fp32): one each, or per row of A / column of B
         M, N, K,                                        # problem size
         M_PAD,                                          # split-K: C's rows per slice of c_desc's fp32 partials
@@ -216,6 +255,7 @@ if _GLUON:
         CONSUMERS: gl.constexpr,                        # consumer warpgroups: tiles of 64 x CONSUMERS rows
         SPLIT_K: gl.constexpr,                          # slices of K per tile; > 1: c_desc is the fp32 partials'
         INSIDE: gl.constexpr,                           # edge tiles' boxes moved back inside A, B and C (inside())
+        REM: gl.constexpr = 0,                          # tiles BLOCK_N + REM wide: a second MMA of N = REM (16-bit)
     ):
         """Warp-specialized: one warp loads, one to three warpgroups of 4 warps (this kernel's own, and workers)
         each compute 64 rows of every tile, synchronized only through the ring's mbarriers (no CTA-wide barrier), so
@@ -224,6 +264,14 @@ if _GLUON:
                                            a_desc.layout)
         b_bufs = gl.allocate_shared_memory(b_desc.dtype, [NUM_BUFFERS] + b_desc.block_type.shape, b_desc.layout)
         c_bufs = gl.allocate_shared_memory(c_desc.dtype, [CONSUMERS] + c_desc.block_type.shape, c_desc.layout)
+        if REM > 0:
+            b2_bufs = gl.allocate_shared_memory(b2_desc.dtype, [NUM_BUFFERS] + b2_desc.block_type.shape,
+                                                b2_desc.layout)
+            c2_bufs = gl.allocate_shared_memory(c2_desc.dtype, [CONSUMERS] + c2_desc.block_type.shape,
+                                                c2_desc.layout)
+        else:  # not read
+            b2_bufs = b_bufs
+            c2_bufs = c_bufs
         ready = gl.allocate_shared_memory(gl.int64, [NUM_BUFFERS, 1], mbarrier.MBarrierLayout())
         empty = gl.allocate_shared_memory(gl.int64, [NUM_BUFFERS, 1], mbarrier.MBarrierLayout())
         for i in gl.static_range(NUM_BUFFERS):
@@ -231,33 +279,33 @@ if _GLUON:
             mbarrier.init(empty.index(i), count=CONSUMERS)
         # what every consumer reads; one branch per consumer count, since Gluon holds no (function, arguments) pair
         # in a variable and a tuple of constexprs does not pass into a partition
-        ops = (a_bufs, b_bufs, ready, empty, c_desc, SA, SB, M, N, K, M_PAD)
+        ops = (a_bufs, b_bufs, b2_bufs, ready, empty, c_desc, c2_desc, SA, SB, M, N, K, M_PAD)
         if CONSUMERS == 1:
             gl.warp_specialize([
-                (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE)),
-                (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, A_T, B_T,
-                            CONSUMERS, SPLIT_K, INSIDE)),
+                (ws_consumer, (0, c_bufs.index(0), c2_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T,
+                               SCALES, PROMOTE, CONSUMERS, SPLIT_K, INSIDE, REM)),
+                (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
+                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM)),
             ], [1], [40])
         elif CONSUMERS == 2:
             gl.warp_specialize([
-                (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE)),
-                (ws_consumer, (1, c_bufs.index(1), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE)),
-                (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, A_T, B_T,
-                            CONSUMERS, SPLIT_K, INSIDE)),
+                (ws_consumer, (0, c_bufs.index(0), c2_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T,
+                               SCALES, PROMOTE, CONSUMERS, SPLIT_K, INSIDE, REM)),
+                (ws_consumer, (1, c_bufs.index(1), c2_bufs.index(1), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T,
+                               SCALES, PROMOTE, CONSUMERS, SPLIT_K, INSIDE, REM)),
+                (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
+                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM)),
             ], [4, 1], [CONSUMER_REGS, 40])
         else:
             gl.warp_specialize([
-                (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE)),
-                (ws_consumer, (1, c_bufs.index(1), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE)),
-                (ws_consumer, (2, c_bufs.index(2), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE)),
-                (ws_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, NUM_BUFFERS, A_T, B_T,
-                            CONSUMERS, SPLIT_K, INSIDE)),
+                (ws_consumer, (0, c_bufs.index(0), c2_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T,
+                               SCALES, PROMOTE, CONSUMERS, SPLIT_K, INSIDE, REM)),
+                (ws_consumer, (1, c_bufs.index(1), c2_bufs.index(1), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T,
+                               SCALES, PROMOTE, CONSUMERS, SPLIT_K, INSIDE, REM)),
+                (ws_consumer, (2, c_bufs.index(2), c2_bufs.index(2), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T,
+                               SCALES, PROMOTE, CONSUMERS, SPLIT_K, INSIDE, REM)),
+                (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
+                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM)),
             ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, 40])
 
 _GL_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32",
@@ -265,6 +313,7 @@ _GL_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float3
 BLOCK_M = 128  # two consumer warpgroups of 64 rows; 192: three (tile counts that fill one wave where 128 rows need two)
 BLOCK_MS = (128, 192)
 SWAP_BLOCK_NS = (64, 128, 192)  # swap: B's columns per tile, one to three consumers
+REMS = (8, 16, 32, 64)  # run(rem=...): the second MMA's N (a power of two, at least 16 bytes of a row)
 CONSUMER_REGS = 232  # registers per thread of wgmma_ws_kernel's second consumer warpgroup (setmaxnreg)
 CONSUMER_REGS_3 = 152  # ... of the second and third, with three
 KEEP_INSIDE = True  # edge boxes moved back inside the operands (inside(); False: loads past the edge, zero-filled)
@@ -294,7 +343,7 @@ def supports(a, b, c):
 
 
 def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None, promote=False, group_m=8,
-        block_m=BLOCK_M, swap=False, split_k=1):
+        block_m=BLOCK_M, swap=False, split_k=1, rem=0):
     """c = a @ b (FP8: * scales) on one GPU with wgmma_ws_kernel: block_m x block_n tiles, `stages` ring stages, at
     most `programs` persistent programs; `supports(a, b, c)` must hold. block_m 128 or 192: two or three consumer
     warpgroups of 64 rows. swap: the MMAs run on C's transpose, B's columns as their rows: block_n 64, 128 or 192
@@ -303,9 +352,11 @@ def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None,
     accumulation across K. split_k: each tile's K in that many slices (as many as have a block of K each), one unit
     of work apiece, whose fp32 partials a second kernel adds into c (where tiles are too few for the SMs; the
     partials: split_k x C's size in fp32, a buffer kept per device and size, so calls on two streams at once must not
-    share one). One launch (two with split_k); host cost: three TMA descriptors. Not collective."""
+    share one). rem (16-bit, swap): tiles block_m + rem rows of A wide, a second MMA of N = rem (8 to 64) covering
+    the rows past block_m, so that 129-144 rows run as one 144-row tile rather than two of 128. One launch (two with
+    split_k); host cost: three TMA descriptors (five with rem). Not collective."""
     args, consts, units, partials = kernel_args(a, b, c, block_n, block_k, stages, block_m, swap, scale_a, scale_b,
-                                                promote, group_m, split_k)
+                                                promote, group_m, split_k, rem)
     wgmma_ws_kernel[(min(programs, units),)](*args, **consts, num_warps=4)
     if partials is not None:
         sum_slices(partials, c)
@@ -322,7 +373,7 @@ _partials = {}
 
 
 def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, scale_a=None, scale_b=None,
-                promote=False, group_m=8, split_k=1):
+                promote=False, group_m=8, split_k=1, rem=0):
     """(arguments, constexprs, units of work, fp32 partials or None) of wgmma_ws_kernel for run()'s call (the CPU
     tests compile it from these)."""
     rows, cols = (block_n, block_m) if swap else (block_m, block_n)
@@ -334,10 +385,12 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
         raise ValueError(f"wgmma.run: block_m={cols} with swap; expected a power of two from 16 to 256")
     if not isinstance(split_k, int) or split_k < 1:
         raise ValueError(f"wgmma.run: split_k={split_k!r}; expected a positive integer")
+    if rem and (rem not in REMS or not swap or scale_a is not None or a.dtype not in (torch.bfloat16, torch.float16)):
+        raise ValueError(f"wgmma.run: rem={rem!r} takes one of {REMS}, on swapped 16-bit tiles only")
     split = slices(a.shape[1], block_k, split_k)
     partials, m_pad = None, 0
     if split > 1:  # fp32 partials of C's shape per slice, C's rows padded to whole tiles (TMA stores never cross)
-        m_pad = triton.cdiv(c.shape[0], cols if swap else rows) * (cols if swap else rows)
+        m_pad = triton.cdiv(c.shape[0], cols + rem if swap else rows) * (cols + rem if swap else rows)
         n_pad = triton.cdiv(c.shape[1], rows if swap else cols) * (rows if swap else cols)
         key = (c.device, split * m_pad * n_pad)
         if key in _partials:
@@ -361,12 +414,13 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
     scales = 0 if scale_a is None else 1 if scale_a.numel() == 1 and scale_b.numel() == 1 else 2
     if scales == 0:
         scale_a = scale_b = c  # not read
-    args = (desc(a, a_t, [64, block_k]), desc(b, b_t, [block_k, cols]), desc(c, c_t, [64, cols]), scale_a, scale_b,
-            m, n, k, m_pad)
+    descs = (desc(a, a_t, [64, block_k]), desc(b, b_t, [block_k, cols]), desc(c, c_t, [64, cols]))
+    rest = (desc(b, b_t, [block_k, rem]), desc(c, c_t, [64, rem])) if rem else descs[1:]  # REM's boxes, else unread
+    args = descs + rest + (scale_a, scale_b, m, n, k, m_pad)
     consts = dict(GROUP_M=group_m, NUM_BUFFERS=stages, A_T=a_t, B_T=b_t, C_T=c_t, SCALES=scales,
                   PROMOTE=bool(promote), CONSUMER_REGS=CONSUMER_REGS if rows <= 128 else CONSUMER_REGS_3,
-                  CONSUMERS=rows // 64, SPLIT_K=split, INSIDE=KEEP_INSIDE)
-    return args, consts, triton.cdiv(m, rows) * triton.cdiv(n, cols) * split, partials
+                  CONSUMERS=rows // 64, SPLIT_K=split, INSIDE=KEEP_INSIDE, REM=rem)
+    return args, consts, triton.cdiv(m, rows) * triton.cdiv(n, cols + rem) * split, partials
 
 
 @triton.jit

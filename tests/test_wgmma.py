@@ -30,7 +30,7 @@ def _tile(cfg):
 
 
 def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.float8_e4m3fn, b_t=True, block_m=128,
-                 swap=False, split_k=1):
+                 swap=False, split_k=1, rem=0):
     """(PTX, shared bytes, ptxas's report) of wgmma_ws_kernel for sm_90a, compiled here without a GPU, with the
     arguments wgmma.run would pass."""
     import triton
@@ -43,10 +43,11 @@ def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.fl
     b = torch.empty(1024, 256, dtype=dtype)
     b = b.t() if b_t else b
     sa = sb = torch.ones(1 if scales < 2 else 256) if scales else None
-    args, consts, _, _ = wgmma.kernel_args(a, b, c, bn, bk, stages, block_m, swap, sa, sb, promote, split_k=split_k)
-    assert consts["SPLIT_K"] == split_k
+    args, consts, _, _ = wgmma.kernel_args(a, b, c, bn, bk, stages, block_m, swap, sa, sb, promote, split_k=split_k,
+                                           rem=rem)
+    assert consts["SPLIT_K"] == split_k and consts["REM"] == rem
     fn = wgmma.wgmma_ws_kernel
-    sig = dict(zip(fn.arg_names, [mangle_type(x) for x in args[:3]] + ["*fp32", "*fp32"] + ["i32"] * 4))
+    sig = dict(zip(fn.arg_names, [mangle_type(x) for x in args[:5]] + ["*fp32", "*fp32"] + ["i32"] * 4))
     sig.update({k: "constexpr" for k in consts})
     src = GluonASTSource(fn=fn, signature=sig, constexprs={(fn.arg_names.index(k),): v for k, v in consts.items()},
                          attrs={})
@@ -64,7 +65,8 @@ def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.fl
 FP8, BF16 = torch.float8_e4m3fn, torch.bfloat16
 
 
-# id: (promote, scales, out dtype, operand dtype, B K-major, (block_n, block_k, stages[, block_m[, swap[, split_k]]]))
+# id: (promote, scales, out dtype, operand dtype, B K-major,
+#      (block_n, block_k, stages[, block_m[, swap[, split_k[, rem]]]]))
 COMPILE_CASES = {
     "fp8-precise-tensor": (True, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 6)),
     "fp8-precise-row": (True, 2, "bfloat16", "float8_e4m3fn", True, (128, 128, 6)),
@@ -89,6 +91,10 @@ COMPILE_CASES = {
     "bf16-split-k-192-rows": (False, 0, "bfloat16", "bfloat16", False, (64, 64, 6, 192, False, 2)),
     "bf16-swap-split-k": (False, 0, "bfloat16", "bfloat16", True, (128, 64, 4, 128, True, 2)),
     "fp8-precise-split-k": (True, 1, "bfloat16", "float8_e4m3fn", True, (64, 128, 6, 128, False, 4)),
+    # swapped tiles block_m + rem rows of A wide: a second MMA of N = rem (129-144 rows as one tile)
+    "bf16-swap-rem16": (False, 0, "bfloat16", "bfloat16", False, (64, 64, 6, 128, True, 1, 16)),
+    "bf16-swap-rem16-split-k": (False, 0, "bfloat16", "bfloat16", False, (64, 64, 6, 128, True, 2, 16)),
+    "bf16-swap-two-consumers-rem32-b-k-major": (False, 0, "bfloat16", "bfloat16", True, (128, 64, 4, 128, True, 1, 32)),
 }
 
 
@@ -98,14 +104,14 @@ def compile_cases():
     out = {}
     for name, (promote, scales, out_dtype, dtype, b_t, tile) in COMPILE_CASES.items():
         out_dtype, dtype = getattr(torch, out_dtype), getattr(torch, dtype)
-        tile, (block_m, swap, split_k) = tile[:3], (tile[3:] + (128, False, 1)[len(tile) - 3:])
+        tile, (block_m, swap, split_k, rem) = tile[:3], (tile[3:] + (128, False, 1, 0)[len(tile) - 3:])
         staged = 4 if split_k > 1 else out_dtype.itemsize  # split-K stages fp32 partials
-        while not wgmma.fits(*tile, dtype.itemsize, staged, block_m):
+        while not wgmma.fits(*tile, dtype.itemsize, staged, block_m + rem):
             tile = (tile[0], tile[1], tile[2] - 1)  # fp32 C staging tiles take a stage's worth
-        ptx, shared, report = compile_sm90(tile, promote, scales, out_dtype, dtype, b_t, block_m, swap, split_k)
+        ptx, shared, report = compile_sm90(tile, promote, scales, out_dtype, dtype, b_t, block_m, swap, split_k, rem)
         out[name] = dict(shared=shared, report=report, setmaxnreg="setmaxnreg" in ptx,
                          mma_and_tma="wgmma.mma_async" in ptx and "cp.async.bulk.tensor" in ptx,
-                         in_flight="wgmma.wait_group.sync.aligned 1" in ptx)
+                         in_flight=re.search(r"wgmma\.wait_group\.sync\.aligned [12]\b", ptx) is not None)
     return out
 
 
@@ -390,6 +396,39 @@ def test_split_k_tiles_match_float64(operands):
     for case, c, ref in calls:
         err = ((c.double() - ref).norm() / ref.norm()).item()
         assert err < (2e-2 if operands == "fp8-fast" else 5e-3), (case, err)
+
+
+@pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
+@pytest.mark.parametrize("b_t", [False, True], ids=["b-row-major", "b-k-major"])
+def test_swap_rem_tiles_match_float64(b_t):
+    # swapped tiles block_m + rem rows of A wide (a second MMA of N = rem): rows just past 128 (the second box moved
+    # inside), exactly 144, fewer than the tile; one to three consumers, whole and in slices of K; a poisoned output
+    # and fresh data per call, all calls checked after the last
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    calls = []
+    for m, n, k, block_n, rem, split in ((129, 4096, 1024, 64, 16, 1), (140, 1000, 2048, 64, 16, 2),
+                                         (144, 384, 4160, 128, 16, 3), (150, 520, 1024, 64, 32, 1),
+                                         (160, 4096, 512, 192, 32, 2), (100, 256, 640, 64, 8, 1),
+                                         (130, 272, 8192, 128, 64, 4)):
+        a = torch.randn(m, k, device="cuda", dtype=BF16)
+        b = torch.randn(n, k, device="cuda", dtype=BF16).t() if b_t else torch.randn(k, n, device="cuda", dtype=BF16)
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
+        stages = 6 if block_n == 64 else 4
+        while not wgmma.fits(block_n, 64, stages, 2, 4 if split > 1 else 2, 128 + rem):
+            stages -= 1
+        wgmma.run(a, b, c, block_n, 64, stages, sms, block_m=128, swap=True, split_k=split, rem=rem)
+        calls.append(((m, n, k, block_n, rem, split), c, a.double() @ b.double()))
+    for case, c, ref in calls:
+        err = ((c.double() - ref).norm() / ref.norm()).item()
+        assert err < 5e-3, (case, err)
+
+
+def test_swap_rem_tiles_are_refused_where_the_kernel_has_none():
+    a, b, c = torch.empty(64, 64, dtype=BF16), torch.empty(64, 64, dtype=BF16), torch.empty(64, 64, dtype=BF16)
+    with pytest.raises(ValueError, match=r"rem=24 takes one of \(8, 16, 32, 64\), on swapped 16-bit tiles only"):
+        wgmma.kernel_args(a, b, c, 64, 64, 4, 128, swap=True, rem=24)
+    with pytest.raises(ValueError, match="on swapped 16-bit tiles only"):
+        wgmma.kernel_args(a, b, c, 64, 64, 4, 128, rem=16)
 
 
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
