@@ -25,6 +25,8 @@ class Config:
                              # their slices fill the SMs that wave would leave idle
     swap_ab: bool = None   # the Gluon kernel only (fused_ops.matmul, fp8.scaled_mm): its MMAs run on C's transpose,
                            # B's block_n (64-192) columns as their rows and A's block_m (16-256) rows as their N
+    rem_rows: int = None   # ... with swap_ab, 16-bit: a second MMA over rem_rows (8, 16, 32 or 64) more rows of A,
+                           # so that 129-160 rows run as one tile rather than two of 128 (wgmma.run(rem=...))
 
     def describe(self):
         """One line for logs and CSVs: tiles, pipeline, programs, split."""
@@ -32,7 +34,7 @@ class Config:
                 f"{self.gemm_sms} GEMM programs")
         if self.split_k > 1:
             text += f", split_k {self.split_k}" + (" (last wave)" if self.split_tail else "")
-        return text + (", swap AB" if self.swap_ab else "")
+        return text + (", swap AB" if self.swap_ab else "") + (f" + {self.rem_rows} rows" if self.rem_rows else "")
 
     def merged(self, defaults):
         return replace(defaults, **{f.name: getattr(self, f.name) for f in fields(self)
@@ -152,6 +154,13 @@ WGMMA_SPLIT_KDOM_TILE = (64, 64, 64, 8)
 WGMMA_KDOM_TILES = 16
 WGMMA_FP8_SPLIT_TILE = (128, 64, 128, 8)    # FP8 precise, not swapped
 WGMMA_FP8_SPLIT_MIN_BLOCKS = 64  # ... where K has this many blocks: with fewer the tile loop's 64x64x512 tiles won
+# 129-160 rows (bf16): swapped 128x64 tiles 16 or 32 rows of A wider (wgmma.run(rem=...): a second MMA of N = 16 or
+# 32), 144 or 160 rows computed where two 128-row tiles computed 256, in slices of K that fill the SMs, where their
+# tiles (one per 64 columns of B) are at most half the SMs. On 1x H200 (results/current/gemm/rem_3524dab/):
+# 129x4096x4096 0.84 -> 0.92x torch.matmul, 140x1024x8192 0.60 -> 0.94x, 129x2880x2880 0.76 -> 0.82x, 144 and 160
+# rows of 4096x4096 1.08 -> 1.15x and 1.27 -> 1.32x; with 224 tiles (129x14336x4096) they lost (0.84 against 0.88x).
+WGMMA_REM_TILE = (128, 64, 64, 6)  # swapped: rows of A, columns of B, block_k, stages
+WGMMA_REM_ROWS = (16, 32)
 # Rows past a multiple of 64 at 129-255 rows, where whole 128x64 Gluon tiles fill one wave to at least
 # WGMMA_NARROW_FILL: its edge boxes move back inside A (wgmma.inside), where the tile loop's 64-row tiles load past
 # A's last row, which TMA serves far slower (results/current/gemm/README.md, "Rows past the edge").
@@ -167,8 +176,8 @@ def few_split(tiles, sms, k, block_k):
 
 
 def wgmma_few_tiles(cfg, m, n, k, sms, fp8):
-    """The Gluon kernel's config where its 128x128 tiles are too few for the SMs (see WGMMA_SPLIT_TILE and
-    EDGE_ROWS_MAX), or None (the tile loop). Host only, free."""
+    """The Gluon kernel's config where its 128x128 tiles are too few for the SMs (see WGMMA_SPLIT_TILE,
+    WGMMA_REM_TILE and EDGE_ROWS_MAX), or None (the tile loop). Host only, free."""
     def tiles(tile):
         return -(-m // tile[0]) * -(-n // tile[1])
     if (64 if fp8 else SWAP_ROWS) < m <= 128:
@@ -179,6 +188,12 @@ def wgmma_few_tiles(cfg, m, n, k, sms, fp8):
             tile = WGMMA_SPLIT_KDOM_TILE
         split = few_split(tiles(tile), sms, k, tile[2])
         return replace(gluon_tile(cfg, *tile, swap=not fp8), split_k=split) if split > 1 else None
+    rem = next((r for r in WGMMA_REM_ROWS if m <= WGMMA_REM_TILE[0] + r), None)
+    if not fp8 and m > WGMMA_REM_TILE[0] and rem is not None:
+        few = -(-n // WGMMA_REM_TILE[1])
+        split = min(sms // few, -(-k // WGMMA_REM_TILE[2]) // MIN_SLICE_BLOCKS)
+        if split >= 2:
+            return replace(gluon_tile(cfg, *WGMMA_REM_TILE, swap=True), split_k=split, rem_rows=rem)
     narrow = WGMMA_FP8_NARROW_TILE if fp8 else WGMMA_NARROW_TILE
     if 128 < m < EDGE_ROWS_MAX and m % 64 and WGMMA_NARROW_FILL * sms <= tiles(narrow) <= sms:
         return gluon_tile(cfg, *narrow[:4], swap=False)
@@ -457,7 +472,7 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
 def gluon_tile(cfg, block_m, block_n, block_k, stages, swap):
     """cfg running one Gluon tile: whole tiles, 4 warps per consumer warpgroup."""
     return replace(cfg, block_m=block_m, block_n=block_n, block_k=block_k, num_stages=stages, num_warps=4, split_k=1,
-                   split_tail=False, swap_ab=swap)
+                   split_tail=False, swap_ab=swap, rem_rows=0)
 
 
 def candidates(ctx, dtype):
@@ -484,8 +499,9 @@ def check(cfg, ctx, variant):
             raise ValueError(f"config.{name}={v!r}: expected a positive integer")
     if not isinstance(cfg.split_tail, bool):
         raise ValueError(f"config.split_tail={cfg.split_tail!r}: expected True or False")
-    if cfg.swap_ab and variant is not None:
-        raise ValueError(f"config.swap_ab=True: the Gluon kernel's tiles (fused_ops.matmul, fp8.scaled_mm); "
+    if (cfg.swap_ab or cfg.rem_rows) and variant is not None:
+        what = "swap_ab=True" if cfg.swap_ab else f"rem_rows={cfg.rem_rows}"
+        raise ValueError(f"config.{what}: the Gluon kernel's tiles (fused_ops.matmul, fp8.scaled_mm); "
                          f"{variant.op}/{variant.name} runs the tile loop")
     if cfg.split_k > cfg.gemm_sms:
         raise ValueError(f"config.split_k={cfg.split_k} exceeds gemm_sms={cfg.gemm_sms}: a tile's slices run side by "

@@ -140,6 +140,9 @@ def pick_kernel(a, b, c, cfg, config, fast, kernel, where):
     "tile_loop". kernel="wgmma" runs it wherever it takes the operands, with the caller's block_n, block_k, stages and
     programs if a config is given (block_m 128, or config.swap_ab with wgmma.run's swap tiles). Host only."""
     check_kernel(kernel, where)
+    if cfg.rem_rows and not cfg.swap_ab:
+        raise ValueError(f"{where}: config.rem_rows={cfg.rem_rows} widens the Gluon kernel's swapped tiles: pass "
+                         f"swap_ab=True with it")
     if cfg.swap_ab:  # the caller's: only the Gluon kernel has swapped tiles
         if kernel == "tile_loop":
             raise ValueError(f"{where}: config.swap_ab=True runs the Gluon kernel; kernel='tile_loop' has no swapped "
@@ -159,11 +162,12 @@ def pick_kernel(a, b, c, cfg, config, fast, kernel, where):
                                                      b_aligned=b_aligned), a, c)
         if cfg.swap_ab:
             wgmma.kernel_args(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.block_m, True,
-                              split_k=cfg.split_k)  # refusals
+                              split_k=cfg.split_k, rem=cfg.rem_rows or 0)  # refusals
         elif cfg.block_m != wgmma.BLOCK_M or cfg.split_tail:
             raise ValueError(f"{where}: kernel='wgmma' with a config runs 128-row tiles (whole or in split_k slices),"
                              f" or swap_ab tiles (192-row ones are the defaults' to pick), got {cfg.describe()}")
-        if not wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, a.element_size(), _staged(c, cfg), cfg.block_m):
+        if not wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, a.element_size(), _staged(c, cfg),
+                          cfg.block_m + (cfg.rem_rows or 0)):
             raise ValueError(f"{where}: kernel='wgmma': {cfg.describe()} needs more shared memory than an SM has")
         return kernel, cfg
     pick = (_config.wgmma_config(cfg, m, n, cfg.gemm_sms, a.dtype, fast, b_aligned=b_aligned, k=a.shape[1])
@@ -178,7 +182,8 @@ def _staged(c, cfg):
 
 def _fit(cfg, a, c):
     """cfg with as many of its stages as fit beside c's staging tiles (fp32 C takes a stage's worth)."""
-    while not wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, a.element_size(), _staged(c, cfg), cfg.block_m):
+    while not wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, a.element_size(), _staged(c, cfg),
+                         cfg.block_m + (cfg.rem_rows or 0)):
         cfg = replace(cfg, num_stages=cfg.num_stages - 1)
     return cfg
 
@@ -188,7 +193,7 @@ def launch(a, b, c, cfg, tma, kernel, scale_a=None, scale_b=None, promote=False)
     if kernel == "wgmma":
         return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, scale_a, scale_b,
                          promote=promote, group_m=cfg.group_m, block_m=cfg.block_m, swap=bool(cfg.swap_ab),
-                         split_k=cfg.split_k)
+                         split_k=cfg.split_k, rem=cfg.rem_rows or 0)
     m, k = a.shape
     n = b.shape[1]
     bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k

@@ -105,3 +105,9 @@ def test_swapped_tiles_are_the_gluon_kernels_alone():
     assert swapped.describe().endswith(", swap AB")
     with pytest.raises(ValueError, match="swap_ab=True: the Gluon kernel.s tiles .*/bulk_sync runs the tile loop"):
         check(swapped, _GPU(), fused_ops.get("gemm_all_scatter", "bulk_sync"))
+    wider = Config(swap_ab=True, rem_rows=16).merged(cfg)
+    assert wider.describe().endswith(", swap AB + 16 rows")
+    with pytest.raises(ValueError, match="swap_ab=True: the Gluon kernel.s tiles"):
+        check(wider, _GPU(), fused_ops.get("gemm_all_scatter", "bulk_sync"))
+    with pytest.raises(ValueError, match="rem_rows=16: the Gluon kernel.s tiles .*/bulk_sync runs the tile loop"):
+        check(Config(rem_rows=16).merged(cfg), _GPU(), fused_ops.get("gemm_all_scatter", "bulk_sync"))
