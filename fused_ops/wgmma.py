@@ -385,7 +385,8 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
         raise ValueError(f"wgmma.run: block_m={cols} with swap; expected a power of two from 16 to 256")
     if not isinstance(split_k, int) or split_k < 1:
         raise ValueError(f"wgmma.run: split_k={split_k!r}; expected a positive integer")
-    if rem and (rem not in REMS or not swap or scale_a is not None or a.dtype not in (torch.bfloat16, torch.float16)):
+    if rem and (rem not in REMS or not swap or scale_a is not None or promote
+                or a.dtype not in (torch.bfloat16, torch.float16)):
         raise ValueError(f"wgmma.run: rem={rem!r} takes one of {REMS}, on swapped 16-bit tiles only")
     split = slices(a.shape[1], block_k, split_k)
     partials, m_pad = None, 0
