@@ -55,7 +55,7 @@ def test_sweep_appends_csv_and_plot_writes_pngs(tmp_path):
     out = str(tmp_path)
     args = ["sweep", "--shapes", "32x32x32", "16x32x48", "--iters", "2", "--warmup", "1", "--out", out,
             "--datatype", "fp16", "--BLK_M", "16", "--BLK_N", "16", "--BLK_K", "16"]
-    taxonomy(*args)
+    taxonomy(*args, "--ops", "gemm_all_scatter", "gemm_all_reduce")  # the two ops checked below
     # default tiles this time; appends, keeps old rows
     taxonomy(*args[:-6], "--ops", "gemm_all_reduce", "--variants", "one_shot")
     scatter = pd.read_csv(os.path.join(out, "gemm_all_scatter.csv"))
