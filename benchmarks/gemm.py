@@ -41,16 +41,11 @@ def gluon_candidate(name, cfg, a, c, sms):
     """A Gluon-kernel candidate as run: every SM's program, group_m 8; "kfill": split_k = the SMs over the tiles
     (wgmma.slices keeps those with a block of K); "remR": swapped tiles block_m + R rows of A wide (wgmma.run(rem=R));
     its stages cut to what fits beside the staging tiles."""
-    cfg = dataclasses.replace(cfg, gemm_sms=sms, group_m=8, split_k=1, swap_ab="swap" in name)
+    cfg = dataclasses.replace(cfg, gemm_sms=sms, group_m=8, split_k=1, swap_ab="swap" in name, rem_rows=rem(name))
     if name.endswith("kfill"):
-        tiles = -(-c.shape[0] // (cfg.block_m + rem(name))) * -(-c.shape[1] // cfg.block_n)  # C's tiles
+        tiles = -(-c.shape[0] // (cfg.block_m + cfg.rem_rows)) * -(-c.shape[1] // cfg.block_n)  # C's tiles
         cfg = dataclasses.replace(cfg, split_k=wgmma.slices(a.shape[1], cfg.block_k, max(1, sms // tiles)))
-    if not rem(name):
-        return local_gemm._fit(cfg, a, c)
-    while not wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, a.element_size(), local_gemm._staged(c, cfg),
-                         cfg.block_m + rem(name)):
-        cfg = dataclasses.replace(cfg, num_stages=cfg.num_stages - 1)
-    return cfg
+    return local_gemm._fit(cfg, a, c)
 
 
 def rem(name):
@@ -451,7 +446,7 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp):
         if name in toggles:
             return with_toggles(lambda: local_gemm.matmul(a, b, out=c))
         return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, block_m=cfg.block_m,
-                         swap=swap, split_k=cfg.split_k, rem=rem(name))
+                         swap=swap, split_k=cfg.split_k, rem=cfg.rem_rows)
     c.fill_(float("nan"))
     call()
     err = ((c.double() - ref).norm() / ref.norm()).item()

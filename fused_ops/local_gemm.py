@@ -40,8 +40,8 @@ ALIGN_OPERANDS = True
 # aligned rate). A copy of B into such rows per call (gemm.copy_rows) took them to 0.87-0.99x: pads_fp8_b makes it
 # where FP8_SECTOR_GAIN of the GEMM's time at FP8_FLOPS exceeds problem.PAD_B_MARGIN x the copy's (2 x N x K bytes
 # at FP8_COPY_BANDWIDTH plus a launch): M of about 3000 and up at N x K = 8192 x 3696 (4096x8192x3696: 0.80 -> 0.93x
-# on both GPUs). pad_weight once per weight avoids the copy (bf16 rows of
-# the same misalignment were mixed: left as given).
+# on both GPUs). pad_weight once per weight avoids the copy (bf16 rows of the same misalignment were mixed: left as
+# given).
 FP8_SECTOR_GAIN = 0.2
 FP8_FLOPS = 1.3e15
 FP8_COPY_BANDWIDTH = 3.5e12
