@@ -39,11 +39,14 @@ def tile(block_m, block_n, block_k, num_stages, num_warps, **more):
 
 def gluon_candidate(name, cfg, a, c, sms):
     """A Gluon-kernel candidate as run: every SM's program, group_m 8; "kfill": split_k = the SMs over the tiles
-    (wgmma.slices keeps those with a block of K); "remR": swapped tiles block_m + R rows of A wide (wgmma.run(rem=R));
-    its stages cut to what fits beside the staging tiles."""
-    cfg = dataclasses.replace(cfg, gemm_sms=sms, group_m=8, split_k=1, swap_ab="swap" in name, rem_rows=rem(name))
+    (wgmma.slices keeps those with a block of K); "remR": tiles R wider (wgmma.run(rem=R)): block_m + R rows of A
+    (swapped), else block_n + R columns of B; its stages cut to what fits beside the staging tiles."""
+    swap = "swap" in name
+    cfg = dataclasses.replace(cfg, gemm_sms=sms, group_m=8, split_k=1, swap_ab=swap, rem_rows=rem(name) if swap else 0,
+                              rem_cols=0 if swap else rem(name))
     if name.endswith("kfill"):
-        tiles = -(-c.shape[0] // (cfg.block_m + cfg.rem_rows)) * -(-c.shape[1] // cfg.block_n)  # C's tiles
+        tiles = (-(-c.shape[0] // (cfg.block_m + cfg.rem_rows))
+                 * -(-c.shape[1] // (cfg.block_n + cfg.rem_cols)))  # C's tiles
         cfg = dataclasses.replace(cfg, split_k=wgmma.slices(a.shape[1], cfg.block_k, max(1, sms // tiles)))
     return local_gemm._fit(cfg, a, c)
 
@@ -141,7 +144,15 @@ WGMMA_CANDIDATES = {"wgmma 128x256x64 s3": tile(128, 256, 64, 3, 4),
                     "wgmma swap 128x128x64 s4 rem16 kfill": tile(128, 128, 64, 4, 4),
                     "wgmma swap 128x64x64 s6 rem32 kfill": tile(128, 64, 64, 6, 4),
                     "wgmma swap 128x128x64 s4 rem32 kfill": tile(128, 128, 64, 4, 4),
-                    "wgmma swap 128x192x64 s4 rem16": tile(128, 192, 64, 4, 4)}
+                    "wgmma swap 128x192x64 s4 rem16": tile(128, 192, 64, 4, 4),
+                    # tiles R columns of B wider (a second MMA of N = R): widths between powers of two, whose tile
+                    # counts fill one wave where 128- and 256-wide ones leave SMs idle or need two
+                    "wgmma 128x128x64 s4 rem16": tile(128, 128, 64, 4, 4),
+                    "wgmma 128x128x64 s4 rem32": tile(128, 128, 64, 4, 4),
+                    "wgmma 128x128x64 s4 rem64": tile(128, 128, 64, 4, 4),
+                    "wgmma 192x128x64 s3 rem32": tile(192, 128, 64, 3, 4),
+                    "wgmma 128x256x64 s2 rem64": tile(128, 256, 64, 2, 4),
+                    "wgmma 128x64x64 s6 rem32": tile(128, 64, 64, 6, 4)}
 CANDIDATES.update(WGMMA_CANDIDATES)
 # fused_ops.matmul, the library's GEMM alone (fused_ops/local_gemm.py): the Gluon kernel where config.wgmma_config
 # picks it, else the tile loop ("default" is the tile loop as the fused ops run it)
@@ -252,6 +263,9 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "wgmma fp8 192x128x128 s4": tile(192, 128, 128, 4, 4),
                   "wgmma fp8 128x64x128 s8": tile(128, 64, 128, 8, 4),
                   "wgmma fp8 192x64x128 s6": tile(192, 64, 128, 6, 4),
+                  "wgmma fp8 128x128x128 s4 rem16": tile(128, 128, 128, 4, 4),
+                  "wgmma fp8 128x128x128 s4 rem32": tile(128, 128, 128, 4, 4),
+                  "wgmma fp8 128x128x128 s3 rem64": tile(128, 128, 128, 3, 4),
                   "wgmma fp8 128x128x128 s6 fast accum": tile(128, 128, 128, 6, 4),
                   "wgmma fp8 128x256x128 s3 fast accum": tile(128, 256, 128, 3, 4),
                   # swap AB (B's columns as the MMAs' rows, A's rows as their N: no padded MMA rows at few rows)
@@ -434,7 +448,8 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp):
         kernel, cfg = local_gemm.pick_kernel(a2, b2, c, plan, None, False, None, "matmul")
         if name == "matmul, edges past" and kernel == "tile_loop":
             return []  # the toggle is the Gluon kernel's
-        kernel += (" swap" if cfg.swap_ab else "") + (", copied" if copied else "")
+        kernel += (" swap" if cfg.swap_ab else "") + (f" rem{local_gemm.rem(cfg)}" if local_gemm.rem(cfg) else "")
+        kernel += ", copied" if copied else ""
     elif not wgmma.supports(a, b, c):
         return []
     else:
@@ -446,7 +461,7 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp):
         if name in toggles:
             return with_toggles(lambda: local_gemm.matmul(a, b, out=c))
         return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, block_m=cfg.block_m,
-                         swap=swap, split_k=cfg.split_k, rem=cfg.rem_rows)
+                         swap=swap, split_k=cfg.split_k, rem=local_gemm.rem(cfg))
     c.fill_(float("nan"))
     call()
     err = ((c.double() - ref).norm() / ref.norm()).item()
@@ -559,7 +574,7 @@ def run_fp8(ctx, args, run_stamp):
                     if kernel == "wgmma":
                         return wgmma.run(a, b, c, used.block_n, used.block_k, used.num_stages, used.gemm_sms, sa, sb,
                                          promote=not fast, block_m=used.block_m, swap="swap" in name,
-                                         split_k=used.split_k)
+                                         split_k=used.split_k, rem=local_gemm.rem(used))
                     return fp8.scaled_mm(a, b, sa, sb, out=c, config=cfg, use_fast_accum=fast, kernel=kernel)
                 c.fill_(float("nan"))
                 try:

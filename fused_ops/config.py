@@ -27,6 +27,8 @@ class Config:
                            # B's block_n (64-192) columns as their rows and A's block_m (16-256) rows as their N
     rem_rows: int = None   # ... with swap_ab, 16-bit: a second MMA over rem_rows (8, 16, 32 or 64) more rows of A,
                            # so that 129-160 rows run as one tile rather than two of 128 (wgmma.run(rem=...))
+    rem_cols: int = None   # ... without swap_ab: a second MMA over rem_cols (8, 16, 32 or 64) more columns of B, so
+                           # tiles are block_n + rem_cols wide (128 + 32: 160), between powers of two
 
     def describe(self):
         """One line for logs and CSVs: tiles, pipeline, programs, split."""
@@ -34,7 +36,8 @@ class Config:
                 f"{self.gemm_sms} GEMM programs")
         if self.split_k > 1:
             text += f", split_k {self.split_k}" + (" (last wave)" if self.split_tail else "")
-        return text + (", swap AB" if self.swap_ab else "") + (f" + {self.rem_rows} rows" if self.rem_rows else "")
+        return (text + (", swap AB" if self.swap_ab else "") + (f" + {self.rem_rows} rows" if self.rem_rows else "")
+                + (f" + {self.rem_cols} columns" if self.rem_cols else ""))
 
     def merged(self, defaults):
         return replace(defaults, **{f.name: getattr(self, f.name) for f in fields(self)
@@ -285,7 +288,7 @@ def resolve(cfg, user, m, n_local, k):
     whole tiles."""
     if user is not None and user.split_k is not None:
         return cfg if user.split_tail is not None else replace(cfg, split_tail=False)
-    tiles = -(-m // cfg.block_m) * -(-n_local // cfg.block_n)
+    tiles = -(-m // (cfg.block_m + (cfg.rem_rows or 0))) * -(-n_local // (cfg.block_n + (cfg.rem_cols or 0)))
     if cfg.split_tail:
         return replace(cfg, split_k=tail_split(tiles, cfg.gemm_sms, k, cfg.block_k))
     if cfg.split_k == 1 or (user is not None and user.split_tail is not None):
@@ -472,7 +475,7 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
 def gluon_tile(cfg, block_m, block_n, block_k, stages, swap):
     """cfg running one Gluon tile: whole tiles, 4 warps per consumer warpgroup."""
     return replace(cfg, block_m=block_m, block_n=block_n, block_k=block_k, num_stages=stages, num_warps=4, split_k=1,
-                   split_tail=False, swap_ab=swap, rem_rows=0)
+                   split_tail=False, swap_ab=swap, rem_rows=0, rem_cols=0)
 
 
 def candidates(ctx, dtype):
@@ -499,8 +502,9 @@ def check(cfg, ctx, variant):
             raise ValueError(f"config.{name}={v!r}: expected a positive integer")
     if not isinstance(cfg.split_tail, bool):
         raise ValueError(f"config.split_tail={cfg.split_tail!r}: expected True or False")
-    if (cfg.swap_ab or cfg.rem_rows) and variant is not None:
-        what = "swap_ab=True" if cfg.swap_ab else f"rem_rows={cfg.rem_rows}"
+    if (cfg.swap_ab or cfg.rem_rows or cfg.rem_cols) and variant is not None:
+        what = ("swap_ab=True" if cfg.swap_ab else f"rem_rows={cfg.rem_rows}" if cfg.rem_rows
+                else f"rem_cols={cfg.rem_cols}")
         raise ValueError(f"config.{what}: the Gluon kernel's tiles (fused_ops.matmul, fp8.scaled_mm); "
                          f"{variant.op}/{variant.name} runs the tile loop")
     if cfg.split_k > cfg.gemm_sms:

@@ -129,24 +129,30 @@ def tile_loop_plan(a, b, config, defaults_for, where):
     return cfg, tma
 
 
-def check_kernel(kernel, where):
-    """Refuse a `kernel=` that names neither kernel (before anything else is looked at)."""
+def check_kernel(kernel, where, config=None):
+    """Refuse a `kernel=` that names neither kernel, and a config that contradicts itself or the kernel (before
+    anything else is looked at: these hold on every device)."""
     if kernel not in (None,) + KERNELS:
         raise ValueError(f"{where}: kernel={kernel!r}; expected None (the faster one here), 'wgmma' or 'tile_loop'")
+    if config is None:
+        return
+    if config.rem_rows and not config.swap_ab:
+        raise ValueError(f"{where}: config.rem_rows={config.rem_rows} widens the Gluon kernel's swapped tiles: pass "
+                         f"swap_ab=True with it")
+    if config.rem_cols and config.swap_ab:
+        raise ValueError(f"{where}: config.rem_cols={config.rem_cols} widens the Gluon kernel's tiles that are not "
+                         f"swapped; with swap_ab=True, rem_rows widens them along A's rows")
+    if (config.swap_ab or config.rem_cols) and kernel == "tile_loop":
+        what = "swap_ab=True" if config.swap_ab else f"rem_cols={config.rem_cols}"
+        raise ValueError(f"{where}: config.{what} runs the Gluon kernel; kernel='tile_loop' has no such tiles")
 
 
 def pick_kernel(a, b, c, cfg, config, fast, kernel, where):
     """(kernel, Config) a call runs: "wgmma" where it takes the operands and config.wgmma_config picks it, else
     "tile_loop". kernel="wgmma" runs it wherever it takes the operands, with the caller's block_n, block_k, stages and
     programs if a config is given (block_m 128, or config.swap_ab with wgmma.run's swap tiles). Host only."""
-    check_kernel(kernel, where)
-    if cfg.rem_rows and not cfg.swap_ab:
-        raise ValueError(f"{where}: config.rem_rows={cfg.rem_rows} widens the Gluon kernel's swapped tiles: pass "
-                         f"swap_ab=True with it")
-    if cfg.swap_ab:  # the caller's: only the Gluon kernel has swapped tiles
-        if kernel == "tile_loop":
-            raise ValueError(f"{where}: config.swap_ab=True runs the Gluon kernel; kernel='tile_loop' has no swapped "
-                             f"tiles")
+    check_kernel(kernel, where, cfg)
+    if cfg.swap_ab or cfg.rem_cols:  # the caller's: only the Gluon kernel has swapped or widened tiles
         kernel = "wgmma"
     if kernel == "tile_loop":
         return kernel, cfg
@@ -160,14 +166,13 @@ def pick_kernel(a, b, c, cfg, config, fast, kernel, where):
         if config is None:
             return kernel, _fit(_config.wgmma_config(cfg, m, n, cfg.gemm_sms, a.dtype, fast, force=True,
                                                      b_aligned=b_aligned), a, c)
-        if cfg.swap_ab:
-            wgmma.kernel_args(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.block_m, True,
-                              split_k=cfg.split_k, rem=cfg.rem_rows or 0)  # refusals
+        if cfg.swap_ab or cfg.rem_cols:
+            wgmma.kernel_args(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.block_m, bool(cfg.swap_ab),
+                              split_k=cfg.split_k, rem=rem(cfg))  # refusals
         elif cfg.block_m != wgmma.BLOCK_M or cfg.split_tail:
             raise ValueError(f"{where}: kernel='wgmma' with a config runs 128-row tiles (whole or in split_k slices),"
                              f" or swap_ab tiles (192-row ones are the defaults' to pick), got {cfg.describe()}")
-        if not wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, a.element_size(), _staged(c, cfg),
-                          cfg.block_m + (cfg.rem_rows or 0)):
+        if not _fits(cfg, a, c):
             raise ValueError(f"{where}: kernel='wgmma': {cfg.describe()} needs more shared memory than an SM has")
         return kernel, cfg
     pick = (_config.wgmma_config(cfg, m, n, cfg.gemm_sms, a.dtype, fast, b_aligned=b_aligned, k=a.shape[1])
@@ -182,10 +187,20 @@ def _staged(c, cfg):
 
 def _fit(cfg, a, c):
     """cfg with as many of its stages as fit beside c's staging tiles (fp32 C takes a stage's worth)."""
-    while not wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, a.element_size(), _staged(c, cfg),
-                         cfg.block_m + (cfg.rem_rows or 0)):
+    while not _fits(cfg, a, c):
         cfg = replace(cfg, num_stages=cfg.num_stages - 1)
     return cfg
+
+
+def _fits(cfg, a, c):
+    """Whether cfg's ring and C staging tiles fit in shared memory (rem: its tiles' extra rows or columns)."""
+    return wgmma.fits(cfg.block_n + (cfg.rem_cols or 0), cfg.block_k, cfg.num_stages, a.element_size(),
+                      _staged(c, cfg), cfg.block_m + (cfg.rem_rows or 0))
+
+
+def rem(cfg):
+    """wgmma.run's rem for cfg: its extra rows of A (swapped tiles) or columns of B, else 0."""
+    return cfg.rem_rows or cfg.rem_cols or 0
 
 
 def launch(a, b, c, cfg, tma, kernel, scale_a=None, scale_b=None, promote=False):
@@ -193,7 +208,7 @@ def launch(a, b, c, cfg, tma, kernel, scale_a=None, scale_b=None, promote=False)
     if kernel == "wgmma":
         return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, scale_a, scale_b,
                          promote=promote, group_m=cfg.group_m, block_m=cfg.block_m, swap=bool(cfg.swap_ab),
-                         split_k=cfg.split_k, rem=cfg.rem_rows or 0)
+                         split_k=cfg.split_k, rem=rem(cfg))
     m, k = a.shape
     n = b.shape[1]
     bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k
@@ -273,7 +288,7 @@ def matmul(a, b, out=None, config=None, kernel=None):
     (aligned_operands; not with config.tma set). On the CPU backend it runs under the Triton
     interpreter. One GPU, not collective; one kernel launch, plus those copies."""
     m, n, k = check(a, b, out)
-    check_kernel(kernel, "matmul")
+    check_kernel(kernel, "matmul", config)
     if a.device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
         raise NotImplementedError("matmul: CPU tensors run only under the Triton interpreter (TRITON_INTERPRET=1, "
                                   "the iris CPU backend)")

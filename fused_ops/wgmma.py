@@ -137,6 +137,19 @@ if _GLUON:
                 p += 1
 
     @gluon.jit
+    def scaled(acc, SA, SB, row0, col0, M, N, SCALES: gl.constexpr):
+        """acc (rows row0.., columns col0.. of C) times FP8's scales: one each (SCALES 1), or per row of A and column
+        of B (2); as is for 16-bit (0)."""
+        if SCALES == 1:
+            acc = acc * (gl.load(SA) * gl.load(SB))
+        elif SCALES == 2:
+            rm = row0 + gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, acc.type.layout))
+            rn = col0 + gl.arange(0, acc.shape[1], layout=gl.SliceLayout(0, acc.type.layout))
+            acc = acc * gl.load(SA + rm, mask=rm < M, other=0.0)[:, None]
+            acc = acc * gl.load(SB + rn, mask=rn < N, other=0.0)[None, :]
+        return acc
+
+    @gluon.jit
     def store_tile(acc, c_smem, c_desc, first, row0, col0, C_T: gl.constexpr):
         """acc to C's rows row0.. and columns col0.. by an asynchronous TMA store (C_T: C stored transposed; first:
         split-K's slice, its rows of the partials as stored), once this warpgroup's previous store has left c_smem."""
@@ -197,15 +210,21 @@ if _GLUON:
                 b = b_bufs.index(s)
                 if B_T:
                     b = b.permute((1, 0))
-                if PROMOTE:
-                    part = warpgroup_mma(a, b, zero, use_acc=False, is_async=True)
-                    part = warpgroup_mma_wait(0, deps=(part, ))
-                    acc += part
-                    mbarrier.arrive(empty.index(s), count=1)
-                elif REM > 0:  # two MMAs a block: wait until only this block's two are in flight
+                if REM > 0:
                     b2 = b2_bufs.index(s)
                     if B_T:
                         b2 = b2.permute((1, 0))
+                if PROMOTE:
+                    part = warpgroup_mma(a, b, zero, use_acc=False, is_async=True)
+                    if REM > 0:
+                        part2 = warpgroup_mma(a, b2, zero2, use_acc=False, is_async=True)
+                        part, part2 = warpgroup_mma_wait(0, deps=(part, part2))
+                        acc2 += part2
+                    else:
+                        part = warpgroup_mma_wait(0, deps=(part, ))
+                    acc += part
+                    mbarrier.arrive(empty.index(s), count=1)
+                elif REM > 0:  # two MMAs a block: wait until only this block's two are in flight
                     acc = warpgroup_mma(a, b, acc, use_acc=kk > k0, is_async=True)
                     acc2 = warpgroup_mma(a, b2, acc2, use_acc=kk > k0, is_async=True)
                     acc, acc2 = warpgroup_mma_wait(2, deps=(acc, acc2))
@@ -215,7 +234,7 @@ if _GLUON:
                     acc = warpgroup_mma_wait(1, deps=(acc, ))  # the previous block's MMAs are done: release it
                     mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1, pred=kk > k0)
                 c += 1
-            if REM > 0:
+            if REM > 0 and not PROMOTE:
                 acc, acc2 = warpgroup_mma_wait(0, deps=(acc, acc2))
                 mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1)
             elif not PROMOTE:
@@ -223,17 +242,12 @@ if _GLUON:
                 mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1)
             row0 = inside((pid_m * CONSUMERS + HALF) * HALF_M, HALF_M, M, INSIDE)  # as the load warp loaded them
             col0 = inside(pid_n * (BLOCK_N + REM), BLOCK_N, N, INSIDE)
-            if SCALES == 1:
-                acc = acc * (gl.load(SA) * gl.load(SB))
-            elif SCALES == 2:
-                rm = row0 + gl.arange(0, HALF_M, layout=gl.SliceLayout(1, layout))
-                rn = col0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, layout))
-                acc = acc * gl.load(SA + rm, mask=rm < M, other=0.0)[:, None]
-                acc = acc * gl.load(SB + rn, mask=rn < N, other=0.0)[None, :]
+            acc = scaled(acc, SA, SB, row0, col0, M, N, SCALES)
             first = (unit // (num_pid_m * num_pid_n)) * M_PAD  # split-K: this slice's rows of the fp32 partials
             store_tile(acc, c_smem, c_desc, first, row0, col0, C_T)
             if REM > 0:
                 col2 = inside(pid_n * (BLOCK_N + REM) + BLOCK_N, REM, N, INSIDE)
+                acc2 = scaled(acc2, SA, SB, row0, col2, M, N, SCALES)
                 store_tile(acc2, c2_smem, c2_desc, first, row0, col2, C_T)
         tma.store_wait(pendings=0)
 
@@ -352,9 +366,11 @@ def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None,
     accumulation across K. split_k: each tile's K in that many slices (as many as have a block of K each), one unit
     of work apiece, whose fp32 partials a second kernel adds into c (where tiles are too few for the SMs; the
     partials: split_k x C's size in fp32, a buffer kept per device and size, so calls on two streams at once must not
-    share one). rem (16-bit, swap): tiles block_m + rem rows of A wide, a second MMA of N = rem (8 to 64) covering
-    the rows past block_m, so that 129-144 rows run as one 144-row tile rather than two of 128. One launch (two with
-    split_k); host cost: three TMA descriptors (five with rem). Not collective."""
+    share one). rem: a second MMA of N = rem (8 to 64) per tile, past the first's: with swap, tiles
+    block_m + rem rows of A wide, so that 129-144 rows run as one 144-row tile rather than two of 128; without,
+    block_n + rem columns of B wide (128 + 32: 160), tile counts between those of powers of two (Gluon's tensors are
+    powers of two). One launch (two with split_k); host cost: three TMA descriptors (five with rem). Not
+    collective."""
     args, consts, units, partials = kernel_args(a, b, c, block_n, block_k, stages, block_m, swap, scale_a, scale_b,
                                                 promote, group_m, split_k, rem)
     wgmma_ws_kernel[(min(programs, units),)](*args, **consts, num_warps=4)
@@ -385,14 +401,15 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
         raise ValueError(f"wgmma.run: block_m={cols} with swap; expected a power of two from 16 to 256")
     if not isinstance(split_k, int) or split_k < 1:
         raise ValueError(f"wgmma.run: split_k={split_k!r}; expected a positive integer")
-    if rem and (rem not in REMS or not swap or scale_a is not None or promote
-                or a.dtype not in (torch.bfloat16, torch.float16)):
-        raise ValueError(f"wgmma.run: rem={rem!r} takes one of {REMS}, on swapped 16-bit tiles only")
+    if rem and rem not in REMS:
+        raise ValueError(f"wgmma.run: rem={rem!r}; expected 0 or one of {REMS}")
     split = slices(a.shape[1], block_k, split_k)
     partials, m_pad = None, 0
-    if split > 1:  # fp32 partials of C's shape per slice, C's rows padded to whole tiles (TMA stores never cross)
-        m_pad = triton.cdiv(c.shape[0], cols + rem if swap else rows) * (cols + rem if swap else rows)
-        n_pad = triton.cdiv(c.shape[1], rows if swap else cols) * (rows if swap else cols)
+    if split > 1:  # fp32 partials of C's shape per slice, padded to whole tiles (TMA stores never cross), and C's
+        # columns to whole blocks of sum_slices (it loads the partials' columns unmasked)
+        tile_m, tile_n = (cols + rem, rows) if swap else (rows, cols + rem)
+        m_pad = triton.cdiv(c.shape[0], tile_m) * tile_m
+        n_pad = triton.cdiv(triton.cdiv(c.shape[1], tile_n) * tile_n, SUM_COLS) * SUM_COLS
         key = (c.device, split * m_pad * n_pad)
         if key in _partials:
             partials = _partials[key]

@@ -43,8 +43,10 @@ def test_matmul_matches_float64_at_the_edges(m, n, k, cfg, col_major):
     ("out", ValueError, "out must be a row-major 4 x 6"), ("kernel", ValueError, "'wgmma' or 'tile_loop'"),
     ("wgmma_cpu", ValueError, "kernel='wgmma' needs a Hopper GPU"),
     ("swap_cpu", ValueError, "kernel='wgmma' needs a Hopper GPU"),
-    ("swap_tile_loop", ValueError, "config.swap_ab=True runs the Gluon kernel; kernel='tile_loop' has no swapped"),
-    ("rem_unswapped", ValueError, "config.rem_rows=16 widens the Gluon kernel's swapped tiles: pass swap_ab=True")])
+    ("swap_tile_loop", ValueError, "config.swap_ab=True runs the Gluon kernel; kernel='tile_loop' has no such"),
+    ("rem_unswapped", ValueError, "config.rem_rows=16 widens the Gluon kernel's swapped tiles: pass swap_ab=True"),
+    ("rem_cols_swapped", ValueError, "config.rem_cols=32 widens the Gluon kernel's tiles that are not swapped"),
+    ("rem_cols_tile_loop", ValueError, "config.rem_cols=32 runs the Gluon kernel; kernel='tile_loop' has no such")])
 def test_matmul_refusals_say_what_was_expected(case, error, words):
     a, b, kw = torch.randn(4, 8, dtype=torch.bfloat16), torch.randn(8, 6, dtype=torch.bfloat16), {}
     # (CPU tensors: every refusal comes before anything would run; on a GPU machine CPU tensors need the interpreter)
@@ -65,12 +67,15 @@ def test_matmul_refusals_say_what_was_expected(case, error, words):
             pytest.skip("CPU tensors: the Gluon kernel is refused there")
         kw["kernel"] = "wgmma"
     elif case.startswith("swap"):  # swapped tiles are the Gluon kernel's alone
-        if ON_GPU:
+        if ON_GPU and case == "swap_cpu":
             pytest.skip("CPU tensors: the Gluon kernel is refused there")
         kw["config"] = fused_ops.Config(swap_ab=True)
         kw["kernel"] = "tile_loop" if case == "swap_tile_loop" else None
     elif case == "rem_unswapped":
         kw["config"] = fused_ops.Config(rem_rows=16)
+    elif case.startswith("rem_cols"):
+        kw["config"] = fused_ops.Config(rem_cols=32, swap_ab=case == "rem_cols_swapped")
+        kw["kernel"] = "tile_loop" if case == "rem_cols_tile_loop" else None
     with pytest.raises(error, match=words):
         fused_ops.matmul(a, b, **kw)
 

@@ -95,6 +95,14 @@ COMPILE_CASES = {
     "bf16-swap-rem16": (False, 0, "bfloat16", "bfloat16", False, (64, 64, 6, 128, True, 1, 16)),
     "bf16-swap-rem16-split-k": (False, 0, "bfloat16", "bfloat16", False, (64, 64, 6, 128, True, 2, 16)),
     "bf16-swap-two-consumers-rem32-b-k-major": (False, 0, "bfloat16", "bfloat16", True, (128, 64, 4, 128, True, 1, 32)),
+    "fp8-precise-swap-rem16": (True, 1, "bfloat16", "float8_e4m3fn", True, (64, 128, 6, 128, True, 1, 16)),
+    # tiles block_n + rem columns of B wide (160 = 128 + 32, 320 = 256 + 64): one wave where powers of two need two
+    "bf16-rem32": (False, 0, "bfloat16", "bfloat16", False, (128, 64, 4, 128, False, 1, 32)),
+    "bf16-rem64-320-wide": (False, 0, "bfloat16", "bfloat16", False, (256, 64, 2, 128, False, 1, 64)),
+    "bf16-rem32-192-rows": (False, 0, "bfloat16", "bfloat16", False, (128, 64, 3, 192, False, 1, 32)),
+    "bf16-rem16-split-k-b-k-major": (False, 0, "bfloat16", "bfloat16", True, (128, 64, 4, 128, False, 2, 16)),
+    "fp8-precise-row-rem16": (True, 2, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 128, False, 1, 16)),
+    "fp8-fast-rem32": (False, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 128, False, 1, 32)),
 }
 
 
@@ -106,7 +114,8 @@ def compile_cases():
         out_dtype, dtype = getattr(torch, out_dtype), getattr(torch, dtype)
         tile, (block_m, swap, split_k, rem) = tile[:3], (tile[3:] + (128, False, 1, 0)[len(tile) - 3:])
         staged = 4 if split_k > 1 else out_dtype.itemsize  # split-K stages fp32 partials
-        while not wgmma.fits(*tile, dtype.itemsize, staged, block_m + rem):
+        while not wgmma.fits(tile[0] + (0 if swap else rem), *tile[1:], dtype.itemsize, staged,
+                             block_m + (rem if swap else 0)):
             tile = (tile[0], tile[1], tile[2] - 1)  # fp32 C staging tiles take a stage's worth
         ptx, shared, report = compile_sm90(tile, promote, scales, out_dtype, dtype, b_t, block_m, swap, split_k, rem)
         out[name] = dict(shared=shared, report=report, setmaxnreg="setmaxnreg" in ptx,
@@ -423,12 +432,63 @@ def test_swap_rem_tiles_match_float64(b_t):
         assert err < 5e-3, (case, err)
 
 
-def test_swap_rem_tiles_are_refused_where_the_kernel_has_none():
-    a, b, c = torch.empty(64, 64, dtype=BF16), torch.empty(64, 64, dtype=BF16), torch.empty(64, 64, dtype=BF16)
-    with pytest.raises(ValueError, match=r"rem=24 takes one of \(8, 16, 32, 64\), on swapped 16-bit tiles only"):
+def test_rem_widths_the_kernel_has_none_of_are_refused_and_units_count_the_wider_tiles():
+    a, b, c = torch.empty(300, 64, dtype=BF16), torch.empty(64, 1000, dtype=BF16), torch.empty(300, 1000, dtype=BF16)
+    with pytest.raises(ValueError, match=r"rem=24; expected 0 or one of \(8, 16, 32, 64\)"):
         wgmma.kernel_args(a, b, c, 64, 64, 4, 128, swap=True, rem=24)
-    with pytest.raises(ValueError, match="on swapped 16-bit tiles only"):
-        wgmma.kernel_args(a, b, c, 64, 64, 4, 128, rem=16)
+    assert wgmma.kernel_args(a, b, c, 128, 64, 4, 128, rem=32)[2] == 3 * 7  # 160-wide tiles: 7 along N = 1000
+    assert wgmma.kernel_args(a, b, c, 64, 64, 4, 128, swap=True, rem=32)[2] == 2 * 16  # 160 rows of A: 2 along M
+    # split-K's partials: whole tiles, and sum_slices' whole blocks of columns (it loads them unmasked)
+    _, _, units, partials = wgmma.kernel_args(a, b[:, :130], c[:, :130], 128, 16, 4, 128, split_k=2, rem=16)
+    assert units == 3 * 1 * 2 and partials.shape == (2, 384, 192)
+
+
+@pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
+@pytest.mark.parametrize("operands", ["bf16-b-row-major", "bf16-b-k-major", "fp8-precise", "fp8-fast"])
+def test_rem_cols_tiles_match_float64(operands):
+    # tiles block_n + rem columns of B wide (a second MMA of N = rem): N past a tile's first part, inside it, exactly
+    # whole tiles and fewer than one; two and three consumers, whole and in slices of K, per-tensor and row-wise
+    # scales; a poisoned output and fresh data per call, all calls checked after the last; the 160-wide one also
+    # through matmul's / scaled_mm's own door with a caller's Config
+    from fused_ops import Config, fp8, matmul
+
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    fp8_ops = operands.startswith("fp8")
+    bk = 128 if fp8_ops else 64
+    calls = []
+    cases = ((1024, 2560, 2880, 128, 128, 32, 1), (300, 2112, 1040, 128, 128, 16, 1),
+             (129, 1000, 2048, 192, 128, 32, 2), (64, 152, 640, 128, 128, 8, 1), (500, 1280, 576, 128, 256, 64, 1),
+             (200, 96, 4096, 128, 64, 32, 3))
+    for m, n, k, block_m, block_n, rem, split in cases:  # ... block_m, block_n, rem, split_k
+        if operands == "fp8-precise" and block_n == 256:
+            block_n = 128  # precise accumulation keeps a block's sum beside the total: 64x320 of each would spill
+        stages = 4
+        while not wgmma.fits(block_n + rem, bk, stages, 1 if fp8_ops else 2, 4 if split > 1 else 2, block_m):
+            stages -= 1
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
+        door = (block_m, block_n, rem) == (128, 128, 32)
+        cfg = Config(block_m=block_m, block_n=block_n, block_k=bk, num_stages=stages, split_k=split, rem_cols=rem)
+        if fp8_ops:
+            a, b, sa, sb = _quantized(m, n, k, split != 1 or m == 300)
+            ref = (a.double() * sa.double()) @ (b.double() * sb.double())
+            if door:
+                fp8.scaled_mm(a, b, sa, sb, out=c, config=cfg, use_fast_accum=operands == "fp8-fast")
+            else:
+                wgmma.run(a, b, c, block_n, bk, stages, sms, sa, sb, promote=operands == "fp8-precise",
+                          block_m=block_m, split_k=split, rem=rem)
+        else:
+            a = torch.randn(m, k, device="cuda", dtype=BF16)
+            b = (torch.randn(n, k, device="cuda", dtype=BF16).t() if operands == "bf16-b-k-major" else
+                 torch.randn(k, n, device="cuda", dtype=BF16))
+            ref = a.double() @ b.double()
+            if door:
+                matmul(a, b, out=c, config=cfg)
+            else:
+                wgmma.run(a, b, c, block_n, bk, stages, sms, block_m=block_m, split_k=split, rem=rem)
+        calls.append(((m, n, k, block_m, block_n, rem, split), c, ref))
+    for case, c, ref in calls:
+        err = ((c.double() - ref).norm() / ref.norm()).item()
+        assert err < (2e-2 if operands == "fp8-fast" else 5e-3), (case, err)
 
 
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
