@@ -110,7 +110,11 @@ FP8_DECODE_MIN_BLOCKS = 4
 # slower than 128x256 ones on an H100 (16384x16384x8192: 128x256 0.99x torch.matmul, 192x128 0.95x, 128x128 0.82x;
 # 4096x32064x4096 1.03, 0.90, 0.85) and 1-3% slower on an H200 (by their own times; results/current/gemm/
 # final_8dc2c3c/*/gemm_large.*): 1.05 and 1.1, so that they are picked where they save real waves.
-WGMMA_TILES = ((128, 256, 64, 3, 1.0), (192, 128, 64, 4, 1.05), (128, 128, 64, 6, 1.1))
+# A width that is no power of two (160) is block_n + rem_cols (128 + 32: wgmma.run(rem=...), a second MMA of N = 32):
+# 1024x2560x2880 fills one wave with 128 such tiles where 192x128 ones left 12 SMs idle and 128x256 ones 52
+# (0.86 -> 0.92x torch.matmul on an H200, results/current/gemm/remcols_e9ef942/); the second MMA's narrow N reads
+# the A block again for few products, hence its cost.
+WGMMA_TILES = ((128, 256, 64, 3, 1.0), (192, 128, 64, 4, 1.05), (128, 128, 64, 6, 1.1), (128, 160, 64, 4, 1.2))
 # 64-wide tiles cost more per element than 128-wide ones (the same operand bytes feed half the MMAs, so they lean on
 # L2 and memory bandwidth: the H200 and the H100 disagree). They won where N is 64 (16384x64x4096 0.85 -> 0.98x on an
 # H200) and lost wherever else they were tried (results/current/gemm/wgmma_explore/gemm_*_narrow_*) but at
@@ -120,7 +124,11 @@ WGMMA_TILES = ((128, 256, 64, 3, 1.0), (192, 128, 64, 4, 1.05), (128, 128, 64, 6
 WGMMA_NARROW_TILE = (128, 64, 64, 8, 1.6)
 WGMMA_NARROW_FILL = 0.9
 WGMMA_FP8_NARROW_TILE = (128, 64, 128, 8, 1.4)  # FP8 precise accumulation
-WGMMA_FP8_TILES = ((192, 128, 128, 4, 0.9), (128, 128, 128, 6, 1.0))   # precise: the sum and a block's partial
+WGMMA_FP8_TILES = ((192, 128, 128, 4, 0.9), (128, 128, 128, 6, 1.0),   # precise: the sum and a block's partial
+                   # ... 144 and 160 wide (rem_cols 16, 32): 1024x2112x7168 0.79 -> 0.89x torch._scaled_mm (120
+                   # tiles, one wave, where 192x128 ones left 30 SMs idle), 1024x2560x2880 0.90 -> 0.93x,
+                   # 4096x1280x2880 0.87 -> 0.92x (H200, results/current/gemm/remcols_e9ef942/)
+                   (128, 144, 128, 4, 1.1), (128, 160, 128, 4, 1.05))
 WGMMA_FP8_FAST_TILE = (128, 256, 128, 3)   # fast accumulation: one accumulator, 64x256 per warpgroup
 WGMMA_MIN_FILL = 0.7
 # Swap-AB tiles (wgmma.run(swap=True)): C's transpose, B's columns as the MMAs' 64-row blocks, A's rows as their N.
@@ -473,9 +481,11 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
 
 
 def gluon_tile(cfg, block_m, block_n, block_k, stages, swap):
-    """cfg running one Gluon tile: whole tiles, 4 warps per consumer warpgroup."""
-    return replace(cfg, block_m=block_m, block_n=block_n, block_k=block_k, num_stages=stages, num_warps=4, split_k=1,
-                   split_tail=False, swap_ab=swap, rem_rows=0, rem_cols=0)
+    """cfg running one Gluon tile: whole tiles, 4 warps per consumer warpgroup; a width that is no power of two as
+    the largest power of two below it plus rem_cols (160: 128 + 32)."""
+    width = 1 << (block_n.bit_length() - 1)
+    return replace(cfg, block_m=block_m, block_n=width, block_k=block_k, num_stages=stages, num_warps=4, split_k=1,
+                   split_tail=False, swap_ab=swap, rem_rows=0, rem_cols=block_n - width)
 
 
 def candidates(ctx, dtype):
