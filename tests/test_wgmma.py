@@ -161,8 +161,13 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
         fp8.pick_kernel(a, b, c, cfg, None, False, "cutlass")
     # the Gluon kernel where its tiles fill most SMs (FP8 precise: 128x128; fast: 128x256; bf16: where the defaults
     # chose whole 128-row tiles), never for decode rows
-    picked = C.wgmma_config(cfg, 1024, 2560, 132, FP8)  # 160 tiles of 128x128 (2 waves) or 120 of 192x128 (1)
-    assert (picked.block_m, picked.block_n, picked.block_k, picked.num_stages) == C.WGMMA_FP8_TILES[0][:4]
+    picked = C.wgmma_config(cfg, 1024, 2560, 132, FP8)  # 160 tiles of 128x128 (2 waves), 120 of 192x128 (1 wave,
+    # 12 SMs idle) or 128 of 128 x (128 + 32): the last
+    assert (_tile(picked), picked.num_stages, picked.rem_cols) == ((128, 128, 128), 4, 32)
+    picked = C.wgmma_config(cfg, 1024, 2112, 132, FP8)  # 102 tiles of 192x128, 112 of 128x160, 120 of 128x144
+    assert (_tile(picked), picked.rem_cols) == ((128, 128, 128), 16)
+    picked = C.wgmma_config(cfg, 1024, 5120, 132, FP8)  # 240 of 192x128 (1.8 waves), 256 of 128x160 (1.9)
+    assert (_tile(picked), picked.rem_cols) == ((128, 128, 128), 32)
     assert _tile(C.wgmma_config(cfg, 4096, 4096, 132, FP8)) == (128, 128, 128)  # 8 full waves: no gain
     assert C.wgmma_config(cfg, 4096, 4096, 132, FP8, fast=True).block_n == 256
     assert C.wgmma_config(cfg, 128, 12288, 132, FP8, fast=True) is None  # 48 tiles of 128x256
@@ -183,7 +188,11 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
     assert C.wgmma_config(dataclasses.replace(cfg, block_m=64), 64, 5120, 132, BF16) is None  # 64 rows: even
     wide = dataclasses.replace(cfg, block_n=256, block_k=64)
     assert _tile(C.wgmma_config(wide, 4096, 4096, 132, BF16)) == (128, 256, 64)
-    assert _tile(C.wgmma_config(cfg, 1024, 2560, 132, BF16)) == (192, 128, 64)  # one wave, where 128 rows need two
+    assert _tile(C.wgmma_config(cfg, 1024, 2816, 132, BF16)) == (192, 128, 64)  # one wave, where the others need two
+    # 128 x (128 + 32) tiles: one wave of 128 where 120 192x128 ones leave 12 SMs idle, or 74 128x256 ones 58
+    for m, n in ((1024, 2560), (128, 18944)):
+        picked = C.wgmma_config(cfg, m, n, 132, BF16)
+        assert (_tile(picked), picked.rem_cols, picked.swap_ab) == ((128, 128, 64), 32, False)
     assert _tile(C.wgmma_config(wide, 4096, 3584, 132, BF16)) == (128, 128, 64)  # 448 wide tiles: 3.4 waves
     split = dataclasses.replace(cfg, split_k=2, split_tail=True)  # the tile loop's split last wave: the Gluon kernel
     # one whole wave of 132 swapped 256x64 tiles, where 102 192x128 tiles leave 30 SMs idle
@@ -198,7 +207,7 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
     assert _tile(C.wgmma_config(cfg, 16384, 64, 132, BF16)) == (128, 64, 64)  # N = 64: no half-empty tiles
     assert _tile(C.wgmma_config(cfg, 1024, 3072, 132, BF16)) == (128, 256, 64)  # 3 waves of 64-wide tiles cost more
     assert _tile(C.wgmma_config(cfg, 16384, 64, 132, FP8)) == (128, 64, 128)
-    assert _tile(C.wgmma_config(cfg, 1024, 2112, 132, FP8)) == (192, 128, 128)  # FP8's 192-row tiles cost less
+    assert _tile(C.wgmma_config(cfg, 1024, 2816, 132, FP8)) == (192, 128, 128)  # FP8: 192-row tiles cost less
     assert C.wgmma_config(dataclasses.replace(cfg, block_m=64), 512, 4096, 132, BF16) is None
     assert not wgmma.fits(128, 128, 7, 1, 2)  # 7 stages and C's tiles exceed an SM's shared memory
 
