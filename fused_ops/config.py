@@ -110,10 +110,13 @@ FP8_DECODE_MIN_BLOCKS = 4
 # slower than 128x256 ones on an H100 (16384x16384x8192: 128x256 0.99x torch.matmul, 192x128 0.95x, 128x128 0.82x;
 # 4096x32064x4096 1.03, 0.90, 0.85) and 1-3% slower on an H200 (by their own times; results/current/gemm/
 # final_8dc2c3c/*/gemm_large.*): 1.05 and 1.1, so that they are picked where they save real waves.
-# A width that is no power of two (160) is block_n + rem_cols (128 + 32: wgmma.run(rem=...), a second MMA of N = 32):
-# 1024x2560x2880 fills one wave with 128 such tiles where 192x128 ones left 12 SMs idle and 128x256 ones 52
-# (0.86 -> 0.92x torch.matmul on an H200, results/current/gemm/remcols_e9ef942/); the second MMA's narrow N reads
-# the A block again for few products, hence its cost.
+# A width that is no power of two (160) is block_n + rem_cols (128 + 32: wgmma.run(rem=...), a second MMA of N = 32),
+# its cost the narrow second MMA's. 1024x2560x2880 fills one wave with 128 such tiles where 192x128 ones left 12 SMs
+# idle (0.86 -> 0.92x torch.matmul on an H200, 0.87 -> 0.89x on an H100), and at 128 rows, two waves of them beat
+# 128x256 and 128x128 tiles on both GPUs (128x38016x3584: 0.84 -> 0.91x, 0.90 -> 0.96x). Where they need more
+# than one wave and more than one row of tiles, they beat 192x128 tiles on an H200 (1024x5120x8192 0.84 -> 0.88x)
+# and lost to them on an H100 (129.5 -> 136.0 us), so they are a candidate there only in one wave
+# (results/current/gemm/remcols_e9ef942/moved_*).
 WGMMA_TILES = ((128, 256, 64, 3, 1.0), (192, 128, 64, 4, 1.05), (128, 128, 64, 6, 1.1), (128, 160, 64, 4, 1.2))
 # 64-wide tiles cost more per element than 128-wide ones (the same operand bytes feed half the MMAs, so they lean on
 # L2 and memory bandwidth: the H200 and the H100 disagree). They won where N is 64 (16384x64x4096 0.85 -> 0.98x on an
@@ -467,6 +470,8 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
             return None if k is None or (fp8 and fast) else wgmma_few_tiles(cfg, m, n, k, sms, fp8)
         if (fp8 and fast and n < 256) or (not fp8 and cfg.block_m != 128):
             return None
+    if not fp8 and m > 128 and -(-m // 128) * -(-n // 160) > sms:  # (WGMMA_TILES: 160-wide tiles in one wave)
+        tiles = tuple(t for t in tiles if t[1] & (t[1] - 1) == 0)
     tiles = [t + (False,) for t in tiles]
     if not b_aligned:
         tiles = [t[:4] + (t[4] * UNALIGNED_B_COST, False) for t in tiles]
