@@ -270,7 +270,6 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "wgmma fp8 swap 128x64x128 s6 rem16 kfill": tile(128, 64, 128, 6, 4),
                   "wgmma fp8 swap 128x64x128 s6 rem32 kfill": tile(128, 64, 128, 6, 4),
                   "wgmma fp8 swap 128x128x128 s4 rem16 kfill": tile(128, 128, 128, 4, 4),
-                  "wgmma fp8 128x64x128 s8 kfill": tile(128, 64, 128, 8, 4),
                   "wgmma fp8 128x128x128 s6 fast accum": tile(128, 128, 128, 6, 4),
                   "wgmma fp8 128x256x128 s3 fast accum": tile(128, 256, 128, 3, 4),
                   # swap AB (B's columns as the MMAs' rows, A's rows as their N: no padded MMA rows at few rows)

@@ -175,6 +175,10 @@ WGMMA_FP8_SPLIT_MIN_BLOCKS = 64  # ... where K has this many blocks: with fewer 
 # rows of 4096x4096 1.08 -> 1.15x and 1.27 -> 1.32x; with 224 tiles (129x14336x4096) they lost (0.84 against 0.88x).
 WGMMA_REM_TILE = (128, 64, 64, 6)  # swapped: rows of A, columns of B, block_k, stages
 WGMMA_REM_ROWS = (16, 32)
+# FP8 (precise accumulation): the same swapped tiles only where they number at most a FEW_TILES-th of the SMs
+# (140x1024x8192: 0.79 -> 0.98x torch._scaled_mm); with more (129x4096x4096, 64 tiles; 129x2880x2880; 160x4096x4096)
+# they lost to the tile loop by 5-10% (H200, results/current/gemm/remcols_e9ef942/fp8_rows_f534825.*).
+WGMMA_FP8_REM_TILE = (128, 64, 128, 6)
 # Rows past a multiple of 64 at 129-255 rows, where whole 128x64 Gluon tiles fill one wave to at least
 # WGMMA_NARROW_FILL: its edge boxes move back inside A (wgmma.inside), where the tile loop's 64-row tiles load past
 # A's last row, which TMA serves far slower (results/current/gemm/README.md, "Rows past the edge").
@@ -203,11 +207,12 @@ def wgmma_few_tiles(cfg, m, n, k, sms, fp8):
         split = few_split(tiles(tile), sms, k, tile[2])
         return replace(gluon_tile(cfg, *tile, swap=not fp8), split_k=split) if split > 1 else None
     rem = next((r for r in WGMMA_REM_ROWS if m <= WGMMA_REM_TILE[0] + r), None)
-    if not fp8 and m > WGMMA_REM_TILE[0] and rem is not None:
-        few = -(-n // WGMMA_REM_TILE[1])
-        split = min(sms // few, -(-k // WGMMA_REM_TILE[2]) // MIN_SLICE_BLOCKS)
+    tile = WGMMA_FP8_REM_TILE if fp8 else WGMMA_REM_TILE
+    if m > tile[0] and rem is not None and (not fp8 or -(-n // tile[1]) * FEW_TILES <= sms):
+        few = -(-n // tile[1])
+        split = min(sms // few, -(-k // tile[2]) // MIN_SLICE_BLOCKS)
         if split >= 2:
-            return replace(gluon_tile(cfg, *WGMMA_REM_TILE, swap=True), split_k=split, rem_rows=rem)
+            return replace(gluon_tile(cfg, *tile, swap=True), split_k=split, rem_rows=rem)
     narrow = WGMMA_FP8_NARROW_TILE if fp8 else WGMMA_NARROW_TILE
     if 128 < m < EDGE_ROWS_MAX and m % 64 and WGMMA_NARROW_FILL * sms <= tiles(narrow) <= sms:
         return gluon_tile(cfg, *narrow[:4], swap=False)

@@ -627,7 +627,7 @@ def test_few_tiles_pick_the_gluon_kernels_split_k_and_edge_row_tiles():
     # where the 128x128 tiles are too few for the SMs (k given): split-K at 33-128 rows while the tiles leave at
     # least FEW_TILES-fold SMs (bf16 swapped, 64 rows of A where K dominates; FP8 128x64 at 65-128 rows); bf16 at
     # 129-160 rows, swapped tiles 16 or 32 rows of A wider in slices filling the SMs where they are at most half of
-    # them; whole 128x64 tiles at 129-255 rows off a multiple of 64 that fill one wave, the tile loop elsewhere
+    # them (FP8: a FEW_TILES-th); whole 128x64 tiles at 129-255 rows off a multiple of 64 that fill one wave, the tile loop elsewhere
     cfg = C.Config(block_m=64, block_n=64, block_k=128, group_m=8, gemm_sms=132, comm_sms=1, num_stages=4,
                    num_warps=4, tma=None, split_k=1, split_tail=False)
 
@@ -648,7 +648,8 @@ def test_few_tiles_pick_the_gluon_kernels_split_k_and_edge_row_tiles():
                                                                                                16)
     assert pick(129, 4096, 512) == ((128, 64, 64), False, 1)  # 8 blocks of K: whole 128x64 tiles, edge rows inside
     assert pick(161, 4096, 4096) == ((128, 64, 64), False, 1)  # past 160 rows: the same
-    assert pick(129, 4096, 4096, FP8) == ((128, 64, 128), False, 1)
+    assert pick(129, 4096, 4096, FP8) == ((128, 64, 128), False, 1)  # FP8's swapped wider tiles: only where few
+    assert pick(140, 1024, 8192, FP8) == ((128, 64, 128), True, 8, 16)  # 16 tiles, 8 slices
     for m, n, k in ((256, 4096, 4096), (192, 1024, 4096), (1000, 1000, 1000)):
         assert pick(m, n, k) is None, (m, n, k)  # whole 64-row multiples, or tiles too few / too many for a wave
     assert pick(32, 128, 65536) == ((32, 64, 128), True, 64)  # 17-32 rows' swapped tiles, where few: slices too
@@ -662,7 +663,7 @@ def test_few_tiles_pick_the_gluon_kernels_split_k_and_edge_row_tiles():
 @pytest.mark.parametrize("dtype", [BF16, FP8], ids=["bf16", "fp8"])
 def test_few_tiles_run_split_k_by_default_and_match_float64(dtype):
     # matmul's and scaled_mm's own pick (no kernel, no config) where tiles are few: the Gluon kernel in slices of K,
-    # swapped tiles 16 or 32 rows of A wider at 129-160 rows (bf16), or whole 128x64 tiles with the edge rows moved
+    # swapped tiles 16 or 32 rows of A wider at 129-160 rows (FP8: where fewer), or whole 128x64 tiles with the edge rows moved
     # inside (FP8); 6 calls in a row each, fresh data and a poisoned output, checked after the last
     import fused_ops
     from fused_ops import local_gemm
@@ -670,7 +671,7 @@ def test_few_tiles_run_split_k_by_default_and_match_float64(dtype):
     shapes = ((100, 1536, 4096, 5, 0), (128, 128, 32768, 33, 0), (129, 4096, 1024, 2, 16), (72, 1000, 8192, 8, 0),
               (150, 1000, 4096, 8, 32))
     for m, n, k, split, rem in shapes if dtype == BF16 else ((100, 1536, 8192, 5, 0), (128, 128, 32768, 32, 0),
-                                                             (129, 4096, 1024, 1, 0)):
+                                                             (129, 4096, 1024, 1, 0), (140, 1024, 8192, 8, 16)):
         calls = []
         for i in range(6):
             if dtype == FP8:
