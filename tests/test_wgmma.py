@@ -627,7 +627,8 @@ def test_few_tiles_pick_the_gluon_kernels_split_k_and_edge_row_tiles():
     # where the 128x128 tiles are too few for the SMs (k given): split-K at 33-128 rows while the tiles leave at
     # least FEW_TILES-fold SMs (bf16 swapped, 64 rows of A where K dominates; FP8 128x64 at 65-128 rows); bf16 at
     # 129-160 rows, swapped tiles 16 or 32 rows of A wider in slices filling the SMs where they are at most half of
-    # them (FP8: a FEW_TILES-th); whole 128x64 tiles at 129-255 rows off a multiple of 64 that fill one wave, the tile loop elsewhere
+    # them (FP8: a FEW_TILES-th); whole 128x64 tiles at 129-255 rows off a multiple of 64 that fill one wave, the
+    # tile loop elsewhere
     cfg = C.Config(block_m=64, block_n=64, block_k=128, group_m=8, gemm_sms=132, comm_sms=1, num_stages=4,
                    num_warps=4, tma=None, split_k=1, split_tail=False)
 
@@ -663,8 +664,8 @@ def test_few_tiles_pick_the_gluon_kernels_split_k_and_edge_row_tiles():
 @pytest.mark.parametrize("dtype", [BF16, FP8], ids=["bf16", "fp8"])
 def test_few_tiles_run_split_k_by_default_and_match_float64(dtype):
     # matmul's and scaled_mm's own pick (no kernel, no config) where tiles are few: the Gluon kernel in slices of K,
-    # swapped tiles 16 or 32 rows of A wider at 129-160 rows (FP8: where fewer), or whole 128x64 tiles with the edge rows moved
-    # inside (FP8); 6 calls in a row each, fresh data and a poisoned output, checked after the last
+    # swapped tiles 16 or 32 rows of A wider at 129-160 rows (FP8: where fewer), or whole 128x64 tiles with the
+    # edge rows moved inside (FP8); 6 calls in a row each, fresh data and a poisoned output, checked after the last
     import fused_ops
     from fused_ops import local_gemm
 
