@@ -8,7 +8,9 @@ Why a second kernel next to the tile loop of gemm.py:
 - Tiles the tile loop cannot express: one to three consumer warpgroups each compute 64 rows of a tile, so 192-row
   tiles fill one wave where 128-row ones need two (TMA boxes must be powers of two: A comes as one 64-row box per
   consumer); and swap-AB tiles (run(swap=True)), the same kernel on C's transpose: B's columns as the MMAs' rows, A's
-  rows as their N (16-256), for widths along M that 64-row warpgroups pad (decode rows, 256-row tiles of 64 columns).
+  rows as their N (16-256), for widths along M that 64-row warpgroups pad (decode rows, 256-row tiles of 64 columns);
+  and widths between powers of two (run(rem=R)): a second MMA of N = R per block, so a tile is 128 + 32 = 160
+  columns of B wide (or, swapped, 144 rows of A), where such tiles fill a wave that powers of two leave partly idle.
 - FP8 with precise accumulation (torch._scaled_mm's default) adds the tensor cores' reduced-precision partial sums
   into fp32 every block of K, after waiting for the block's MMAs. In gemm.py's loop all warps of a program wait at
   once (Triton emits `wgmma.wait_group 0` there, and each block has CTA-wide barriers); overlapping inside one
