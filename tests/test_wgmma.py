@@ -222,6 +222,25 @@ def _quantized(m, n, k, row, device="cuda"):
     return a, b, sa.float().contiguous(), sb.float().contiguous()
 
 
+def _operands(operands, m, n, k, row=False):
+    """(a, b, scale_a, scale_b, float64 reference) of fresh random operands of a GPU test's kind: FP8 quantized per
+    tensor or (row) per row, or bf16 with B row-major or K-major ("bf16-b-k-major"; scales None)."""
+    if operands.startswith("fp8"):
+        a, b, sa, sb = _quantized(m, n, k, row)
+        return a, b, sa, sb, (a.double() * sa.double()) @ (b.double() * sb.double())
+    a = torch.randn(m, k, device="cuda", dtype=BF16)
+    b = (torch.randn(n, k, device="cuda", dtype=BF16).t() if operands == "bf16-b-k-major" else
+         torch.randn(k, n, device="cuda", dtype=BF16))
+    return a, b, None, None, a.double() @ b.double()
+
+
+def _check_all(calls, operands):
+    """Every (case, output, reference) of a test's calls, checked after the last call (stale state shows there)."""
+    for case, c, ref in calls:
+        err = ((c.double() - ref).norm() / ref.norm()).item()
+        assert err < (2e-2 if operands == "fp8-fast" else 5e-3), (case, err)
+
+
 # M, N, K at every edge of the 128x128x128 tile (1 row; N of 16, 48 and 1040; K of one block,
 # odd and even block counts), and more tiles than programs
 GPU_SHAPES = [(1, 16, 16), (127, 48, 208), (200, 1040, 384), (1000, 272, 1152), (4096, 4096, 1024)]
@@ -396,25 +415,15 @@ def test_split_k_tiles_match_float64(operands):
     for m, n, k in ((129, 1000, 1040), (200, 272, 208), (1, 48, 64), (128, 128, 8192), (17, 4096, 2368)):
         for i, (block_m, block_n, stages, swap, split) in enumerate(tiles):
             c = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
-            if fp8_ops:
-                a, b, sa, sb = _quantized(m, n, k, i % 2 == 1)
-                ref = (a.double() * sa.double()) @ (b.double() * sb.double())
+            a, b, sa, sb, ref = _operands(operands, m, n, k, i % 2 == 1)
+            if not fp8_ops and block_m == 128 and not swap:  # through matmul's own door: a caller's split_k
+                matmul(a, b, out=c, kernel="wgmma", config=Config(block_m=block_m, block_n=block_n, block_k=bk,
+                                                                  num_stages=stages, split_k=split))
+            else:
                 wgmma.run(a, b, c, block_n, bk, stages, sms, sa, sb, promote=operands == "fp8-precise",
                           block_m=block_m, swap=swap, split_k=split)
-            else:
-                a = torch.randn(m, k, device="cuda", dtype=BF16)
-                b = (torch.randn(n, k, device="cuda", dtype=BF16).t() if operands == "bf16-b-k-major" else
-                     torch.randn(k, n, device="cuda", dtype=BF16))
-                ref = a.double() @ b.double()
-                if block_m == 128 and not swap:  # through matmul's own door: a caller's split_k on the Gluon kernel
-                    matmul(a, b, out=c, kernel="wgmma", config=Config(block_m=block_m, block_n=block_n, block_k=bk,
-                                                                      num_stages=stages, split_k=split))
-                else:
-                    wgmma.run(a, b, c, block_n, bk, stages, sms, block_m=block_m, swap=swap, split_k=split)
             calls.append(((m, n, k, block_m, block_n, swap, split), c, ref))
-    for case, c, ref in calls:
-        err = ((c.double() - ref).norm() / ref.norm()).item()
-        assert err < (2e-2 if operands == "fp8-fast" else 5e-3), (case, err)
+    _check_all(calls, operands)
 
 
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
@@ -476,29 +485,17 @@ def test_rem_cols_tiles_match_float64(operands):
         while not wgmma.fits(block_n + rem, bk, stages, 1 if fp8_ops else 2, 4 if split > 1 else 2, block_m):
             stages -= 1
         c = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
-        door = (block_m, block_n, rem) == (128, 128, 32)
         cfg = Config(block_m=block_m, block_n=block_n, block_k=bk, num_stages=stages, split_k=split, rem_cols=rem)
-        if fp8_ops:
-            a, b, sa, sb = _quantized(m, n, k, split != 1 or m == 300)
-            ref = (a.double() * sa.double()) @ (b.double() * sb.double())
-            if door:
-                fp8.scaled_mm(a, b, sa, sb, out=c, config=cfg, use_fast_accum=operands == "fp8-fast")
-            else:
-                wgmma.run(a, b, c, block_n, bk, stages, sms, sa, sb, promote=operands == "fp8-precise",
-                          block_m=block_m, split_k=split, rem=rem)
+        a, b, sa, sb, ref = _operands(operands, m, n, k, split != 1 or m == 300)
+        if (block_m, block_n, rem) == (128, 128, 32) and fp8_ops:  # through the front doors, a caller's Config
+            fp8.scaled_mm(a, b, sa, sb, out=c, config=cfg, use_fast_accum=operands == "fp8-fast")
+        elif (block_m, block_n, rem) == (128, 128, 32):
+            matmul(a, b, out=c, config=cfg)
         else:
-            a = torch.randn(m, k, device="cuda", dtype=BF16)
-            b = (torch.randn(n, k, device="cuda", dtype=BF16).t() if operands == "bf16-b-k-major" else
-                 torch.randn(k, n, device="cuda", dtype=BF16))
-            ref = a.double() @ b.double()
-            if door:
-                matmul(a, b, out=c, config=cfg)
-            else:
-                wgmma.run(a, b, c, block_n, bk, stages, sms, block_m=block_m, split_k=split, rem=rem)
+            wgmma.run(a, b, c, block_n, bk, stages, sms, sa, sb, promote=operands == "fp8-precise",
+                      block_m=block_m, split_k=split, rem=rem)
         calls.append(((m, n, k, block_m, block_n, rem, split), c, ref))
-    for case, c, ref in calls:
-        err = ((c.double() - ref).norm() / ref.norm()).item()
-        assert err < (2e-2 if operands == "fp8-fast" else 5e-3), (case, err)
+    _check_all(calls, operands)
 
 
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
