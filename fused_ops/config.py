@@ -25,7 +25,7 @@ class Config:
                              # their slices fill the SMs that wave would leave idle
     swap_ab: bool = None   # the Gluon kernel only (fused_ops.matmul, fp8.scaled_mm): its MMAs run on C's transpose,
                            # B's block_n (64-192) columns as their rows and A's block_m (16-256) rows as their N
-    rem_rows: int = None   # ... with swap_ab, 16-bit: a second MMA over rem_rows (8, 16, 32 or 64) more rows of A,
+    rem_rows: int = None   # ... with swap_ab: a second MMA over rem_rows (8, 16, 32 or 64) more rows of A,
                            # so that 129-160 rows run as one tile rather than two of 128 (wgmma.run(rem=...))
     rem_cols: int = None   # ... without swap_ab: a second MMA over rem_cols (8, 16, 32 or 64) more columns of B, so
                            # tiles are block_n + rem_cols wide (128 + 32: 160), between powers of two
@@ -115,7 +115,7 @@ FP8_DECODE_MIN_BLOCKS = 4
 # idle (0.86 -> 0.92x torch.matmul on an H200, 0.87 -> 0.89x on an H100), and at 128 rows, two waves of them beat
 # 128x256 and 128x128 tiles on both GPUs (128x38016x3584: 0.84 -> 0.91x, 0.90 -> 0.96x). Where they need more
 # than one wave and more than one row of tiles, they beat 192x128 tiles on an H200 (1024x5120x8192 0.84 -> 0.88x)
-# and lost to them on an H100 (129.5 -> 136.0 us), so they are a candidate there only in one wave
+# and lost to them on an H100 (129.5 -> 136.0 us), so bf16 takes them only in one wave or one row of tiles
 # (results/current/gemm/remcols_e9ef942/moved_*).
 WGMMA_TILES = ((128, 256, 64, 3, 1.0), (192, 128, 64, 4, 1.05), (128, 128, 64, 6, 1.1), (128, 160, 64, 4, 1.2))
 # 64-wide tiles cost more per element than 128-wide ones (the same operand bytes feed half the MMAs, so they lean on
@@ -475,8 +475,8 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
             return None if k is None or (fp8 and fast) else wgmma_few_tiles(cfg, m, n, k, sms, fp8)
         if (fp8 and fast and n < 256) or (not fp8 and cfg.block_m != 128):
             return None
-    if not fp8 and m > 128 and -(-m // 128) * -(-n // 160) > sms:  # (WGMMA_TILES: 160-wide tiles in one wave)
-        tiles = tuple(t for t in tiles if t[1] & (t[1] - 1) == 0)
+    if not fp8:  # 16-bit widths between powers of two: in one wave, or in one row of tiles (WGMMA_TILES)
+        tiles = tuple(t for t in tiles if t[1] & (t[1] - 1) == 0 or m <= t[0] or -(-m // t[0]) * -(-n // t[1]) <= sms)
     tiles = [t + (False,) for t in tiles]
     if not b_aligned:
         tiles = [t[:4] + (t[4] * UNALIGNED_B_COST, False) for t in tiles]
