@@ -107,11 +107,12 @@ COMPILE_CASES = {
 }
 
 
-def compile_cases():
-    """{id: facts} of every COMPILE_CASES entry compiled for sm_90a (run in a process of its own: once the Triton
-    interpreter has run a kernel in a process, compiling there fails)."""
+def compile_cases(names=None):
+    """{id: facts} of these COMPILE_CASES entries (None: all) compiled for sm_90a (run in a process of its own: once
+    the Triton interpreter has run a kernel in a process, compiling there fails)."""
     out = {}
-    for name, (promote, scales, out_dtype, dtype, b_t, tile) in COMPILE_CASES.items():
+    for name in names or COMPILE_CASES:
+        promote, scales, out_dtype, dtype, b_t, tile = COMPILE_CASES[name]
         out_dtype, dtype = getattr(torch, out_dtype), getattr(torch, dtype)
         tile, (block_m, swap, split_k, rem) = tile[:3], (tile[3:] + (128, False, 1, 0)[len(tile) - 3:])
         staged = 4 if split_k > 1 else out_dtype.itemsize  # split-K stages fp32 partials
@@ -130,10 +131,16 @@ def compiled():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     code = ("import json, sys; sys.path[:0] = ['.', 'tests']; import test_wgmma; "
-            "print(json.dumps(test_wgmma.compile_cases()))")
-    run = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    return json.loads(run.stdout.strip().splitlines()[-1])
+            "print(json.dumps(test_wgmma.compile_cases(sys.argv[1:])))")
+    names, procs = list(COMPILE_CASES), max(1, min(4, os.cpu_count() or 1))  # the cases split over the cores
+    runs = [subprocess.Popen([sys.executable, "-c", code, *names[i::procs]], cwd=root, env=env, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i in range(min(procs, len(names)))]
+    out = {}
+    for run in runs:
+        stdout, stderr = run.communicate(timeout=600)
+        assert run.returncode == 0, stderr[-3000:]
+        out.update(json.loads(stdout.strip().splitlines()[-1]))
+    return out
 
 
 @pytest.mark.parametrize("name", list(COMPILE_CASES))
