@@ -168,19 +168,20 @@ def gemm_reduce_scatter(ctx, a, b, c, variant="auto", config=None, scale_a=None,
     return _call(GEMM_REDUCE_SCATTER, ctx, a, b, c, variant, config, scale_a, scale_b)
 
 
-def plan(ctx, op, a, b, c, variant="auto", config=None, **extra):
+def plan(ctx, op, a, b, c, variant="auto", config=None, timing=None, **extra):
     """(variant, config) that `op` would run on these operands: auto's pick, and the launch configuration with the
     per-device defaults filled in (None for the baselines, which run torch's own kernels). Launches nothing; checks
-    the operands and the variant as a call does, but not c's shape. `extra`: the op's optional operands, as a call
-    takes them (they can change auto's pick)."""
+    the operands and the variant as a call does, but not c's shape. timing: "graph" or "eager", the mode auto picks
+    for (default: this call's, auto.mode: a call under CUDA-graph capture may run another variant than an eager
+    one). `extra`: the op's optional operands, as a call takes them (they can change auto's pick)."""
     spec = _spec(op)
     unknown = sorted(set(extra) - set(spec.names))
     if unknown:
         raise TypeError(f"plan: {op} takes no operand {', '.join(unknown)}; its optional operands: "
                         f"{', '.join(spec.names) or 'none'}")
     values = spec.values(extra)
-    v, config = _variant(ctx, op, variant, a, b, c, config, spec.heap_output, _exclude(spec, ctx, variant, a, b, c,
-                                                                                      values))
+    v, config = _variant(ctx, op, variant, a, b, c, config, spec.heap_output,
+                         _exclude(spec, ctx, variant, a, b, c, values), timing)
     return (v.name, None) if v.pattern == "baseline" else (v.name, _problem(ctx, spec, v, a, b, c, config, values).cfg)
 
 
@@ -307,14 +308,14 @@ def _check_dtypes(ctx, where, a, b, c):
                         f"wrongly); use float16 or float32")
 
 
-def _variant(ctx, op, variant, a, b, c, config, heap_output=True, exclude=()):
-    """(the variant to run, its config): auto's pick, with the config tune() found for it here when the caller
-    gave none."""
+def _variant(ctx, op, variant, a, b, c, config, heap_output=True, exclude=(), timing=None):
+    """(the variant to run, its config): auto's pick (for this timing mode; default: the call's), with the config
+    tune() found for it here when the caller gave none."""
     registry.check_op(op)
     _check(ctx, op, a, b, c, heap_output)
     if variant == "auto":
         shape = auto.global_shape(ctx, op, a, b)
-        variant = auto.choose(ctx, op, *shape, a.dtype, exclude)
+        variant = auto.choose(ctx, op, *shape, a.dtype, exclude, timing)
         config = config if config is not None else auto.tuned_config(ctx, op, *shape, a.dtype, variant)
     v = registry.get(op, variant, ctx.backend)
     allowed = v.dtypes_on(ctx.backend)

@@ -279,7 +279,7 @@ def measure(ctx, op, variant, m, n, k, data, config, iters, warmup, validate=Tru
         ran = None
         if validate:
             a, b, extra, ref = inputs(ctx, op, 1, m, n, k, data)
-            ran = _ran(ctx, op, a, b, c, variant, config, extra)
+            ran = _ran(ctx, op, a, b, c, variant, config, extra, timing)
 
             def check():
                 c.fill_(float("nan"))
@@ -294,7 +294,7 @@ def measure(ctx, op, variant, m, n, k, data, config, iters, warmup, validate=Tru
         t = None
         if iters:
             sets = _inputs(ctx, op, m, n, k, data, seed=20_000)
-            ran = ran or _ran(ctx, op, *sets[0][:2], c, variant, config, sets[0][2])
+            ran = ran or _ran(ctx, op, *sets[0][:2], c, variant, config, sets[0][2], timing)
 
             def call(i):
                 a_i, b_i, extra_i = sets[i % ROTATE]
@@ -310,7 +310,10 @@ def measure(ctx, op, variant, m, n, k, data, config, iters, warmup, validate=Tru
     return dict(time_us=t, max_rel_error=err if validate else float("nan"), correct=correct, ran=ran)
 
 
-def _ran(ctx, op, a, b, c, variant, config, extra):
-    """What the call runs, for the CSV: the variant (auto's pick) and its launch configuration."""
-    name, cfg = fused_ops.plan(ctx, op, a, b, c, variant, config, **extra)
+def _ran(ctx, op, a, b, c, variant, config, extra, timing):
+    """What the timed calls run, for the CSV: the variant (auto's pick in that timing mode) and its launch
+    configuration."""
+    graph = timing == "graph" and ctx.backend == "cuda"  # what Timer captures (CPU: eager calls)
+    name, cfg = fused_ops.plan(ctx, op, a, b, c, variant, config, timing="graph" if graph else "eager",
+                               **extra)
     return name if cfg is None else f"{name}: {cfg.describe()}"
