@@ -32,6 +32,11 @@ def r_choose(ctx):
         auto.mode = lambda ctx: "graph"  # as under CUDA-graph capture
         out["graph_rows"] = auto.choose(ctx, op, 64, 64, 64, torch.bfloat16)
         out["copy_engine_graph"] = auto.choose(ctx, op, 64, 64, 64, torch.float32)  # tuned or ranked: not captured
+        # plan() names the pick of the mode asked for, whatever the call's own mode
+        a, b, _ = reference.make_inputs(op, 4, w, ctx.get_rank(), 32, 32, 32 * w, torch.float32, ctx.get_device())
+        auto._table[(auto._gpu(ctx), w, op, "float32", "eager")] = [((32, 32, 32 * w), ["atomic", "one_shot"])]
+        auto._table[(auto._gpu(ctx), w, op, "float32", "graph")] = [((32, 32, 32 * w), ["two_shot", "one_shot"])]
+        out["plan_modes"] = [fused_ops.plan(ctx, op, a, b, ctx.zeros(32, 32), timing=t)[0] for t in ("eager", "graph")]
     finally:
         auto._table, auto.mode = saved, saved_mode
         auto._tuned.clear()
@@ -87,6 +92,7 @@ def test_auto_choice_rules(ranks2):
                        "two_shot", "near_big": "atomic", "excluded": "torch_symm_mem" if gpu else "torch_nccl",
                        "fp16_borrows_bf16": "two_shot", "eager_rows": "atomic", "graph_rows": "two_shot",
                        "copy_engine_eager": "copy_engine", "copy_engine_graph": "one_shot",
+                       "plan_modes": ["atomic", "two_shot"],
                        "tuned_all": True, "tuned_pick": True, "auto_correct": True}, out
 
 
