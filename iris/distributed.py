@@ -1,6 +1,8 @@
 """Process-group bootstrap: reuse an existing torch.distributed group, or start one under torchrun / iris.spawn
 (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT in the environment), under mpirun (mpi4py), or as a single rank."""
 
+import atexit
+import contextlib
 import os
 import socket
 
@@ -70,7 +72,21 @@ def init(use_cuda):
         torch.cuda.set_device(device_index(local_rank))
     backend = "cpu:gloo,cuda:nccl" if use_cuda else "gloo"
     dist.init_process_group(backend, init_method=init_method, rank=rank, world_size=world)
+    atexit.register(_destroy_at_exit)  # the group is iris's: iris ends it
     return rank, world, local_rank
+
+
+def _destroy_at_exit():
+    """Local: end the default group init() started, before the interpreter exits (NCCL warns of leaked resources
+    otherwise, and its heartbeat thread can outlive the store that rank 0 serves). Not where a context broke or the
+    pool recorded a failed rank: peers may be gone or inside a collective that a teardown would wait on."""
+    from . import health
+    from .host import _live
+
+    if not dist.is_initialized() or health.aborted_by() is not None or any(health.is_broken(c) for c in list(_live)):
+        return
+    with contextlib.suppress(Exception):
+        dist.destroy_process_group()
 
 
 def all_gather_object(obj, group=None):
