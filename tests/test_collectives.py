@@ -304,3 +304,140 @@ def test_benchmark_all_to_all_rows(ranks2):
         assert sorted((r["collective"], r["variant"], r["mode"]) for r in rows) == sorted(want), rows
         for r in rows:
             assert r["correct"] and r["rel_error_vs_nccl"] == 0.0 and r["bytes"] == 4096, r
+
+
+# ---------------------------------------------------------------------------------------------- all_reduce_rmsnorm
+def _rmsnorm_reference(ins, residual, weight, dtype, eps):
+    """float64 of the op's definition: the sum over ranks (rounded to dtype, as an all_reduce returns it), plus the
+    residual, each row over its root mean square, times weight; and the new residual."""
+    h = _reduce(ins, "sum").to(dtype).double() + residual.double()
+    return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps) * weight.double(), h
+
+
+def r_all_reduce_rmsnorm(ctx, shape, dtype_name, variant, in_place, programs):
+    dtype, r = getattr(torch, dtype_name), ctx.get_rank()
+    dev, hidden, fails = ctx.get_device(), shape[-1], []
+    cfg = coll.CollConfig(programs=programs) if programs else None
+    # the tensor off the heap: the push variant reads it only locally; residual and out anywhere too
+    x, residual = torch.empty(shape, dtype=dtype, device=dev), torch.empty(shape, dtype=dtype, device=dev)
+    out = x if in_place else torch.empty(shape, dtype=dtype, device=dev)
+    weight = torch.empty(hidden, dtype=dtype, device=dev)
+    for call in range(4):  # fresh inputs every call, no host barrier between calls
+        ins = [t.view(shape) for t in _inputs(ctx, 40 + call, x.numel(), dtype)]
+        g = torch.Generator().manual_seed(900 + call)  # residual and weight: the same on every rank, as in a layer
+        res0 = torch.randn(shape, generator=g).to(dtype).to(dev)
+        weight.copy_(torch.rand(hidden, generator=g) + 0.5)
+        x.copy_(ins[r])
+        residual.copy_(res0)
+        if not in_place:
+            out.fill_(float("nan"))  # poisoned
+        coll.all_reduce_rmsnorm(ctx, x, residual, weight, eps=1e-5, variant=variant, out=None if in_place else out,
+                                config=cfg)
+        if ON_GPU:
+            torch.cuda.synchronize()
+        want, want_res = _rmsnorm_reference(ins, res0, weight, dtype, 1e-5)
+        tol = {torch.float32: 1e-5, torch.float16: 4e-3, torch.bfloat16: 2e-2}[dtype]
+        for label, got, ref in (("out", out, want), ("residual", residual, want_res)):
+            err = ((got.double() - ref).abs() / (1 + ref.abs())).max().item()
+            if not err <= tol:
+                fails.append(f"call {call}: {label} off by {err:.2e} (tolerance {tol:.0e})")
+    return fails
+
+
+# (shape, dtype, variant, in place, programs): rows that do not fill the programs and rows that take several
+# rounds of them; rows that are no power of two long; leading dims; float16 and float32 (bf16: GPU only)
+RMSNORM_RUNS = [((5, 40), "float32", "push", True, None), ((3, 2, 24), "float16", "push", False, 2),
+                ((7, 128), "float32", "push", False, 3), ((1, 200), "float32", "auto", True, None),
+                ((4, 40), "float32", "nccl", False, None), ((9, 5120), "bfloat16", "push", True, None)]
+
+
+@pytest.mark.parametrize("shape,dtype,variant,in_place,programs", RMSNORM_RUNS,
+                         ids=[f"{'x'.join(map(str, s))}-{d}-{v}-{'inplace' if i else 'out'}-p{p}"
+                              for s, d, v, i, p in RMSNORM_RUNS])
+def test_all_reduce_rmsnorm_matches_float64(ranks2, shape, dtype, variant, in_place, programs):
+    if variant == "nccl" and ON_GPU and torch.cuda.device_count() < 2:
+        pytest.skip("NCCL needs one GPU per rank: 2 ranks, fewer GPUs here")
+    if dtype == "bfloat16" and not ON_GPU:
+        pytest.skip("bfloat16: GPUs only (the Triton interpreter's bfloat16 is broken)")
+    for fails in ranks2.run(r_all_reduce_rmsnorm, shape, dtype, variant, in_place, programs):
+        assert fails == [], fails
+
+
+def test_all_reduce_rmsnorm_4ranks(ranks4):
+    for fails in ranks4.run(r_all_reduce_rmsnorm, (6, 48), "float32", "push", False, 2):
+        assert fails == [], fails
+
+
+def r_all_reduce_rmsnorm_refusals(ctx):
+    dev = ctx.get_device()
+    x, res, wt = (torch.zeros(4, 32, device=dev), torch.zeros(4, 32, device=dev), torch.ones(32, device=dev))
+    cases = [lambda: coll.all_reduce_rmsnorm(ctx, x, torch.zeros(4, 16, device=dev), wt),
+             lambda: coll.all_reduce_rmsnorm(ctx, x, res, torch.ones(16, device=dev)),
+             lambda: coll.all_reduce_rmsnorm(ctx, x.int(), res.int(), wt.int()),
+             lambda: coll.all_reduce_rmsnorm(ctx, x, res, wt.half()),
+             lambda: coll.all_reduce_rmsnorm(ctx, x, res, wt, out=res),
+             lambda: coll.all_reduce_rmsnorm(ctx, x, res, wt, eps=-1.0),
+             lambda: coll.all_reduce_rmsnorm(ctx, x, res, wt, variant="two_shot"),
+             lambda: coll.all_reduce_rmsnorm(ctx, x, res, wt, config=coll.CollConfig(block=64)),
+             lambda: coll.all_reduce_rmsnorm(ctx, torch.zeros(1, 40000, device=dev), torch.zeros(1, 40000, device=dev),
+                                             torch.ones(40000, device=dev))]
+    msgs = []
+    for case in cases:
+        try:
+            case()
+            msgs.append("no error")
+        except (ValueError, TypeError) as err:
+            msgs.append(str(err))
+    return msgs
+
+
+def test_all_reduce_rmsnorm_refuses_bad_input_on_the_host(ranks2):
+    expect = ["residual has shape (4, 16); expected the tensor's, (4, 32)", "weight has shape (16,); expected (32,)",
+              "expected float32, float16 or bfloat16", "tensors must share one dtype", "residual must not overlap",
+              "eps=-1.0", "unknown variant 'two_shot'", "config.block=64", "at most 32768"]
+    for msgs in ranks2.run(r_all_reduce_rmsnorm_refusals):
+        assert len(msgs) == len(expect), msgs
+        for m, e in zip(msgs, expect):
+            assert e in m, (e, m)
+
+
+def r_rmsnorm_beside_all_reduce(ctx):
+    """all_reduce "push" and all_reduce_rmsnorm on the same tiles, block and dtype share one inbox workspace: their
+    epochs must interleave call after call."""
+    r, dev = ctx.get_rank(), ctx.get_device()
+    x, res, wt = torch.empty(2, 64, device=dev), torch.empty(2, 64, device=dev), torch.ones(64, device=dev)
+    flat = torch.empty(128, device=dev)
+    fails = []
+    for call in range(3):
+        ins = _inputs(ctx, 60 + call, 128, torch.float32)
+        flat.copy_(ins[r])
+        coll.all_reduce(ctx, flat, variant="push", config=coll.CollConfig(block=64))
+        if not _close(flat, _reduce(ins, "sum"), torch.float32):
+            fails.append(f"call {call}: all_reduce wrong")
+        x.copy_(ins[r].view(2, 64))
+        res.zero_()
+        coll.all_reduce_rmsnorm(ctx, x, res, wt, eps=0.0, config=coll.CollConfig(programs=2))
+        want, _ = _rmsnorm_reference([t.view(2, 64) for t in ins], torch.zeros(2, 64), torch.ones(64), torch.float32,
+                                     0.0)
+        if not _close(x.cpu(), want, torch.float32, 2):
+            fails.append(f"call {call}: all_reduce_rmsnorm wrong")
+    return fails, ("collectives", "tiles", "sync", 2, 64, torch.float32) in ctx._workspaces
+
+
+def test_all_reduce_rmsnorm_shares_the_push_inboxes(ranks2):
+    for fails, shared in ranks2.run(r_rmsnorm_beside_all_reduce):
+        assert fails == [] and shared, fails
+
+
+def r_rmsnorm_benchmark(ctx):
+    from benchmarks.all_reduce_rmsnorm import bench
+
+    return bench(ctx, [3], [40], dict(device="cpu", date="-", commit="-", command="-"))
+
+
+@gpu_per_rank(2)  # its "nccl" rows
+def test_all_reduce_rmsnorm_benchmark_rows(ranks2):
+    """benchmarks/all_reduce_rmsnorm.py's rows: every variant validated against float64 and timed."""
+    for rows in ranks2.run(r_rmsnorm_benchmark):
+        assert {r["variant"] for r in rows} == {"push", "push, unfused", "nccl"}, rows
+        assert all(r["correct"] and r["time_us"] > 0 for r in rows), rows

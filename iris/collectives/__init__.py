@@ -60,6 +60,7 @@ from . import kernels
 from .plan import (  # noqa: F401  (_direct, _warps, ...: for tests and benchmarks)
     OPS,
     PUSH_MAX_BYTES,
+    ROWS_MAX,
     VARIANTS,
     CollConfig,
     _acc,
@@ -74,12 +75,13 @@ from .plan import (  # noqa: F401  (_direct, _warps, ...: for tests and benchmar
     _overlaps,
     _programs,
     _push_launch,
+    _rows_launch,
     _scratch,
     _warps,
 )
 
-__all__ = ["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "all_to_all_v", "CollConfig",
-           "Work", "OPS", "VARIANTS", "PUSH_MAX_BYTES"]
+__all__ = ["all_reduce", "all_reduce_rmsnorm", "all_gather", "reduce_scatter", "all_to_all", "broadcast",
+           "all_to_all_v", "CollConfig", "Work", "OPS", "VARIANTS", "PUSH_MAX_BYTES"]
 
 
 class Work:
@@ -199,6 +201,59 @@ def _all_reduce_plan(ctx, tensor, op, variant, out, config, async_op):
         return _barrier_launch(ctx, kernels.atomic_kernel, data, n, config, async_op), out
     kernel = kernels.one_shot_kernel if variant == "one_shot" else kernels.two_shot_kernel
     return _barrier_launch(ctx, kernel, data, n, config, async_op, OP=op, STAGED=staged, ACC=_acc(tensor.dtype)), out
+
+
+@consistency.guarded("all_reduce_rmsnorm")
+def all_reduce_rmsnorm(ctx, tensor, residual, weight, eps=1e-6, variant="auto", out=None, config=None,
+                       async_op=False):
+    """The tensor-parallel layer's exit as one kernel: `tensor` (rows x hidden, any leading dims) summed over ranks,
+    plus `residual`, which keeps that sum (the next layer's residual, as vLLM's fused_add_rms_norm), then each row
+    divided by its root mean square (+ eps) and scaled by `weight` (hidden) into `out` (default: in place). Returns
+    `out`. "push" ("auto"): each row through iris.tile's one-shot inboxes, no barrier, no tensor needs to be on the
+    heap; "nccl": torch.distributed's all_reduce, then torch ops. Collective; about one push all-reduce of the
+    tensor plus one pass over it."""
+    return _call(ctx, ("all_reduce_rmsnorm", *map(tensor_key, (tensor, residual, weight, out)), eps, variant,
+                       config, async_op), async_op, _all_reduce_rmsnorm_plan,
+                 (ctx, tensor, residual, weight, eps, variant, out, config, async_op))
+
+
+def _all_reduce_rmsnorm_plan(ctx, tensor, residual, weight, eps, variant, out, config, async_op):
+    out = tensor if out is None else out
+    variant = "push" if variant == "auto" else variant
+    if not isinstance(eps, (int, float)) or isinstance(eps, bool) or not eps >= 0:
+        raise ValueError(f"all_reduce_rmsnorm: eps={eps!r}; expected a number >= 0")
+    _check(ctx, "all_reduce_rmsnorm", variant, "sum", {"tensor": tensor, "residual": residual, "weight": weight,
+                                                       "out": out}, {}, (float(eps), config, async_op))
+    if not tensor.dtype.is_floating_point or tensor.dtype == torch.float64:
+        raise TypeError(f"all_reduce_rmsnorm: tensors are {tensor.dtype}; expected float32, float16 or bfloat16")
+    if tensor.dim() < 1 or tensor.numel() == 0:
+        raise ValueError(f"all_reduce_rmsnorm: tensor has shape {tuple(tensor.shape)}; expected rows x hidden with "
+                         f"hidden the last dimension")
+    hidden = tensor.shape[-1]
+    for label, t in (("residual", residual), ("out", out)):
+        if t.shape != tensor.shape:
+            raise ValueError(f"all_reduce_rmsnorm: {label} has shape {tuple(t.shape)}; expected the tensor's, "
+                             f"{tuple(tensor.shape)}")
+    if tuple(weight.shape) != (hidden,):
+        raise ValueError(f"all_reduce_rmsnorm: weight has shape {tuple(weight.shape)}; expected ({hidden},), one "
+                         f"scale per element of a row")
+    if hidden > ROWS_MAX:
+        raise ValueError(f"all_reduce_rmsnorm: rows of {hidden} elements; one program holds a row, at most "
+                         f"{ROWS_MAX}: use all_reduce, then torch's rms_norm")
+    if _overlaps(residual, tensor) or _overlaps(residual, out) or _overlaps(weight, out):
+        raise ValueError("all_reduce_rmsnorm: residual must not overlap tensor or out, nor weight out (each is "
+                         "read or written whole); out may be the tensor itself")
+    if out.data_ptr() != tensor.data_ptr() and _overlaps(out, tensor):
+        raise ValueError("all_reduce_rmsnorm: out overlaps tensor without being it; pass out=None for in place")
+    if variant == "nccl":
+        summed = tensor.clone()
+        dist.all_reduce(summed, group=ctx.group)
+        h = summed.float() + residual.float()
+        residual.copy_(h)
+        out.copy_(h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps) * weight.float())
+        return None, Work() if async_op else out
+    return _rows_launch(ctx, kernels.push_all_reduce_rmsnorm_kernel, tensor, residual, weight, out, eps, config,
+                        async_op), out
 
 
 @consistency.guarded("all_gather")

@@ -247,6 +247,31 @@ def push_all_reduce_kernel(X, Y, n,  # data: X (n elements) reduced into Y, anyw
 
 
 @triton.jit
+def push_all_reduce_rmsnorm_kernel(X, RES, W, Y, rows, hidden, eps,  # data: rows x hidden; RES updated in place
+                                   WS, FLAGS, EPOCHS,  # an iris.tile.Workspace of one tile per program
+                                   cur_rank, world_size, heap_bases,
+                                   BLOCK: tl.constexpr,  # hidden, rounded up to a power of two
+                                   PDL: tl.constexpr = tl.constexpr(False)):
+    """all_reduce_rmsnorm "push": row r of X summed over ranks through iris.tile's one-shot inboxes (one epoch per
+    row, rows r = pid, pid + programs, ...), then h = sum + RES[r] in float32, RES[r] = h, and Y[r] = h / rms(h) * W.
+    The sum is rounded to X's dtype before the residual is added, as all_reduce followed by a fused add + RMSNorm
+    would."""
+    ws, flags, e = _push_enter(WS, FLAGS, EPOCHS, world_size, BLOCK, PDL)
+    cols = tl.arange(0, BLOCK)
+    m = cols < hidden
+    w = tl.load(W + cols, mask=m, other=0).to(tl.float32)
+    for r in range(tl.program_id(0), rows, tl.num_programs(0)):
+        row = r * hidden + cols
+        s = tile.all_reduce(tl.load(X + row, mask=m, other=0), ws, flags, e, cur_rank, world_size, heap_bases)
+        h = s.to(tl.float32) + tl.load(RES + row, mask=m, other=0).to(tl.float32)
+        tl.store(RES + row, h.to(RES.dtype.element_ty), mask=m)
+        inv = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / hidden + eps)
+        tl.store(Y + row, (h * inv * w).to(Y.dtype.element_ty), mask=m)
+        e += 1
+    tile.end(EPOCHS, tl.program_id(0), e - 1)
+
+
+@triton.jit
 def push_two_shot_kernel(X, Y, n, TOTAL,  # data: X (TOTAL elements, world slices of n, the last short) into Y
                          WS, FLAGS, EPOCHS,  # an iris.tile.Workspace of one tile per program
                          cur_rank, world_size, heap_bases,

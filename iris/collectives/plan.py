@@ -18,7 +18,7 @@ VARIANTS = {"all_reduce": ("auto", "push", "push_two_shot", "ring", "one_shot", 
                            "hierarchical"),
             "all_gather": ("auto", "push", "direct", "nccl", "hierarchical"),
             "reduce_scatter": ("auto", "push", "pull", "nccl", "hierarchical"), "all_to_all": ("auto", "nccl"),
-            "broadcast": ("auto", "nccl")}
+            "broadcast": ("auto", "nccl"), "all_reduce_rmsnorm": ("auto", "push", "nccl")}
 PUSH_MAX_BYTES = 1 << 20  # "auto": push (latency; inboxes of 8 x world x size) up to here, two_shot/pull above
 
 
@@ -206,3 +206,28 @@ def _push_launch(ctx, kernel, x, y, n, config, async_op, extra=(), **consts):
     meta = dict(consts, BLOCK=block, num_warps=_warps(cfg, block), **iris.pdl_launch())
     key = ("tile", kernel.__name__, tensor_key(x), tensor_key(y), *consts.values(), block, async_op)
     return _Launch(kernel, (tiles,), args, meta, key, (x, y))
+
+
+ROWS_MAX = 32768  # all_reduce_rmsnorm: the longest row one program holds (in registers)
+ROWS_INBOX_BYTES = 32 << 20  # all_reduce_rmsnorm "push": the most heap its inboxes take by default (8 x world x row)
+
+
+def _rows_launch(ctx, kernel, x, residual, weight, y, eps, config, async_op):
+    """A launch of the row-wise push kernel (all_reduce_rmsnorm): one program per row up to what is resident and
+    what ROWS_INBOX_BYTES of inboxes hold, each walking rows pid, pid + programs, ...; an iris.tile.Workspace of
+    one row-wide tile per program (shared with all_reduce "push" calls of the same tiles, block and dtype)."""
+    cfg = config or CollConfig()
+    hidden = x.shape[-1]
+    rows, block = x.numel() // hidden, max(16, 1 << (hidden - 1).bit_length())
+    if cfg.block is not None and cfg.block != block:
+        raise ValueError(f"all_reduce_rmsnorm: config.block={cfg.block}, but a program holds one row: the block is "
+                         f"the row length {hidden} rounded up to a power of two, {block}; leave config.block unset")
+    fit = max(1, ROWS_INBOX_BYTES // (8 * ctx.get_num_ranks() * block * x.element_size()))
+    programs = _programs(ctx, cfg, min(rows, fit))
+    ws = ctx.workspace(("collectives", "tiles", "async" if async_op else "sync", programs, block, x.dtype),
+                       lambda c: tile.Workspace(c, programs, block, x.dtype))
+    args = (x, residual, weight, y, rows, hidden, float(eps), *ws.args(), ctx.get_rank(), ctx.get_num_ranks(),
+            ctx.get_heap_bases())
+    meta = dict(BLOCK=block, num_warps=_warps(cfg, block), **iris.pdl_launch())
+    key = ("tile", kernel.__name__, *map(tensor_key, (x, residual, weight, y)), float(eps), block, programs, async_op)
+    return _Launch(kernel, (programs,), args, meta, key, (x, y, residual))
