@@ -417,8 +417,8 @@ def r_rmsnorm_beside_all_reduce(ctx):
         x.copy_(ins[r].view(2, 64))
         res.zero_()
         coll.all_reduce_rmsnorm(ctx, x, res, wt, eps=0.0, config=coll.CollConfig(programs=2))
-        want, _ = _rmsnorm_reference([t.view(2, 64) for t in ins], torch.zeros(2, 64), torch.ones(64), torch.float32,
-                                     0.0)
+        want, _ = _rmsnorm_reference([t.view(2, 64).cpu() for t in ins], torch.zeros(2, 64), torch.ones(64),
+                                     torch.float32, 0.0)
         if not _close(x.cpu(), want, torch.float32, 2):
             fails.append(f"call {call}: all_reduce_rmsnorm wrong")
     return fails, ("collectives", "tiles", "sync", 2, 64, torch.float32) in ctx._workspaces
