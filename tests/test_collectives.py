@@ -403,7 +403,7 @@ def test_all_reduce_rmsnorm_refuses_bad_input_on_the_host(ranks2):
 
 def r_rmsnorm_beside_all_reduce(ctx):
     """all_reduce "push" and all_reduce_rmsnorm on the same tiles, block and dtype share one inbox workspace: their
-    epochs must interleave call after call."""
+    epochs must interleave call after call (the last call async)."""
     r, dev = ctx.get_rank(), ctx.get_device()
     x, res, wt = torch.empty(2, 64, device=dev), torch.empty(2, 64, device=dev), torch.ones(64, device=dev)
     flat = torch.empty(128, device=dev)
@@ -416,7 +416,10 @@ def r_rmsnorm_beside_all_reduce(ctx):
             fails.append(f"call {call}: all_reduce wrong")
         x.copy_(ins[r].view(2, 64))
         res.zero_()
-        coll.all_reduce_rmsnorm(ctx, x, res, wt, eps=0.0, config=coll.CollConfig(programs=2))
+        work = coll.all_reduce_rmsnorm(ctx, x, res, wt, eps=0.0, config=coll.CollConfig(programs=2),
+                                       async_op=call == 2)  # the last call on a side stream
+        if call == 2:
+            work.wait()
         want, _ = _rmsnorm_reference([t.view(2, 64).cpu() for t in ins], torch.zeros(2, 64), torch.ones(64),
                                      torch.float32, 0.0)
         if not _close(x.cpu(), want, torch.float32, 2):
