@@ -464,8 +464,17 @@ class Iris:
 
     def broadcast(self, value, source_rank=0, *, src=None):
         """`value` as held by `source_rank` (or `src`, torch.distributed's name), on every rank: tensors keep dtype
-        and device, anything else is pickled."""
-        return distributed.broadcast_value(value, source_rank if src is None else src, self.group)
+        and device, anything else is pickled (receivers may pass None). Collective; the first call from each
+        source rank is compared across ranks (iris/consistency.py): ranks naming different sources would wait on
+        each other until NCCL's watchdog ends the job."""
+        source = source_rank if src is None else src
+        self._check_open("broadcast")
+        if isinstance(source, bool) or not isinstance(source, int) or not 0 <= source < self.num_ranks:
+            raise ValueError(f"rank {self.cur_rank}: broadcast from source rank {source!r}; expected a group rank in "
+                             f"0..{self.num_ranks - 1}")
+        if self.num_ranks > 1:
+            consistency.first_call(self, ("ctx.broadcast", source))
+        return distributed.broadcast_value(value, source, self.group)
 
     # ------------------------------------------------------------------------------------------------ teardown
     def _check_open(self, op="this call"):

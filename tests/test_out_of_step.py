@@ -425,3 +425,21 @@ def test_ctrl_c_on_the_parent_returns_promptly():
         return True
 
     assert not any(alive(pid) for pid in ranks), ranks
+
+
+def r_host_broadcast_sources_differ(ctx):
+    """ctx.broadcast with each rank naming another source: refused on every rank before torch.distributed waits
+    (which would hang until NCCL's watchdog); a source outside the group is refused on the host."""
+    odd = ctx.get_rank() == 1
+    # the pool's context may have broadcast from both ranks in earlier tests: first calls again (a signature every
+    # rank has seen is not exchanged; IRIS_DEBUG_CHECKS=1 would check every call)
+    ctx.__dict__.get("_iris_agreed", set()).difference_update({("ctx.broadcast", 0), ("ctx.broadcast", 1)})
+    took = _refused_everywhere(ctx, lambda: ctx.broadcast("x", 1 if odd else 0), lambda: ctx.broadcast("x", 0))
+    with pytest.raises(ValueError, match="expected a group rank in 0..1"):
+        ctx.broadcast("x", 2)
+    return took, ctx.broadcast([ctx.get_rank()] if ctx.get_rank() == 0 else None, 0)  # in step again
+
+
+def test_host_broadcast_sources_differ_refused_on_every_rank(ranks2):
+    for took, got in ranks2.run(r_host_broadcast_sources_differ):
+        assert took < 5.0 and got == [0], (took, got)
