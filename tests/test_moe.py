@@ -206,18 +206,24 @@ def r_moe_overflow(ctx, variant):
 
 
 def test_moe_auto_pick_is_the_same_on_every_rank_and_follows_the_measured_rule():
-    """auto's pick depends only on what every rank shares: the backend, ranks per GPU, and T (the same on every rank
-    by the op's contract, checked on the first call). With a GPU per rank: bulk_sync up to 16 tokens per rank (the
-    baseline's host synchronization dominates there), torch_nccl above; elsewhere fused (NCCL cannot run)."""
+    """auto's pick depends only on what every rank shares: the backend, ranks per GPU, T and the experts' H x F (the
+    same on every rank by the op's contract, checked on the first call). With a GPU per rank: bulk_sync up to 16
+    tokens per rank (the baseline's host synchronization dominates there) and for small experts (Qwen3-30B-A3B's
+    2048 x 768) at any count, torch_nccl for larger experts above 16 tokens (DeepSeek-V3's 7168 x 2048, Mixtral's
+    4096 x 14336); elsewhere fused (NCCL cannot run)."""
     from types import SimpleNamespace
 
-    from fused_ops.moe.op import AUTO_BULK_SYNC_MAX_TOKENS, _auto
+    from fused_ops.moe.op import AUTO_BULK_SYNC_MAX_EXPERT, AUTO_BULK_SYNC_MAX_TOKENS, _auto
 
     gpu, shared, cpu = (SimpleNamespace(backend=b, ranks_per_device=n) for b, n in (("cuda", 1), ("cuda", 2),
                                                                                       ("cpu", 1)))
-    assert AUTO_BULK_SYNC_MAX_TOKENS == 16
-    assert [_auto(gpu, t) for t in (1, 16, 17, 4096)] == ["bulk_sync", "bulk_sync", "torch_nccl", "torch_nccl"]
-    assert {_auto(c, t) for c in (shared, cpu) for t in (1, 16, 17, 4096)} == {"fused"}
+    assert AUTO_BULK_SYNC_MAX_TOKENS == 16 and AUTO_BULK_SYNC_MAX_EXPERT == 4 << 20
+    qwen3, deepseek, mixtral = 2048 * 768, 7168 * 2048, 4096 * 14336
+    assert [_auto(gpu, t, deepseek) for t in (1, 16, 17, 4096)] == ["bulk_sync", "bulk_sync", "torch_nccl",
+                                                                     "torch_nccl"]
+    assert [_auto(gpu, t, e) for t, e in ((1024, qwen3), (4096, qwen3), (1024, mixtral))] == [
+        "bulk_sync", "bulk_sync", "torch_nccl"]
+    assert {_auto(c, t, e) for c in (shared, cpu) for t in (1, 16, 17, 4096) for e in (qwen3, mixtral)} == {"fused"}
 
 
 @pytest.mark.parametrize("variant", ["fused", "bulk_sync"])

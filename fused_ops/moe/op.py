@@ -15,9 +15,14 @@ from . import kernels
 
 ACTIVATIONS = ("silu", "relu", "none")
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
-# Tokens per rank up to which `auto` runs bulk_sync where torch_nccl could run: the largest count at which bulk_sync
-# won on every model and routing measured; above it torch_nccl stays (docs/moe.md has the table).
+# Where torch_nccl could run, `auto` runs bulk_sync up to AUTO_BULK_SYNC_MAX_TOKENS tokens per rank (the largest count
+# at which bulk_sync won on every model and routing measured), and at any count for experts of at most
+# AUTO_BULK_SYNC_MAX_EXPERT weights per matrix (H x F): many small experts, where torch's grouped GEMM gains least and
+# its host-synchronized exchange costs most. Qwen3-30B-A3B's 2048 x 768 experts won at 1024 and 4096 tokens per rank
+# in all 12 rows measured (2x H100, 2x H200, 4x H200; balanced and skewed: 1.25-2.37x); DeepSeek-V3's 7168 x 2048
+# (0.83-1.21x at 1024 tokens) and Mixtral's 4096 x 14336 (0.53-1.02x) keep torch_nccl (docs/moe.md has the table).
 AUTO_BULK_SYNC_MAX_TOKENS = 16
+AUTO_BULK_SYNC_MAX_EXPERT = 4 << 20
 
 
 class MoEError(RuntimeError):
@@ -169,12 +174,14 @@ def _check(ctx, x, idx, weights, w1, w2, y, act, capacity):
                          f"[0, {e_local * w}) (E = E_local * world = {e_local} * {w})")
 
 
-def _auto(ctx, tokens):
-    """auto's pick. It depends only on values every rank shares (backend, ranks per GPU, and T, which the op requires
-    to be the same on every rank), so every rank picks the same variant without an exchange."""
+def _auto(ctx, tokens, expert_weights):
+    """auto's pick. It depends only on values every rank shares (backend, ranks per GPU, T and the experts' H x F,
+    which the op requires to be the same on every rank), so every rank picks the same variant without an exchange
+    (and the first call's signature check compares the picks)."""
     if ctx.backend != "cuda" or ctx.ranks_per_device > 1:
         return "fused"  # torch_nccl cannot run here
-    return "bulk_sync" if tokens <= AUTO_BULK_SYNC_MAX_TOKENS else "torch_nccl"
+    small = tokens <= AUTO_BULK_SYNC_MAX_TOKENS or expert_weights <= AUTO_BULK_SYNC_MAX_EXPERT
+    return "bulk_sync" if small else "torch_nccl"
 
 
 def moe_ffn(ctx, x, topk_idx, topk_weights, w1, w2, out=None, variant="auto", activation="silu", capacity=None,
@@ -183,7 +190,8 @@ def moe_ffn(ctx, x, topk_idx, topk_weights, w1, w2, out=None, variant="auto", ac
     Collective: every rank passes the same shapes, dtypes, variant, capacity and config; the first call of each such
     signature compares them across ranks (one host exchange) and raises ConsistencyError on every rank if they differ.
     Returns out (a new T x H tensor when None). variant="auto": where every rank has its own GPU, bulk_sync up to
-    AUTO_BULK_SYNC_MAX_TOKENS tokens per rank and torch_nccl above; elsewhere fused. The iris variants never
+    AUTO_BULK_SYNC_MAX_TOKENS tokens per rank or for experts of at most AUTO_BULK_SYNC_MAX_EXPERT weights per matrix,
+    torch_nccl otherwise; elsewhere fused. The iris variants never
     synchronize the host and may be captured in a CUDA graph (call each shape once before capturing: the first call
     creates the workspace); torch_nccl cannot be. On GPUs an eager call repeated on the same tensors replays a graph
     of its launches (iris/replay.py; IRIS_REPLAY=0 turns that off)."""
@@ -198,7 +206,7 @@ def _call(ctx, x, topk_idx, topk_weights, w1, w2, out, variant, activation, capa
     """The call, under the context's health checks (iris/health.py): (out, the variant that ran)."""
     y = out if out is not None else torch.empty_like(x)
     _check(ctx, x, topk_idx, topk_weights, w1, w2, y, activation, capacity)
-    asked, variant = variant, _auto(ctx, x.shape[0]) if variant == "auto" else variant
+    asked, variant = variant, _auto(ctx, x.shape[0], w1.shape[1] * w1.shape[2]) if variant == "auto" else variant
     v = registry.get("moe_ffn", variant, ctx.backend)
     if str(x.dtype).replace("torch.", "") not in v.dtypes_on(ctx.backend):
         raise TypeError(f"moe_ffn/{variant} does not support {x.dtype} on the {ctx.backend} backend")
@@ -206,7 +214,8 @@ def _call(ctx, x, topk_idx, topk_weights, w1, w2, out, variant, activation, capa
         raise ValueError(f"moe_ffn/{variant} needs one GPU per rank (NCCL refuses two ranks on one device; "
                          f"{ctx.ranks_per_device} ranks share each GPU here)")
     if v.pattern == "baseline" and ctx.backend == "cuda" and torch.cuda.is_current_stream_capturing():
-        why = f" (auto's pick above {AUTO_BULK_SYNC_MAX_TOKENS} tokens per rank)" if asked == "auto" else ""
+        why = (f" (auto's pick above {AUTO_BULK_SYNC_MAX_TOKENS} tokens per rank for experts of more than "
+               f"{AUTO_BULK_SYNC_MAX_EXPERT} weights)" if asked == "auto" else "")
         raise RuntimeError(f"moe_ffn/{variant}{why} cannot be captured in a CUDA graph: it reads the split sizes on "
                            f"the host. Capture variant='bulk_sync' or 'fused', after one eager call of that variant "
                            f"with the same shapes (it creates the workspace)")
