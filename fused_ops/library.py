@@ -1,6 +1,7 @@
 """The catalog as PyTorch operators: torch.ops.fused_ops.{gemm_all_scatter, gemm_all_reduce, all_gather_gemm,
 gemm_reduce_scatter}, with fake (meta) kernels and autograd, usable eagerly, under torch.compile(fullgraph=True) and
-inside CUDA graph capture.
+inside CUDA graph capture; and torch.ops.fused_ops.all_reduce_rmsnorm (a tensor-parallel layer's exit, for
+inference: no autograd).
 
     import fused_ops.library as fl
     y = fl.gemm_all_reduce(ctx, x, w.t())             # variant="auto"
@@ -73,6 +74,17 @@ def _gemm_reduce_scatter(a: Tensor, b: Tensor, variant: str, ctx: int) -> Tensor
     return ops.gemm_reduce_scatter(cx, a, b, c, variant=variant)
 
 
+@torch.library.custom_op(f"{NAMESPACE}::all_reduce_rmsnorm", mutates_args=())
+def _all_reduce_rmsnorm(x: Tensor, residual: Tensor, weight: Tensor, eps: float, variant: str,
+                        ctx: int) -> tuple[Tensor, Tensor]:
+    from iris import collectives
+
+    new_residual, out = residual.contiguous().clone(), torch.empty_like(x, memory_format=torch.contiguous_format)
+    collectives.all_reduce_rmsnorm(iris.context(ctx), x.contiguous(), new_residual, weight.contiguous(), eps=eps,
+                                   variant=variant, out=out)
+    return out, new_residual
+
+
 # ---------------------------------------------------------------------------------------------- fake kernels
 @_gemm_all_scatter.register_fake
 def _(a, b, variant, ctx):
@@ -93,6 +105,11 @@ def _(a, b, variant, ctx, return_gathered):
 @_gemm_reduce_scatter.register_fake
 def _(a, b, variant, ctx):
     return a.new_empty(a.shape[0] // _world(ctx), b.shape[1])
+
+
+@_all_reduce_rmsnorm.register_fake
+def _(x, residual, weight, eps, variant, ctx):
+    return x.new_empty(x.shape), residual.new_empty(residual.shape)
 
 
 # ---------------------------------------------------------------------------------------------- autograd
@@ -165,3 +182,10 @@ def all_gather_gemm(ctx, a, b, variant="auto", return_gathered=False):
 def gemm_reduce_scatter(ctx, a, b, variant="auto"):
     """This rank's M/world rows of sum over ranks of a @ b; a: M x K/world, b: K/world x N."""
     return torch.ops.fused_ops.gemm_reduce_scatter(a, b, variant, ctx.handle)
+
+
+def all_reduce_rmsnorm(ctx, x, residual, weight, eps=1e-6, variant="auto"):
+    """(out, new residual) of iris.collectives.all_reduce_rmsnorm as a functional operator: fresh outputs, inputs
+    untouched, for torch.compile and CUDA graphs (one copy of the residual more than the in-place call). Inference
+    only: it has no autograd."""
+    return torch.ops.fused_ops.all_reduce_rmsnorm(x, residual, weight, float(eps), variant, ctx.handle)
