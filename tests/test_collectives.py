@@ -161,6 +161,18 @@ def test_async_handle_and_nccl_fallback(ranks2):  # 2 ranks: one GPU each on GPU
         assert res == (True, True, True), res
 
 
+def _errors(calls):
+    """The message each call raised on the host (ValueError or TypeError), or "no error"."""
+    msgs = []
+    for call in calls:
+        try:
+            call()
+            msgs.append("no error")
+        except (ValueError, TypeError) as err:
+            msgs.append(str(err))
+    return msgs
+
+
 def r_bad(ctx):
     w = ctx.get_num_ranks()
     heap, local = ctx.zeros(8 * w), torch.zeros(8 * w, device=ctx.get_device())
@@ -175,13 +187,7 @@ def r_bad(ctx):
              lambda: coll.broadcast(ctx, heap, src=w),
              lambda: coll.all_reduce(ctx, heap, config=coll.CollConfig(block=100)),
              lambda: coll.all_reduce(ctx, heap, variant="push", config=coll.CollConfig(num_warps=3))]
-    msgs = []
-    for call in calls:
-        try:
-            call()
-            msgs.append("no error")
-        except (ValueError, TypeError) as err:
-            msgs.append(str(err))
+    msgs = _errors(calls)
     pushed = torch.full((8 * w * w,), -1.0, device=ctx.get_device())  # push: the output may live anywhere
     coll.all_gather(ctx, pushed, heap.fill_(float(ctx.get_rank())), variant="push")
     want = torch.arange(w, dtype=torch.float32, device=ctx.get_device()).repeat_interleave(8 * w)
@@ -381,14 +387,7 @@ def r_all_reduce_rmsnorm_refusals(ctx):
              lambda: coll.all_reduce_rmsnorm(ctx, x, res, wt, config=coll.CollConfig(block=64)),
              lambda: coll.all_reduce_rmsnorm(ctx, torch.zeros(1, 40000, device=dev), torch.zeros(1, 40000, device=dev),
                                              torch.ones(40000, device=dev))]
-    msgs = []
-    for case in cases:
-        try:
-            case()
-            msgs.append("no error")
-        except (ValueError, TypeError) as err:
-            msgs.append(str(err))
-    return msgs
+    return _errors(cases)
 
 
 def test_all_reduce_rmsnorm_refuses_bad_input_on_the_host(ranks2):
