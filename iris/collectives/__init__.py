@@ -240,9 +240,9 @@ def _all_reduce_rmsnorm_plan(ctx, tensor, residual, weight, eps, variant, out, c
     if hidden > ROWS_MAX:
         raise ValueError(f"all_reduce_rmsnorm: rows of {hidden} elements; one program holds a row, at most "
                          f"{ROWS_MAX}: use all_reduce, then torch's rms_norm")
-    if _overlaps(residual, tensor) or _overlaps(residual, out) or _overlaps(weight, out):
-        raise ValueError("all_reduce_rmsnorm: residual must not overlap tensor or out, nor weight out (each is "
-                         "read or written whole); out may be the tensor itself")
+    if _overlaps(residual, tensor) or _overlaps(residual, out) or _overlaps(weight, out) or _overlaps(weight, residual):
+        raise ValueError("all_reduce_rmsnorm: residual must not overlap tensor or out, nor weight residual or out "
+                         "(residual and out are written); out may be the tensor itself")
     if out.data_ptr() != tensor.data_ptr() and _overlaps(out, tensor):
         raise ValueError("all_reduce_rmsnorm: out overlaps tensor without being it; pass out=None for in place")
     if variant == "nccl":
