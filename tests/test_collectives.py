@@ -382,6 +382,7 @@ def r_all_reduce_rmsnorm_refusals(ctx):
              lambda: coll.all_reduce_rmsnorm(ctx, x.int(), res.int(), wt.int()),
              lambda: coll.all_reduce_rmsnorm(ctx, x, res, wt.half()),
              lambda: coll.all_reduce_rmsnorm(ctx, x, res, wt, out=res),
+             lambda: coll.all_reduce_rmsnorm(ctx, x, res, res[0]),  # the weight is a row of the residual
              lambda: coll.all_reduce_rmsnorm(ctx, x, res, wt, eps=-1.0),
              lambda: coll.all_reduce_rmsnorm(ctx, x, res, wt, variant="two_shot"),
              lambda: coll.all_reduce_rmsnorm(ctx, x, res, wt, config=coll.CollConfig(block=64)),
@@ -393,6 +394,7 @@ def r_all_reduce_rmsnorm_refusals(ctx):
 def test_all_reduce_rmsnorm_refuses_bad_input_on_the_host(ranks2):
     expect = ["residual has shape (4, 16); expected the tensor's, (4, 32)", "weight has shape (16,); expected (32,)",
               "expected float32, float16 or bfloat16", "tensors must share one dtype", "residual must not overlap",
+              "nor weight residual",
               "eps=-1.0", "unknown variant 'two_shot'", "config.block=64", "at most 32768"]
     for msgs in ranks2.run(r_all_reduce_rmsnorm_refusals):
         assert len(msgs) == len(expect), msgs
