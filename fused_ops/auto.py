@@ -80,11 +80,16 @@ def nearest(rows, shape):
     two nearest shapes' (log2 distance) blended. Host only."""
     if not rows:
         return []
-    here = [math.log2(max(1, x)) for x in shape]
-    near = sorted(rows, key=lambda r: sum((math.log2(s) - h) ** 2 for s, h in zip(r[0], here)))
+    near = by_distance(rows, shape)
     if tuple(near[0][0]) == tuple(shape):
         return near[0][1]
     return blend([r[1] for r in near[:2]])
+
+
+def by_distance(rows, shape):
+    """Swept rows [((m, n, k), ranking)], nearest to `shape` first (distance in log2 of M, N and K)."""
+    here = [math.log2(max(1, x)) for x in shape]
+    return sorted(rows, key=lambda r: sum((math.log2(s) - h) ** 2 for s, h in zip(r[0], here)))
 
 
 def blend(rankings):

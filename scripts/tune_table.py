@@ -86,7 +86,7 @@ def holdout(paths):
         for s, g in shapes.items():
             times = g.groupby("variant")["time_us"].min()
             rest = [r for r in rows if r[0] != s]
-            single = min(rest, key=lambda r: sum((math.log2(a) - math.log2(b)) ** 2 for a, b in zip(r[0], s)))[1]
+            single = auto.by_distance(rest, s)[0][1]
             for name, ranked in (("nearest shape", single), ("auto (two nearest)", auto.nearest(rest, s))):
                 pick = next(v for v in ranked if v in times)
                 ratios[name].append(times["torch_nccl"] / times[pick])

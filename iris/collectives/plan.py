@@ -194,14 +194,20 @@ def _barrier_launch(ctx, kernel, data, n, config, async_op, **consts):
     return _Launch(kernel, (programs,), args, meta, key, data[:2])
 
 
+def _tile_workspace(ctx, tiles, block, dtype, async_op):
+    """The iris.tile.Workspace of the push kernels with `tiles` tiles of `block` elements: one per size, dtype and
+    stream kind, shared by every push kernel of those (their per-tile epochs advance alike on every rank)."""
+    return ctx.workspace(("collectives", "tiles", "async" if async_op else "sync", tiles, block, dtype),
+                         lambda c: tile.Workspace(c, tiles, block, dtype))
+
+
 def _push_launch(ctx, kernel, x, y, n, config, async_op, extra=(), **consts):
     """A launch of one of kernels.py's push kernels over n elements (`extra`: arguments after n), one program per
     block, with an iris.tile.Workspace of that many tiles."""
     cfg = config or CollConfig()
     block = _block(cfg, 256 if ctx.backend == "cpu" else _push_block(n * x.element_size()))
     tiles = _cdiv(max(n, 1), block)
-    ws = ctx.workspace(("collectives", "tiles", "async" if async_op else "sync", tiles, block, x.dtype),
-                       lambda c: tile.Workspace(c, tiles, block, x.dtype))
+    ws = _tile_workspace(ctx, tiles, block, x.dtype, async_op)
     args = (x, y, n, *extra, *ws.args(), ctx.get_rank(), ctx.get_num_ranks(), ctx.get_heap_bases())
     meta = dict(consts, BLOCK=block, num_warps=_warps(cfg, block), **iris.pdl_launch())
     key = ("tile", kernel.__name__, tensor_key(x), tensor_key(y), *consts.values(), block, async_op)
@@ -214,8 +220,8 @@ ROWS_INBOX_BYTES = 32 << 20  # all_reduce_rmsnorm "push": the most heap its inbo
 
 def _rows_launch(ctx, kernel, x, residual, weight, y, eps, config, async_op):
     """A launch of the row-wise push kernel (all_reduce_rmsnorm): one program per row up to what is resident and
-    what ROWS_INBOX_BYTES of inboxes hold, each walking rows pid, pid + programs, ...; an iris.tile.Workspace of
-    one row-wide tile per program (shared with all_reduce "push" calls of the same tiles, block and dtype)."""
+    what ROWS_INBOX_BYTES of inboxes hold, each walking rows pid, pid + programs, ...; one row-wide tile per
+    program (_tile_workspace: shared with all_reduce "push" calls of the same tiles, block and dtype)."""
     cfg = config or CollConfig()
     hidden = x.shape[-1]
     rows, block = x.numel() // hidden, max(16, 1 << (hidden - 1).bit_length())
@@ -224,8 +230,7 @@ def _rows_launch(ctx, kernel, x, residual, weight, y, eps, config, async_op):
                          f"the row length {hidden} rounded up to a power of two, {block}; leave config.block unset")
     fit = max(1, ROWS_INBOX_BYTES // (8 * ctx.get_num_ranks() * block * x.element_size()))
     programs = _programs(ctx, cfg, min(rows, fit))
-    ws = ctx.workspace(("collectives", "tiles", "async" if async_op else "sync", programs, block, x.dtype),
-                       lambda c: tile.Workspace(c, programs, block, x.dtype))
+    ws = _tile_workspace(ctx, programs, block, x.dtype, async_op)
     args = (x, residual, weight, y, rows, hidden, float(eps), *ws.args(), ctx.get_rank(), ctx.get_num_ranks(),
             ctx.get_heap_bases())
     meta = dict(BLOCK=block, num_warps=_warps(cfg, block), **iris.pdl_launch())
