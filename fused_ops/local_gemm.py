@@ -194,8 +194,8 @@ def _fit(cfg, a, c):
 
 def _fits(cfg, a, c):
     """Whether cfg's ring and C staging tiles fit in shared memory (rem: its tiles' extra rows or columns)."""
-    return wgmma.fits(cfg.block_n + (cfg.rem_cols or 0), cfg.block_k, cfg.num_stages, a.element_size(),
-                      _staged(c, cfg), cfg.block_m + (cfg.rem_rows or 0))
+    return wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, a.element_size(), _staged(c, cfg), cfg.block_m,
+                      rem(cfg))
 
 
 def rem(cfg):

@@ -5,7 +5,7 @@ Why a second kernel next to the tile loop of gemm.py:
 - Overlap across tiles: one load warp issues every K block of every tile of its program into a ring of stages and
   runs ahead across tiles, so the next tile's operands land during this tile's epilogue, and C leaves by
   asynchronous TMA stores.
-- Tiles the tile loop cannot express: one to three consumer warpgroups each compute 64 rows of a tile, so 192-row
+- Tiles the tile loop cannot express: one to four consumer warpgroups each compute 64 rows of a tile, so 192-row
   tiles fill one wave where 128-row ones need two (TMA boxes must be powers of two: A comes as one 64-row box per
   consumer); and swap-AB tiles (run(swap=True)), the same kernel on C's transpose: B's columns as the MMAs' rows, A's
   rows as their N (16-256), for widths along M that 64-row warpgroups pad (decode rows, 256-row tiles of 64 columns);
@@ -168,7 +168,7 @@ if _GLUON:
     @gluon.jit
     def ws_consumer(
         HALF: gl.constexpr,                             # which 64 rows of each tile this warpgroup computes
-        c_smem, c2_smem,                                # its staging tiles for C (c2: REM's columns)
+        c_smem,                                         # its staging tile for C (REM's columns too, in turn)
         ops,                                            # the ring, C's descriptor, scales and sizes (wgmma_ws_kernel)
         GROUP_M: gl.constexpr, NUM_BUFFERS: gl.constexpr,
         A_T: gl.constexpr,                              # A stored K x M (M-major)
@@ -197,6 +197,7 @@ if _GLUON:
         if REM > 0:
             layout2: gl.constexpr = mma_layout(HALF_M, REM, a_bufs.dtype.primitive_bitwidth, 4)
             zero2 = gl.zeros([HALF_M, REM], gl.float32, layout2)
+            c2_smem = c_smem._reinterpret(c2_desc.dtype, c2_desc.block_type.shape, c2_desc.layout)
         c = 0
         for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT_K, gl.num_programs(0)):
             pid_m, pid_n, k0, k1 = unit_coords(unit, num_pid_m, num_pid_n, per, K, BLOCK_K, GROUP_M)
@@ -273,21 +274,18 @@ if _GLUON:
         INSIDE: gl.constexpr,                           # edge tiles' boxes moved back inside A, B and C (inside())
         REM: gl.constexpr = 0,                          # tiles BLOCK_N + REM wide: a second MMA of N = REM (16-bit)
     ):
-        """Warp-specialized: one warp loads, one to three warpgroups of 4 warps (this kernel's own, and workers)
+        """Warp-specialized: one warp loads, one to four warpgroups of 4 warps (this kernel's own, and workers)
         each compute 64 rows of every tile, synchronized only through the ring's mbarriers (no CTA-wide barrier), so
         one can wait on its MMAs and add while another's run."""
         a_bufs = gl.allocate_shared_memory(a_desc.dtype, [NUM_BUFFERS * CONSUMERS] + a_desc.block_type.shape,
                                            a_desc.layout)
         b_bufs = gl.allocate_shared_memory(b_desc.dtype, [NUM_BUFFERS] + b_desc.block_type.shape, b_desc.layout)
         c_bufs = gl.allocate_shared_memory(c_desc.dtype, [CONSUMERS] + c_desc.block_type.shape, c_desc.layout)
-        if REM > 0:
+        if REM > 0:  # REM's columns of C leave through the same staging tile, after the first part has left it
             b2_bufs = gl.allocate_shared_memory(b2_desc.dtype, [NUM_BUFFERS] + b2_desc.block_type.shape,
                                                 b2_desc.layout)
-            c2_bufs = gl.allocate_shared_memory(c2_desc.dtype, [CONSUMERS] + c2_desc.block_type.shape,
-                                                c2_desc.layout)
         else:  # not read
             b2_bufs = b_bufs
-            c2_bufs = c_bufs
         ready = gl.allocate_shared_memory(gl.int64, [NUM_BUFFERS, 1], mbarrier.MBarrierLayout())
         empty = gl.allocate_shared_memory(gl.int64, [NUM_BUFFERS, 1], mbarrier.MBarrierLayout())
         for i in gl.static_range(NUM_BUFFERS):
@@ -298,47 +296,64 @@ if _GLUON:
         ops = (a_bufs, b_bufs, b2_bufs, ready, empty, c_desc, c2_desc, SA, SB, M, N, K, M_PAD)
         if CONSUMERS == 1:
             gl.warp_specialize([
-                (ws_consumer, (0, c_bufs.index(0), c2_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T,
-                               SCALES, PROMOTE, CONSUMERS, SPLIT_K, INSIDE, REM)),
+                (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
+                               CONSUMERS, SPLIT_K, INSIDE, REM)),
                 (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
                             NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM)),
             ], [1], [40])
         elif CONSUMERS == 2:
             gl.warp_specialize([
-                (ws_consumer, (0, c_bufs.index(0), c2_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T,
-                               SCALES, PROMOTE, CONSUMERS, SPLIT_K, INSIDE, REM)),
-                (ws_consumer, (1, c_bufs.index(1), c2_bufs.index(1), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T,
-                               SCALES, PROMOTE, CONSUMERS, SPLIT_K, INSIDE, REM)),
+                (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
+                               CONSUMERS, SPLIT_K, INSIDE, REM)),
+                (ws_consumer, (1, c_bufs.index(1), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
+                               CONSUMERS, SPLIT_K, INSIDE, REM)),
                 (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
                             NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM)),
             ], [4, 1], [CONSUMER_REGS, 40])
-        else:
+        elif CONSUMERS == 3:
             gl.warp_specialize([
-                (ws_consumer, (0, c_bufs.index(0), c2_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T,
-                               SCALES, PROMOTE, CONSUMERS, SPLIT_K, INSIDE, REM)),
-                (ws_consumer, (1, c_bufs.index(1), c2_bufs.index(1), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T,
-                               SCALES, PROMOTE, CONSUMERS, SPLIT_K, INSIDE, REM)),
-                (ws_consumer, (2, c_bufs.index(2), c2_bufs.index(2), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T,
-                               SCALES, PROMOTE, CONSUMERS, SPLIT_K, INSIDE, REM)),
+                (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
+                               CONSUMERS, SPLIT_K, INSIDE, REM)),
+                (ws_consumer, (1, c_bufs.index(1), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
+                               CONSUMERS, SPLIT_K, INSIDE, REM)),
+                (ws_consumer, (2, c_bufs.index(2), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
+                               CONSUMERS, SPLIT_K, INSIDE, REM)),
                 (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
                             NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM)),
             ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, 40])
+        else:
+            gl.warp_specialize([
+                (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
+                               CONSUMERS, SPLIT_K, INSIDE, REM)),
+                (ws_consumer, (1, c_bufs.index(1), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
+                               CONSUMERS, SPLIT_K, INSIDE, REM)),
+                (ws_consumer, (2, c_bufs.index(2), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
+                               CONSUMERS, SPLIT_K, INSIDE, REM)),
+                (ws_consumer, (3, c_bufs.index(3), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
+                               CONSUMERS, SPLIT_K, INSIDE, REM)),
+                (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
+                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM)),
+            ], [4, 4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, CONSUMER_REGS, 32])  # the load warp: 32 (CONSUMER_REGS)
 
 _GL_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32",
               torch.float8_e4m3fn: "float8e4nv"}
-BLOCK_M = 128  # two consumer warpgroups of 64 rows; 192: three (tile counts that fill one wave where 128 rows need two)
-BLOCK_MS = (128, 192)
+BLOCK_M = 128  # two consumer warpgroups of 64 rows; 192, 256: three, four (tile counts that fill one wave where 128
+BLOCK_MS = (128, 192, 256)  # rows need two)
 SWAP_BLOCK_NS = (64, 128, 192)  # swap: B's columns per tile, one to three consumers
 REMS = (8, 16, 32, 64)  # run(rem=...): the second MMA's N (a power of two, at least 16 bytes of a row)
-CONSUMER_REGS = 232  # registers per thread of wgmma_ws_kernel's second consumer warpgroup (setmaxnreg)
-CONSUMER_REGS_3 = 152  # ... of the second and third, with three
+# registers per thread of wgmma_ws_kernel's worker consumer warpgroups (setmaxnreg), by the number of consumers:
+# what an SM's 64K registers leave them beside the load warp's 40, in multiples of 8. Four consumers run 640 threads,
+# launched at 96 registers each (61440): the load warp gets 32 and every consumer 112, where 40 and 120 left the
+# first consumer 80 and spilled a 64x160 tile's accumulators (tests/test_wgmma.py compiles it for sm_90a)
+CONSUMER_REGS = {1: 232, 2: 232, 3: 152, 4: 112}
 KEEP_INSIDE = True  # edge boxes moved back inside the operands (inside(); False: loads past the edge, zero-filled)
 SMEM_BYTES = 232448 - 1024  # shared memory a program may use on an H100/H200, less the barriers' and the compiler's
 
 
-def fits(block_n, block_k, stages, in_bytes, out_bytes, block_m=BLOCK_M):
-    """Whether the ring of `stages` A/B stages plus the consumers' C staging tiles fit in shared memory."""
-    return stages * (block_m + block_n) * block_k * in_bytes + block_m * block_n * out_bytes <= SMEM_BYTES
+def fits(block_n, block_k, stages, in_bytes, out_bytes, block_m=BLOCK_M, rem=0):
+    """Whether the ring of `stages` A/B stages (rem: its extra rows of A or columns of B) plus the consumers' C
+    staging tiles (which REM's part of C passes through in turn) fit in shared memory."""
+    return stages * (block_m + block_n + rem) * block_k * in_bytes + block_m * block_n * out_bytes <= SMEM_BYTES
 
 
 def supports(a, b, c):
@@ -361,7 +376,7 @@ def supports(a, b, c):
 def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None, promote=False, group_m=8,
         block_m=BLOCK_M, swap=False, split_k=1, rem=0):
     """c = a @ b (FP8: * scales) on one GPU with wgmma_ws_kernel: block_m x block_n tiles, `stages` ring stages, at
-    most `programs` persistent programs; `supports(a, b, c)` must hold. block_m 128 or 192: two or three consumer
+    most `programs` persistent programs; `supports(a, b, c)` must hold. block_m 128, 192 or 256: two to four consumer
     warpgroups of 64 rows. swap: the MMAs run on C's transpose, B's columns as their rows: block_n 64, 128 or 192
     (one to three consumers of 64 columns) and block_m any power of two from 16 to 256 (the MMAs' N), as cuBLAS does
     for few rows. promote (FP8): precise accumulation (fp32 every block of K), else the tensor cores' own
@@ -405,6 +420,9 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
         raise ValueError(f"wgmma.run: split_k={split_k!r}; expected a positive integer")
     if rem and rem not in REMS:
         raise ValueError(f"wgmma.run: rem={rem!r}; expected 0 or one of {REMS}")
+    if rem > cols:  # REM's part of C passes through the first part's staging tile
+        raise ValueError(f"wgmma.run: rem={rem} past a tile {cols} {'rows of A' if swap else 'columns of B'} wide; "
+                         f"expected at most {cols}")
     split = slices(a.shape[1], block_k, split_k)
     partials, m_pad = None, 0
     if split > 1:  # fp32 partials of C's shape per slice, padded to whole tiles (TMA stores never cross), and C's
@@ -438,7 +456,7 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
     rest = (desc(b, b_t, [block_k, rem]), desc(c, c_t, [64, rem])) if rem else descs[1:]  # REM's boxes, else unread
     args = descs + rest + (scale_a, scale_b, m, n, k, m_pad)
     consts = dict(GROUP_M=group_m, NUM_BUFFERS=stages, A_T=a_t, B_T=b_t, C_T=c_t, SCALES=scales,
-                  PROMOTE=bool(promote), CONSUMER_REGS=CONSUMER_REGS if rows <= 128 else CONSUMER_REGS_3,
+                  PROMOTE=bool(promote), CONSUMER_REGS=CONSUMER_REGS[rows // 64],
                   CONSUMERS=rows // 64, SPLIT_K=split, INSIDE=KEEP_INSIDE, REM=rem)
     return args, consts, triton.cdiv(m, rows) * triton.cdiv(n, cols + rem) * split, partials
 

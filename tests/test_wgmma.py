@@ -100,6 +100,8 @@ COMPILE_CASES = {
     "bf16-rem32": (False, 0, "bfloat16", "bfloat16", False, (128, 64, 4, 128, False, 1, 32)),
     "bf16-rem64-320-wide": (False, 0, "bfloat16", "bfloat16", False, (256, 64, 2, 128, False, 1, 64)),
     "bf16-rem32-192-rows": (False, 0, "bfloat16", "bfloat16", False, (128, 64, 3, 192, False, 1, 32)),
+    "bf16-rem32-256-rows": (False, 0, "bfloat16", "bfloat16", False, (128, 64, 3, 256, False, 1, 32)),  # 256x160
+    "bf16-256-rows-b-k-major": (False, 0, "bfloat16", "bfloat16", True, (128, 64, 3, 256)),
     "bf16-rem16-split-k-b-k-major": (False, 0, "bfloat16", "bfloat16", True, (128, 64, 4, 128, False, 2, 16)),
     "fp8-precise-row-rem16": (True, 2, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 128, False, 1, 16)),
     "fp8-fast-rem32": (False, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 128, False, 1, 32)),
@@ -116,8 +118,7 @@ def compile_cases(names=None):
         out_dtype, dtype = getattr(torch, out_dtype), getattr(torch, dtype)
         tile, (block_m, swap, split_k, rem) = tile[:3], (tile[3:] + (128, False, 1, 0)[len(tile) - 3:])
         staged = 4 if split_k > 1 else out_dtype.itemsize  # split-K stages fp32 partials
-        while not wgmma.fits(tile[0] + (0 if swap else rem), *tile[1:], dtype.itemsize, staged,
-                             block_m + (rem if swap else 0)):
+        while not wgmma.fits(*tile, dtype.itemsize, staged, block_m, rem):
             tile = (tile[0], tile[1], tile[2] - 1)  # fp32 C staging tiles take a stage's worth
         ptx, shared, report = compile_sm90(tile, promote, scales, out_dtype, dtype, b_t, block_m, swap, split_k, rem)
         out[name] = dict(shared=shared, report=report, setmaxnreg="setmaxnreg" in ptx,
@@ -320,6 +321,28 @@ def test_192_row_tiles_three_consumers_match_float64(dtype):
 
 
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
+@pytest.mark.parametrize("b_t", [False, True], ids=["b-row-major", "b-k-major"])
+def test_256_row_tiles_four_consumers_match_float64(b_t):
+    # four consumer warpgroups: 256-row tiles 128 wide, and 160 wide (REM's columns staged through the first part's
+    # tile in turn); rows and columns past the tile's edges, one tile, more tiles than programs (several per
+    # program), split-K; a poisoned output and fresh data per call, all calls checked after the last
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    calls = []
+    for m, n, k, rem, split in ((1, 16, 16, 0, 1), (300, 1000, 520, 32, 1), (256, 160, 2880, 32, 1),
+                                (4096, 1280, 576, 32, 1), (1000, 1040, 1152, 0, 1), (700, 330, 2048, 32, 2),
+                                (4096, 4096, 256, 0, 1), (520, 200, 4096, 16, 3)):
+        a = torch.randn(m, k, device="cuda", dtype=BF16)
+        b = torch.randn(n, k, device="cuda", dtype=BF16).t() if b_t else torch.randn(k, n, device="cuda", dtype=BF16)
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
+        stages = 4
+        while not wgmma.fits(128, 64, stages, 2, 4 if split > 1 else 2, 256, rem):
+            stages -= 1
+        wgmma.run(a, b, c, 128, 64, stages, sms, block_m=256, split_k=split, rem=rem)
+        calls.append(((m, n, k, rem, split), c, a.double() @ b.double()))
+    _check_all(calls, "bf16")
+
+
+@pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
 def test_fp8_64_wide_tiles_match_float64():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for m, n, k in GPU_SHAPES + [(16384, 64, 4096)]:
@@ -450,7 +473,7 @@ def test_swap_rem_tiles_match_float64(b_t):
         b = torch.randn(n, k, device="cuda", dtype=BF16).t() if b_t else torch.randn(k, n, device="cuda", dtype=BF16)
         c = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
         stages = 6 if block_n == 64 else 4
-        while not wgmma.fits(block_n, 64, stages, 2, 4 if split > 1 else 2, 128 + rem):
+        while not wgmma.fits(block_n, 64, stages, 2, 4 if split > 1 else 2, 128, rem):
             stages -= 1
         wgmma.run(a, b, c, block_n, 64, stages, sms, block_m=128, swap=True, split_k=split, rem=rem)
         calls.append(((m, n, k, block_n, rem, split), c, a.double() @ b.double()))
@@ -463,7 +486,10 @@ def test_rem_widths_the_kernel_has_none_of_are_refused_and_units_count_the_wider
     a, b, c = torch.empty(300, 64, dtype=BF16), torch.empty(64, 1000, dtype=BF16), torch.empty(300, 1000, dtype=BF16)
     with pytest.raises(ValueError, match=r"rem=24; expected 0 or one of \(8, 16, 32, 64\)"):
         wgmma.kernel_args(a, b, c, 64, 64, 4, 128, swap=True, rem=24)
+    with pytest.raises(ValueError, match=r"rem=32 past a tile 16 rows of A wide; expected at most 16"):
+        wgmma.kernel_args(a, b, c, 64, 64, 4, 16, swap=True, rem=32)  # REM's part is staged in the first part's tile
     assert wgmma.kernel_args(a, b, c, 128, 64, 4, 128, rem=32)[2] == 3 * 7  # 160-wide tiles: 7 along N = 1000
+    assert wgmma.kernel_args(a, b, c, 128, 64, 3, 256, rem=32)[2] == 2 * 7  # four consumers: 256 rows
     assert wgmma.kernel_args(a, b, c, 64, 64, 4, 128, swap=True, rem=32)[2] == 2 * 16  # 160 rows of A: 2 along M
     # split-K's partials: whole tiles, and sum_slices' whole blocks of columns (it loads them unmasked)
     _, _, units, partials = wgmma.kernel_args(a, b[:, :130], c[:, :130], 128, 16, 4, 128, split_k=2, rem=16)
@@ -490,7 +516,7 @@ def test_rem_cols_tiles_match_float64(operands):
         if operands == "fp8-precise" and block_n == 256:
             block_n = 128  # precise accumulation keeps a block's sum beside the total: 64x320 of each would spill
         stages = 4
-        while not wgmma.fits(block_n + rem, bk, stages, 1 if fp8_ops else 2, 4 if split > 1 else 2, block_m):
+        while not wgmma.fits(block_n, bk, stages, 1 if fp8_ops else 2, 4 if split > 1 else 2, block_m, rem):
             stages -= 1
         c = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
         cfg = Config(block_m=block_m, block_n=block_n, block_k=bk, num_stages=stages, split_k=split, rem_cols=rem)
@@ -572,7 +598,7 @@ def test_swap_ab_tiles_are_refused_where_the_kernel_has_no_such_tile():
         wgmma.kernel_args(a, b, c, 256, 64, 4, 64, swap=True)
     with pytest.raises(ValueError, match="block_m=48 with swap; expected a power of two from 16 to 256"):
         wgmma.kernel_args(a, b, c, 64, 64, 4, 48, swap=True)
-    with pytest.raises(ValueError, match=r"block_m=64; expected one of \(128, 192\)"):
+    with pytest.raises(ValueError, match=r"block_m=64; expected one of \(128, 192, 256\)"):
         wgmma.kernel_args(a, b, c, 64, 64, 4, 64)
 
 
