@@ -420,6 +420,9 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
         raise ValueError(f"wgmma.run: split_k={split_k!r}; expected a positive integer")
     if rem and rem not in REMS:
         raise ValueError(f"wgmma.run: rem={rem!r}; expected 0 or one of {REMS}")
+    if promote and rows > 192:
+        raise ValueError(f"wgmma.run: FP8 precise accumulation with block_m={rows}; expected at most 192 (each "
+                         f"consumer keeps a block's sum beside the total: four would spill)")
     if rem > cols:  # REM's part of C passes through the first part's staging tile
         raise ValueError(f"wgmma.run: rem={rem} past a tile {cols} {'rows of A' if swap else 'columns of B'} wide; "
                          f"expected at most {cols}")

@@ -201,7 +201,12 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
         picked = C.wgmma_config(cfg, m, n, 132, BF16)
         assert (_tile(picked), picked.rem_cols, picked.swap_ab) == ((128, 128, 64), 32, False)
     # ... but not in two waves of several rows of tiles, where 192x128 tiles ran faster on an H100
-    assert not C.wgmma_config(cfg, 1024, 5120, 132, BF16).rem_cols
+    assert not C.wgmma_config(cfg, 1024, 5632, 132, BF16).rem_cols
+    # 256 x (128 + 32) tiles, four consumers: one wave of 128 where 192x128 tiles need two
+    for m, n in ((4096, 1280), (1024, 5120), (4096, 1152)):
+        picked = C.wgmma_config(cfg, m, n, 132, BF16)
+        assert (_tile(picked), picked.num_stages, picked.rem_cols) == ((256, 128, 32), 5, 32)
+    assert C.wgmma_config(cfg, 4096, 1280, 132, FP8).block_m < 256  # precise FP8 keeps a second accumulator
     assert C.wgmma_config(cfg, 1024, 5120, 132, FP8).rem_cols == 32  # (FP8's won on both GPUs)
     assert _tile(C.wgmma_config(wide, 4096, 3584, 132, BF16)) == (128, 128, 64)  # 448 wide tiles: 3.4 waves
     split = dataclasses.replace(cfg, split_k=2, split_tail=True)  # the tile loop's split last wave: the Gluon kernel
@@ -486,6 +491,8 @@ def test_rem_widths_the_kernel_has_none_of_are_refused_and_units_count_the_wider
     a, b, c = torch.empty(300, 64, dtype=BF16), torch.empty(64, 1000, dtype=BF16), torch.empty(300, 1000, dtype=BF16)
     with pytest.raises(ValueError, match=r"rem=24; expected 0 or one of \(8, 16, 32, 64\)"):
         wgmma.kernel_args(a, b, c, 64, 64, 4, 128, swap=True, rem=24)
+    with pytest.raises(ValueError, match=r"FP8 precise accumulation with block_m=256; expected at most 192"):
+        wgmma.kernel_args(a.to(FP8), b.t().contiguous().t().to(FP8), c, 128, 128, 3, 256, promote=True, rem=32)
     with pytest.raises(ValueError, match=r"rem=32 past a tile 16 rows of A wide; expected at most 16"):
         wgmma.kernel_args(a, b, c, 64, 64, 4, 16, swap=True, rem=32)  # REM's part is staged in the first part's tile
     assert wgmma.kernel_args(a, b, c, 128, 64, 4, 128, rem=32)[2] == 3 * 7  # 160-wide tiles: 7 along N = 1000
