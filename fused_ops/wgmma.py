@@ -420,6 +420,8 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
         raise ValueError(f"wgmma.run: split_k={split_k!r}; expected a positive integer")
     if rem and rem not in REMS:
         raise ValueError(f"wgmma.run: rem={rem!r}; expected 0 or one of {REMS}")
+    if stages < 2:  # a consumer releases a stage once the next block's MMAs are issued: one stage would deadlock
+        raise ValueError(f"wgmma.run: stages={stages}; expected at least 2 (a smaller block_k frees shared memory)")
     if promote and rows > 192:
         raise ValueError(f"wgmma.run: FP8 precise accumulation with block_m={rows}; expected at most 192 (each "
                          f"consumer keeps a block's sum beside the total: four would spill)")

@@ -339,10 +339,10 @@ def test_256_row_tiles_four_consumers_match_float64(b_t):
         a = torch.randn(m, k, device="cuda", dtype=BF16)
         b = torch.randn(n, k, device="cuda", dtype=BF16).t() if b_t else torch.randn(k, n, device="cuda", dtype=BF16)
         c = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
-        stages = 4
-        while not wgmma.fits(128, 64, stages, 2, 4 if split > 1 else 2, 256, rem):
+        stages = 5  # 32-deep blocks, as the default 256x160 tile: split-K's fp32 staging tiles leave room for 3
+        while not wgmma.fits(128, 32, stages, 2, 4 if split > 1 else 2, 256, rem):
             stages -= 1
-        wgmma.run(a, b, c, 128, 64, stages, sms, block_m=256, split_k=split, rem=rem)
+        wgmma.run(a, b, c, 128, 32, stages, sms, block_m=256, split_k=split, rem=rem)
         calls.append(((m, n, k, rem, split), c, a.double() @ b.double()))
     _check_all(calls, "bf16")
 
@@ -493,6 +493,8 @@ def test_rem_widths_the_kernel_has_none_of_are_refused_and_units_count_the_wider
         wgmma.kernel_args(a, b, c, 64, 64, 4, 128, swap=True, rem=24)
     with pytest.raises(ValueError, match=r"FP8 precise accumulation with block_m=256; expected at most 192"):
         wgmma.kernel_args(a.to(FP8), b.t().contiguous().t().to(FP8), c, 128, 128, 3, 256, promote=True, rem=32)
+    with pytest.raises(ValueError, match=r"stages=1; expected at least 2"):
+        wgmma.kernel_args(a, b, c, 128, 64, 1, 256, split_k=2, rem=32)  # what fp32 staging would leave at 64 deep
     with pytest.raises(ValueError, match=r"rem=32 past a tile 16 rows of A wide; expected at most 16"):
         wgmma.kernel_args(a, b, c, 64, 64, 4, 16, swap=True, rem=32)  # REM's part is staged in the first part's tile
     assert wgmma.kernel_args(a, b, c, 128, 64, 4, 128, rem=32)[2] == 3 * 7  # 160-wide tiles: 7 along N = 1000
