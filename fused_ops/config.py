@@ -97,8 +97,8 @@ FP8_DECODE_WIDEST_TILE = (16, 256, 256, 3, 4)
 FP8_FEW_TILE = (64, 64, 512, 3, 4)
 FP8_DECODE_MAX_SPLIT = 4
 FP8_DECODE_MIN_BLOCKS = 4
-# The warp-specialized Gluon kernel on Hopper (fused_ops/wgmma.py: one load warp running ahead across tiles, two or
-# three consumer warpgroups of 64 rows) beat the tile loop wherever its 128x128 tiles reached WGMMA_MIN_FILL x the
+# The warp-specialized Gluon kernel on Hopper (fused_ops/wgmma.py: one load warp running ahead across tiles, two to
+# four consumer warpgroups of 64 rows) beat the tile loop wherever its 128x128 tiles reached WGMMA_MIN_FILL x the
 # SMs (bf16: where the defaults chose 128-row tiles, whose split last waves it beat too; FP8 precise accumulation:
 # most of all, since its warpgroups take turns while one promotes its partial sum); with fewer tiles the tile loop's
 # split-K and 64/16-row tiles won (results/current/gemm/README.md). Its tiles: (block_m, block_n, block_k, stages,
