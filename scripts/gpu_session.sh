@@ -336,6 +336,13 @@ for stage in "$@"; do
                1000x1000x1000 --configs default $kf --out "$OUT/fp8_split_explore" ;;
     rowsprobe)  # one GPU: the Gluon kernel's tiles at 129 rows against 256, loads and stores past the last row apart
              run gemm_rows_probe.log timeout 200 python3 benchmarks/gemm_rows_probe.py --out "$OUT/rows_probe" ;;
+    four)    # one GPU: 256x160 Gluon tiles (four consumers) where they moved the defaults, against the 192x128 tiles
+             # they replaced, and their tests (results/current/gemm/four_78f73a0/)
+             run pytest_four.log timeout ${TEST_TIMEOUT:-200} python3 -m pytest -v -p no:warnings tests/test_wgmma.py \
+               -k "256_row or rem_cols_tiles or swap_rem_tiles"
+             run gemm_four.log timeout 200 python3 benchmarks/gemm.py --shapes 4096x1280x2880 4096x1280x8192 \
+               4096x1152x3584 1024x5120x8192 1024x5120x2560 1024x5120x640 1024x4608x16384 1024x4736x3584 \
+               1024x2560x2880 128x18944x3584 --configs matmul "wgmma 192x128x64 s4" --out "$OUT/four" ;;
     fixes)   run pytest_fixes.log timeout ${TEST_TIMEOUT:-110} python3 -m pytest -v -rfs \
                "tests/test_replay.py::test_prepared_catalog_calls_skip_the_checks_but_not_tracing_capture_or_tuning" \
                tests/test_collectives.py::test_benchmark_all_to_all_rows \
