@@ -489,14 +489,16 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp):
 def shape_list(args):
     """[(m, n, k, tag)] of the run: --shapes MxNxK..., or a named set (models: the public set's sample, models-all:
     all of it; benchmarks/shapes.py), or the older sets."""
+    part = getattr(args, "part", None)  # (benchmarks/torch_kernels.py's arguments have none)
     if args.shapes and args.shapes[0] in ("models", "models-all"):
         every = shape_set.model_shapes()
-        return every if args.shapes[0] == "models-all" else shape_set.sample(every)
+        return shape_set.part(every if args.shapes[0] == "models-all" else shape_set.sample(every), part)
     if args.shapes:
         out = [tuple(map(int, s.lower().split("x"))) for s in args.shapes]
     else:
         out = rank_shapes() if args.rank_shapes else shapes(args.small)
-    return [(m, n, k, {"class": shape_set.shape_class(m, n, k), "source": "cli"}) for m, n, k in out]
+    return shape_set.part([(m, n, k, {"class": shape_set.shape_class(m, n, k), "source": "cli"}) for m, n, k in out],
+                          part)
 
 
 def class_table(df):
@@ -624,6 +626,8 @@ def main():
     p.add_argument("--small", action="store_true", help="M <= 1024 only (where tiles are few)")
     p.add_argument("--shapes", nargs="+", help="MxNxK ... instead, or a named set: models (a per-class sample of the "
                                                "public set, benchmarks/shapes.py), models-all")
+    p.add_argument("--part", default=None, help="I/N: every N-th shape from the I-th (a set too long for one run, "
+                                                "e.g. models-all in three parts: 1/3, 2/3, 3/3)")
     p.add_argument("--fp8", action="store_true", help="FP8 e4m3 (fused_ops.fp8.scaled_mm) against torch._scaled_mm")
     p.add_argument("--rank-shapes", action="store_true", help="the GEMMs a rank runs in the 2-GPU default sweep, "
                                                               "M >= 1024 (rank_shapes)")
@@ -633,6 +637,10 @@ def main():
     unknown = set(args.configs or ()) - known
     if unknown:
         raise SystemExit(f"unknown configs {sorted(unknown)}; known: {sorted(known)}")
+    try:
+        shape_set.part([], args.part)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
     if iris.BACKEND != "cuda":
         raise SystemExit("gemm.py times CUDA graphs on one GPU: run it with IRIS_BACKEND=cuda")
     iris.spawn(run, 1, args, stamp(1, "benchmarks/gemm.py"), heap_size=4 << 30)

@@ -109,6 +109,21 @@ def sample(shapes, per_class=6, max_flop=2e12, seed=0):
     return sorted(picked, key=lambda s: (CLASSES.index(s[3]["class"]), s[0], s[1], s[2]))
 
 
+def part(shapes, spec):
+    """Part "I/N" of shapes (I from 1 to N): every N-th shape from the I-th, so that the parts of a set sorted by
+    model and size cost about the same time (the 721 GEMMs take 12-15 minutes on one GPU, a device call at most 10).
+    None: all of them."""
+    if spec is None:
+        return shapes
+    try:
+        i, n = (int(x) for x in spec.split("/"))
+    except ValueError:
+        i = n = 0
+    if not 1 <= i <= n:
+        raise ValueError(f"--part {spec!r}; expected I/N with 1 <= I <= N (e.g. 2/3: the second of three parts)")
+    return shapes[i - 1::n]
+
+
 def global_shapes(tokens=(128, 1024, 4096, 16384), per_class=3, seed=0):
     """Whole-layer GEMMs (M, N, K before tensor-parallel sharding: TP 1 in layer_gemms) of the same models, sampled per
     class like `sample`: the named `models` set of `python -m taxonomy sweep`, where each op shards them over the

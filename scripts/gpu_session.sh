@@ -343,6 +343,10 @@ for stage in "$@"; do
              run gemm_four.log timeout 200 python3 benchmarks/gemm.py --shapes 4096x1280x2880 4096x1280x8192 \
                4096x1152x3584 1024x5120x8192 1024x5120x2560 1024x5120x640 1024x4608x16384 1024x4736x3584 \
                1024x2560x2880 128x18944x3584 --configs matmul "wgmma 192x128x64 s4" --out "$OUT/four" ;;
+    bf16all)  # one GPU: fused_ops.matmul on all 721 public GEMMs, one part per call (PART=1/3, 2/3, 3/3: ~5 min each)
+             part=${PART:-1/3}
+             run "gemm_bf16_all_${part/\//of}.log" timeout ${ALL_TIMEOUT:-560} python3 benchmarks/gemm.py \
+               --shapes models-all --part "$part" --configs matmul --out "$OUT/bf16_all_${part/\//of}" ;;
     fixes)   run pytest_fixes.log timeout ${TEST_TIMEOUT:-110} python3 -m pytest -v -rfs \
                "tests/test_replay.py::test_prepared_catalog_calls_skip_the_checks_but_not_tracing_capture_or_tuning" \
                tests/test_collectives.py::test_benchmark_all_to_all_rows \

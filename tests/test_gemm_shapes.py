@@ -59,6 +59,12 @@ def test_shape_set_layers_and_classes():
                                         (128, 32320, 7168), (4096, 3000, 4096), (4096, 4096, 3000),
                                         (3000, 4096, 4096), (4096, 4096, 4096))] == list(S.CLASSES)
     assert len(S.global_shapes()) >= 8
+    thirds = [S.part(every, f"{i}/3") for i in (1, 2, 3)]  # parts of a set too long for one run: all, once each
+    assert sorted(s[:3] for p in thirds for s in p) == sorted(s[:3] for s in every)
+    assert max(map(len, thirds)) - min(map(len, thirds)) <= 1 and S.part(every, None) is every
+    for bad in ("0/3", "4/3", "3", "a/b"):
+        with pytest.raises(ValueError, match=r"expected I/N with 1 <= I <= N"):
+            S.part(every, bad)
 
 
 def test_store_vec_is_the_alignment_every_offset_shares():
