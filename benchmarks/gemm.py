@@ -277,6 +277,10 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "wgmma fp8 swap 128x128x128 s4 rem16 kfill": tile(128, 128, 128, 4, 4),
                   "wgmma fp8 128x128x128 s6 fast accum": tile(128, 128, 128, 6, 4),
                   "wgmma fp8 128x256x128 s3 fast accum": tile(128, 256, 128, 3, 4),
+                  # four consumers, 256x160 (fast accumulation, per-tensor: precise keeps a second accumulator, and
+                  # row-wise scales spill in the epilogue)
+                  "wgmma fp8 256x128x128 s3 rem32 fast accum": tile(256, 128, 128, 3, 4),
+                  "wgmma fp8 256x128x64 s5 rem32 fast accum": tile(256, 128, 64, 5, 4),
                   # swap AB (B's columns as the MMAs' rows, A's rows as their N: no padded MMA rows at few rows)
                   "wgmma fp8 swap 16x64x128 s8": tile(16, 64, 128, 8, 4),
                   "wgmma fp8 swap 16x128x128 s8": tile(16, 128, 128, 8, 4),

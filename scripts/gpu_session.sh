@@ -343,6 +343,11 @@ for stage in "$@"; do
              run gemm_four.log timeout 200 python3 benchmarks/gemm.py --shapes 4096x1280x2880 4096x1280x8192 \
                4096x1152x3584 1024x5120x8192 1024x5120x2560 1024x5120x640 1024x4608x16384 1024x4736x3584 \
                1024x2560x2880 128x18944x3584 --configs matmul "wgmma 192x128x64 s4" --out "$OUT/four" ;;
+    fourfp8)  # one GPU: FP8 fast accumulation on 256x160 tiles (four consumers) against its 128x256 default
+             run gemm_four_fp8.log timeout 200 python3 benchmarks/gemm.py --fp8 --shapes 4096x1280x2880 \
+               4096x1280x8192 1024x5120x8192 1024x4736x3584 4096x1152x3584 --configs \
+               "wgmma fp8 256x128x128 s3 rem32 fast accum" "wgmma fp8 256x128x64 s5 rem32 fast accum" \
+               "wgmma fp8 128x256x128 s3 fast accum" --out "$OUT/four_fp8" ;;
     bf16all)  # one GPU: fused_ops.matmul on all 721 public GEMMs, one part per call (PART=1/3, 2/3, 3/3: ~5 min each)
              part=${PART:-1/3}
              run "gemm_bf16_all_${part/\//of}.log" timeout ${ALL_TIMEOUT:-560} python3 benchmarks/gemm.py \

@@ -100,11 +100,12 @@ COMPILE_CASES = {
     "bf16-rem32": (False, 0, "bfloat16", "bfloat16", False, (128, 64, 4, 128, False, 1, 32)),
     "bf16-rem64-320-wide": (False, 0, "bfloat16", "bfloat16", False, (256, 64, 2, 128, False, 1, 64)),
     "bf16-rem32-192-rows": (False, 0, "bfloat16", "bfloat16", False, (128, 64, 3, 192, False, 1, 32)),
-    "bf16-rem32-256-rows": (False, 0, "bfloat16", "bfloat16", False, (128, 64, 3, 256, False, 1, 32)),  # 256x160
+    "bf16-rem32-256-rows": (False, 0, "bfloat16", "bfloat16", False, (128, 32, 5, 256, False, 1, 32)),  # default
     "bf16-256-rows-b-k-major": (False, 0, "bfloat16", "bfloat16", True, (128, 64, 3, 256)),
     "bf16-rem16-split-k-b-k-major": (False, 0, "bfloat16", "bfloat16", True, (128, 64, 4, 128, False, 2, 16)),
     "fp8-precise-row-rem16": (True, 2, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 128, False, 1, 16)),
     "fp8-fast-rem32": (False, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 128, False, 1, 32)),
+    "fp8-fast-rem32-256-rows": (False, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 3, 256, False, 1, 32)),
     "fp8-precise-rem32": (True, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 128, False, 1, 32)),  # default
 }
 
