@@ -269,6 +269,7 @@ if _GLUON:
         SCALES: gl.constexpr,                           # 0: none; 1: per-tensor; 2: row-wise
         PROMOTE: gl.constexpr,                          # FP8: add the partial sums into fp32 every block of K
         CONSUMER_REGS: gl.constexpr,                    # registers per thread of the worker consumer warpgroups
+        LOAD_REGS: gl.constexpr,                        # ... and of the load warp
         CONSUMERS: gl.constexpr,                        # consumer warpgroups: tiles of 64 x CONSUMERS rows
         SPLIT_K: gl.constexpr,                          # slices of K per tile; > 1: c_desc is the fp32 partials'
         INSIDE: gl.constexpr,                           # edge tiles' boxes moved back inside A, B and C (inside())
@@ -300,7 +301,7 @@ if _GLUON:
                                CONSUMERS, SPLIT_K, INSIDE, REM)),
                 (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
                             NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM)),
-            ], [1], [40])
+            ], [1], [LOAD_REGS])
         elif CONSUMERS == 2:
             gl.warp_specialize([
                 (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
@@ -309,7 +310,7 @@ if _GLUON:
                                CONSUMERS, SPLIT_K, INSIDE, REM)),
                 (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
                             NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM)),
-            ], [4, 1], [CONSUMER_REGS, 40])
+            ], [4, 1], [CONSUMER_REGS, LOAD_REGS])
         elif CONSUMERS == 3:
             gl.warp_specialize([
                 (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
@@ -320,7 +321,7 @@ if _GLUON:
                                CONSUMERS, SPLIT_K, INSIDE, REM)),
                 (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
                             NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM)),
-            ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, 40])
+            ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, LOAD_REGS])
         else:
             gl.warp_specialize([
                 (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
@@ -333,7 +334,7 @@ if _GLUON:
                                CONSUMERS, SPLIT_K, INSIDE, REM)),
                 (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
                             NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM)),
-            ], [4, 4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, CONSUMER_REGS, 32])  # the load warp: 32 (CONSUMER_REGS)
+            ], [4, 4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, CONSUMER_REGS, LOAD_REGS])
 
 _GL_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32",
               torch.float8_e4m3fn: "float8e4nv"}
@@ -341,11 +342,12 @@ BLOCK_M = 128  # two consumer warpgroups of 64 rows; 192, 256: three, four (tile
 BLOCK_MS = (128, 192, 256)  # rows need two)
 SWAP_BLOCK_NS = (64, 128, 192)  # swap: B's columns per tile, one to three consumers
 REMS = (8, 16, 32, 64)  # run(rem=...): the second MMA's N (a power of two, at least 16 bytes of a row)
-# registers per thread of wgmma_ws_kernel's worker consumer warpgroups (setmaxnreg), by the number of consumers:
-# what an SM's 64K registers leave them beside the load warp's 40, in multiples of 8. Four consumers run 640 threads,
+# registers per thread of wgmma_ws_kernel's worker consumer warpgroups and of its load warp (setmaxnreg), by the
+# number of consumers: what an SM's 64K registers leave them, in multiples of 8. Four consumers run 640 threads,
 # launched at 96 registers each (61440): the load warp gets 32 and every consumer 112, where 40 and 120 left the
 # first consumer 80 and spilled a 64x160 tile's accumulators (tests/test_wgmma.py compiles it for sm_90a)
 CONSUMER_REGS = {1: 232, 2: 232, 3: 152, 4: 112}
+LOAD_REGS = {1: 40, 2: 40, 3: 40, 4: 32}
 KEEP_INSIDE = True  # edge boxes moved back inside the operands (inside(); False: loads past the edge, zero-filled)
 SMEM_BYTES = 232448 - 1024  # shared memory a program may use on an H100/H200, less the barriers' and the compiler's
 
@@ -461,7 +463,7 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
     rest = (desc(b, b_t, [block_k, rem]), desc(c, c_t, [64, rem])) if rem else descs[1:]  # REM's boxes, else unread
     args = descs + rest + (scale_a, scale_b, m, n, k, m_pad)
     consts = dict(GROUP_M=group_m, NUM_BUFFERS=stages, A_T=a_t, B_T=b_t, C_T=c_t, SCALES=scales,
-                  PROMOTE=bool(promote), CONSUMER_REGS=CONSUMER_REGS[rows // 64],
+                  PROMOTE=bool(promote), CONSUMER_REGS=CONSUMER_REGS[rows // 64], LOAD_REGS=LOAD_REGS[rows // 64],
                   CONSUMERS=rows // 64, SPLIT_K=split, INSIDE=KEEP_INSIDE, REM=rem)
     return args, consts, triton.cdiv(m, rows) * triton.cdiv(n, cols + rem) * split, partials
 
