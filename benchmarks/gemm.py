@@ -154,6 +154,7 @@ WGMMA_CANDIDATES = {"wgmma 128x256x64 s3": tile(128, 256, 64, 3, 4),
                     # four consumers: 256-row tiles, 160 wide (one wave of 128 at 4096x1280) or 128
                     "wgmma 256x128x64 s3 rem32": tile(256, 128, 64, 3, 4),
                     "wgmma 256x128x32 s5 rem32": tile(256, 128, 32, 5, 4),
+                    "wgmma 256x128x32 s5 rem16": tile(256, 128, 32, 5, 4),  # 144 wide: 1152 = 8 x 144
                     "wgmma 256x128x64 s3": tile(256, 128, 64, 3, 4),
                     "wgmma 256x64x64 s4 rem32": tile(256, 64, 64, 4, 4),
                     "wgmma 128x256x64 s2 rem64": tile(128, 256, 64, 2, 4),

@@ -343,6 +343,10 @@ for stage in "$@"; do
              run gemm_four.log timeout 200 python3 benchmarks/gemm.py --shapes 4096x1280x2880 4096x1280x8192 \
                4096x1152x3584 1024x5120x8192 1024x5120x2560 1024x5120x640 1024x4608x16384 1024x4736x3584 \
                1024x2560x2880 128x18944x3584 --configs matmul "wgmma 192x128x64 s4" --out "$OUT/four" ;;
+    four144)  # one GPU: 256x144 tiles where 256x160 ones leave a mostly empty last column (4096x1152: 1152 = 8 x 144)
+             run gemm_four144.log timeout 200 python3 benchmarks/gemm.py --shapes 4096x1152x3584 1024x4608x16384 \
+               1024x4736x3584 1024x4608x7168 --configs matmul "wgmma 256x128x32 s5 rem16" "wgmma 192x128x64 s4" \
+               --out "$OUT/four144" ;;
     fourfp8)  # one GPU: FP8 fast accumulation on 256x160 tiles (four consumers) against its 128x256 default
              run gemm_four_fp8.log timeout 200 python3 benchmarks/gemm.py --fp8 --shapes 4096x1280x2880 \
                4096x1280x8192 1024x5120x8192 1024x4736x3584 4096x1152x3584 --configs \
