@@ -338,86 +338,84 @@ def run(ctx, args, run_stamp):
     rows = []
     if args.fp8:
         return run_fp8(ctx, args, run_stamp)
-    for m, n, k, tag in shape_list(args):
-        with ctx.scratch():  # the shape's heap workspaces (split-K partials) released after it
-            g = torch.Generator(device=ctx.get_device()).manual_seed(m + n + k)
-            a = torch.randn(m, k, device=ctx.get_device(), dtype=torch.bfloat16, generator=g)
-            b = torch.randn(k, n, device=ctx.get_device(), dtype=torch.bfloat16, generator=g)
-            c = torch.empty(m, n, device=ctx.get_device(), dtype=torch.bfloat16)
-            ref = a.double() @ b.double()
-            torch.matmul(a, b, out=c)
-            for name, cfg in {**CANDIDATES, **(SMALL_M_CANDIDATES if m <= 1024 else {})}.items():
-                if args.configs and name not in args.configs:
-                    continue
-                if cfg is not None and "swap" not in name and (cfg.block_m <= 64 and m > 4096 or
-                                                               cfg.block_m < 64 and m >= 128):
-                    continue  # 64-row tiles are for small M, narrower ones for decode (M < 128)
-                if name.endswith("no vec") and store_vec(c, c.stride(0), n) == 8 // 1 and n % 16 == 0:
-                    continue  # Triton aligns the stores itself: nothing to compare
-                bb = b
-                if name.endswith("padded B"):
-                    if (n * b.element_size()) % 128 == 0 or (n * b.element_size()) % 16:
-                        continue  # aligned already, or rows TMA cannot describe at all (the pointer path)
-                    bb = pad_weight(b)
-                odd_rows = (n * b.element_size()) % 16 and (k * a.element_size()) % 16 == 0  # only B's: TMA on a copy
-                if name.endswith("B as given") and not (_problem.pads_b(m, n, k, b.element_size(), b.stride(0)) or (
-                        odd_rows and local_gemm.copies_pay(m, n, k, b.element_size(), True, False))):
-                    continue  # the default does not copy B here: the same run as "default"
-                if name in WGMMA_CANDIDATES or name.startswith("matmul"):
-                    rows += direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp)
-                    continue
-                if cfg is not None and cfg.split_k is None and not cfg.split_tail:  # whole tiles: not the default's
-                    cfg = dataclasses.replace(cfg, split_k=1, split_tail=False)  # split (the default may split a tail)
-                cfg = per_sm(name, cfg, ctx.get_cu_count())
-                _problem.HOST_DESCRIPTORS = "device-built" not in name
-                _problem.AUTO_PAD_B = not name.endswith("B as given")
+    for m, n, k, tag in per_shape(ctx, args):
+        g = torch.Generator(device=ctx.get_device()).manual_seed(m + n + k)
+        a = torch.randn(m, k, device=ctx.get_device(), dtype=torch.bfloat16, generator=g)
+        b = torch.randn(k, n, device=ctx.get_device(), dtype=torch.bfloat16, generator=g)
+        c = torch.empty(m, n, device=ctx.get_device(), dtype=torch.bfloat16)
+        ref = a.double() @ b.double()
+        torch.matmul(a, b, out=c)
+        for name, cfg in {**CANDIDATES, **(SMALL_M_CANDIDATES if m <= 1024 else {})}.items():
+            if args.configs and name not in args.configs:
+                continue
+            if cfg is not None and "swap" not in name and (cfg.block_m <= 64 and m > 4096 or
+                                                           cfg.block_m < 64 and m >= 128):
+                continue  # 64-row tiles are for small M, narrower ones for decode (M < 128)
+            if name.endswith("no vec") and store_vec(c, c.stride(0), n) == 8 // 1 and n % 16 == 0:
+                continue  # Triton aligns the stores itself: nothing to compare
+            bb = b
+            if name.endswith("padded B"):
+                if (n * b.element_size()) % 128 == 0 or (n * b.element_size()) % 16:
+                    continue  # aligned already, or rows TMA cannot describe at all (the pointer path)
+                bb = pad_weight(b)
+            odd_rows = (n * b.element_size()) % 16 and (k * a.element_size()) % 16 == 0  # only B's: TMA on a copy
+            if name.endswith("B as given") and not (_problem.pads_b(m, n, k, b.element_size(), b.stride(0)) or (
+                    odd_rows and local_gemm.copies_pay(m, n, k, b.element_size(), True, False))):
+                continue  # the default does not copy B here: the same run as "default"
+            if name in WGMMA_CANDIDATES or name.startswith("matmul"):
+                rows += direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp)
+                continue
+            if cfg is not None and cfg.split_k is None and not cfg.split_tail:  # whole tiles: not the default's
+                cfg = dataclasses.replace(cfg, split_k=1, split_tail=False)  # split (the default may split a tail)
+            cfg = per_sm(name, cfg, ctx.get_cu_count())
+            _problem.HOST_DESCRIPTORS = "device-built" not in name
+            _problem.AUTO_PAD_B = not name.endswith("B as given")
 
-                def problem():  # per call, as the fused ops build it (inside what a graph captures: B's copy, if any)
-                    return Problem(ctx=ctx, op="gemm_all_scatter", variant=variant, a=a, b=bb, c=c, m=m, n=n, k=k,
-                                   config=cfg)
-                try:
-                    p = problem()
-                except ValueError as e:  # e.g. a split tail where there is no full wave
-                    print(f"{m:>6d}x{n}x{k} {name:18s} skipped: {str(e)[:80]}", flush=True)
-                    _problem.HOST_DESCRIPTORS, _problem.AUTO_PAD_B = True, True
-                    continue
-                if p.cfg.split_k > 1 and not p.cfg.split_tail and p.num_tiles >= p.cfg.gemm_sms:
-                    continue  # tiles enough for every SM: nothing for split-K to fill
-                flags, epoch = p.no_sync()
-
-                vec = 1 if name.endswith("no vec") else store_vec(c, c.stride(0), n)
-
-                def call():
-                    q = problem()
-                    return gemm_kernel[q.grid(q.cfg.gemm_sms)](*q.gemm_args(), c, c.stride(0), c.stride(1), 0, flags,
-                                                               epoch, 0, *q.rank_args(), SIGNAL="none", C_VEC=vec,
-                                                               **q.meta())
-                c.fill_(float("nan"))
-                try:
-                    compiled = call()
-                except triton.runtime.errors.OutOfResources as e:  # a candidate too large for this GPU: noted, skipped
-                    print(f"{m:>6d}x{n}x{k} {name:18s} skipped: {str(e)[:80]}", flush=True)
-                    _problem.HOST_DESCRIPTORS, _problem.AUTO_PAD_B = True, True
-                    continue
-                err = ((c.double() - ref).norm() / ref.norm()).item()
-                # torch again, in turns; ROUNDS pairs (a GEMM of ~10 us moved up to 15% between runs at 5 rounds)
-                t, t_torch = paired_graph_us(call, lambda: torch.matmul(a, b, out=c), rounds=ROUNDS)
-                rows.append(dict(m=m, n=n, k=k, shape_class=tag["class"], source=tag["source"], config=name, c_vec=vec,
-                                 host_descriptors=_problem.HOST_DESCRIPTORS, pdl=pdl,
-                                 block_m=p.cfg.block_m, block_n=p.cfg.block_n,
-                                 block_k=p.cfg.block_k, num_stages=p.cfg.num_stages, num_warps=p.cfg.num_warps,
-                                 split_k=p.cfg.split_k, split_tail=p.cfg.split_tail,
-                                 tma=p.tma, pad_b=p.pad_b, programs=p.grid(p.cfg.gemm_sms)[0],
-                                 shared_kb=compiled.metadata.shared / 1024 if compiled is not None else None,
-                                 regs=getattr(compiled, "n_regs", None), time_us=t, torch_us=t_torch,
-                                 vs_torch=t_torch / t, tflops=2 * m * n * k / t / 1e6, rel_error=err,
-                                 correct=err < 1e-2, dtype="bfloat16",
-                                 **run_stamp))
+            def problem():  # per call, as the fused ops build it (inside what a graph captures: B's copy, if any)
+                return Problem(ctx=ctx, op="gemm_all_scatter", variant=variant, a=a, b=bb, c=c, m=m, n=n, k=k,
+                               config=cfg)
+            try:
+                p = problem()
+            except ValueError as e:  # e.g. a split tail where there is no full wave
+                print(f"{m:>6d}x{n}x{k} {name:18s} skipped: {str(e)[:80]}", flush=True)
                 _problem.HOST_DESCRIPTORS, _problem.AUTO_PAD_B = True, True
-                print(f"{m:>6d}x{n}x{k} {name:18s} {t:9.1f} µs  torch {t_torch:9.1f}  {t_torch / t:5.2f}x  "
-                      f"err {err:.1e}", flush=True)
-            df = pd.DataFrame(rows)  # after every shape: a run cut short keeps what it measured
-            df.to_csv(os.path.join(args.out, "gemm.csv"), index=False)
+                continue
+            if p.cfg.split_k > 1 and not p.cfg.split_tail and p.num_tiles >= p.cfg.gemm_sms:
+                continue  # tiles enough for every SM: nothing for split-K to fill
+            flags, epoch = p.no_sync()
+
+            vec = 1 if name.endswith("no vec") else store_vec(c, c.stride(0), n)
+
+            def call():
+                q = problem()
+                return gemm_kernel[q.grid(q.cfg.gemm_sms)](*q.gemm_args(), c, c.stride(0), c.stride(1), 0, flags,
+                                                           epoch, 0, *q.rank_args(), SIGNAL="none", C_VEC=vec,
+                                                           **q.meta())
+            c.fill_(float("nan"))
+            try:
+                compiled = call()
+            except triton.runtime.errors.OutOfResources as e:  # a candidate too large for this GPU: noted, skipped
+                print(f"{m:>6d}x{n}x{k} {name:18s} skipped: {str(e)[:80]}", flush=True)
+                _problem.HOST_DESCRIPTORS, _problem.AUTO_PAD_B = True, True
+                continue
+            err = ((c.double() - ref).norm() / ref.norm()).item()
+            # torch again, in turns; ROUNDS pairs (a GEMM of ~10 us moved up to 15% between runs at 5 rounds)
+            t, t_torch = paired_graph_us(call, lambda: torch.matmul(a, b, out=c), rounds=ROUNDS)
+            rows.append(dict(m=m, n=n, k=k, shape_class=tag["class"], source=tag["source"], config=name, c_vec=vec,
+                             host_descriptors=_problem.HOST_DESCRIPTORS, pdl=pdl,
+                             block_m=p.cfg.block_m, block_n=p.cfg.block_n,
+                             block_k=p.cfg.block_k, num_stages=p.cfg.num_stages, num_warps=p.cfg.num_warps,
+                             split_k=p.cfg.split_k, split_tail=p.cfg.split_tail,
+                             tma=p.tma, pad_b=p.pad_b, programs=p.grid(p.cfg.gemm_sms)[0],
+                             shared_kb=compiled.metadata.shared / 1024 if compiled is not None else None,
+                             regs=getattr(compiled, "n_regs", None), time_us=t, torch_us=t_torch, vs_torch=t_torch / t,
+                             tflops=2 * m * n * k / t / 1e6, rel_error=err, correct=err < 1e-2, dtype="bfloat16",
+                             **run_stamp))
+            _problem.HOST_DESCRIPTORS, _problem.AUTO_PAD_B = True, True
+            print(f"{m:>6d}x{n}x{k} {name:18s} {t:9.1f} µs  torch {t_torch:9.1f}  {t_torch / t:5.2f}x  err {err:.1e}",
+                  flush=True)
+        df = pd.DataFrame(rows)  # after every shape: a run cut short keeps what it measured
+        df.to_csv(os.path.join(args.out, "gemm.csv"), index=False)
     d = df[df.config == "default"].set_index(["m", "n", "k"])
     best = df.loc[df.groupby(["m", "n", "k"]).vs_torch.idxmax()].set_index(["m", "n", "k"])
     print(d[["shape_class", "vs_torch"]].join(best[["config", "vs_torch"]], rsuffix="_best").to_string())
@@ -493,7 +491,7 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp):
 
 def shape_list(args):
     """[(m, n, k, tag)] of the run: --shapes MxNxK..., or a named set (models: the public set's sample, models-all:
-    all of it; benchmarks/shapes.py), or the older sets."""
+    all of it; benchmarks/shapes.py), or the older sets; --part I/N of them."""
     part = getattr(args, "part", None)  # (benchmarks/torch_kernels.py's arguments have none)
     if args.shapes and args.shapes[0] in ("models", "models-all"):
         every = shape_set.model_shapes()
@@ -504,6 +502,14 @@ def shape_list(args):
         out = rank_shapes() if args.rank_shapes else shapes(args.small)
     return shape_set.part([(m, n, k, {"class": shape_set.shape_class(m, n, k), "source": "cli"}) for m, n, k in out],
                           part)
+
+
+def per_shape(ctx, args):
+    """shape_list's shapes, each inside ctx.scratch(): the heap workspaces a shape's calls create (split-K partials)
+    are released before the next (a run of every candidate over the sample once exhausted the 4 GiB heap)."""
+    for shape in shape_list(args):
+        with ctx.scratch():
+            yield shape
 
 
 def class_table(df):
@@ -544,79 +550,78 @@ def run_fp8(ctx, args, run_stamp):
     configs = {"default": None, "default, fast accum": None, "default, tile loop": None,
                "default, fast accum, tile loop": None,
                **{name: cfg for name, cfg in FP8_CANDIDATES.items() if args.configs and name in args.configs}}
-    for m, n, k, tag in shape_list(args):
-        with ctx.scratch():  # the shape's heap workspaces (split-K partials) released after it
-            if n % 16 or k % 16:
-                continue  # torch._scaled_mm needs multiples of 16
-            dev = ctx.get_device()
-            g = torch.Generator(device=dev).manual_seed(m + n + k)
-            a32 = torch.randn(m, k, device=dev, generator=g)
-            w32 = torch.randn(n, k, device=dev, generator=g)
-            for scaling in ("tensor", "row"):
-                a, sa = quantize(a32, scaling == "row", 1)
-                w, sb = quantize(w32, scaling == "row", 1)
-                b, sb = w.t(), (sb.t() if scaling == "row" else sb)  # column-major K x N, scales 1 x N
-                sa, sb = sa.contiguous(), sb.contiguous()
-                ref = (a.double() * sa.double()) @ (b.double() * sb.double())
-                c = torch.empty(m, n, device=dev, dtype=torch.bfloat16)
-                c_torch = torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16)
-                err_torch = ((c_torch.double() - ref).norm() / ref.norm()).item()
-                for name, cfg in configs.items():
-                    if scaling == "row" and name not in ("default", "default, tile loop"):
-                        continue  # the alternatives on per-tensor scales only
-                    if name != "default" and m < 128 and cfg is not None and cfg.block_m > 64:
-                        continue
-                    if cfg is not None and cfg.block_m < 64 and m > 64:
-                        continue  # decode tiles are for decode rows
-                    if cfg is not None and cfg.split_k is None and not cfg.split_tail:
-                        cfg = dataclasses.replace(cfg, split_k=1, split_tail=False)
-                    cfg = per_sm(name, cfg, ctx.get_cu_count())
-                    fast = "fast accum" in name
-                    kernel = "tile_loop" if "tile loop" in name else "wgmma" if name.startswith("wgmma") else None
-                    try:
-                        if kernel == "wgmma":  # the candidate's tile as is (block_m 192 is no tile-loop Config)
-                            if not wgmma.supports(a, b, c):
-                                continue
-                            kernel_ran = "wgmma swap" if "swap" in name else kernel
-                            used = gluon_candidate(name, cfg, a, c, ctx.get_cu_count())
-                            if name.endswith("kfill") and used.split_k == 1:
-                                continue
-                        else:
-                            used, _ = fp8.plan(a, b, cfg, fast)
-                            kernel_ran, used = fp8.pick_kernel(a, b, c, used, cfg, fast, kernel)
-                            kernel_ran += " swap" if used.swap_ab else ""
-                        kernel_ran += f" rem{local_gemm.rem(used)}" if local_gemm.rem(used) else ""
-                    except ValueError as e:
-                        print(f"{m}x{n}x{k} {name}: {e}")
-                        continue
+    for m, n, k, tag in per_shape(ctx, args):
+        if n % 16 or k % 16:
+            continue  # torch._scaled_mm needs multiples of 16
+        dev = ctx.get_device()
+        g = torch.Generator(device=dev).manual_seed(m + n + k)
+        a32 = torch.randn(m, k, device=dev, generator=g)
+        w32 = torch.randn(n, k, device=dev, generator=g)
+        for scaling in ("tensor", "row"):
+            a, sa = quantize(a32, scaling == "row", 1)
+            w, sb = quantize(w32, scaling == "row", 1)
+            b, sb = w.t(), (sb.t() if scaling == "row" else sb)  # column-major K x N, scales 1 x N
+            sa, sb = sa.contiguous(), sb.contiguous()
+            ref = (a.double() * sa.double()) @ (b.double() * sb.double())
+            c = torch.empty(m, n, device=dev, dtype=torch.bfloat16)
+            c_torch = torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16)
+            err_torch = ((c_torch.double() - ref).norm() / ref.norm()).item()
+            for name, cfg in configs.items():
+                if scaling == "row" and name not in ("default", "default, tile loop"):
+                    continue  # the alternatives on per-tensor scales only
+                if name != "default" and m < 128 and cfg is not None and cfg.block_m > 64:
+                    continue
+                if cfg is not None and cfg.block_m < 64 and m > 64:
+                    continue  # decode tiles are for decode rows
+                if cfg is not None and cfg.split_k is None and not cfg.split_tail:
+                    cfg = dataclasses.replace(cfg, split_k=1, split_tail=False)
+                cfg = per_sm(name, cfg, ctx.get_cu_count())
+                fast = "fast accum" in name
+                kernel = "tile_loop" if "tile loop" in name else "wgmma" if name.startswith("wgmma") else None
+                try:
+                    if kernel == "wgmma":  # the candidate's tile as is (block_m 192 is no tile-loop Config)
+                        if not wgmma.supports(a, b, c):
+                            continue
+                        kernel_ran = "wgmma swap" if "swap" in name else kernel
+                        used = gluon_candidate(name, cfg, a, c, ctx.get_cu_count())
+                        if name.endswith("kfill") and used.split_k == 1:
+                            continue
+                    else:
+                        used, _ = fp8.plan(a, b, cfg, fast)
+                        kernel_ran, used = fp8.pick_kernel(a, b, c, used, cfg, fast, kernel)
+                        kernel_ran += " swap" if used.swap_ab else ""
+                    kernel_ran += f" rem{local_gemm.rem(used)}" if local_gemm.rem(used) else ""
+                except ValueError as e:
+                    print(f"{m}x{n}x{k} {name}: {e}")
+                    continue
 
-                    def call():
-                        if kernel == "wgmma":
-                            return wgmma.run(a, b, c, used.block_n, used.block_k, used.num_stages, used.gemm_sms,
-                                             sa, sb, promote=not fast, block_m=used.block_m, swap="swap" in name,
-                                             split_k=used.split_k, rem=local_gemm.rem(used))
-                        return fp8.scaled_mm(a, b, sa, sb, out=c, config=cfg, use_fast_accum=fast, kernel=kernel)
-                    c.fill_(float("nan"))
-                    try:
-                        call()
-                    except triton.runtime.errors.OutOfResources as e:
-                        print(f"{m:>6d}x{n}x{k} fp8 {name} skipped: {str(e)[:80]}", flush=True)
-                        continue
-                    err = ((c.double() - ref).norm() / ref.norm()).item()
-                    t, t_torch = paired_graph_us(call, lambda: torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16,
-                                                                                use_fast_accum=fast))
-                    rows.append(dict(m=m, n=n, k=k, shape_class=tag["class"], source=tag["source"], config=name,
-                                     scaling=scaling, fast_accum=fast, kernel=kernel_ran, block_m=used.block_m,
-                                     block_n=used.block_n, block_k=used.block_k,
-                                     num_stages=used.num_stages, num_warps=used.num_warps, split_k=used.split_k,
-                                     split_tail=used.split_tail, time_us=t, torch_us=t_torch, vs_torch=t_torch / t,
-                                     tflops=2 * m * n * k / t / 1e6, rel_error=err, torch_rel_error=err_torch,
-                                     correct=err < max(2 * err_torch, 3e-2 if fast else 1e-2), dtype="float8_e4m3fn",
-                                     **run_stamp))
-                    print(f"{m:>6d}x{n}x{k} fp8 {scaling:6s} {name:38s} {t:9.1f} µs  torch {t_torch:9.1f}  "
-                          f"{t_torch / t:5.2f}x  err {err:.1e} (torch {err_torch:.1e})", flush=True)
-            df = pd.DataFrame(rows)
-            df.to_csv(os.path.join(args.out, "gemm_fp8.csv"), index=False)
+                def call():
+                    if kernel == "wgmma":
+                        return wgmma.run(a, b, c, used.block_n, used.block_k, used.num_stages, used.gemm_sms, sa, sb,
+                                         promote=not fast, block_m=used.block_m, swap="swap" in name,
+                                         split_k=used.split_k, rem=local_gemm.rem(used))
+                    return fp8.scaled_mm(a, b, sa, sb, out=c, config=cfg, use_fast_accum=fast, kernel=kernel)
+                c.fill_(float("nan"))
+                try:
+                    call()
+                except triton.runtime.errors.OutOfResources as e:
+                    print(f"{m:>6d}x{n}x{k} fp8 {name} skipped: {str(e)[:80]}", flush=True)
+                    continue
+                err = ((c.double() - ref).norm() / ref.norm()).item()
+                t, t_torch = paired_graph_us(call, lambda: torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16,
+                                                                            use_fast_accum=fast))
+                rows.append(dict(m=m, n=n, k=k, shape_class=tag["class"], source=tag["source"], config=name,
+                                 scaling=scaling, fast_accum=fast, kernel=kernel_ran, block_m=used.block_m,
+                                 block_n=used.block_n, block_k=used.block_k,
+                                 num_stages=used.num_stages, num_warps=used.num_warps, split_k=used.split_k,
+                                 split_tail=used.split_tail, time_us=t, torch_us=t_torch, vs_torch=t_torch / t,
+                                 tflops=2 * m * n * k / t / 1e6, rel_error=err, torch_rel_error=err_torch,
+                                 correct=err < max(2 * err_torch, 3e-2 if fast else 1e-2), dtype="float8_e4m3fn",
+                                 **run_stamp))
+                print(f"{m:>6d}x{n}x{k} fp8 {scaling:6s} {name:38s} {t:9.1f} µs  torch {t_torch:9.1f}  "
+                      f"{t_torch / t:5.2f}x  err {err:.1e} (torch {err_torch:.1e})", flush=True)
+        df = pd.DataFrame(rows)
+        df.to_csv(os.path.join(args.out, "gemm_fp8.csv"), index=False)
     d = df[df.config == "default"]
     print(d.pivot_table(index=["m", "n", "k"], columns="scaling", values="vs_torch").round(3).to_string())
     for scaling, g in d.groupby("scaling"):
