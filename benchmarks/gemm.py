@@ -11,6 +11,7 @@ Writes <out>/gemm.csv.
 
 import argparse
 import dataclasses
+import fnmatch
 import os
 import re
 import sys
@@ -40,15 +41,22 @@ def tile(block_m, block_n, block_k, num_stages, num_warps, **more):
 def gluon_candidate(name, cfg, a, c, sms):
     """A Gluon-kernel candidate as run: every SM's program, group_m 8; "kfill": split_k = the SMs over the tiles
     (wgmma.slices keeps those with a block of K); "remR": tiles R wider (wgmma.run(rem=R)): block_m + R rows of A
-    (swapped), else block_n + R columns of B; its stages cut to what fits beside the staging tiles."""
+    (swapped), else block_n + R columns of B; "kS": S slices of K (fewer where K has fewer blocks); its stages cut to
+    what fits beside the staging tiles."""
     swap = "swap" in name
     cfg = dataclasses.replace(cfg, gemm_sms=sms, group_m=8, split_k=1, swap_ab=swap, rem_rows=rem(name) if swap else 0,
                               rem_cols=0 if swap else rem(name))
-    if name.endswith("kfill"):
-        tiles = (-(-c.shape[0] // (cfg.block_m + cfg.rem_rows))
-                 * -(-c.shape[1] // (cfg.block_n + cfg.rem_cols)))  # C's tiles
-        cfg = dataclasses.replace(cfg, split_k=wgmma.slices(a.shape[1], cfg.block_k, max(1, sms // tiles)))
+    tiles = -(-c.shape[0] // (cfg.block_m + cfg.rem_rows)) * -(-c.shape[1] // (cfg.block_n + cfg.rem_cols))  # C's
+    slices = re.search(r" k(\d+)$", name)
+    if name.endswith("kfill") or slices:
+        want = int(slices.group(1)) if slices else max(1, sms // tiles)
+        cfg = dataclasses.replace(cfg, split_k=wgmma.slices(a.shape[1], cfg.block_k, want))
     return local_gemm._fit(cfg, a, c)
+
+
+def wave_fill(units, programs):
+    """How full the waves of a persistent grid of `programs` are, running `units` units of work (1: all full)."""
+    return units / (-(-units // programs) * programs)
 
 
 def rem(name):
@@ -205,6 +213,21 @@ SMALL_M_CANDIDATES.update({"64x64x128 s4 w4 k2": tile(64, 64, 128, 4, 4, split_k
                            "128x64x128 s4 w4 k66": tile(128, 64, 128, 4, 4, split_k=66),
                            "128x128x64 s4 w8 k132": tile(128, 128, 64, 4, 8, split_k=132),
                            "64x64x256 s3 w4 k33": tile(64, 64, 256, 3, 4, split_k=33)})
+# Slices of K where tiles are few, by how full they leave the last wave (one wave of 144 tiles on 132 SMs is two;
+# 11 slices of each, twelve full ones): decode (16-row) tiles of three widths and depths, also with plain pointer
+# loads ("ptr": no TMA boxes over rows of A that are not there); at 33-128 rows, 64-row tiles and the Gluon kernel's
+# swapped ones (wgmma.run(split_k=S): fp32 partials, added by a second kernel)
+SPLITS = (1, 2, 3, 4, 6, 8, 11, 16)
+SMALL_M_CANDIDATES.update({f"16x{bn}x{bk} s{st} w4" + (f" k{s}" if s > 1 else ""): tile(
+    16, bn, bk, st, 4, split_k=s if s > 1 else None) for bn, bk, st in ((64, 256, 4), (64, 128, 6), (32, 256, 6))
+    for s in SPLITS})
+SMALL_M_CANDIDATES.update({"16x64x256 s4 w4 ptr" + (f" k{s}" if s > 1 else ""): tile(
+    16, 64, 256, 4, 4, split_k=s if s > 1 else None, tma=False) for s in (1, 2, 4, 8)})
+SMALL_M_CANDIDATES.update({f"{bm}x{bn}x128 s4 w4" + (f" k{s}" if s > 1 else ""): tile(
+    bm, bn, 128, 4, 4, split_k=s if s > 1 else None) for bm, bn in ((64, 64), (64, 128)) for s in SPLITS[:6]})
+WGMMA_CANDIDATES.update({f"wgmma swap 128x{bn}x64 s6 k{s}": tile(128, bn, 64, 6, 4) for bn in (64, 128)
+                         for s in SPLITS[1:]})
+CANDIDATES.update(WGMMA_CANDIDATES)
 # FP8 tiles (block_k twice the bf16 one: the same bytes per stage)
 FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "fp8 128x256x128 s4 w8": tile(128, 256, 128, 4, 8),
@@ -380,8 +403,9 @@ def run(ctx, args, run_stamp):
                 print(f"{m:>6d}x{n}x{k} {name:18s} skipped: {str(e)[:80]}", flush=True)
                 _problem.HOST_DESCRIPTORS, _problem.AUTO_PAD_B = True, True
                 continue
-            if p.cfg.split_k > 1 and not p.cfg.split_tail and p.num_tiles >= p.cfg.gemm_sms:
-                continue  # tiles enough for every SM: nothing for split-K to fill
+            if (p.cfg.split_k > 1 and not p.cfg.split_tail
+                    and wave_fill(p.num_tiles * p.cfg.split_k, p.cfg.gemm_sms) <= wave_fill(p.num_tiles, p.cfg.gemm_sms)):
+                continue  # the slices leave the waves no fuller than whole tiles do: nothing for split-K to fill
             flags, epoch = p.no_sync()
 
             vec = 1 if name.endswith("no vec") else store_vec(c, c.stride(0), n)
@@ -468,8 +492,8 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp):
         return []
     else:
         kernel, cfg = "wgmma swap" if swap else "wgmma", gluon_candidate(name, cfg, a, c, ctx.get_cu_count())
-        if name.endswith("kfill") and cfg.split_k == 1:
-            return []  # tiles enough for every SM: the whole-tile candidate's run
+        if (name.endswith("kfill") or re.search(r" k\d+$", name)) and cfg.split_k == 1:
+            return []  # tiles enough for every SM, or K too short to slice: the whole-tile candidate's run
 
     def call():
         if name in toggles:
@@ -641,10 +665,16 @@ def main():
     p.add_argument("--fp8", action="store_true", help="FP8 e4m3 (fused_ops.fp8.scaled_mm) against torch._scaled_mm")
     p.add_argument("--rank-shapes", action="store_true", help="the GEMMs a rank runs in the 2-GPU default sweep, "
                                                               "M >= 1024 (rank_shapes)")
-    p.add_argument("--configs", nargs="+", help="only these candidate names (e.g. default '64x128x64 s8 w4')")
+    p.add_argument("--configs", nargs="+", help="only these candidate names (e.g. default '64x128x64 s8 w4'), or "
+                                                "shell-style patterns of them ('16x64x256 s4 w4*')")
     args = p.parse_args()
     known = set(CANDIDATES) | set(SMALL_M_CANDIDATES) | set(FP8_CANDIDATES)
-    unknown = set(args.configs or ()) - known
+    patterns = [c for c in args.configs or () if any(ch in c for ch in "*?[")]
+    unknown = {c for c in args.configs or () if c not in known and c not in patterns}
+    unknown |= {c for c in patterns if not fnmatch.filter(known, c)}
+    if args.configs:
+        args.configs = [c for c in args.configs if c not in patterns] + sorted(
+            {name for c in patterns for name in fnmatch.filter(known, c)})
     if unknown:
         raise SystemExit(f"unknown configs {sorted(unknown)}; known: {sorted(known)}")
     try:

@@ -356,6 +356,31 @@ for stage in "$@"; do
              part=${PART:-1/3}
              run "gemm_bf16_all_${part/\//of}.log" timeout ${ALL_TIMEOUT:-560} python3 benchmarks/gemm.py \
                --shapes models-all --part "$part" --configs matmul --out "$OUT/bf16_all_${part/\//of}" ;;
+    xdecode)  # one GPU: decode rows (M = 1, 16) in slices of K, three tile widths and depths, TMA or pointers
+             run gemm_xdecode.log timeout ${X_TIMEOUT:-560} python3 benchmarks/gemm.py --shapes 1x2560x8192 \
+               1x12288x1536 1x9216x16384 1x16384x512 1x2304x16384 1x3584x448 1x4096x512 1x3584x896 1x4096x1024 \
+               1x2880x720 1x2880x1440 1x9216x7168 1x4096x1792 1x640x2880 1x1280x2880 1x2304x3584 1x4608x16384 \
+               1x2112x7168 1x3072x1536 1x5120x640 1x5120x3456 1x100544x2880 1x18944x3584 1x26624x16384 \
+               1x32064x4096 1x9472x3584 1x16384x2048 1x7168x8192 1x5120x8192 1x16384x8192 1x64128x4096 1x3584x4096 \
+               1x1280x8192 1x8192x1024 1x38016x3584 1x896x5120 16x5120x3456 16x2112x7168 16x3584x4736 \
+               --configs matmul '16x64x256 s4 w4*' '16x64x128 s6 w4*' '16x32x256 s6 w4*' --out "$OUT/xdecode" ;;
+    xrows128)  # one GPU: 128 rows, few tiles: slices of K for the tile loop's 64-row tiles and the Gluon kernel's
+             run gemm_xrows128.log timeout ${X_TIMEOUT:-560} python3 benchmarks/gemm.py --shapes 128x2304x16384 \
+               128x3584x9472 128x2560x8192 128x3456x5120 128x3584x5120 128x3584x4736 128x4096x7168 128x3584x4096 \
+               128x12288x1536 128x4608x16384 128x3584x2368 128x4000x4096 128x4608x7168 128x38016x3584 128x4096x2048 \
+               128x9216x7168 128x9472x3584 128x5120x8192 128x5120x6912 128x3584x1792 128x3584x448 128x4096x1024 \
+               128x8192x8192 128x14336x4096 128x1024x8192 128x640x2880 \
+               --configs matmul '64x64x128 s4 w4*' '64x128x128 s4 w4*' 'wgmma swap 128x*x64 s6' \
+               'wgmma swap 128x*x64 s6 k*' --out "$OUT/xrows128" ;;
+    x1024)   # one GPU: 1024-4096 rows where one wave of the default's tiles leaves SMs idle: widths between
+             run gemm_x1024.log timeout ${X_TIMEOUT:-560} python3 benchmarks/gemm.py --shapes 1024x3072x1536 \
+               1024x3072x4096 4096x1152x3584 1024x2304x3584 1024x1536x4096 1024x1280x8192 1024x5120x640 \
+               4096x640x3584 1024x5120x1280 1024x2304x16384 1024x1280x2880 4096x640x2880 1024x2880x1024 \
+               1024x2880x720 1024x2880x2880 1024x1440x2880 1000x1000x1000 1024x7392x8192 1024x2880x512 \
+               --configs matmul 'wgmma 128x256x64 s3' 'wgmma 128x128x64 s6' 'wgmma 192x128x64 s4' \
+               'wgmma 128x128x64 s4 rem*' 'wgmma 256x128x32 s5 rem*' 'wgmma 256x128x64 s3' \
+               'wgmma 192x128x64 s3 rem32' 'wgmma swap 256x128x64 s3' 'wgmma swap 128x192x64 s4' \
+               'wgmma 128x64x64 s8' --out "$OUT/x1024" ;;
     fixes)   run pytest_fixes.log timeout ${TEST_TIMEOUT:-110} python3 -m pytest -v -rfs \
                "tests/test_replay.py::test_prepared_catalog_calls_skip_the_checks_but_not_tracing_capture_or_tuning" \
                tests/test_collectives.py::test_benchmark_all_to_all_rows \
