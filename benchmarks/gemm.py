@@ -166,7 +166,8 @@ WGMMA_CANDIDATES = {"wgmma 128x256x64 s3": tile(128, 256, 64, 3, 4),
                     "wgmma 256x128x64 s3": tile(256, 128, 64, 3, 4),
                     "wgmma 256x64x64 s4 rem32": tile(256, 64, 64, 4, 4),
                     "wgmma 128x256x64 s2 rem64": tile(128, 256, 64, 2, 4),
-                    "wgmma 128x64x64 s6 rem32": tile(128, 64, 64, 6, 4)}
+                    "wgmma 128x64x64 s6 rem32": tile(128, 64, 64, 6, 4),
+                    "wgmma 128x64x64 s6 rem16": tile(128, 64, 64, 6, 4)}
 CANDIDATES.update(WGMMA_CANDIDATES)
 # fused_ops.matmul, the library's GEMM alone (fused_ops/local_gemm.py): the Gluon kernel where config.wgmma_config
 # picks it, else the tile loop ("default" is the tile loop as the fused ops run it)
@@ -223,6 +224,11 @@ SMALL_M_CANDIDATES.update({f"16x{bn}x{bk} s{st} w4" + (f" k{s}" if s > 1 else ""
     for s in SPLITS})
 SMALL_M_CANDIDATES.update({"16x64x256 s4 w4 ptr" + (f" k{s}" if s > 1 else ""): tile(
     16, 64, 256, 4, 4, split_k=s if s > 1 else None, tma=False) for s in (1, 2, 4, 8)})
+# ... and several decode programs per SM (each a few stages deep), so that one's pipeline fills and epilogue overlap
+# another's loads: N resident programs per SM ("xN") in place of one persistent program
+SMALL_M_CANDIDATES.update({f"16x{bn}x{bk} s{st} w4 x{per}" + (f" k{s}" if s > 1 else ""): tile(
+    16, bn, bk, st, 4, split_k=s if s > 1 else None) for bn, bk, st, per in (
+        (64, 256, 2, 2), (64, 128, 3, 3), (64, 128, 2, 4), (32, 256, 3, 3), (32, 128, 3, 6)) for s in SPLITS[:4]})
 SMALL_M_CANDIDATES.update({f"{bm}x{bn}x128 s4 w4" + (f" k{s}" if s > 1 else ""): tile(
     bm, bn, 128, 4, 4, split_k=s if s > 1 else None) for bm, bn in ((64, 64), (64, 128)) for s in SPLITS[:6]})
 WGMMA_CANDIDATES.update({f"wgmma swap 128x{bn}x64 s6 k{s}": tile(128, bn, 64, 6, 4) for bn in (64, 128)

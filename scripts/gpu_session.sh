@@ -372,7 +372,7 @@ for stage in "$@"; do
                128x8192x8192 128x14336x4096 128x1024x8192 128x640x2880 \
                --configs matmul '64x64x128 s4 w4*' '64x128x128 s4 w4*' 'wgmma swap 128x*x64 s6' \
                'wgmma swap 128x*x64 s6 k*' --out "$OUT/xrows128" ;;
-    x1024)   # one GPU: 1024-4096 rows where one wave of the default's tiles leaves SMs idle: widths between
+    x1024)   # one GPU: 1024-4096 rows where one wave of the default's tiles leaves SMs idle: tile widths and heights
              run gemm_x1024.log timeout ${X_TIMEOUT:-560} python3 benchmarks/gemm.py --shapes 1024x3072x1536 \
                1024x3072x4096 4096x1152x3584 1024x2304x3584 1024x1536x4096 1024x1280x8192 1024x5120x640 \
                4096x640x3584 1024x5120x1280 1024x2304x16384 1024x1280x2880 4096x640x2880 1024x2880x1024 \
@@ -381,6 +381,18 @@ for stage in "$@"; do
                'wgmma 128x128x64 s4 rem*' 'wgmma 256x128x32 s5 rem*' 'wgmma 256x128x64 s3' \
                'wgmma 192x128x64 s3 rem32' 'wgmma swap 256x128x64 s3' 'wgmma swap 128x192x64 s4' \
                'wgmma 128x64x64 s8' --out "$OUT/x1024" ;;
+    xdecode2)  # one GPU: decode rows with 2-6 programs per SM, whole and in slices of K
+             run gemm_xdecode2.log timeout ${X_TIMEOUT:-560} python3 benchmarks/gemm.py --shapes 1x2560x8192 \
+               1x12288x1536 1x9216x16384 1x16384x512 1x2304x16384 1x3584x448 1x4096x512 1x4096x1024 \
+               1x2880x720 1x9216x7168 1x640x2880 1x1280x2880 1x2112x7168 1x3072x1536 1x5120x640 1x5120x3456 \
+               1x100544x2880 1x18944x3584 1x26624x16384 1x32064x4096 1x16384x2048 1x7168x8192 1x5120x8192 \
+               1x64128x4096 1x8192x1024 16x5120x3456 16x3584x4736 \
+               --configs matmul '16x64x256 s4 w4' '16x* x[2-6]*' --out "$OUT/xdecode2" ;;
+    x1024b)  # one GPU: 80- and 96-wide Gluon tiles (64 + 16 or 32 columns) where 128-wide ones leave SMs idle
+             run gemm_x1024b.log timeout ${X_TIMEOUT:-560} python3 benchmarks/gemm.py --shapes 1024x1280x2880 \
+               1024x1280x8192 1024x1440x2880 1000x1000x1000 1024x1536x4096 4096x640x2880 4096x640x3584 \
+               1024x2304x3584 1024x5120x640 --configs matmul 'wgmma 128x64x64 s6 rem*' 'wgmma 128x64x64 s8' \
+               --out "$OUT/x1024b" ;;
     fixes)   run pytest_fixes.log timeout ${TEST_TIMEOUT:-110} python3 -m pytest -v -rfs \
                "tests/test_replay.py::test_prepared_catalog_calls_skip_the_checks_but_not_tracing_capture_or_tuning" \
                tests/test_collectives.py::test_benchmark_all_to_all_rows \
