@@ -25,7 +25,7 @@ from benchmarks import shapes as shape_set  # noqa: E402
 from benchmarks.harness import paired_graph_us, stamp  # noqa: E402
 from fused_ops import local_gemm, wgmma  # noqa: E402
 from fused_ops import problem as _problem  # noqa: E402
-from fused_ops.config import Config, default_config  # noqa: E402
+from fused_ops.config import Config  # noqa: E402
 from fused_ops.gemm import gemm_kernel, pad_weight, store_vec  # noqa: E402
 from fused_ops.problem import Problem  # noqa: E402
 from fused_ops.registry import OPS  # noqa: E402
@@ -409,8 +409,9 @@ def run(ctx, args, run_stamp):
                 print(f"{m:>6d}x{n}x{k} {name:18s} skipped: {str(e)[:80]}", flush=True)
                 _problem.HOST_DESCRIPTORS, _problem.AUTO_PAD_B = True, True
                 continue
-            if (p.cfg.split_k > 1 and not p.cfg.split_tail
-                    and wave_fill(p.num_tiles * p.cfg.split_k, p.cfg.gemm_sms) <= wave_fill(p.num_tiles, p.cfg.gemm_sms)):
+            units, programs = p.num_tiles * p.cfg.split_k, p.cfg.gemm_sms
+            if p.cfg.split_k > 1 and not p.cfg.split_tail and wave_fill(units, programs) <= wave_fill(p.num_tiles,
+                                                                                                      programs):
                 continue  # the slices leave the waves no fuller than whole tiles do: nothing for split-K to fill
             flags, epoch = p.no_sync()
 
@@ -487,8 +488,8 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp):
         if name not in ("matmul", "matmul, edges past") and copied == any(
                 x is not y for x, y in zip(local_gemm.aligned_operands(a, b), (a, b))):
             return []  # the same run as "matmul"
-        plan, _ = local_gemm.tile_loop_plan(a2, b2, None, lambda dev, m, n, k: default_config(
-            dev, m, n, k, a.dtype, split=True), "matmul")
+        plan, _ = local_gemm.tile_loop_plan(a2, b2, None, lambda dev, m, n, k: local_gemm.defaults(
+            dev, m, n, k, a.dtype), "matmul")
         kernel, cfg = local_gemm.pick_kernel(a2, b2, c, plan, None, False, None, "matmul")
         if name == "matmul, edges past" and kernel == "tile_loop":
             return []  # the toggle is the Gluon kernel's

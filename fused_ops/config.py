@@ -64,6 +64,19 @@ HOPPER_TILES = ((128, 256, 64, 3, 8, 0.75), (128, 128, 64, 6, 8, 0.75), (64, 128
 DECODE_ROWS = 16
 DECODE_TILE = (16, 64, 256, 4, 4)
 DECODE_FEW_TILE = (16, 64, 128, 6, 4)
+# ... where the GEMM runs alone (fused_ops.matmul: no program waits on another, so its programs need not all be
+# resident). One persistent program per SM streams B at about 0.85x torch.matmul's rate: each of its tiles starts its
+# pipeline cold, and where the tiles are one wave and a bit (144 on 132 SMs) the last few run alone. Three programs per
+# SM, each 3 stages of 16x64x128 (60 KB), overlap one another's starts and ends, and the GPU hands a tile to whichever
+# SM frees first: over 39 decode GEMMs of the public set on an H200, 0.86 -> 0.98x torch.matmul (geomean of the best;
+# 1x9216x16384 0.76 -> 1.00x, 1x12288x1536 0.71 -> 0.90x). Where the tiles outnumber three programs per SM but not
+# four, four of 2 stages (1x32064x4096 0.90 -> 0.99x). Few tiles take slices of K (up to DECODE_MAX_SPLIT, each of
+# DECODE_MIN_SLICE_BLOCKS blocks or more) as long as every slice has a program of its own (1x2560x8192 in 4 slices
+# 0.79 -> 0.92x, 1x1280x2880 0.85 -> 1.15x). results/current/gemm/decode_c924e34/.
+# (block_m, block_n, block_k, num_stages, num_warps, programs per SM), the first whose programs take every tile
+DECODE_ALONE_TILES = ((16, 64, 128, 3, 4, 3), (16, 64, 128, 2, 4, 4))
+DECODE_MAX_SPLIT = 4
+DECODE_MIN_SLICE_BLOCKS = 5
 HOPPER_FP8_TILES = tuple((bm, bn, 2 * bk, st, w, fill) for bm, bn, bk, st, w, fill in HOPPER_TILES)
 # FP8 with precise accumulation (scaled_mm's default, use_fast_accum=False, as torch._scaled_mm's): Triton promotes the
 # tensor cores' partial sums into the fp32 accumulator once per dot (gemm_k_blocks' MAX_IMPRECISE = BLOCK_K), which
@@ -120,8 +133,19 @@ FP8_DECODE_MIN_BLOCKS = 4
 # so that 5 stages fit beside the staging tiles) fill one wave with 128 tiles where 192x128 ones need two: 4096x1280
 # and 1024x5120 at any K, 4096x1152x3584, 1024x4736x3584, 1024x4608x16384 (0.77-0.88 -> 0.82-0.92x torch.matmul
 # on an H200 and an H100, each against the old tile in one run: results/current/gemm/four_78f73a0/).
+# 16-bit tiles 96 wide (64 + 32 columns) where 128x128 ones leave many SMs idle and these fill most of one wave (in
+# WGMMA_TILES at cost 1.3, and where the 128x128 tiles are too few, wgmma_few_tiles):
+# 1024x1280, 1024x1440 and 1024x1536 (112-128 tiles against 80-96; 0.79-0.94 -> 0.86-1.00x torch.matmul on an H200,
+# against the tile loop's 128x128 tiles in one run: results/current/gemm/x1024_c924e34/). 80-wide ones (64 + 16)
+# filled more SMs and lost (0.46-0.93x).
+WGMMA_96_TILE = (128, 96, 64, 6)
+WGMMA_96_FILL = 0.8
+# 128x192 tiles (128 + 64 columns) fill one wave where 128x256 ones leave a quarter of the SMs idle: 1024x2880 (120
+# tiles against 96) and 1024x3072 (128) at any K, 0.78-0.83 -> 0.93-1.01x torch.matmul; 256x144 ones (128 + 16) fill
+# it where 256x160 ones leave a column mostly empty: 4096x1152x3584 0.83 -> 0.87x, 1024x4736x3584 0.90 -> 0.94x (on an
+# H200, each against the tile it replaced in one run: results/current/gemm/x1024_7900906/, four_4e3ca71/).
 WGMMA_TILES = ((128, 256, 64, 3, 1.0), (192, 128, 64, 4, 1.05), (128, 128, 64, 6, 1.1), (128, 160, 64, 4, 1.2),
-               (256, 160, 32, 5, 1.1))
+               (256, 160, 32, 5, 1.1), (128, 192, 64, 4, 1.1), (256, 144, 32, 5, 1.1), WGMMA_96_TILE + (1.3,))
 # 64-wide tiles cost more per element than 128-wide ones (the same operand bytes feed half the MMAs, so they lean on
 # L2 and memory bandwidth: the H200 and the H100 disagree). They won where N is 64 (16384x64x4096 0.85 -> 0.98x on an
 # H200) and lost wherever else they were tried (results/current/gemm/wgmma_explore/gemm_*_narrow_*) but at
@@ -220,6 +244,8 @@ def wgmma_few_tiles(cfg, m, n, k, sms, fp8):
     narrow = WGMMA_FP8_NARROW_TILE if fp8 else WGMMA_NARROW_TILE
     if 128 < m < EDGE_ROWS_MAX and m % 64 and WGMMA_NARROW_FILL * sms <= tiles(narrow) <= sms:
         return gluon_tile(cfg, *narrow[:4], swap=False)
+    if not fp8 and WGMMA_96_FILL * sms <= tiles(WGMMA_96_TILE) <= sms:
+        return gluon_tile(cfg, *WGMMA_96_TILE, swap=False)
     return None
 
 
@@ -318,7 +344,44 @@ def resolve(cfg, user, m, n_local, k):
     return replace(cfg, split_k=few_tiles_split(tiles, cfg.gemm_sms, k, cfg.block_k, m))
 
 
-def default_config(ctx, m, n_local, k, dtype, comm_programs=False, split=False):
+def decode_alone(m, n, k, sms):
+    """(Config fields, split_k) of 16-bit decode rows (m <= DECODE_ROWS) for a GEMM that runs alone
+    (DECODE_ALONE_TILES): several programs per SM, slices of K where the tiles leave programs without one. Host only,
+    free."""
+    tiles = -(-m // DECODE_ALONE_TILES[0][0]) * -(-n // DECODE_ALONE_TILES[0][1])
+    bm, bn, bk, stages, warps, per = next((t for t in DECODE_ALONE_TILES if tiles <= t[5] * sms), DECODE_ALONE_TILES[0])
+    split = max(1, min(DECODE_MAX_SPLIT, per * sms // tiles, -(-k // bk) // DECODE_MIN_SLICE_BLOCKS))
+    return dict(block_m=bm, block_n=bn, block_k=bk, num_stages=stages, num_warps=warps, gemm_sms=per * sms), split
+
+
+# The 64-row tiles (16-bit) where they are the pick: 64x128 or 64x64, whole or (variants that split tiles) in up to
+# ROW_TILE_MAX_SPLIT slices of K that keep to one program each, for the fewest waves x tile area x cost x (blocks of
+# K per slice + TILE_OVERHEAD_BLOCKS). 64x64 tiles cost ROW_TILE_NARROW_COST per element: at 128 rows they beat the
+# 64x128 tiles wherever both fit in one wave (128x3584x1792 0.83 -> 1.01x torch.matmul, 128x4096x2048 1.03 -> 1.22x,
+# 128x4000x4096 0.85 -> 0.96x), and slices of 64x128 tiles beat both where they are few and K long (128x2304x16384 in
+# 3: 0.64 -> 0.99x, 128x3584x9472 in 2: 0.79 -> 1.01x); over 26 GEMMs of 128 rows on an H200, this choice came within
+# 4% of the best of the 64-row tiles at every one (results/current/gemm/rows128_7900906/).
+ROW_TILE_NARROW_COST = 1.2
+ROW_TILE_MAX_SPLIT = 4
+
+
+def row_tile(m, n, k, programs, split):
+    """((block_m, block_n, block_k, num_stages, num_warps), split_k) of the 64-row tiles (ROW_TILE_NARROW_COST).
+    Host only, free."""
+    options = []
+    for tile, cost in ((HOPPER_TILES[2], 1.0), (HOPPER_TILES[3], ROW_TILE_NARROW_COST)):
+        bm, bn, bk = tile[:3]
+        tiles, blocks = -(-m // bm) * -(-n // bn), -(-k // bk)
+        for s in range(1, (ROW_TILE_MAX_SPLIT if split else 1) + 1):
+            if s > 1 and (tiles * s > programs or blocks // s < MIN_SLICE_BLOCKS):
+                break
+            waves = -(-tiles * s // programs)
+            options.append((waves * bm * bn * cost * (blocks / s + TILE_OVERHEAD_BLOCKS), s, tile[:5]))
+    _, s, tile = min(options)
+    return tile, s
+
+
+def default_config(ctx, m, n_local, k, dtype, comm_programs=False, split=False, alone=False):
     """Per-device defaults. CPU: small tiles keep the interpreter quick. Hopper: the 128x256x64, 3-stage, 8-warp
     persistent configuration (0.93-1.07x torch.matmul at M >= 1024); smaller tiles where that leaves SMs idle (M <=
     512: 0.85-1.10x), or where its last wave would leave many idle (HALF_TILE_COST). Whole tiles: split-K
@@ -327,7 +390,8 @@ def default_config(ctx, m, n_local, k, dtype, comm_programs=False, split=False):
     kernel in at its start (128x8192x8192 0.86 -> 1.00x, 256x4096x8192 0.91 -> 1.03x, 128x8192x16384 1.04 -> 1.12x;
     results/archive/gemm_small_21da4a4.csv). comm_programs: the variant gives comm_sms of the SMs to communication
     programs, so its GEMM gets the rest. split: its GEMM loop can split tiles, so the last wave may be split instead
-    (PARTIAL_BLOCKS)."""
+    (PARTIAL_BLOCKS). alone: the GEMM runs alone, none of its programs waits on another (fused_ops.matmul), so decode
+    rows may run more programs than SMs (decode_alone)."""
     sms = ctx.get_cu_count() // ctx.ranks_per_device  # ranks sharing a GPU share its SMs: spinning grids must fit
     if ctx.backend == "cpu":
         return Config(block_m=32, block_n=32, block_k=32, group_m=4, gemm_sms=sms, comm_sms=2, num_stages=1,
@@ -340,6 +404,9 @@ def default_config(ctx, m, n_local, k, dtype, comm_programs=False, split=False):
                       num_stages=4 if small else 3, num_warps=4 if small else 8, tma=None, split_k=1,
                       split_tail=False)
     table = HOPPER_FP8_TILES if dtype == torch.float8_e4m3fn else HOPPER_TILES
+    if m <= DECODE_ROWS and table is HOPPER_TILES and alone:
+        fields, s = decode_alone(m, n_local, k, sms)
+        return Config(**fields, group_m=8, comm_sms=comm, tma=None, split_k=s if split else 1, split_tail=False)
     if m <= DECODE_ROWS and table is HOPPER_TILES:
         bm, bn, bk, stages, warps = DECODE_TILE
         if split and few_tiles_split(-(-m // bm) * -(-n_local // bn), gemm, k, DECODE_FEW_TILE[2], m) > 1:
@@ -359,6 +426,8 @@ def default_config(ctx, m, n_local, k, dtype, comm_programs=False, split=False):
     if (bm, bn) not in (table[0][:2], table[1][:2]):
         few = SMALLEST_FEW_TILES if table is HOPPER_TILES and (bm, bn) == table[-1][:2] else FEW_TILES
         s = few_tiles_split(tiles(bm, bn), gemm, k, bk, few=few) if split else 1
+        if table is HOPPER_TILES and s <= ROW_TILE_MAX_SPLIT:  # (more slices: K >> M x N, plain split-K as it was)
+            (bm, bn, bk, stages, warps), s = row_tile(m, n_local, k, gemm, split)
         return Config(block_m=bm, block_n=bn, block_k=bk, group_m=8, gemm_sms=gemm, comm_sms=comm, num_stages=stages,
                       num_warps=warps, tma=None, split_k=s, split_tail=False)
     # the large tile (where it fills the SMs) or the half one, each in whole waves (cost in large-tile waves) or with

@@ -109,6 +109,12 @@ def aligned_operands(a, b):
     return a, b
 
 
+def defaults(dev, m, n, k, dtype):
+    """matmul's default Config (config.default_config): its loop splits tiles, and it runs alone (no program waits on
+    another, so decode rows may run several programs per SM)."""
+    return _config.default_config(dev, m, n, k, dtype, split=True, alone=True)
+
+
 def tile_loop_plan(a, b, config, defaults_for, where):
     """(Config, TMA mode) of the tile loop: defaults_for(device, m, n, k) merged with `config`, TMA where a and b
     allow it (TMA 1: b row-major; 2: b column-major, K-major)."""
@@ -294,8 +300,7 @@ def matmul(a, b, out=None, config=None, kernel=None):
                                   "the iris CPU backend)")
     if config is None or config.tma is None:
         a, b = aligned_operands(a, b)
-    cfg, tma = tile_loop_plan(a, b, config, lambda dev, m, n, k: _config.default_config(dev, m, n, k, a.dtype,
-                                                                                        split=True), "matmul")
+    cfg, tma = tile_loop_plan(a, b, config, lambda dev, m, n, k: defaults(dev, m, n, k, a.dtype), "matmul")
     c = out if out is not None else torch.empty(m, n, device=a.device, dtype=a.dtype)
     kernel, cfg = pick_kernel(a, b, c, cfg, config, False, kernel, "matmul")
     return launch(a, b, c, cfg, tma, kernel)

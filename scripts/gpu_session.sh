@@ -393,6 +393,16 @@ for stage in "$@"; do
                1024x1280x8192 1024x1440x2880 1000x1000x1000 1024x1536x4096 4096x640x2880 4096x640x3584 \
                1024x2304x3584 1024x5120x640 --configs matmul 'wgmma 128x64x64 s6 rem*' 'wgmma 128x64x64 s8' \
                --out "$OUT/x1024b" ;;
+    newdefaults)  # one GPU: this round's defaults (decode programs per SM, 64-row tiles in slices, 96/144/192-wide
+             # Gluon tiles) picked per shape and matching float64, and the wider Gluon tiles themselves
+             run pytest_newdefaults.log timeout ${TEST_TIMEOUT:-560} python3 -m pytest -v -p no:warnings \
+               tests/test_local_gemm.py tests/test_wgmma.py tests/test_gemm_shapes.py \
+               -k "gpu_defaults or rem_cols_tiles_match or default_configs_on_gpu or few_tiles_run_split_k" ;;
+    sweepmm)  # one GPU: fused_ops.matmul on the default sweep's GEMMs (no regression there) and a few M of 512-768
+             run gemm_sweep_matmul.log timeout ${X_TIMEOUT:-300} python3 benchmarks/gemm.py --configs matmul \
+               --out "$OUT/sweep_matmul" && \
+             run gemm_mid_rows.log timeout 120 python3 benchmarks/gemm.py --configs matmul --shapes 512x2816x4096 \
+               512x2880x2880 768x1792x4096 2048x640x4096 512x1280x8192 --out "$OUT/mid_rows" ;;
     fixes)   run pytest_fixes.log timeout ${TEST_TIMEOUT:-110} python3 -m pytest -v -rfs \
                "tests/test_replay.py::test_prepared_catalog_calls_skip_the_checks_but_not_tracing_capture_or_tuning" \
                tests/test_collectives.py::test_benchmark_all_to_all_rows \

@@ -25,7 +25,8 @@ def test_hopper_tiles_follow_the_tile_count():
     big, mid, narrow, small = (t[:3] for t in HOPPER_TILES)
     cases = {(16384, 8192): big, (1024, 4096): big, (512, 8192): big, (256, 16384): big,
              (512, 4096): mid, (256, 8192): mid, (128, 16384): mid,
-             (256, 4096): narrow, (128, 8192): narrow, (128, 4096): narrow,  # 64 tiles: >= 0.4 x 132
+             (256, 4096): narrow, (128, 8192): narrow,  # 64 tiles: >= 0.4 x 132; 64x64 ones need 2 waves
+             (128, 4096): small,  # 64x64 tiles fit in one wave too (128 of them): config.row_tile
              (128, 2048): small, (32, 512): small}  # too small for any: the smallest tile
     for (m, n), want in cases.items():
         cfg = default_config(_GPU(), m, n, 4096, torch.bfloat16)

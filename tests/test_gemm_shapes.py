@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from benchmarks import shapes as S
-from fused_ops import fp8
+from fused_ops import fp8, local_gemm
 from fused_ops.config import (
     DECODE_FEW_TILE,
     DECODE_TILE,
@@ -25,6 +25,7 @@ from fused_ops.config import (
     fp8_defaults,
     half_tile_cost,
     resolve,
+    wgmma_config,
 )
 from fused_ops.gemm import SERIAL_SLICES, copy_rows_kernel, copy_vec, pad_weight, store_vec
 
@@ -86,6 +87,43 @@ def test_decode_rows_get_16_row_tiles():
     # a variant that cannot split tiles keeps whole ones
     assert default_config(_GPU(), 1, 4000, 4096, torch.bfloat16).split_k == 1
     assert default_config(_GPU(), 32, 4000, 4096, torch.bfloat16).block_m == 64  # decode tiles stop at 16 rows
+
+
+def test_decode_rows_of_matmul_run_several_programs_per_sm():
+    # fused_ops.matmul's defaults (nothing waits): 3 programs of 3 stages per SM, 4 of 2 where the tiles need them,
+    # slices of K while every slice has a program and DECODE_MIN_SLICE_BLOCKS blocks
+    cases = {(1, 9216, 16384): (3, 3, 2), (1, 2560, 8192): (3, 3, 4), (16, 2880, 720): (3, 3, 1),
+             (1, 3072, 1536): (3, 3, 2), (1, 26624, 16384): (2, 4, 1), (1, 64128, 4096): (3, 3, 1)}
+    for (m, n, k), (stages, per_sm, split) in cases.items():
+        cfg = local_gemm.defaults(_GPU(), m, n, k, torch.bfloat16)
+        assert _tile(cfg) == (16, 64, 128) and (cfg.num_stages, cfg.gemm_sms // 132, cfg.split_k) == (
+            stages, per_sm, split), (m, n, k, cfg)
+        assert -(-n // 64) * split <= cfg.gemm_sms or split == 1  # every slice a program of its own
+        assert resolve(cfg, None, m, n, k).split_k == split
+    # the fused ops' GEMMs keep one program per SM: theirs may wait on one another
+    assert default_config(_GPU(), 1, 9216, 16384, torch.bfloat16, split=True).gemm_sms == 132
+
+
+def test_64_row_tiles_by_waves_area_and_slices():
+    # 64x64 tiles where they fit in one wave as the 64x128 ones do; slices of 64x128 tiles where few and K long
+    cases = {(128, 3584, 448): (64, 64, 1), (128, 4096, 2048): (64, 64, 1), (128, 2304, 16384): (64, 128, 3),
+             (128, 3584, 9472): (64, 128, 2), (128, 4608, 7168): (64, 128, 1), (128, 1792, 5120): (64, 64, 2)}
+    for (m, n, k), want in cases.items():
+        cfg = default_config(_GPU(), m, n, k, torch.bfloat16, split=True)
+        assert (cfg.block_m, cfg.block_n, cfg.split_k) == want, (m, n, k, cfg)
+        assert default_config(_GPU(), m, n, k, torch.bfloat16).split_k == 1  # a variant that cannot split
+    # K >> M x N keeps plain split-K over many slices
+    assert default_config(_GPU(), 128, 128, 65536, torch.bfloat16, split=True).split_k == 33
+
+
+def test_gluon_tiles_between_powers_of_two_fill_one_wave():
+    # (width, height) of the Gluon kernel's pick: 128x192 (1024x2880: 120 tiles), 256x144 (4096x1152: 128), 128x96
+    # where 128x128 tiles leave SMs idle (1024x1280: 112 tiles; 1024x1440: 120); 128x160 stays where it fills more
+    cases = {(1024, 2880): (128, 192), (1024, 3072): (128, 192), (4096, 1152): (256, 144), (1024, 4736): (256, 144),
+             (1024, 1280): (128, 96), (1024, 1440): (128, 96), (1024, 2304): (128, 160), (4096, 1280): (256, 160)}
+    for (m, n), want in cases.items():
+        cfg = wgmma_config(local_gemm.defaults(_GPU(), m, n, 4096, torch.bfloat16), m, n, 132, torch.bfloat16, k=4096)
+        assert (cfg.block_m, cfg.block_n + cfg.rem_cols) == want, (m, n, cfg)
 
 
 def test_plain_split_k_where_tiles_are_few():

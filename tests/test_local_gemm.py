@@ -19,7 +19,9 @@ def _b(k, n, col_major, dtype, device=DEV):
 
 
 CASES = [(1, 1, 1, None), (17, 31, 29, Config(block_m=16, block_n=16, block_k=16)),
-         (37, 24, 70, Config(block_m=16, block_n=16, block_k=16, split_k=3)), (40, 33, 48, None)]
+         (37, 24, 70, Config(block_m=16, block_n=16, block_k=16, split_k=3)), (40, 33, 48, None),
+         # a decode row with more programs than slices of its tiles (config.decode_alone's shape of launch)
+         (1, 40, 70, Config(block_m=16, block_n=16, block_k=16, split_k=3, gemm_sms=12))]
 
 
 @pytest.mark.skipif(ON_GPU, reason="the interpreter's path (CPU tensors); test_gpu_defaults_match_float64 covers GPUs")
@@ -85,12 +87,17 @@ def test_gpu_defaults_pick_per_shape_and_match_float64():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for m, n, k, want in ((4096, 4096, 1024, "wgmma"), (16384, 1152, 512, "wgmma"), (16, 4096, 1024, "tile_loop"),
                           (256, 1024, 1024, "tile_loop"), (4096, 1000, 520, "wgmma"), (333, 777, 2048, "tile_loop"),
-                          (1024, 2112, 1024, "wgmma"), (2048, 5000, 256, "wgmma")):  # (swapped tiles)
+                          (1024, 2112, 1024, "wgmma"), (2048, 5000, 256, "wgmma"),  # (swapped tiles)
+                          # decode rows, several programs per SM: in slices of K, whole, 4 programs of 2 stages
+                          (1, 9216, 4096, "tile_loop"), (1, 2560, 8192, "tile_loop"), (16, 26624, 1024, "tile_loop"),
+                          # 64-row tiles in slices; Gluon tiles 192, 96 and 144 (256 rows) wide
+                          (128, 2304, 4096, "tile_loop"), (1024, 2880, 1024, "wgmma"), (1024, 1280, 2880, "wgmma"),
+                          (4096, 1152, 3584, "wgmma")):
         for col_major in (False, True):
             a, b = torch.randn(m, k, device="cuda", dtype=torch.bfloat16), _b(k, n, col_major, torch.bfloat16)
             c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
-            cfg, _ = L.tile_loop_plan(a, b, None, lambda dev, m, n, k: fused_ops.default_config(
-                dev, m, n, k, torch.bfloat16, split=True), "test")
+            cfg, _ = L.tile_loop_plan(a, b, None, lambda dev, m, n, k: L.defaults(
+                dev, m, n, k, torch.bfloat16), "test")
             kernel, _ = L.pick_kernel(a, b, c, cfg, None, False, None, "test")
             if kernel != want and not (want == "wgmma" and n * 2 % 16):  # rows TMA cannot describe
                 assert kernel == want, (m, n, k, kernel, sms)
