@@ -393,6 +393,11 @@ for stage in "$@"; do
                1024x1280x8192 1024x1440x2880 1000x1000x1000 1024x1536x4096 4096x640x2880 4096x640x3584 \
                1024x2304x3584 1024x5120x640 --configs matmul 'wgmma 128x64x64 s6 rem*' 'wgmma 128x64x64 s8' \
                --out "$OUT/x1024b" ;;
+    xdecode3)  # one GPU: decode rows where the first per-SM rule lost: matmul against the candidates, one run
+             run gemm_xdecode3.log timeout ${X_TIMEOUT:-300} python3 benchmarks/gemm.py --shapes 16x1280x8192 \
+               1x1280x8192 16x5120x1280 1x5120x1280 1x5120x2560 16x2560x8192 1x6144x1536 1x7168x2048 1x8192x2048 \
+               1x7168x2304 1x8192x3696 1x2304x16384 1x12288x1536 1x16384x512 1x4096x1024 1x3584x896 1x9216x7168 \
+               --configs matmul '16x64x128 s6 w4*' '16x64x128 s3 w4 x3*' '16x64x256 s4 w4' --out "$OUT/xdecode3" ;;
     newdefaults)  # one GPU: this round's defaults (decode programs per SM, 64-row tiles in slices, 96/144/192-wide
              # Gluon tiles) picked per shape and matching float64, and the wider Gluon tiles themselves
              run pytest_newdefaults.log timeout ${TEST_TIMEOUT:-560} python3 -m pytest -v -p no:warnings \
