@@ -65,18 +65,24 @@ DECODE_ROWS = 16
 DECODE_TILE = (16, 64, 256, 4, 4)
 DECODE_FEW_TILE = (16, 64, 128, 6, 4)
 # ... where the GEMM runs alone (fused_ops.matmul: no program waits on another, so its programs need not all be
-# resident). One persistent program per SM streams B at about 0.85x torch.matmul's rate: each of its tiles starts its
-# pipeline cold, and where the tiles are one wave and a bit (144 on 132 SMs) the last few run alone. Three programs per
-# SM, each 3 stages of 16x64x128 (60 KB), overlap one another's starts and ends, and the GPU hands a tile to whichever
-# SM frees first: over 39 decode GEMMs of the public set on an H200, 0.86 -> 0.98x torch.matmul (geomean of the best;
-# 1x9216x16384 0.76 -> 1.00x, 1x12288x1536 0.71 -> 0.90x). Where the tiles outnumber three programs per SM but not
-# four, four of 2 stages (1x32064x4096 0.90 -> 0.99x). Few tiles take slices of K (up to DECODE_MAX_SPLIT, each of
-# DECODE_MIN_SLICE_BLOCKS blocks or more) as long as every slice has a program of its own (1x2560x8192 in 4 slices
-# 0.79 -> 0.92x, 1x1280x2880 0.85 -> 1.15x). results/current/gemm/decode_c924e34/.
+# resident). One persistent program per SM streams B at about 0.85x torch.matmul's rate where its tiles are many: each
+# tile starts its pipeline cold, and where they are one wave and a bit (144 on 132 SMs) the last few run alone. Three
+# programs per SM, each 3 stages of 16x64x128 (60 KB), overlap one another's starts and ends, and the GPU hands a
+# tile to whichever SM frees first (1x9216x7168 0.81 -> 1.06x torch.matmul, 1x12288x1536 0.71 -> 0.92x, 1x16384x512
+# 0.70 -> 0.91x); four of 2 stages where the tiles outnumber three per SM but not four (1x32064x4096 0.90 -> 0.99x).
+# Their tiles take up to DECODE_MAX_SPLIT slices of K, each of DECODE_MIN_SLICE_BLOCKS blocks or more, while every
+# slice has a program (1x9216x16384 in 2: 0.76 -> 1.00x; 1x5120x8192 in 3: 1.05x). Where the tiles are few enough
+# for DECODE_FEW_SPLIT slices or more, one program per SM, each on 6 stages, slices filling one wave (DECODE_FEW_TILE,
+# up to DECODE_FEW_MAX_SPLIT slices of DECODE_FEW_MIN_BLOCKS blocks or more) did better: 1x1280x8192 in 6: 0.85 ->
+# 1.10x, 1x2304x16384 in 3: 0.85 -> 0.98x; shorter slices lost to whole tiles (1x4096x1024 in 2: 0.77x, whole at 3
+# per SM: 0.89x). On an H200, each choice against the others in one run: results/current/gemm/decode_61a385a/.
 # (block_m, block_n, block_k, num_stages, num_warps, programs per SM), the first whose programs take every tile
 DECODE_ALONE_TILES = ((16, 64, 128, 3, 4, 3), (16, 64, 128, 2, 4, 4))
-DECODE_MAX_SPLIT = 4
-DECODE_MIN_SLICE_BLOCKS = 5
+DECODE_MAX_SPLIT = 3
+DECODE_MIN_SLICE_BLOCKS = 12
+DECODE_FEW_SPLIT = 3
+DECODE_FEW_MAX_SPLIT = 16
+DECODE_FEW_MIN_BLOCKS = 4
 HOPPER_FP8_TILES = tuple((bm, bn, 2 * bk, st, w, fill) for bm, bn, bk, st, w, fill in HOPPER_TILES)
 # FP8 with precise accumulation (scaled_mm's default, use_fast_accum=False, as torch._scaled_mm's): Triton promotes the
 # tensor cores' partial sums into the fp32 accumulator once per dot (gemm_k_blocks' MAX_IMPRECISE = BLOCK_K), which
@@ -134,7 +140,7 @@ FP8_DECODE_MIN_BLOCKS = 4
 # and 1024x5120 at any K, 4096x1152x3584, 1024x4736x3584, 1024x4608x16384 (0.77-0.88 -> 0.82-0.92x torch.matmul
 # on an H200 and an H100, each against the old tile in one run: results/current/gemm/four_78f73a0/).
 # 16-bit tiles 96 wide (64 + 32 columns) where 128x128 ones leave many SMs idle and these fill most of one wave (in
-# WGMMA_TILES at cost 1.3, and where the 128x128 tiles are too few, wgmma_few_tiles):
+# WGMMA_TILES at cost 1.4, and where the 128x128 tiles are too few, wgmma_few_tiles):
 # 1024x1280, 1024x1440 and 1024x1536 (112-128 tiles against 80-96; 0.79-0.94 -> 0.86-1.00x torch.matmul on an H200,
 # against the tile loop's 128x128 tiles in one run: results/current/gemm/x1024_c924e34/). 80-wide ones (64 + 16)
 # filled more SMs and lost (0.46-0.93x).
@@ -145,7 +151,7 @@ WGMMA_96_FILL = 0.8
 # it where 256x160 ones leave a column mostly empty: 4096x1152x3584 0.83 -> 0.87x, 1024x4736x3584 0.90 -> 0.94x (on an
 # H200, each against the tile it replaced in one run: results/current/gemm/x1024_7900906/, four_4e3ca71/).
 WGMMA_TILES = ((128, 256, 64, 3, 1.0), (192, 128, 64, 4, 1.05), (128, 128, 64, 6, 1.1), (128, 160, 64, 4, 1.2),
-               (256, 160, 32, 5, 1.1), (128, 192, 64, 4, 1.1), (256, 144, 32, 5, 1.1), WGMMA_96_TILE + (1.3,))
+               (256, 160, 32, 5, 1.1), (128, 192, 64, 4, 1.1), (256, 144, 32, 5, 1.1), WGMMA_96_TILE + (1.4,))
 # 64-wide tiles cost more per element than 128-wide ones (the same operand bytes feed half the MMAs, so they lean on
 # L2 and memory bandwidth: the H200 and the H100 disagree). They won where N is 64 (16384x64x4096 0.85 -> 0.98x on an
 # H200) and lost wherever else they were tried (results/current/gemm/wgmma_explore/gemm_*_narrow_*) but at
@@ -345,10 +351,14 @@ def resolve(cfg, user, m, n_local, k):
 
 
 def decode_alone(m, n, k, sms):
-    """(Config fields, split_k) of 16-bit decode rows (m <= DECODE_ROWS) for a GEMM that runs alone
-    (DECODE_ALONE_TILES): several programs per SM, slices of K where the tiles leave programs without one. Host only,
-    free."""
-    tiles = -(-m // DECODE_ALONE_TILES[0][0]) * -(-n // DECODE_ALONE_TILES[0][1])
+    """(Config fields, split_k) of 16-bit decode rows (m <= DECODE_ROWS) for a GEMM that runs alone: few tiles in
+    slices of K filling one wave of one program per SM (DECODE_FEW_TILE), else DECODE_ALONE_TILES, several programs per
+    SM, in slices where K is long. Host only, free."""
+    tiles, blocks = -(-m // DECODE_FEW_TILE[0]) * -(-n // DECODE_FEW_TILE[1]), -(-k // DECODE_FEW_TILE[2])
+    few = min(DECODE_FEW_MAX_SPLIT, sms // tiles, blocks // DECODE_FEW_MIN_BLOCKS)
+    if few >= DECODE_FEW_SPLIT:
+        bm, bn, bk, stages, warps = DECODE_FEW_TILE
+        return dict(block_m=bm, block_n=bn, block_k=bk, num_stages=stages, num_warps=warps, gemm_sms=sms), few
     bm, bn, bk, stages, warps, per = next((t for t in DECODE_ALONE_TILES if tiles <= t[5] * sms), DECODE_ALONE_TILES[0])
     split = max(1, min(DECODE_MAX_SPLIT, per * sms // tiles, -(-k // bk) // DECODE_MIN_SLICE_BLOCKS))
     return dict(block_m=bm, block_n=bn, block_k=bk, num_stages=stages, num_warps=warps, gemm_sms=per * sms), split

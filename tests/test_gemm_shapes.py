@@ -91,9 +91,11 @@ def test_decode_rows_get_16_row_tiles():
 
 def test_decode_rows_of_matmul_run_several_programs_per_sm():
     # fused_ops.matmul's defaults (nothing waits): 3 programs of 3 stages per SM, 4 of 2 where the tiles need them,
-    # slices of K while every slice has a program and DECODE_MIN_SLICE_BLOCKS blocks
-    cases = {(1, 9216, 16384): (3, 3, 2), (1, 2560, 8192): (3, 3, 4), (16, 2880, 720): (3, 3, 1),
-             (1, 3072, 1536): (3, 3, 2), (1, 26624, 16384): (2, 4, 1), (1, 64128, 4096): (3, 3, 1)}
+    # slices of K (long ones) while every slice has a program; few tiles: one program of 6 stages per SM, slices
+    # filling one wave
+    cases = {(1, 9216, 16384): (3, 3, 2), (1, 5120, 8192): (3, 3, 3), (16, 2880, 720): (3, 3, 1),
+             (1, 3072, 1536): (3, 3, 1), (1, 26624, 16384): (2, 4, 1), (1, 64128, 4096): (3, 3, 1),
+             (1, 2560, 8192): (6, 1, 3), (16, 1280, 8192): (6, 1, 6), (1, 640, 2880): (6, 1, 5)}
     for (m, n, k), (stages, per_sm, split) in cases.items():
         cfg = local_gemm.defaults(_GPU(), m, n, k, torch.bfloat16)
         assert _tile(cfg) == (16, 64, 128) and (cfg.num_stages, cfg.gemm_sms // 132, cfg.split_k) == (

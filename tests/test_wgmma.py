@@ -207,9 +207,12 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
     # ... but not in two waves of several rows of tiles, where 192x128 tiles ran faster on an H100
     assert not C.wgmma_config(cfg, 1024, 5632, 132, BF16).rem_cols
     # 256 x (128 + 32) tiles, four consumers: one wave of 128 where 192x128 tiles need two
-    for m, n in ((4096, 1280), (1024, 5120), (4096, 1152)):
+    for m, n in ((4096, 1280), (1024, 5120)):
         picked = C.wgmma_config(cfg, m, n, 132, BF16)
         assert (_tile(picked), picked.num_stages, picked.rem_cols) == ((256, 128, 32), 5, 32)
+    # ... and 256 x (128 + 16) where 160-wide ones leave a column mostly empty (4096 x 1152: 8 columns of 144)
+    picked = C.wgmma_config(cfg, 4096, 1152, 132, BF16)
+    assert (_tile(picked), picked.num_stages, picked.rem_cols) == ((256, 128, 32), 5, 16)
     assert C.wgmma_config(cfg, 4096, 1280, 132, FP8).block_m < 256  # precise FP8 keeps a second accumulator
     assert C.wgmma_config(cfg, 1024, 5120, 132, FP8).rem_cols == 32  # (FP8's won on both GPUs)
     assert _tile(C.wgmma_config(wide, 4096, 3584, 132, BF16)) == (128, 128, 64)  # 448 wide tiles: 3.4 waves
