@@ -65,24 +65,25 @@ DECODE_ROWS = 16
 DECODE_TILE = (16, 64, 256, 4, 4)
 DECODE_FEW_TILE = (16, 64, 128, 6, 4)
 # ... where the GEMM runs alone (fused_ops.matmul: no program waits on another, so its programs need not all be
-# resident). One persistent program per SM streams B at about 0.85x torch.matmul's rate where its tiles are many: each
-# tile starts its pipeline cold, and where they are one wave and a bit (144 on 132 SMs) the last few run alone. Three
-# programs per SM, each 3 stages of 16x64x128 (60 KB), overlap one another's starts and ends, and the GPU hands a
-# tile to whichever SM frees first (1x9216x7168 0.81 -> 1.06x torch.matmul, 1x12288x1536 0.71 -> 0.92x, 1x16384x512
-# 0.70 -> 0.91x); four of 2 stages where the tiles outnumber three per SM but not four (1x32064x4096 0.90 -> 0.99x).
-# Their tiles take up to DECODE_MAX_SPLIT slices of K, each of DECODE_MIN_SLICE_BLOCKS blocks or more, while every
-# slice has a program (1x9216x16384 in 2: 0.76 -> 1.00x; 1x5120x8192 in 3: 1.05x). Where the tiles are few enough
-# for DECODE_FEW_SPLIT slices or more, one program per SM, each on 6 stages, slices filling one wave (DECODE_FEW_TILE,
-# up to DECODE_FEW_MAX_SPLIT slices of DECODE_FEW_MIN_BLOCKS blocks or more) did better: 1x1280x8192 in 6: 0.85 ->
-# 1.10x, 1x2304x16384 in 3: 0.85 -> 0.98x; shorter slices lost to whole tiles (1x4096x1024 in 2: 0.77x, whole at 3
-# per SM: 0.89x). On an H200, each choice against the others in one run: results/current/gemm/decode_61a385a/.
+# resident). Where the tiles outnumber the SMs, one persistent program per SM streams B at about 0.85x torch.matmul's
+# rate: each tile starts its pipeline cold, and where they are one wave and a bit (144 on 132 SMs) the last few run
+# alone. Three programs per SM, each 3 stages of 16x64x128 (60 KB), overlap one another's starts and ends, and the
+# GPU hands a tile to whichever SM frees first (1x9216x7168 0.81 -> 1.06x torch.matmul, 1x12288x1536 0.71 -> 0.92x,
+# 1x16384x512 0.70 -> 0.91x); four of 2 stages where the tiles outnumber three per SM but not four (1x32064x4096
+# 0.90 -> 0.99x); up to DECODE_MAX_SPLIT slices of K of DECODE_MIN_SLICE_BLOCKS blocks or more while every slice has a
+# program (1x9216x16384 in 2: 0.76 -> 1.00x). Where the tiles fit in one wave, one program per SM: in slices of K
+# filling that wave (DECODE_FEW_TILE, up to DECODE_FEW_MAX_SPLIT slices of DECODE_FEW_MIN_BLOCKS blocks or more:
+# 1x1280x8192 in 6: 0.85 -> 1.10x, 1x2304x16384 in 3: 0.85 -> 0.98x); whole, DECODE_TILE's deep pipeline where K is
+# long (a program alone on its SM keeps more of B in flight: 1x5120x2560 0.91x against 0.72x for 3 stages of 128) and
+# 128-deep blocks where K is DECODE_SHORT_BLOCKS of them or fewer (1x3584x448 0.77 -> 0.95x). On an H200, each choice
+# against the others in one run: results/current/gemm/decode_61a385a/ and the runs it names.
 # (block_m, block_n, block_k, num_stages, num_warps, programs per SM), the first whose programs take every tile
 DECODE_ALONE_TILES = ((16, 64, 128, 3, 4, 3), (16, 64, 128, 2, 4, 4))
-DECODE_MAX_SPLIT = 3
+DECODE_MAX_SPLIT = 2
 DECODE_MIN_SLICE_BLOCKS = 12
-DECODE_FEW_SPLIT = 3
 DECODE_FEW_MAX_SPLIT = 16
-DECODE_FEW_MIN_BLOCKS = 4
+DECODE_FEW_MIN_BLOCKS = 5
+DECODE_SHORT_BLOCKS = 8
 HOPPER_FP8_TILES = tuple((bm, bn, 2 * bk, st, w, fill) for bm, bn, bk, st, w, fill in HOPPER_TILES)
 # FP8 with precise accumulation (scaled_mm's default, use_fast_accum=False, as torch._scaled_mm's): Triton promotes the
 # tensor cores' partial sums into the fp32 accumulator once per dot (gemm_k_blocks' MAX_IMPRECISE = BLOCK_K), which
@@ -351,17 +352,20 @@ def resolve(cfg, user, m, n_local, k):
 
 
 def decode_alone(m, n, k, sms):
-    """(Config fields, split_k) of 16-bit decode rows (m <= DECODE_ROWS) for a GEMM that runs alone: few tiles in
-    slices of K filling one wave of one program per SM (DECODE_FEW_TILE), else DECODE_ALONE_TILES, several programs per
-    SM, in slices where K is long. Host only, free."""
+    """(Config fields, split_k) of 16-bit decode rows (m <= DECODE_ROWS) for a GEMM that runs alone: more tiles than
+    SMs: DECODE_ALONE_TILES, several programs per SM; fewer: one program per SM, in slices of K filling one wave
+    (DECODE_FEW_TILE) or whole (DECODE_TILE; DECODE_ALONE_TILES[0]'s where K is short). Host only, free."""
     tiles, blocks = -(-m // DECODE_FEW_TILE[0]) * -(-n // DECODE_FEW_TILE[1]), -(-k // DECODE_FEW_TILE[2])
-    few = min(DECODE_FEW_MAX_SPLIT, sms // tiles, blocks // DECODE_FEW_MIN_BLOCKS)
-    if few >= DECODE_FEW_SPLIT:
-        bm, bn, bk, stages, warps = DECODE_FEW_TILE
-        return dict(block_m=bm, block_n=bn, block_k=bk, num_stages=stages, num_warps=warps, gemm_sms=sms), few
-    bm, bn, bk, stages, warps, per = next((t for t in DECODE_ALONE_TILES if tiles <= t[5] * sms), DECODE_ALONE_TILES[0])
-    split = max(1, min(DECODE_MAX_SPLIT, per * sms // tiles, -(-k // bk) // DECODE_MIN_SLICE_BLOCKS))
-    return dict(block_m=bm, block_n=bn, block_k=bk, num_stages=stages, num_warps=warps, gemm_sms=per * sms), split
+    if tiles > sms:
+        bm, bn, bk, stages, warps, per = next((t for t in DECODE_ALONE_TILES if tiles <= t[5] * sms),
+                                              DECODE_ALONE_TILES[0])
+        split = max(1, min(DECODE_MAX_SPLIT, per * sms // tiles, blocks // DECODE_MIN_SLICE_BLOCKS))
+        return dict(block_m=bm, block_n=bn, block_k=bk, num_stages=stages, num_warps=warps, gemm_sms=per * sms), split
+    split = max(1, min(DECODE_FEW_MAX_SPLIT, sms // tiles, blocks // DECODE_FEW_MIN_BLOCKS))
+    tile = (DECODE_FEW_TILE if split > 1 else DECODE_ALONE_TILES[0][:5] if blocks <= DECODE_SHORT_BLOCKS
+            else DECODE_TILE)
+    bm, bn, bk, stages, warps = tile
+    return dict(block_m=bm, block_n=bn, block_k=bk, num_stages=stages, num_warps=warps, gemm_sms=sms), split
 
 
 # The 64-row tiles (16-bit) where they are the pick: 64x128 or 64x64, whole or (variants that split tiles) in up to

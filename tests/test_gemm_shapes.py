@@ -90,18 +90,25 @@ def test_decode_rows_get_16_row_tiles():
 
 
 def test_decode_rows_of_matmul_run_several_programs_per_sm():
-    # fused_ops.matmul's defaults (nothing waits): 3 programs of 3 stages per SM, 4 of 2 where the tiles need them,
-    # slices of K (long ones) while every slice has a program; few tiles: one program of 6 stages per SM, slices
-    # filling one wave
-    cases = {(1, 9216, 16384): (3, 3, 2), (1, 5120, 8192): (3, 3, 3), (16, 2880, 720): (3, 3, 1),
-             (1, 3072, 1536): (3, 3, 1), (1, 26624, 16384): (2, 4, 1), (1, 64128, 4096): (3, 3, 1),
-             (1, 2560, 8192): (6, 1, 3), (16, 1280, 8192): (6, 1, 6), (1, 640, 2880): (6, 1, 5)}
+    # fused_ops.matmul's defaults (nothing waits). More tiles than SMs: 3 programs of 3 stages per SM (4 of 2 where
+    # the tiles need them), 2 slices of a long K while every slice has a program
+    cases = {(1, 9216, 16384): (3, 3, 2), (16, 12288, 1536): (3, 3, 1), (1, 26624, 16384): (2, 4, 1),
+             (1, 64128, 4096): (3, 3, 1)}
     for (m, n, k), (stages, per_sm, split) in cases.items():
         cfg = local_gemm.defaults(_GPU(), m, n, k, torch.bfloat16)
         assert _tile(cfg) == (16, 64, 128) and (cfg.num_stages, cfg.gemm_sms // 132, cfg.split_k) == (
             stages, per_sm, split), (m, n, k, cfg)
-        assert -(-n // 64) * split <= cfg.gemm_sms or split == 1  # every slice a program of its own
         assert resolve(cfg, None, m, n, k).split_k == split
+    # one wave of tiles or less: one program per SM, in slices of K filling the wave (6 stages of 128), or whole
+    # (256-deep blocks; 128-deep where K is short)
+    cases = {(1, 2560, 8192): (DECODE_FEW_TILE, 3), (16, 1280, 8192): (DECODE_FEW_TILE, 6),
+             (1, 640, 2880): (DECODE_FEW_TILE, 4), (1, 3584, 2368): (DECODE_FEW_TILE, 2),
+             (1, 5120, 2560): (DECODE_TILE, 1), (16, 3584, 448): ((16, 64, 128, 3, 4), 1)}
+    for (m, n, k), (tile, split) in cases.items():
+        cfg = local_gemm.defaults(_GPU(), m, n, k, torch.bfloat16)
+        assert (_tile(cfg) + (cfg.num_stages, cfg.num_warps), cfg.gemm_sms, cfg.split_k) == (tile, 132, split), (
+            m, n, k, cfg)
+        assert -(-n // 64) * split <= 132  # one wave
     # the fused ops' GEMMs keep one program per SM: theirs may wait on one another
     assert default_config(_GPU(), 1, 9216, 16384, torch.bfloat16, split=True).gemm_sms == 132
 
