@@ -619,7 +619,7 @@ def run_fp8(ctx, args, run_stamp):
                             continue
                     else:
                         used, _ = fp8.plan(a, b, cfg, fast)
-                        kernel_ran, used = fp8.pick_kernel(a, b, c, used, cfg, fast, kernel)
+                        kernel_ran, used = fp8.pick_kernel(a, b, c, used, cfg, fast, kernel, scaling == "row")
                         kernel_ran += " swap" if used.swap_ab else ""
                     kernel_ran += f" rem{local_gemm.rem(used)}" if local_gemm.rem(used) else ""
                 except ValueError as e:

@@ -5,6 +5,8 @@ targets. CPU only: reads the CSVs. Several CSVs on a side: runs of the same comm
     G=results/current/gemm; python benchmarks/gemm_classes.py --before $G/final_5acd177/h200/gemm_models_run*.csv \
         --after $G/final_5acd177/h200/gemm_models_run*.csv --after-config matmul \
         --fp8 $G/final_c2cb8b5/h200/gemm_fp8_run*.csv --png $G/gemm_classes.png
+    A=$G/all_721; python benchmarks/gemm_classes.py --before $A/bf16_all_h200_4e3ca71.csv --before-config matmul \
+        --after $A/bf16_all_h200_ec3b7d6.csv --after-config matmul --png $A/classes_h200.png --spread $A/spread_h200.png
 """
 
 import argparse
@@ -50,6 +52,8 @@ def main():
     ap.add_argument("--after-config", default="default", help="the config of the `after` rows (e.g. matmul)")
     ap.add_argument("--fp8", default=None, nargs="+", help="FP8 CSVs: one, or several runs")
     ap.add_argument("--png", default=None)
+    ap.add_argument("--spread", default=None, help="a second plot: every shape's ratio before and after, sorted, "
+                                                   "decode rows (floor 0.85) apart from the rest (floor 0.90)")
     args = ap.parse_args()
     one = lambda paths: paths[0] if len(paths) == 1 else paths  # noqa: E731
     before = class_table(defaults(one(args.before), config=args.before_config))
@@ -105,6 +109,35 @@ def main():
         fig.tight_layout()
         fig.savefig(args.png, dpi=120)
         print(f"wrote {args.png}")
+    if args.spread:
+        spread(defaults(one(args.before), config=args.before_config),
+               defaults(one(args.after), config=args.after_config), a, args.spread)
+
+
+def spread(before, after, a, png):
+    """Every shape's ratio to torch before and after, sorted within M < 128 and M >= 128, with their floors: how many
+    shapes sit below them, at a glance."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6), sharey=True)
+    for ax, (title, few, floor) in zip(axes, (("M < 128 (decode rows)", True, 0.85), ("M >= 128", False, 0.90))):
+        for df, name, color in ((before, "before", "tab:gray"), (after, "after", "tab:blue")):
+            v = df[(df.m < 128) == few].vs_torch.sort_values().reset_index(drop=True)
+            below = int((v < floor).sum())
+            ax.plot(v.index / max(1, len(v) - 1) * 100, v.clip(upper=1.6), color=color, lw=1.8,
+                    label=f"{name}: {below} of {len(v)} below {floor}")
+        ax.axhline(floor, color="k", lw=0.8, ls="--")
+        ax.axhline(1.0, color="k", lw=0.5, ls=":")
+        ax.set_title(title)
+        ax.set_xlabel("shapes, sorted by ratio (%)")
+        ax.legend(fontsize=8, loc="lower right")
+    axes[0].set_ylabel("speed vs torch.matmul (same run; clipped at 1.6)")
+    fig.suptitle(f"every GEMM of the set, before and after, {a.device}, {a.date}")
+    fig.tight_layout()
+    fig.savefig(png, dpi=120)
+    print(f"wrote {png}")
 
 
 if __name__ == "__main__":

@@ -143,14 +143,15 @@ FP8_DECODE_MIN_BLOCKS = 4
 # 16-bit tiles 96 wide (64 + 32 columns) where 128x128 ones leave many SMs idle and these fill most of one wave (in
 # WGMMA_TILES at cost 1.4, and where the 128x128 tiles are too few, wgmma_few_tiles):
 # 1024x1280, 1024x1440 and 1024x1536 (112-128 tiles against 80-96; 0.79-0.94 -> 0.86-1.00x torch.matmul on an H200,
-# against the tile loop's 128x128 tiles in one run: results/current/gemm/x1024_c924e34/). 80-wide ones (64 + 16)
-# filled more SMs and lost (0.46-0.93x).
+# against the tile loop's 128x128 tiles in one run), and 512x2816, 768x1792, 2048x640 (0.79-0.85 -> 0.86-0.88x, the
+# best of the tile loop's and the Gluon kernel's other tiles; results/current/gemm/wide_tiles_c924e34/x1024b_*,
+# mid_rows_*). 80-wide ones (64 + 16) filled more SMs and lost (0.46-0.93x).
 WGMMA_96_TILE = (128, 96, 64, 6)
 WGMMA_96_FILL = 0.8
 # 128x192 tiles (128 + 64 columns) fill one wave where 128x256 ones leave a quarter of the SMs idle: 1024x2880 (120
 # tiles against 96) and 1024x3072 (128) at any K, 0.78-0.83 -> 0.93-1.01x torch.matmul; 256x144 ones (128 + 16) fill
 # it where 256x160 ones leave a column mostly empty: 4096x1152x3584 0.83 -> 0.87x, 1024x4736x3584 0.90 -> 0.94x (on an
-# H200, each against the tile it replaced in one run: results/current/gemm/x1024_7900906/, four_4e3ca71/).
+# H200, each against the tile it replaced in one run: results/current/gemm/wide_tiles_c924e34/x1024_*, four144_*).
 WGMMA_TILES = ((128, 256, 64, 3, 1.0), (192, 128, 64, 4, 1.05), (128, 128, 64, 6, 1.1), (128, 160, 64, 4, 1.2),
                (256, 160, 32, 5, 1.1), (128, 192, 64, 4, 1.1), (256, 144, 32, 5, 1.1), WGMMA_96_TILE + (1.4,))
 # 64-wide tiles cost more per element than 128-wide ones (the same operand bytes feed half the MMAs, so they lean on
@@ -168,6 +169,11 @@ WGMMA_FP8_TILES = ((192, 128, 128, 4, 0.9), (128, 128, 128, 6, 1.0),   # precise
                    # 4096x1280x2880 0.87 -> 0.92x (H200, results/current/gemm/remcols_e9ef942/)
                    (128, 144, 128, 4, 1.1), (128, 160, 128, 4, 1.05))
 WGMMA_FP8_FAST_TILE = (128, 256, 128, 3)   # fast accumulation: one accumulator, 64x256 per warpgroup
+# ... and 256x160 (four consumers, 128 + 32 columns) where they fill one wave or one row of tiles, per-tensor scales
+# only (row-wise ones spill in its epilogue): 128 tiles at 4096x1280, 4096x1152, 1024x5120 and 1024x4736 where 128x256
+# ones need two waves, 0.62-0.70 -> 0.83-0.92x torch._scaled_mm(use_fast_accum=True) on an H200, each against the
+# 128x256 default in one run (results/current/gemm/wide_tiles_c924e34/four_fp8_4e3ca71.csv).
+WGMMA_FP8_FAST_FOUR_TILE = (256, 160, 128, 3, 1.1)
 WGMMA_MIN_FILL = 0.7
 # Swap-AB tiles (wgmma.run(swap=True)): C's transpose, B's columns as the MMAs' 64-row blocks, A's rows as their N.
 # A tile can then span 256 rows of A with full-width MMAs (non-swapped 256-row tiles cannot: four consumers' 64-wide
@@ -529,7 +535,7 @@ def swapped_rows_tile(m, fp8, fast):
     return None
 
 
-def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True, k=None):
+def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True, k=None, row_scales=False):
     """The Gluon kernel's config for an m x n output where `cfg` holds the tile loop's defaults: FP8 with precise
     accumulation where 128x128 tiles reach WGMMA_MIN_FILL x `sms`; FP8 with fast accumulation where its 128x256
     tiles do (and n >= 256); 16-bit where the defaults chose 128-row tiles (whole, or the last wave split: the
@@ -539,7 +545,8 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
     where its waves are nearly full, and 16-bit WGMMA_SWAP_TILES; FP8: WGMMA_FP8_TILES and WGMMA_FP8_NARROW_TILE).
     b_aligned: B's rows are 128-byte aligned (else non-swapped tiles cost UNALIGNED_B_COST more). k (where given):
     where the 128x128 tiles are fewer, split-K or edge-row tiles (wgmma_few_tiles). None elsewhere: gemm.py's tile
-    loop runs those. force: the dtype's pick wherever (kernel="wgmma"). Host only, free."""
+    loop runs those. force: the dtype's pick wherever (kernel="wgmma"). row_scales: FP8 with row-wise scales (no
+    WGMMA_FP8_FAST_FOUR_TILE). Host only, free."""
     fp8 = dtype == torch.float8_e4m3fn
     few_rows = swapped_rows_tile(m, fp8, fast)
     if few_rows is not None and (force or -(-n // few_rows[1]) <= (1 if m <= DECODE_ROWS else 2) * sms):
@@ -547,7 +554,7 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
         split = 1 if k is None else few_split(-(-n // few_rows[1]), sms, k, few_rows[2])
         return replace(tile, split_k=split) if split > 1 else tile
     if fp8 and fast:
-        tiles = (WGMMA_FP8_FAST_TILE + (1.0,),)
+        tiles = (WGMMA_FP8_FAST_TILE + (1.0,),) + (() if row_scales else (WGMMA_FP8_FAST_FOUR_TILE,))
     else:
         tiles = WGMMA_FP8_TILES if fp8 else WGMMA_TILES
     if not (fp8 and fast):
@@ -562,7 +569,7 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
             return None if k is None or (fp8 and fast) else wgmma_few_tiles(cfg, m, n, k, sms, fp8)
         if (fp8 and fast and n < 256) or (not fp8 and cfg.block_m != 128):
             return None
-    if not fp8:  # 16-bit widths between powers of two: in one wave, or in one row of tiles (WGMMA_TILES)
+    if not fp8 or fast:  # 16-bit and FP8 fast widths between powers of two: in one wave, or in one row of tiles
         tiles = tuple(t for t in tiles if t[1] & (t[1] - 1) == 0 or m <= t[0] or -(-m // t[0]) * -(-n // t[1]) <= sms)
     tiles = [t + (False,) for t in tiles]
     if not b_aligned:

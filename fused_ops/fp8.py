@@ -79,10 +79,10 @@ def plan(a, b, config=None, use_fast_accum=False):
     return _mm.tile_loop_plan(a, b, config, defaults, "scaled_mm")
 
 
-def pick_kernel(a, b, c, cfg, config, use_fast_accum, kernel):
+def pick_kernel(a, b, c, cfg, config, use_fast_accum, kernel, row_scales=False):
     """(kernel, Config) scaled_mm runs (local_gemm.pick_kernel): the Gluon kernel of fused_ops/wgmma.py where
-    config.wgmma_config picks it, else the tile loop."""
-    return _mm.pick_kernel(a, b, c, cfg, config, use_fast_accum, kernel, "scaled_mm")
+    config.wgmma_config picks it, else the tile loop. row_scales: either scale is row-wise."""
+    return _mm.pick_kernel(a, b, c, cfg, config, use_fast_accum, kernel, "scaled_mm", row_scales)
 
 
 def scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, out=None, config=None, use_fast_accum=False,
@@ -105,7 +105,7 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, out=None, config
                                   f"(compute capability 8.9 or newer needed)")
     cfg, tma = plan(a, b, config, use_fast_accum)
     c = out if out is not None else torch.empty(m, n, device=a.device, dtype=out_dtype)
-    kernel, cfg = pick_kernel(a, b, c, cfg, config, use_fast_accum, kernel)
+    kernel, cfg = pick_kernel(a, b, c, cfg, config, use_fast_accum, kernel, scale_mode(scale_a, scale_b) > 1)
     if kernel == "wgmma" and _mm.ALIGN_OPERANDS and _mm.pads_fp8_b(m, n, k, b):
         b = _mm.pad_weight(b, 128)  # B's rows 32-byte aligned, per call (local_gemm.pads_fp8_b)
     return _mm.launch(a, b, c, cfg, tma, kernel, scale_a, scale_b, promote=not use_fast_accum)

@@ -153,10 +153,11 @@ def check_kernel(kernel, where, config=None):
         raise ValueError(f"{where}: config.{what} runs the Gluon kernel; kernel='tile_loop' has no such tiles")
 
 
-def pick_kernel(a, b, c, cfg, config, fast, kernel, where):
+def pick_kernel(a, b, c, cfg, config, fast, kernel, where, row_scales=False):
     """(kernel, Config) a call runs: "wgmma" where it takes the operands and config.wgmma_config picks it, else
     "tile_loop". kernel="wgmma" runs it wherever it takes the operands, with the caller's block_n, block_k, stages and
-    programs if a config is given (block_m 128, or config.swap_ab with wgmma.run's swap tiles). Host only."""
+    programs if a config is given (block_m 128, or config.swap_ab with wgmma.run's swap tiles). row_scales: FP8 with
+    row-wise scales (config.wgmma_config). Host only."""
     check_kernel(kernel, where, cfg)
     if cfg.swap_ab or cfg.rem_cols:  # the caller's: only the Gluon kernel has swapped or widened tiles
         kernel = "wgmma"
@@ -171,7 +172,7 @@ def pick_kernel(a, b, c, cfg, config, fast, kernel, where):
                              f"and TMA-describable operands (16-byte aligned, a row-major; FP8 b column-major)")
         if config is None:
             return kernel, _fit(_config.wgmma_config(cfg, m, n, cfg.gemm_sms, a.dtype, fast, force=True,
-                                                     b_aligned=b_aligned), a, c)
+                                                     b_aligned=b_aligned, row_scales=row_scales), a, c)
         if cfg.swap_ab or cfg.rem_cols:
             wgmma.kernel_args(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.block_m, bool(cfg.swap_ab),
                               split_k=cfg.split_k, rem=rem(cfg))  # refusals
@@ -181,7 +182,8 @@ def pick_kernel(a, b, c, cfg, config, fast, kernel, where):
         if not _fits(cfg, a, c):
             raise ValueError(f"{where}: kernel='wgmma': {cfg.describe()} needs more shared memory than an SM has")
         return kernel, cfg
-    pick = (_config.wgmma_config(cfg, m, n, cfg.gemm_sms, a.dtype, fast, b_aligned=b_aligned, k=a.shape[1])
+    pick = (_config.wgmma_config(cfg, m, n, cfg.gemm_sms, a.dtype, fast, b_aligned=b_aligned, k=a.shape[1],
+                                 row_scales=row_scales)
             if ok and config is None else None)
     return ("wgmma", _fit(pick, a, c)) if pick is not None else ("tile_loop", cfg)
 

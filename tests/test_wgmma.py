@@ -183,6 +183,13 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
     assert C.wgmma_config(cfg, 4096, 4096, 132, FP8, fast=True).block_n == 256
     assert C.wgmma_config(cfg, 128, 12288, 132, FP8, fast=True) is None  # 48 tiles of 128x256
     assert C.wgmma_config(cfg, 16384, 64, 132, FP8, fast=True) is None  # N narrower than the tile
+    # fast accumulation, per-tensor scales: 256x160 where it fills one wave (128 tiles) and 128x256 needs two
+    for m, n in ((4096, 1280), (4096, 1152), (1024, 4736)):
+        four = C.wgmma_config(cfg, m, n, 132, FP8, fast=True)
+        assert (four.block_m, four.block_n + four.rem_cols) == (256, 160), (m, n, four)
+        wide = C.wgmma_config(cfg, m, n, 132, FP8, fast=True, row_scales=True)  # row-wise: would spill
+        assert (wide.block_m, wide.block_n, wide.rem_cols) == (128, 256, 0), (m, n, wide)
+    assert C.wgmma_config(cfg, 8192, 8192, 132, FP8, fast=True).block_n == 256  # many waves: the 128x256 tile
     assert C.wgmma_config(cfg, 128, 8192, 132, FP8) is None  # 64 tiles for 132 SMs
     assert C.wgmma_config(cfg, 128, 12288, 132, FP8) is not None  # 96 tiles
     assert C.wgmma_config(cfg, 16, 19008, 132, FP8) is None  # decode rows: 16-row tiles where swapped ones need 3 waves
