@@ -408,6 +408,12 @@ for stage in "$@"; do
                --out "$OUT/sweep_matmul" && \
              run gemm_mid_rows.log timeout 120 python3 benchmarks/gemm.py --configs matmul --shapes 512x2816x4096 \
                512x2880x2880 768x1792x4096 2048x640x4096 512x1280x8192 --out "$OUT/mid_rows" ;;
+    fp8four)  # one GPU: FP8 fast accumulation's 256x160 default against torch._scaled_mm, and its tests
+             run pytest_fp8four.log timeout ${TEST_TIMEOUT:-300} python3 -m pytest -v -p no:warnings \
+               tests/test_gemm_shapes.py tests/test_wgmma.py -k "fp8_default_configs_on_gpu or fp8_wgmma_matches" && \
+             run gemm_fp8four.log timeout 200 python3 benchmarks/gemm.py --fp8 --shapes 4096x1280x2880 \
+               4096x1280x8192 1024x5120x8192 1024x4736x3584 4096x1152x3584 8192x8192x8192 --configs default \
+               "default, fast accum" --out "$OUT/fp8four" ;;
     fixes)   run pytest_fixes.log timeout ${TEST_TIMEOUT:-110} python3 -m pytest -v -rfs \
                "tests/test_replay.py::test_prepared_catalog_calls_skip_the_checks_but_not_tracing_capture_or_tuning" \
                tests/test_collectives.py::test_benchmark_all_to_all_rows \

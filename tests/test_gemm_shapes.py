@@ -393,7 +393,7 @@ def test_fp8_default_configs_on_gpu_match_float64_like_torch():
     # accumulation where per-tensor scales take 256x160 Gluon tiles (row-wise ones: 128x256).
     cases = [(m, n, k, False) for m, n, k in ((1, 4000, 4096), (16, 3584, 2368), (128, 128, 65536), (1024, 2112, 7168),
                                               (4096, 3000, 4096), (3000, 4096, 4096), (333, 784, 2048))]
-    for m, n, k, fast in cases + [(4096, 1152, 3584, True), (1024, 4736, 1000, True)]:
+    for m, n, k, fast in cases + [(4096, 1152, 3584, True), (1024, 4736, 1024, True)]:
         for row in (False, True):
             a32, w32 = torch.randn(m, k, device="cuda"), torch.randn(n, k, device="cuda")
             sa = (a32.abs().amax(1, keepdim=True) if row else a32.abs().amax()) / 448
