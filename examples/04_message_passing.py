@@ -45,9 +45,10 @@ def main(ctx, chunks=4, chunk=64, calls=2):
         data = ctx.as_symmetric(all_data[rank])
         result = ctx.full((chunks * chunk,), float("nan"))
         send_and_receive[(chunks,)](data, inbox, ready, result, epoch, dctx, CHUNK=chunk)
-        ctx.barrier()  # before the next call overwrites inboxes that a slow consumer may still read
+        # checked before the barrier: past it, the previous rank may already raise my flags to the next epoch
         assert torch.equal(result.cpu(), all_data[(rank - 1) % world] * 2), epoch
         assert torch.all(ready == epoch)
+        ctx.barrier()  # before the next call overwrites inboxes that a slow consumer may still read
     if rank == 0:
         print(f"ok: {calls} calls of {chunks} chunks each, flags at epoch {calls}, never reset")
 

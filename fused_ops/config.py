@@ -378,10 +378,11 @@ def decode_alone(m, n, k, sms):
 # ROW_TILE_MAX_SPLIT slices of K that keep to one program each, for the fewest waves x tile area x cost x (blocks of
 # K per slice + TILE_OVERHEAD_BLOCKS). 64x64 tiles cost ROW_TILE_NARROW_COST per element: at 128 rows they beat the
 # 64x128 tiles wherever both fit in one wave (128x3584x1792 0.83 -> 1.01x torch.matmul, 128x4096x2048 1.03 -> 1.22x,
-# 128x4000x4096 0.85 -> 0.96x), and slices of 64x128 tiles beat both where they are few and K long (128x2304x16384 in
-# 3: 0.64 -> 0.99x, 128x3584x9472 in 2: 0.79 -> 1.01x); over 26 GEMMs of 128 rows on an H200, this choice came within
-# 4% of the best of the 64-row tiles at every one (results/current/gemm/rows128_7900906/).
-ROW_TILE_NARROW_COST = 1.2
+# 128x4000x4096 0.85 -> 0.96x on an H200), and slices of 64x128 tiles beat both where they are few and K long
+# (128x2304x16384 in 3: 0.64 -> 0.99x, 128x3584x9472 in 2: 0.79 -> 1.01x). Over 26 GEMMs of 128 rows, each candidate
+# timed in one run per GPU, the choice at cost 1.15 reached 0.948x (H200) and 0.970x (H100) geomean among these tiles,
+# against 0.945x and 0.962x at 1.2 (results/current/gemm/rows128_7900906/).
+ROW_TILE_NARROW_COST = 1.15
 ROW_TILE_MAX_SPLIT = 4
 
 
