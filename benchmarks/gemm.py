@@ -46,10 +46,9 @@ def gluon_candidate(name, cfg, a, c, sms):
     swap = "swap" in name
     cfg = dataclasses.replace(cfg, gemm_sms=sms, group_m=8, split_k=1, swap_ab=swap, rem_rows=rem(name) if swap else 0,
                               rem_cols=0 if swap else rem(name))
-    tiles = -(-c.shape[0] // (cfg.block_m + cfg.rem_rows)) * -(-c.shape[1] // (cfg.block_n + cfg.rem_cols))  # C's
-    slices = re.search(r" k(\d+)$", name)
-    if name.endswith("kfill") or slices:
-        want = int(slices.group(1)) if slices else max(1, sms // tiles)
+    if name.endswith("kfill") or named_slices(name):
+        tiles = -(-c.shape[0] // (cfg.block_m + cfg.rem_rows)) * -(-c.shape[1] // (cfg.block_n + cfg.rem_cols))
+        want = named_slices(name) or max(1, sms // tiles)  # C's tiles: "kfill" fills the SMs once
         cfg = dataclasses.replace(cfg, split_k=wgmma.slices(a.shape[1], cfg.block_k, want))
     return local_gemm._fit(cfg, a, c)
 
@@ -57,6 +56,12 @@ def gluon_candidate(name, cfg, a, c, sms):
 def wave_fill(units, programs):
     """How full the waves of a persistent grid of `programs` are, running `units` units of work (1: all full)."""
     return units / (-(-units // programs) * programs)
+
+
+def named_slices(name):
+    """S of a Gluon candidate named "... kS" (slices of K), else None."""
+    found = re.search(r" k(\d+)$", name)
+    return int(found.group(1)) if found else None
 
 
 def rem(name):
@@ -168,6 +173,10 @@ WGMMA_CANDIDATES = {"wgmma 128x256x64 s3": tile(128, 256, 64, 3, 4),
                     "wgmma 128x256x64 s2 rem64": tile(128, 256, 64, 2, 4),
                     "wgmma 128x64x64 s6 rem32": tile(128, 64, 64, 6, 4),
                     "wgmma 128x64x64 s6 rem16": tile(128, 64, 64, 6, 4)}
+# slices of K at 33-128 rows: the swapped 128x64 and 128x128 tiles in S slices ("kS"; fp32 partials, a second kernel)
+SPLITS = (1, 2, 3, 4, 6, 8, 11, 16)
+WGMMA_CANDIDATES.update({f"wgmma swap 128x{bn}x64 s6 k{s}": tile(128, bn, 64, 6, 4) for bn in (64, 128)
+                         for s in SPLITS[1:]})
 CANDIDATES.update(WGMMA_CANDIDATES)
 # fused_ops.matmul, the library's GEMM alone (fused_ops/local_gemm.py): the Gluon kernel where config.wgmma_config
 # picks it, else the tile loop ("default" is the tile loop as the fused ops run it)
@@ -216,9 +225,7 @@ SMALL_M_CANDIDATES.update({"64x64x128 s4 w4 k2": tile(64, 64, 128, 4, 4, split_k
                            "64x64x256 s3 w4 k33": tile(64, 64, 256, 3, 4, split_k=33)})
 # Slices of K where tiles are few, by how full they leave the last wave (one wave of 144 tiles on 132 SMs is two;
 # 11 slices of each, twelve full ones): decode (16-row) tiles of three widths and depths, also with plain pointer
-# loads ("ptr": no TMA boxes over rows of A that are not there); at 33-128 rows, 64-row tiles and the Gluon kernel's
-# swapped ones (wgmma.run(split_k=S): fp32 partials, added by a second kernel)
-SPLITS = (1, 2, 3, 4, 6, 8, 11, 16)
+# loads ("ptr": no TMA boxes over rows of A that are not there); at 33-128 rows, 64-row tiles (SPLITS: above)
 SMALL_M_CANDIDATES.update({f"16x{bn}x{bk} s{st} w4" + (f" k{s}" if s > 1 else ""): tile(
     16, bn, bk, st, 4, split_k=s if s > 1 else None) for bn, bk, st in ((64, 256, 4), (64, 128, 6), (32, 256, 6))
     for s in SPLITS})
@@ -231,9 +238,6 @@ SMALL_M_CANDIDATES.update({f"16x{bn}x{bk} s{st} w4 x{per}" + (f" k{s}" if s > 1 
         (64, 256, 2, 2), (64, 128, 3, 3), (64, 128, 2, 4), (32, 256, 3, 3), (32, 128, 3, 6)) for s in SPLITS[:4]})
 SMALL_M_CANDIDATES.update({f"{bm}x{bn}x128 s4 w4" + (f" k{s}" if s > 1 else ""): tile(
     bm, bn, 128, 4, 4, split_k=s if s > 1 else None) for bm, bn in ((64, 64), (64, 128)) for s in SPLITS[:6]})
-WGMMA_CANDIDATES.update({f"wgmma swap 128x{bn}x64 s6 k{s}": tile(128, bn, 64, 6, 4) for bn in (64, 128)
-                         for s in SPLITS[1:]})
-CANDIDATES.update(WGMMA_CANDIDATES)
 # FP8 tiles (block_k twice the bf16 one: the same bytes per stage)
 FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "fp8 128x256x128 s4 w8": tile(128, 256, 128, 4, 8),
@@ -499,7 +503,7 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp):
         return []
     else:
         kernel, cfg = "wgmma swap" if swap else "wgmma", gluon_candidate(name, cfg, a, c, ctx.get_cu_count())
-        if (name.endswith("kfill") or re.search(r" k\d+$", name)) and cfg.split_k == 1:
+        if (name.endswith("kfill") or named_slices(name)) and cfg.split_k == 1:
             return []  # tiles enough for every SM, or K too short to slice: the whole-tile candidate's run
 
     def call():
