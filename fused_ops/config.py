@@ -74,7 +74,8 @@ DECODE_FEW_TILE = (16, 64, 128, 6, 4)
 # program (1x9216x16384 in 2: 0.76 -> 1.00x). Where the tiles fit in one wave, one program per SM: in slices of K
 # filling that wave (DECODE_FEW_TILE, up to DECODE_FEW_MAX_SPLIT slices of DECODE_FEW_MIN_BLOCKS blocks or more:
 # 1x1280x8192 in 6: 0.85 -> 1.10x, 1x2304x16384 in 3: 0.85 -> 0.98x); whole, DECODE_TILE's deep pipeline where K is
-# long (a program alone on its SM keeps more of B in flight: 1x5120x2560 0.91x against 0.72x for 3 stages of 128) and
+# long (a program alone on its SM keeps more of B in flight: 16x5120x2560 0.72 -> 0.86x, 1x5120x2560 0.87 -> 0.98x
+# against 3 stages of 128, the all_721 runs at df868fe and ec3b7d6) and
 # 128-deep blocks where K is DECODE_SHORT_BLOCKS of them or fewer (1x3584x448 0.77 -> 0.95x). On an H200, each choice
 # against the others in one run: results/current/gemm/decode_61a385a/ and the runs it names.
 # (block_m, block_n, block_k, num_stages, num_warps, programs per SM), the first whose programs take every tile
