@@ -227,15 +227,16 @@ SMALL_M_CANDIDATES.update({"64x64x128 s4 w4 k2": tile(64, 64, 128, 4, 4, split_k
 # 11 slices of each, twelve full ones): decode (16-row) tiles of three widths and depths, also with plain pointer
 # loads ("ptr": no TMA boxes over rows of A that are not there); at 33-128 rows, 64-row tiles (SPLITS: above)
 SMALL_M_CANDIDATES.update({f"16x{bn}x{bk} s{st} w4" + (f" k{s}" if s > 1 else ""): tile(
-    16, bn, bk, st, 4, split_k=s if s > 1 else None) for bn, bk, st in ((64, 256, 4), (64, 128, 6), (32, 256, 6))
-    for s in SPLITS})
+    16, bn, bk, st, 4, split_k=s if s > 1 else None) for bn, bk, st in ((64, 256, 4), (64, 128, 6), (64, 128, 8),
+                                                                        (32, 256, 6)) for s in SPLITS})
 SMALL_M_CANDIDATES.update({"16x64x256 s4 w4 ptr" + (f" k{s}" if s > 1 else ""): tile(
     16, 64, 256, 4, 4, split_k=s if s > 1 else None, tma=False) for s in (1, 2, 4, 8)})
 # ... and several decode programs per SM (each a few stages deep), so that one's pipeline fills and epilogue overlap
 # another's loads: N resident programs per SM ("xN") in place of one persistent program
 SMALL_M_CANDIDATES.update({f"16x{bn}x{bk} s{st} w4 x{per}" + (f" k{s}" if s > 1 else ""): tile(
     16, bn, bk, st, 4, split_k=s if s > 1 else None) for bn, bk, st, per in (
-        (64, 256, 2, 2), (64, 128, 3, 3), (64, 128, 2, 4), (32, 256, 3, 3), (32, 128, 3, 6)) for s in SPLITS[:4]})
+        (64, 256, 2, 2), (64, 128, 4, 2), (64, 128, 3, 3), (64, 128, 2, 4), (32, 256, 3, 3), (32, 128, 3, 6))
+    for s in SPLITS[:4]})
 SMALL_M_CANDIDATES.update({f"{bm}x{bn}x128 s4 w4" + (f" k{s}" if s > 1 else ""): tile(
     bm, bn, 128, 4, 4, split_k=s if s > 1 else None) for bm, bn in ((64, 64), (64, 128)) for s in SPLITS[:6]})
 # FP8 tiles (block_k twice the bf16 one: the same bytes per stage)

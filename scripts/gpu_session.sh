@@ -398,6 +398,17 @@ for stage in "$@"; do
                1x1280x8192 16x5120x1280 1x5120x1280 1x5120x2560 16x2560x8192 1x6144x1536 1x7168x2048 1x8192x2048 \
                1x7168x2304 1x8192x3696 1x2304x16384 1x12288x1536 1x16384x512 1x4096x1024 1x3584x896 1x9216x7168 \
                --configs matmul '16x64x128 s6 w4*' '16x64x128 s3 w4 x3*' '16x64x256 s4 w4' --out "$OUT/xdecode3" ;;
+    xdecode4)  # one GPU: decode rows of 45-112 tiles (16x64) at K of 0.9-5k, where neither decode rule reaches 0.9x:
+             # one deep program per SM against 2-3 per SM, whole and in slices; and two 64-row programs per SM at the
+             # 128-row GEMMs no single-program tile reached 0.9x at
+             run gemm_xdecode4.log timeout ${X_TIMEOUT:-560} python3 benchmarks/gemm.py --shapes 1x2880x1024 \
+               1x2880x1440 1x2880x2048 1x3072x1536 1x3584x896 1x3584x1792 1x3584x2368 1x4096x1024 1x4096x1792 \
+               1x4096x2048 1x5120x1728 1x5120x3456 1x4096x3584 16x2880x1440 16x3072x1536 16x3584x1792 \
+               16x3584x2368 16x3584x4736 16x4096x1024 16x4096x2048 16x5120x1728 16x5120x2560 16x5120x3456 \
+               16x7168x2304 --configs matmul '16x64x128 s6 w4 k[23]' '16x64x128 s8 w4' '16x64x128 s8 w4 k[23]' \
+               '16x64x128 s3 w4 x3*' '16x64x128 s4 w4 x2*' '16x64x256 s4 w4' --out "$OUT/xdecode4" && \
+             run gemm_xrows128x2.log timeout 200 python3 benchmarks/gemm.py --shapes 128x3584x5120 128x3456x5120 \
+               128x3584x4736 128x4608x16384 128x4608x7168 --configs matmul '64x* x2*' --out "$OUT/xrows128x2" ;;
     newdefaults)  # one GPU: this round's defaults (decode programs per SM, 64-row tiles in slices, 96/144/192-wide
              # Gluon tiles) picked per shape and matching float64, and the wider Gluon tiles themselves
              run pytest_newdefaults.log timeout ${TEST_TIMEOUT:-560} python3 -m pytest -v -p no:warnings \
