@@ -78,6 +78,11 @@ DECODE_FEW_TILE = (16, 64, 128, 6, 4)
 # against 3 stages of 128, the all_721 runs at df868fe and ec3b7d6) and
 # 128-deep blocks where K is DECODE_SHORT_BLOCKS of them or fewer (1x3584x448 0.77 -> 0.95x). On an H200, each choice
 # against the others in one run: results/current/gemm/decode_61a385a/ and the runs it names.
+# Between a third of the SMs and all of them (45-132 tiles on 132 SMs), slices of every tile put one or two on each SM:
+# the split with the least work on the busiest SM, (slices per SM) x (blocks per slice + DECODE_SLICE_BLOCKS), plus
+# DECODE_SPLIT_BLOCKS for the partial sums where there are slices, run by DECODE_ALONE_TILES[0]'s shallow programs,
+# several per SM (3 stages beat 6 and 8 at slices of 6-19 blocks). On 24 such GEMMs of the public set, each candidate
+# timed in one run, this choice came within 0.5% of the best candidate per shape (results/current/gemm/decode_d500d6a/).
 # (block_m, block_n, block_k, num_stages, num_warps, programs per SM), the first whose programs take every tile
 DECODE_ALONE_TILES = ((16, 64, 128, 3, 4, 3), (16, 64, 128, 2, 4, 4))
 DECODE_MAX_SPLIT = 2
@@ -85,6 +90,8 @@ DECODE_MIN_SLICE_BLOCKS = 12
 DECODE_FEW_MAX_SPLIT = 16
 DECODE_FEW_MIN_BLOCKS = 5
 DECODE_SHORT_BLOCKS = 8
+DECODE_SLICE_BLOCKS = 1
+DECODE_SPLIT_BLOCKS = 4
 HOPPER_FP8_TILES = tuple((bm, bn, 2 * bk, st, w, fill) for bm, bn, bk, st, w, fill in HOPPER_TILES)
 # FP8 with precise accumulation (scaled_mm's default, use_fast_accum=False, as torch._scaled_mm's): Triton promotes the
 # tensor cores' partial sums into the fp32 accumulator once per dot (gemm_k_blocks' MAX_IMPRECISE = BLOCK_K), which
@@ -360,19 +367,39 @@ def resolve(cfg, user, m, n_local, k):
 
 def decode_alone(m, n, k, sms):
     """(Config fields, split_k) of 16-bit decode rows (m <= DECODE_ROWS) for a GEMM that runs alone: more tiles than
-    SMs: DECODE_ALONE_TILES, several programs per SM; fewer: one program per SM, in slices of K filling one wave
-    (DECODE_FEW_TILE) or whole (DECODE_TILE; DECODE_ALONE_TILES[0]'s where K is short). Host only, free."""
+    SMs: DECODE_ALONE_TILES, several programs per SM; a third of the SMs or more: decode_split's slices in those
+    programs; fewer: one program per SM, in slices of K filling one wave (DECODE_FEW_TILE); whole: DECODE_TILE
+    (DECODE_ALONE_TILES[0]'s where K is short). Host only, free."""
     tiles, blocks = -(-m // DECODE_FEW_TILE[0]) * -(-n // DECODE_FEW_TILE[1]), -(-k // DECODE_FEW_TILE[2])
     if tiles > sms:
         bm, bn, bk, stages, warps, per = next((t for t in DECODE_ALONE_TILES if tiles <= t[5] * sms),
                                               DECODE_ALONE_TILES[0])
         split = max(1, min(DECODE_MAX_SPLIT, per * sms // tiles, blocks // DECODE_MIN_SLICE_BLOCKS))
-        return dict(block_m=bm, block_n=bn, block_k=bk, num_stages=stages, num_warps=warps, gemm_sms=per * sms), split
-    split = max(1, min(DECODE_FEW_MAX_SPLIT, sms // tiles, blocks // DECODE_FEW_MIN_BLOCKS))
-    tile = (DECODE_FEW_TILE if split > 1 else DECODE_ALONE_TILES[0][:5] if blocks <= DECODE_SHORT_BLOCKS
-            else DECODE_TILE)
-    bm, bn, bk, stages, warps = tile
-    return dict(block_m=bm, block_n=bn, block_k=bk, num_stages=stages, num_warps=warps, gemm_sms=sms), split
+    else:
+        per, split = 1, max(1, min(DECODE_FEW_MAX_SPLIT, sms // tiles, blocks // DECODE_FEW_MIN_BLOCKS))
+        bm, bn, bk, stages, warps = DECODE_FEW_TILE
+        if tiles * 3 > sms:
+            split = decode_split(tiles, blocks, sms)
+            bm, bn, bk, stages, warps, per = DECODE_ALONE_TILES[0]
+        if split == 1:
+            per, (bm, bn, bk, stages, warps) = 1, (DECODE_ALONE_TILES[0][:5] if blocks <= DECODE_SHORT_BLOCKS
+                                                   else DECODE_TILE)
+    return dict(block_m=bm, block_n=bn, block_k=bk, num_stages=stages, num_warps=warps, gemm_sms=per * sms), split
+
+
+def decode_split(tiles, blocks, sms):
+    """Slices of K for sms/3 to sms decode tiles: the least (slices on the busiest SM) x (blocks per slice +
+    DECODE_SLICE_BLOCKS), plus DECODE_SPLIT_BLOCKS where split; at most two slices per SM and
+    DECODE_FEW_MIN_BLOCKS blocks per slice. Host only, free."""
+    best, split = blocks + DECODE_SLICE_BLOCKS, 1
+    for s in range(2, min(DECODE_FEW_MAX_SPLIT, blocks // DECODE_FEW_MIN_BLOCKS) + 1):
+        busiest = -(-tiles * s // sms)
+        if busiest > 2:
+            break
+        cost = busiest * (-(-blocks // s) + DECODE_SLICE_BLOCKS) + DECODE_SPLIT_BLOCKS
+        if cost < best:
+            best, split = cost, s
+    return split
 
 
 # The 64-row tiles (16-bit) where they are the pick: 64x128 or 64x64, whole or (variants that split tiles) in up to

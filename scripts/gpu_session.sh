@@ -409,6 +409,17 @@ for stage in "$@"; do
                '16x64x128 s3 w4 x3*' '16x64x128 s4 w4 x2*' '16x64x256 s4 w4' --out "$OUT/xdecode4" && \
              run gemm_xrows128x2.log timeout 200 python3 benchmarks/gemm.py --shapes 128x3584x5120 128x3456x5120 \
                128x3584x4736 128x4608x16384 128x4608x7168 --configs matmul '64x* x2*' --out "$OUT/xrows128x2" ;;
+    decodemid)  # one GPU: decode rows of 45-132 tiles whose pick config.decode_split changed: matmul against the
+             # previous picks (one program per SM: 6 stages in 2 slices, or whole 256-deep tiles), one run
+             run gemm_decodemid.log timeout ${X_TIMEOUT:-300} python3 benchmarks/gemm.py --shapes 1x3072x4096 1x4096x2048 1x4096x7168 1x4096x3584 1x3584x4096 1x4096x1792 1x5120x8192 1x4608x16384 \
+               1x3584x1792 1x3584x9472 1x3584x4736 1x4736x3584 1x3584x2368 1x3584x5120 1x5120x2560 \
+               1x5120x6912 1x5120x3456 1x3456x5120 1x4000x4096 1x2880x2048 1x2880x2880 1x2880x1440 \
+               1x3072x1536 1x4608x7168 16x3072x4096 16x4096x2048 16x4096x7168 16x4096x3584 \
+               16x3584x4096 16x4096x1792 16x5120x8192 16x4608x16384 16x3584x1792 16x3584x9472 \
+               16x3584x4736 16x4736x3584 16x3584x2368 16x3584x5120 16x5120x2560 16x5120x6912 \
+               16x5120x3456 16x3456x5120 16x4000x4096 16x2880x2048 16x2880x2880 16x2880x1440 \
+               16x3072x1536 16x4608x7168 \
+               --configs matmul '16x64x128 s6 w4 k2' '16x64x256 s4 w4' --out "$OUT/decodemid" ;;
     newdefaults)  # one GPU: this round's defaults (decode programs per SM, 64-row tiles in slices, 96/144/192-wide
              # Gluon tiles) picked per shape and matching float64, and the wider Gluon tiles themselves
              run pytest_newdefaults.log timeout ${TEST_TIMEOUT:-560} python3 -m pytest -v -p no:warnings \
