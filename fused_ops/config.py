@@ -80,9 +80,11 @@ DECODE_FEW_TILE = (16, 64, 128, 6, 4)
 # against the others in one run: results/current/gemm/decode_61a385a/ and the runs it names.
 # Between a third of the SMs and all of them (45-132 tiles on 132 SMs), slices of every tile put one or two on each SM:
 # the split with the least work on the busiest SM, (slices per SM) x (blocks per slice + DECODE_SLICE_BLOCKS), plus
-# DECODE_SPLIT_BLOCKS for the partial sums where there are slices, run by DECODE_ALONE_TILES[0]'s shallow programs,
-# several per SM (3 stages beat 6 and 8 at slices of 6-19 blocks). On 24 such GEMMs of the public set, each candidate
-# timed in one run, this choice came within 0.5% of the best candidate per shape (results/current/gemm/decode_d500d6a/).
+# DECODE_SPLIT_BLOCKS for the partial sums where there are slices (decode_split). Two slices share an SM only while
+# they are short (DECODE_SHARED_SLICE_BLOCKS): where the whole tiles keep enough of B in flight, splitting them gains
+# nothing. Slices of DECODE_SHORT_BLOCKS or fewer, and slices sharing an SM, run DECODE_ALONE_TILES[0]'s 3-stage
+# programs; longer ones alone on their SM, DECODE_FEW_TILE's 6 stages. Each choice against the others in one run:
+# results/current/gemm/decode_d500d6a/.
 # (block_m, block_n, block_k, num_stages, num_warps, programs per SM), the first whose programs take every tile
 DECODE_ALONE_TILES = ((16, 64, 128, 3, 4, 3), (16, 64, 128, 2, 4, 4))
 DECODE_MAX_SPLIT = 2
@@ -92,6 +94,7 @@ DECODE_FEW_MIN_BLOCKS = 5
 DECODE_SHORT_BLOCKS = 8
 DECODE_SLICE_BLOCKS = 1
 DECODE_SPLIT_BLOCKS = 4
+DECODE_SHARED_SLICE_BLOCKS = 10
 HOPPER_FP8_TILES = tuple((bm, bn, 2 * bk, st, w, fill) for bm, bn, bk, st, w, fill in HOPPER_TILES)
 # FP8 with precise accumulation (scaled_mm's default, use_fast_accum=False, as torch._scaled_mm's): Triton promotes the
 # tensor cores' partial sums into the fp32 accumulator once per dot (gemm_k_blocks' MAX_IMPRECISE = BLOCK_K), which
@@ -366,38 +369,41 @@ def resolve(cfg, user, m, n_local, k):
 
 
 def decode_alone(m, n, k, sms):
-    """(Config fields, split_k) of 16-bit decode rows (m <= DECODE_ROWS) for a GEMM that runs alone: more tiles than
-    SMs: DECODE_ALONE_TILES, several programs per SM; a third of the SMs or more: decode_split's slices in those
-    programs; fewer: one program per SM, in slices of K filling one wave (DECODE_FEW_TILE); whole: DECODE_TILE
-    (DECODE_ALONE_TILES[0]'s where K is short). Host only, free."""
+    """(Config fields, split_k) of 16-bit decode rows (m <= DECODE_ROWS) for a GEMM that runs alone. More tiles than
+    SMs: DECODE_ALONE_TILES, several programs per SM. Fewer: in slices of K (fewer than a third of the SMs: filling
+    one wave; else decode_split's), short ones or those sharing an SM in DECODE_ALONE_TILES[0]'s programs, longer
+    ones in one DECODE_FEW_TILE program per SM; or whole, DECODE_TILE (DECODE_ALONE_TILES[0]'s where K is short).
+    Host only, free."""
     tiles, blocks = -(-m // DECODE_FEW_TILE[0]) * -(-n // DECODE_FEW_TILE[1]), -(-k // DECODE_FEW_TILE[2])
+    shallow = DECODE_ALONE_TILES[0]
     if tiles > sms:
-        bm, bn, bk, stages, warps, per = next((t for t in DECODE_ALONE_TILES if tiles <= t[5] * sms),
-                                              DECODE_ALONE_TILES[0])
+        bm, bn, bk, stages, warps, per = next((t for t in DECODE_ALONE_TILES if tiles <= t[5] * sms), shallow)
         split = max(1, min(DECODE_MAX_SPLIT, per * sms // tiles, blocks // DECODE_MIN_SLICE_BLOCKS))
+        return dict(block_m=bm, block_n=bn, block_k=bk, num_stages=stages, num_warps=warps, gemm_sms=per * sms), split
+    mid = tiles * 3 > sms
+    split = (decode_split(tiles, blocks, sms) if mid else
+             max(1, min(DECODE_FEW_MAX_SPLIT, sms // tiles, blocks // DECODE_FEW_MIN_BLOCKS)))
+    if split == 1:
+        per, tile = 1, shallow[:5] if blocks <= DECODE_SHORT_BLOCKS else DECODE_TILE
+    elif mid and (tiles * split > sms or -(-blocks // split) <= DECODE_SHORT_BLOCKS):
+        per, tile = shallow[5], shallow[:5]
     else:
-        per, split = 1, max(1, min(DECODE_FEW_MAX_SPLIT, sms // tiles, blocks // DECODE_FEW_MIN_BLOCKS))
-        bm, bn, bk, stages, warps = DECODE_FEW_TILE
-        if tiles * 3 > sms:
-            split = decode_split(tiles, blocks, sms)
-            bm, bn, bk, stages, warps, per = DECODE_ALONE_TILES[0]
-        if split == 1:
-            per, (bm, bn, bk, stages, warps) = 1, (DECODE_ALONE_TILES[0][:5] if blocks <= DECODE_SHORT_BLOCKS
-                                                   else DECODE_TILE)
+        per, tile = 1, DECODE_FEW_TILE
+    bm, bn, bk, stages, warps = tile
     return dict(block_m=bm, block_n=bn, block_k=bk, num_stages=stages, num_warps=warps, gemm_sms=per * sms), split
 
 
 def decode_split(tiles, blocks, sms):
     """Slices of K for sms/3 to sms decode tiles: the least (slices on the busiest SM) x (blocks per slice +
-    DECODE_SLICE_BLOCKS), plus DECODE_SPLIT_BLOCKS where split; at most two slices per SM and
-    DECODE_FEW_MIN_BLOCKS blocks per slice. Host only, free."""
+    DECODE_SLICE_BLOCKS), plus DECODE_SPLIT_BLOCKS where split; slices of DECODE_FEW_MIN_BLOCKS blocks or more, at
+    most two on an SM, and two only where DECODE_SHARED_SLICE_BLOCKS or shorter. Host only, free."""
     best, split = blocks + DECODE_SLICE_BLOCKS, 1
     for s in range(2, min(DECODE_FEW_MAX_SPLIT, blocks // DECODE_FEW_MIN_BLOCKS) + 1):
-        busiest = -(-tiles * s // sms)
+        busiest, length = -(-tiles * s // sms), -(-blocks // s)
         if busiest > 2:
             break
-        cost = busiest * (-(-blocks // s) + DECODE_SLICE_BLOCKS) + DECODE_SPLIT_BLOCKS
-        if cost < best:
+        cost = busiest * (length + DECODE_SLICE_BLOCKS) + DECODE_SPLIT_BLOCKS
+        if (busiest == 1 or length <= DECODE_SHARED_SLICE_BLOCKS) and cost < best:
             best, split = cost, s
     return split
 

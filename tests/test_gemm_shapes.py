@@ -103,12 +103,22 @@ def test_decode_rows_of_matmul_run_several_programs_per_sm():
     # (256-deep blocks; 128-deep where K is short)
     cases = {(1, 2560, 8192): (DECODE_FEW_TILE, 3), (16, 1280, 8192): (DECODE_FEW_TILE, 6),
              (1, 640, 2880): (DECODE_FEW_TILE, 4), (1, 3584, 2368): (DECODE_FEW_TILE, 2),
-             (1, 5120, 2560): (DECODE_TILE, 1), (16, 3584, 448): ((16, 64, 128, 3, 4), 1)}
+             (1, 5120, 6912): (DECODE_TILE, 1), (16, 3584, 448): ((16, 64, 128, 3, 4), 1)}
     for (m, n, k), (tile, split) in cases.items():
         cfg = local_gemm.defaults(_GPU(), m, n, k, torch.bfloat16)
         assert (_tile(cfg) + (cfg.num_stages, cfg.num_warps), cfg.gemm_sms, cfg.split_k) == (tile, 132, split), (
             m, n, k, cfg)
         assert -(-n // 64) * split <= 132  # one wave
+    # a third of the SMs to all of them: the least work on the busiest SM. Short slices, and slices two to an SM (only
+    # short ones), in 3-stage programs, 3 per SM; long ones alone on their SM, 6 stages deep; else whole
+    cases = {(1, 5120, 2560): (3, 3), (16, 5120, 3456): (3, 3), (1, 3072, 4096): (5, 3), (16, 4096, 1792): (2, 3),
+             (1, 3584, 9472): (2, 6), (1, 4608, 7168): (1, 4)}
+    for (m, n, k), (split, stages) in cases.items():
+        cfg = local_gemm.defaults(_GPU(), m, n, k, torch.bfloat16)
+        assert (cfg.split_k, cfg.num_stages, cfg.gemm_sms) == (split, stages, 396 if stages == 3 else 132), (
+            m, n, k, cfg)
+        assert resolve(cfg, None, m, n, k).split_k == split
+        assert -(-n // 64) * split <= 2 * 132  # at most two slices on an SM
     # the fused ops' GEMMs keep one program per SM: theirs may wait on one another
     assert default_config(_GPU(), 1, 9216, 16384, torch.bfloat16, split=True).gemm_sms == 132
 

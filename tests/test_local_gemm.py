@@ -90,6 +90,8 @@ def test_gpu_defaults_pick_per_shape_and_match_float64():
                           (1024, 2112, 1024, "wgmma"), (2048, 5000, 256, "wgmma"),  # (swapped tiles)
                           # decode rows, several programs per SM: in slices of K, whole, 4 programs of 2 stages
                           (1, 9216, 4096, "tile_loop"), (1, 2560, 8192, "tile_loop"), (16, 26624, 1024, "tile_loop"),
+                          # ... and two slices to some SMs (45-132 tiles)
+                          (16, 5120, 3456, "tile_loop"), (1, 3072, 4096, "tile_loop"),
                           # 64-row tiles in slices; Gluon tiles 192, 96 and 144 (256 rows) wide
                           (128, 2304, 4096, "tile_loop"), (1024, 2880, 1024, "wgmma"), (1024, 1280, 2880, "wgmma"),
                           (4096, 1152, 3584, "wgmma")):
