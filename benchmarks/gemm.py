@@ -575,6 +575,9 @@ def quantize(x, rowwise, dim):
     return (x / scale).to(torch.float8_e4m3fn), scale
 
 
+FP8_DEFAULTS = ("default", "default, fast accum", "default, tile loop", "default, fast accum, tile loop")
+
+
 def run_fp8(ctx, args, run_stamp):
     """fused_ops.fp8.scaled_mm against torch._scaled_mm on the same e4m3 operands and scales (per-tensor, row-wise),
     bf16 out, graph-timed in turns; both checked against float64 on the dequantized operands."""
@@ -583,8 +586,8 @@ def run_fp8(ctx, args, run_stamp):
     from fused_ops import fp8
 
     rows = []
-    configs = {"default": None, "default, fast accum": None, "default, tile loop": None,
-               "default, fast accum, tile loop": None,
+    named = [name for name in FP8_DEFAULTS if name in (args.configs or ())]  # the defaults named, else all four
+    configs = {**{name: None for name in named or FP8_DEFAULTS},
                **{name: cfg for name, cfg in FP8_CANDIDATES.items() if args.configs and name in args.configs}}
     for m, n, k, tag in per_shape(ctx, args):
         if n % 16 or k % 16:
@@ -680,7 +683,7 @@ def main():
     p.add_argument("--configs", nargs="+", help="only these candidate names (e.g. default '64x128x64 s8 w4'), or "
                                                 "shell-style patterns of them ('16x64x256 s4 w4*')")
     args = p.parse_args()
-    known = set(CANDIDATES) | set(SMALL_M_CANDIDATES) | set(FP8_CANDIDATES)
+    known = set(CANDIDATES) | set(SMALL_M_CANDIDATES) | set(FP8_CANDIDATES) | set(FP8_DEFAULTS)
     patterns = [c for c in args.configs or () if any(ch in c for ch in "*?[")]
     unknown = {c for c in args.configs or () if c not in known and c not in patterns}
     unknown |= {c for c in patterns if not fnmatch.filter(known, c)}
