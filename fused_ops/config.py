@@ -185,6 +185,11 @@ WGMMA_FP8_FAST_TILE = (128, 256, 128, 3)   # fast accumulation: one accumulator,
 # ones need two waves, 0.62-0.70 -> 0.83-0.92x torch._scaled_mm(use_fast_accum=True) on an H200, each against the
 # 128x256 default in one run (results/current/gemm/wide_tiles_c924e34/four_fp8_4e3ca71.csv).
 WGMMA_FP8_FAST_FOUR_TILE = (256, 160, 128, 3, 1.1)
+# ... and the precise tiles beside them, at the 16-bit tiles' costs (one accumulator, as 16-bit): where 128x256 tiles
+# waste a wave or leave SMs idle, at 1024-4096 rows they had read 0.62-0.83x torch._scaled_mm(use_fast_accum=True)
+# where precise accumulation on the narrower tiles read 0.87-1.05x (results/current/gemm/fp8_all_c926c3d/).
+WGMMA_FP8_FAST_TILES = (WGMMA_FP8_FAST_TILE + (1.0,), (192, 128, 128, 4, 1.05), (128, 128, 128, 6, 1.1),
+                        (128, 144, 128, 4, 1.2), (128, 160, 128, 4, 1.2))
 WGMMA_MIN_FILL = 0.7
 # Swap-AB tiles (wgmma.run(swap=True)): C's transpose, B's columns as the MMAs' 64-row blocks, A's rows as their N.
 # A tile can then span 256 rows of A with full-width MMAs (non-swapped 256-row tiles cannot: four consumers' 64-wide
@@ -571,17 +576,16 @@ def swapped_rows_tile(m, fp8, fast):
 
 
 def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True, k=None, row_scales=False):
-    """The Gluon kernel's config for an m x n output where `cfg` holds the tile loop's defaults: FP8 with precise
-    accumulation where 128x128 tiles reach WGMMA_MIN_FILL x `sms`; FP8 with fast accumulation where its 128x256
-    tiles do (and n >= 256); 16-bit where the defaults chose 128-row tiles (whole, or the last wave split: the
-    Gluon kernel's tile choice beat the split tails) and 128x128 tiles reach it; FP8 decode rows (m <= DECODE_ROWS)
-    where swap-AB 16x64 tiles fit in one wave, and 17-32 rows where 32x64 ones fit in two (swapped_rows_tile);
-    never 16-bit decode rows. The tile: the fewest waves times area times cost (WGMMA_TILES, also WGMMA_NARROW_TILE
-    where its waves are nearly full, and 16-bit WGMMA_SWAP_TILES; FP8: WGMMA_FP8_TILES and WGMMA_FP8_NARROW_TILE).
-    b_aligned: B's rows are 128-byte aligned (else non-swapped tiles cost UNALIGNED_B_COST more). k (where given):
-    where the 128x128 tiles are fewer, split-K or edge-row tiles (wgmma_few_tiles). None elsewhere: gemm.py's tile
-    loop runs those. force: the dtype's pick wherever (kernel="wgmma"). row_scales: FP8 with row-wise scales (no
-    WGMMA_FP8_FAST_FOUR_TILE). Host only, free."""
+    """The Gluon kernel's config for an m x n output where `cfg` holds the tile loop's defaults: FP8 (either
+    accumulation) where 128x128 tiles reach WGMMA_MIN_FILL x `sms`; 16-bit where the defaults chose 128-row tiles
+    (whole, or the last wave split: the Gluon kernel's tile choice beat the split tails) and 128x128 tiles reach it;
+    FP8 decode rows (m <= DECODE_ROWS) where swap-AB 16x64 tiles fit in one wave, and 17-32 rows where 32x64 ones fit
+    in two (swapped_rows_tile); never 16-bit decode rows. The tile: the fewest waves times area times cost
+    (WGMMA_TILES and 16-bit WGMMA_SWAP_TILES; FP8: WGMMA_FP8_TILES, with fast accumulation WGMMA_FP8_FAST_TILES; the
+    dtype's narrow tile where its waves are nearly full). b_aligned: B's rows are 128-byte aligned (else non-swapped
+    tiles cost UNALIGNED_B_COST more). k (where given): where the 128x128 tiles are fewer, split-K or edge-row tiles
+    (wgmma_few_tiles). None elsewhere: gemm.py's tile loop runs those. force: the dtype's pick wherever
+    (kernel="wgmma"). row_scales: FP8 with row-wise scales (no WGMMA_FP8_FAST_FOUR_TILE). Host only, free."""
     fp8 = dtype == torch.float8_e4m3fn
     few_rows = swapped_rows_tile(m, fp8, fast)
     if few_rows is not None and (force or -(-n // few_rows[1]) <= (1 if m <= DECODE_ROWS else 2) * sms):
@@ -589,20 +593,19 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
         split = 1 if k is None else few_split(-(-n // few_rows[1]), sms, k, few_rows[2])
         return replace(tile, split_k=split) if split > 1 else tile
     if fp8 and fast:
-        tiles = (WGMMA_FP8_FAST_TILE + (1.0,),) + (() if row_scales else (WGMMA_FP8_FAST_FOUR_TILE,))
+        tiles = WGMMA_FP8_FAST_TILES + (() if row_scales else (WGMMA_FP8_FAST_FOUR_TILE,))
     else:
         tiles = WGMMA_FP8_TILES if fp8 else WGMMA_TILES
-    if not (fp8 and fast):
-        narrow = WGMMA_FP8_NARROW_TILE if fp8 else WGMMA_NARROW_TILE
-        waves = -(-m // narrow[0]) * -(-n // narrow[1]) / sms
-        if waves % 1 == 0 or waves % 1 >= WGMMA_NARROW_FILL:
-            tiles = tiles + (narrow,)
+    narrow = WGMMA_FP8_NARROW_TILE if fp8 else WGMMA_NARROW_TILE
+    waves = -(-m // narrow[0]) * -(-n // narrow[1]) / sms
+    if waves % 1 == 0 or waves % 1 >= WGMMA_NARROW_FILL:
+        tiles = tiles + (narrow,)
     if not force:
         if m <= DECODE_ROWS:
             return None
-        if -(-m // 128) * -(-n // (256 if fp8 and fast else 128)) < WGMMA_MIN_FILL * sms:
-            return None if k is None or (fp8 and fast) else wgmma_few_tiles(cfg, m, n, k, sms, fp8)
-        if (fp8 and fast and n < 256) or (not fp8 and cfg.block_m != 128):
+        if -(-m // 128) * -(-n // 128) < WGMMA_MIN_FILL * sms:
+            return None if k is None else wgmma_few_tiles(cfg, m, n, k, sms, fp8)
+        if not fp8 and cfg.block_m != 128:
             return None
     if not fp8 or fast:  # 16-bit and FP8 fast widths between powers of two: in one wave, or in one row of tiles
         tiles = tuple(t for t in tiles if t[1] & (t[1] - 1) == 0 or m <= t[0] or -(-m // t[0]) * -(-n // t[1]) <= sms)

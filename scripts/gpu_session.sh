@@ -426,6 +426,36 @@ for stage in "$@"; do
                16x5120x3456 16x3456x5120 16x4000x4096 16x2880x2048 16x2880x2880 16x2880x1440 \
                16x3072x1536 16x4608x7168 \
                --configs matmul '16x64x128 s6 w4 k2' '16x64x256 s4 w4' --out "$OUT/decodemid" ;;
+    fp8x)  # one GPU: FP8 fast accumulation where its Gluon tiles now include the precise ones
+             # (config.WGMMA_FP8_FAST_TILES): the default against each tile and the previous picks (128x256, the tile
+             # loop); FP8 decode rows below their floor: slices, several programs per SM, the swapped tiles in slices
+             run gemm_fp8x_fast.log timeout ${X_TIMEOUT:-300} python3 benchmarks/gemm.py --fp8 --shapes 4096x768x4096 4096x3584x4096 4096x2560x8192 128x1280x8192 128x16032x8192 128x16384x8192 \
+               128x16384x26624 4096x2304x16384 128x16384x2048 128x16384x6656 4096x3584x1792 \
+               128x18944x3584 4096x3584x9472 128x76032x3584 4096x3584x448 4096x3584x2368 \
+               128x19008x3584 4096x3584x5120 128x38016x5120 4096x3456x5120 128x76032x8192 \
+               128x19008x8192 4096x1440x2880 4096x2112x7168 128x12288x1536 128x18432x7168 \
+               128x16160x7168 128x128x65536 1024x1536x4096 1024x2304x3584 1024x18944x3584 \
+               16384x1152x3584 1024x1792x5120 1024x38016x5120 16384x896x5120 1024x29568x8192 \
+               1024x2560x2880 16384x2880x2048 16384x2880x1440 16384x2880x512 1024x18432x7168 \
+               128x14336x4096 4096x1536x4096 128x16032x4096 128x14336x8192 4096x4608x16384 \
+               128x16384x4096 128x16384x13312 128x13312x16384 128x16032x16384 4096x2304x3584 \
+               4096x3584x896 4096x3584x4736 128x38016x3584 4096x640x3584 4096x4736x3584 \
+               128x13824x5120 128x76032x5120 128x19008x5120 128x14784x8192 128x38016x8192 \
+               4096x7392x8192 128x16000x4096 4096x2560x2880 128x50272x2880 4096x640x2880 \
+               4096x720x2880 128x16384x512 4096x4608x7168 129x4096x4096 16384x64x4096 \
+               1024x14336x4096 1024x2560x8192 1024x14336x8192 1024x9216x16384 1024x2304x16384 \
+               1024x13312x16384 1024x9472x3584 1024x38016x3584 16384x640x3584 1024x13824x5120 \
+               1024x38016x8192 16384x2880x2880 16384x2880x1024 1024x1440x2880 16384x2880x720 \
+               16384x640x2880 1024x2112x7168 1024x6144x1536 1024x9216x7168 4096x4544x4544 \
+               --configs 'default, fast accum' 'default, fast accum, tile loop' 'wgmma fp8 128x256x128 s3 fast accum' \
+               'wgmma fp8 192x128x128 s4 fast accum' 'wgmma fp8 128x128x128 s6 fast accum' \
+               'wgmma fp8 128x128x128 s4 rem[13]* fast accum' 'wgmma fp8 256x128x128 s3 rem32 fast accum' \
+               --out "$OUT/fp8x_fast" && \
+             run gemm_fp8x_decode.log timeout 240 python3 benchmarks/gemm.py --fp8 --shapes 1x2304x16384 \
+               16x2304x16384 16x2560x8192 1x2560x8192 1x38016x3584 16x38016x3584 1x100544x2880 16x50272x2880 \
+               1x9472x3584 16x8192x3696 1x3584x5120 16x4000x4096 --configs default 'default, tile loop' \
+               'wgmma fp8 swap 16x64x256 s4 k*' 'fp8 16x64x256 s4 w4*' 'fp8 16x128x256 s4 w4*' \
+               'fp8 16x64x256 s3 w4 x3*' 'fp8 16x64x256 s2 w4 x4' --out "$OUT/fp8x_decode" ;;
     newdefaults)  # one GPU: this round's defaults (decode programs per SM, 64-row tiles in slices, 96/144/192-wide
              # Gluon tiles) picked per shape and matching float64, and the wider Gluon tiles themselves
              run pytest_newdefaults.log timeout ${TEST_TIMEOUT:-560} python3 -m pytest -v -p no:warnings \
