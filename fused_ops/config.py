@@ -120,6 +120,11 @@ FP8_DECODE_WIDE_TILE = (16, 128, 256, 4, 4)
 # waves of 64-wide tiles; splitting those into 2-3 slices of K did not help: 0.88-0.90x; results/current/gemm/
 # fp8_decode_70c9395/, 1x H100).
 FP8_DECODE_WIDEST_TILE = (16, 256, 256, 3, 4)
+# Where even those need more than one wave (N > 256 x the SMs: vocabulary projections) and the GEMM runs alone
+# (scaled_mm), three programs of 3 stages per SM, as 16-bit decode rows run (DECODE_ALONE_TILES): 1x38016x3584 and
+# 1x100544x2880 0.79-0.83 -> 0.98-0.99x torch._scaled_mm against one 64-wide program per SM (results/current/gemm/
+# fp8_all_c926c3d/fp8x_decode_*).
+FP8_DECODE_ALONE_TILE = (16, 64, 256, 3, 4, 3)
 # Few 64x64 tiles (fewer than half the SMs, K short enough to leave them whole): each program's own chain of blocks
 # sets the time, and with precise accumulation every block ends in a wait on its MMAs. 512-deep blocks halve the
 # waits: 128x640x3584 0.80 -> 0.90x torch._scaled_mm, 128x768x4096 0.81 -> 0.92x, 128x1792x5120 0.86 -> 0.91x; with
@@ -205,6 +210,10 @@ UNALIGNED_B_COST = 1.3
 # tile loop's 16-row tiles, split along K to fill one wave, won. Precise accumulation: 256-deep K blocks (half the
 # promotions; the error stayed at torch's); fast: 128-deep, 8 stages (docs/performance.md).
 WGMMA_FP8_DECODE_TILE = (16, 64, 256, 4)
+# ... in slices of K (one per SM, a second kernel adding them) where they leave 3-fold SMs or more, not only 4-fold:
+# 36-40 tiles at K of 8-16k, 0.79-0.95 -> 1.08-1.30x torch._scaled_mm; with 56-63 tiles 2 slices lost (0.84 against
+# 0.88-0.92x; results/current/gemm/fp8_all_c926c3d/fp8x_decode_*).
+DECODE_SWAP_FEW_TILES = 3
 WGMMA_FP8_FAST_DECODE_TILE = (16, 64, 128, 8)
 # 17-32 rows, either dtype: 32-row swapped tiles where they take at most two waves. The tile loop pads those rows to
 # 64-row tiles (its 16-row ones serve decode rows only); at 64 rows the two ran even (docs/performance.md).
@@ -242,10 +251,10 @@ WGMMA_FP8_REM_TILE = (128, 64, 128, 6)
 EDGE_ROWS_MAX = 256
 
 
-def few_split(tiles, sms, k, block_k):
-    """split_k of the Gluon kernel's tiles where they leave FEW_TILES-fold SMs or more: one unit of work per SM, each
-    slice MIN_SLICE_BLOCKS blocks of K or more; else 1."""
-    if tiles * FEW_TILES > sms:
+def few_split(tiles, sms, k, block_k, few=None):
+    """split_k of the Gluon kernel's tiles where they leave `few`-fold (FEW_TILES) SMs or more: one unit of work per
+    SM, each slice MIN_SLICE_BLOCKS blocks of K or more; else 1."""
+    if tiles * (few or FEW_TILES) > sms:
         return 1
     return max(1, min(sms // tiles, -(-k // block_k) // MIN_SLICE_BLOCKS))
 
@@ -533,13 +542,14 @@ def fp8_decode_split(m, n, k, programs):
     return best[1], best[2]
 
 
-def fp8_defaults(cfg, m, n, k, fast=False):
+def fp8_defaults(cfg, m, n, k, fast=False, alone=False):
     """FP8 defaults (default_config's, for scaled_mm) made for FP8 on GPUs: at decode (m <= DECODE_ROWS), 16-row tiles
-    and slices of K filling one wave (fp8_decode_split); with precise accumulation, where they chose a 128-row tile,
+    and slices of K filling one wave (fp8_decode_split; where the GEMM runs alone and no tile fits one wave,
+    FP8_DECODE_ALONE_TILE's programs, several per SM); with precise accumulation, where they chose a 128-row tile,
     FP8_PRECISE_TILE in whole tiles, and where they chose 64x64 tiles for fewer than half the SMs, FP8_FEW_TILE
     (whole, where its blocks are too few to slice); plain split-K (few tiles) and the other 64-row tiles as they
     were. Host only, free."""
-    tiles = -(-m // 64) * -(-n // 64)
+    tiles, programs = -(-m // 64) * -(-n // 64), cfg.gemm_sms
     if (not fast and (cfg.block_m, cfg.block_n) == (64, 64) and m > DECODE_ROWS and 2 * tiles <= cfg.gemm_sms
             and few_tiles_split(tiles, cfg.gemm_sms, k, FP8_FEW_TILE[2]) == 1):
         (bm, bn, bk, stages, warps), split = FP8_FEW_TILE, 1
@@ -547,12 +557,14 @@ def fp8_defaults(cfg, m, n, k, fast=False):
         return cfg
     elif m <= DECODE_ROWS:
         (bm, bn, bk, stages, warps), split = fp8_decode_split(m, n, k, cfg.gemm_sms)
+        if alone and (bm, bn, split) == FP8_DECODE_TILE[:2] + (1,) and -(-n // FP8_DECODE_WIDEST_TILE[1]) > programs:
+            (bm, bn, bk, stages, warps), programs = FP8_DECODE_ALONE_TILE[:5], FP8_DECODE_ALONE_TILE[5] * programs
     elif cfg.block_m == 128 and not fast:
         (bm, bn, bk, stages, warps), split = FP8_PRECISE_TILE, 1
     else:
         return cfg
     return replace(cfg, block_m=bm, block_n=bn, block_k=bk, num_stages=stages, num_warps=warps, split_k=split,
-                   split_tail=False)
+                   split_tail=False, gemm_sms=programs)
 
 
 def fp8_catalog_defaults(cfg, m, n, k, split):
@@ -590,7 +602,8 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
     few_rows = swapped_rows_tile(m, fp8, fast)
     if few_rows is not None and (force or -(-n // few_rows[1]) <= (1 if m <= DECODE_ROWS else 2) * sms):
         tile = gluon_tile(cfg, *few_rows, swap=True)  # where they are few and K long (k given): in slices of K
-        split = 1 if k is None else few_split(-(-n // few_rows[1]), sms, k, few_rows[2])
+        few = DECODE_SWAP_FEW_TILES if m <= DECODE_ROWS else FEW_TILES
+        split = 1 if k is None else few_split(-(-n // few_rows[1]), sms, k, few_rows[2], few)
         return replace(tile, split_k=split) if split > 1 else tile
     if fp8 and fast:
         tiles = WGMMA_FP8_FAST_TILES + (() if row_scales else (WGMMA_FP8_FAST_FOUR_TILE,))

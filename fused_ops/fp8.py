@@ -75,7 +75,7 @@ def plan(a, b, config=None, use_fast_accum=False):
     runs instead)."""
     def defaults(dev, m, n, k):
         cfg = _config.default_config(dev, m, n, k, FP8, split=True)
-        return _config.fp8_defaults(cfg, m, n, k, use_fast_accum) if dev.backend == "cuda" else cfg
+        return _config.fp8_defaults(cfg, m, n, k, use_fast_accum, alone=True) if dev.backend == "cuda" else cfg
     return _mm.tile_loop_plan(a, b, config, defaults, "scaled_mm")
 
 

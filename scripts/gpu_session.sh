@@ -456,6 +456,18 @@ for stage in "$@"; do
                1x9472x3584 16x8192x3696 1x3584x5120 16x4000x4096 --configs default 'default, tile loop' \
                'wgmma fp8 swap 16x64x256 s4 k*' 'fp8 16x64x256 s4 w4*' 'fp8 16x128x256 s4 w4*' \
                'fp8 16x64x256 s3 w4 x3*' 'fp8 16x64x256 s2 w4 x4' --out "$OUT/fp8x_decode" ;;
+    fp8dec)  # one GPU: FP8 decode rows whose defaults moved (swapped tiles in slices where they leave 3-fold SMs;
+             # three tile-loop programs per SM where no 16-row tile fits one wave) against the previous picks, the
+             # FP8 default configs' GPU test
+             run pytest_fp8dec.log timeout ${TEST_TIMEOUT:-300} python3 -m pytest -v -p no:warnings \
+               tests/test_gemm_shapes.py tests/test_wgmma.py -k "fp8_default_configs_on_gpu or fp8_wgmma_matches" && \
+             run gemm_fp8dec.log timeout 300 python3 benchmarks/gemm.py --fp8 --shapes 1x2304x3584 1x2304x16384 1x2560x2880 1x2560x8192 1x38016x3584 1x38016x8192 1x50272x2880 \
+               1x53248x16384 1x64128x4096 1x64128x16384 1x64640x7168 1x76032x3584 1x76032x8192 \
+               1x100544x2880 16x2304x3584 16x2304x16384 16x2560x2880 16x2560x8192 16x38016x3584 \
+               16x38016x8192 16x50272x2880 16x53248x16384 16x64128x4096 16x64128x16384 16x64640x7168 \
+               16x76032x3584 16x76032x8192 16x100544x2880 \
+               --configs default 'default, fast accum' 'fp8 16x64x256 s4 w4' 'wgmma fp8 swap 16x64x256 s4' \
+               'wgmma fp8 swap 16x64x128 s8 fast accum' --out "$OUT/fp8dec" ;;
     newdefaults)  # one GPU: this round's defaults (decode programs per SM, 64-row tiles in slices, 96/144/192-wide
              # Gluon tiles) picked per shape and matching float64, and the wider Gluon tiles themselves
              run pytest_newdefaults.log timeout ${TEST_TIMEOUT:-560} python3 -m pytest -v -p no:warnings \

@@ -273,6 +273,16 @@ def test_fp8_defaults_replace_the_spilling_128_row_tiles_and_use_decode_tiles():
         assert pick(m, n, k) == (*FP8_FEW_TILE, 1, False), (m, n, k)
         assert pick(m, n, k, fast=True)[:3] == (64, 64, 256), (m, n, k)
     assert pick(128, 2560, 2880)[:3] == (64, 64, 256)  # 80 tiles: more than half the SMs
+    # scaled_mm runs alone: where no 16-row tile fits one wave, three 3-stage programs per SM; the catalog's keep one
+    for fast in (False, True):
+        alone = fp8_defaults(default_config(_GPU(), 1, 38016, 3584, torch.float8_e4m3fn, split=True), 1, 38016,
+                             3584, fast, alone=True)
+        assert (_tile(alone), alone.num_stages, alone.gemm_sms, alone.split_k) == ((16, 64, 256), 3, 396, 1)
+    assert fp8_catalog_defaults(default_config(_GPU(), 1, 38016, 3584, torch.float8_e4m3fn, split=True), 1, 38016,
+                                3584, True).gemm_sms == 132
+    one = fp8_defaults(default_config(_GPU(), 1, 19008, 8192, torch.float8_e4m3fn, split=True), 1, 19008, 8192,
+                       alone=True)
+    assert (one.block_n, one.gemm_sms) == (256, 132)  # the widest tiles fill one wave
 
 
 def test_fp8_catalog_ops_take_the_fp8_tiles():
@@ -400,10 +410,13 @@ ON_GPU = torch.cuda.is_available() and __import__("iris").BACKEND == "cuda"
 def test_fp8_default_configs_on_gpu_match_float64_like_torch():
     # The public set's edge classes with the FP8 defaults (decode, plain split-K, split tails, N not a multiple of the
     # tile), both scalings, against float64 and within 2x (or 1e-2) of torch._scaled_mm's own error; with fast
-    # accumulation where per-tensor scales take 256x160 Gluon tiles (row-wise ones: 128x256).
+    # accumulation where per-tensor scales take 256x160 Gluon tiles (row-wise ones: 128x256), 192x128 and 128x144 ones;
+    # decode rows in swapped tiles sliced along K, and in several tile-loop programs per SM, with either accumulation.
     cases = [(m, n, k, False) for m, n, k in ((1, 4000, 4096), (16, 3584, 2368), (128, 128, 65536), (1024, 2112, 7168),
                                               (4096, 3000, 4096), (3000, 4096, 4096), (333, 784, 2048))]
-    for m, n, k, fast in cases + [(4096, 1152, 3584, True), (1024, 4736, 1024, True)]:
+    cases += [(m, n, k, True) for m, n, k in ((4096, 1152, 3584), (1024, 4736, 1024), (4096, 2304, 3584),
+                                              (1024, 2112, 7168))]
+    for m, n, k, fast in cases + [(m, n, k, f) for m, n, k in ((16, 2304, 16384), (1, 38016, 3584)) for f in (0, 1)]:
         for row in (False, True):
             a32, w32 = torch.randn(m, k, device="cuda"), torch.randn(n, k, device="cuda")
             sa = (a32.abs().amax(1, keepdim=True) if row else a32.abs().amax()) / 448
