@@ -210,10 +210,12 @@ UNALIGNED_B_COST = 1.3
 # tile loop's 16-row tiles, split along K to fill one wave, won. Precise accumulation: 256-deep K blocks (half the
 # promotions; the error stayed at torch's); fast: 128-deep, 8 stages (docs/performance.md).
 WGMMA_FP8_DECODE_TILE = (16, 64, 256, 4)
-# ... in slices of K (one per SM, a second kernel adding them) where they leave 3-fold SMs or more, not only 4-fold:
-# 36-40 tiles at K of 8-16k, 0.79-0.95 -> 1.08-1.30x torch._scaled_mm; with 56-63 tiles 2 slices lost (0.84 against
-# 0.88-0.92x; results/current/gemm/fp8_all_c926c3d/fp8x_decode_*).
-DECODE_SWAP_FEW_TILES = 3
+# ... in slices of K (one per SM, a second kernel adding them) where they leave 4-fold SMs (few_split), and in 3
+# where they leave 3-fold and K has blocks for 3 slices: 36-40 tiles at K of 8-16k, 0.71-0.85 -> 1.09-1.29x
+# torch._scaled_mm against whole tiles in one run; 2 slices lost (56-63 tiles: 0.84 against 0.88-0.92x; 40 tiles at
+# K = 2880 with fast accumulation: 0.81-0.82 against 0.88x; results/current/gemm/fp8_all_c926c3d/fp8x_decode_*,
+# fp8dec_*).
+DECODE_SWAP_SLICES = 3
 WGMMA_FP8_FAST_DECODE_TILE = (16, 64, 128, 8)
 # 17-32 rows, either dtype: 32-row swapped tiles where they take at most two waves. The tile loop pads those rows to
 # 64-row tiles (its 16-row ones serve decode rows only); at 64 rows the two ran even (docs/performance.md).
@@ -251,10 +253,10 @@ WGMMA_FP8_REM_TILE = (128, 64, 128, 6)
 EDGE_ROWS_MAX = 256
 
 
-def few_split(tiles, sms, k, block_k, few=None):
-    """split_k of the Gluon kernel's tiles where they leave `few`-fold (FEW_TILES) SMs or more: one unit of work per
-    SM, each slice MIN_SLICE_BLOCKS blocks of K or more; else 1."""
-    if tiles * (few or FEW_TILES) > sms:
+def few_split(tiles, sms, k, block_k):
+    """split_k of the Gluon kernel's tiles where they leave FEW_TILES-fold SMs or more: one unit of work per SM, each
+    slice MIN_SLICE_BLOCKS blocks of K or more; else 1."""
+    if tiles * FEW_TILES > sms:
         return 1
     return max(1, min(sms // tiles, -(-k // block_k) // MIN_SLICE_BLOCKS))
 
@@ -602,8 +604,11 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
     few_rows = swapped_rows_tile(m, fp8, fast)
     if few_rows is not None and (force or -(-n // few_rows[1]) <= (1 if m <= DECODE_ROWS else 2) * sms):
         tile = gluon_tile(cfg, *few_rows, swap=True)  # where they are few and K long (k given): in slices of K
-        few = DECODE_SWAP_FEW_TILES if m <= DECODE_ROWS else FEW_TILES
-        split = 1 if k is None else few_split(-(-n // few_rows[1]), sms, k, few_rows[2], few)
+        tiles, blocks = -(-n // few_rows[1]), -(-(k or 0) // few_rows[2])
+        split = 1 if k is None else few_split(tiles, sms, k, few_rows[2])
+        if (m <= DECODE_ROWS and split == 1 and tiles * DECODE_SWAP_SLICES <= sms
+                and blocks >= DECODE_SWAP_SLICES * MIN_SLICE_BLOCKS):
+            split = DECODE_SWAP_SLICES
         return replace(tile, split_k=split) if split > 1 else tile
     if fp8 and fast:
         tiles = WGMMA_FP8_FAST_TILES + (() if row_scales else (WGMMA_FP8_FAST_FOUR_TILE,))

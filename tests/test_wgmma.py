@@ -190,10 +190,11 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
         assert (four.block_m, four.block_n + four.rem_cols) == (256, 160), (m, n, four)
         other = C.wgmma_config(cfg, m, n, 132, FP8, fast=True, row_scales=True)  # row-wise: would spill
         assert other.block_m < 256, (m, n, other)
-    # FP8 decode rows: swapped 16x64 tiles, in slices of K where they leave 3-fold SMs (a second kernel adds them)
+    # FP8 decode rows: swapped 16x64 tiles, in 3 slices of K where they leave 3-fold SMs (a second kernel adds them)
     for fast in (False, True):
         assert C.wgmma_config(cfg, 16, 2304, 132, FP8, fast=fast, k=16384).split_k == 3  # 36 tiles
         assert C.wgmma_config(cfg, 16, 3584, 132, FP8, fast=fast, k=16384).split_k == 1  # 56 tiles: whole
+        assert C.wgmma_config(cfg, 16, 2560, 132, FP8, fast=fast, k=2880).split_k == 1  # too few blocks for 3
     assert C.wgmma_config(cfg, 8192, 8192, 132, FP8, fast=True).block_n == 256  # many waves: the 128x256 tile
     assert C.wgmma_config(cfg, 128, 8192, 132, FP8) is None  # 64 tiles for 132 SMs
     assert C.wgmma_config(cfg, 128, 12288, 132, FP8) is not None  # 96 tiles
