@@ -468,6 +468,10 @@ for stage in "$@"; do
                16x76032x3584 16x76032x8192 16x100544x2880 \
                --configs default 'default, fast accum' 'fp8 16x64x256 s4 w4' 'wgmma fp8 swap 16x64x256 s4' \
                'wgmma fp8 swap 16x64x128 s8 fast accum' --out "$OUT/fp8dec" ;;
+    tests31)  # one GPU: the GEMM defaults' GPU tests (bf16 and FP8 picks per shape against float64)
+             run pytest_tests31.log timeout ${TEST_TIMEOUT:-300} python3 -m pytest -v -p no:warnings \
+               tests/test_local_gemm.py tests/test_gemm_shapes.py tests/test_wgmma.py \
+               -k "gpu_defaults or fp8_default_configs_on_gpu or fp8_wgmma_matches or default_configs_on_gpu" ;;
     newdefaults)  # one GPU: this round's defaults (decode programs per SM, 64-row tiles in slices, 96/144/192-wide
              # Gluon tiles) picked per shape and matching float64, and the wider Gluon tiles themselves
              run pytest_newdefaults.log timeout ${TEST_TIMEOUT:-560} python3 -m pytest -v -p no:warnings \
