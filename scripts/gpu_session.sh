@@ -472,6 +472,24 @@ for stage in "$@"; do
              run pytest_tests31.log timeout ${TEST_TIMEOUT:-300} python3 -m pytest -v -p no:warnings \
                tests/test_local_gemm.py tests/test_gemm_shapes.py tests/test_wgmma.py \
                -k "gpu_defaults or fp8_default_configs_on_gpu or fp8_wgmma_matches or default_configs_on_gpu" ;;
+    fp8y)  # one GPU: FP8 below its floor after fp8all: fast decode rows on the precise swapped tile; 1024 rows on
+             # 128x192 Gluon tiles (one wave); few 128x128 tiles at 1024 rows in the Gluon kernel (whole, in slices);
+             # 128 rows: 64x64 tiles, slices, Gluon 128x64 and 128x128 tiles in slices
+             run gemm_fp8y_decode.log timeout 120 python3 benchmarks/gemm.py --fp8 --shapes 16x3584x4736 \
+               16x4000x4096 1x3456x5120 16x1280x2880 16x720x2880 1x3584x5120 16x5120x6912 16x9472x3584 \
+               --configs 'default, fast accum' 'wgmma fp8 swap 16x64x256 s4 fast accum' --out "$OUT/fp8y_decode" && \
+             run gemm_fp8y_1024.log timeout 200 python3 benchmarks/gemm.py --fp8 --shapes 1024x2880x720 \
+               1024x2880x2880 1024x3072x4096 1024x3584x1792 1024x3584x5120 1024x3584x9472 1024x1152x3584 \
+               1024x1280x2880 1024x1280x8192 1024x640x2880 1024x640x3584 1024x1536x4096 \
+               --configs default 'default, fast accum' 'wgmma fp8 128x128x128 s3 rem64' \
+               'wgmma fp8 128x128x128 s3 rem64 fast accum' 'wgmma fp8 128x128x128 s6' 'wgmma fp8 128x64x128 s8' \
+               'wgmma fp8 128x128x128 s6 kfill' 'wgmma fp8 128x64x128 s8 kfill' --out "$OUT/fp8y_1024" && \
+             run gemm_fp8y_128.log timeout 200 python3 benchmarks/gemm.py --fp8 --shapes 128x2304x16384 \
+               128x3456x5120 128x3584x4736 128x3584x9472 128x4096x7168 128x4608x16384 128x5120x8192 \
+               128x8192x3696 128x9216x16384 128x9472x3584 --configs default 'default, fast accum' \
+               'fp8 64x64x256 s4 w4' 'fp8 64x64x256 s4 w4 k[23]' 'fp8 64x128x256 s4 w4 k2' \
+               'wgmma fp8 128x64x128 s8 kfill' 'wgmma fp8 128x128x128 s6 kfill' 'wgmma fp8 128x128x128 s6' \
+               --out "$OUT/fp8y_128" ;;
     newdefaults)  # one GPU: this round's defaults (decode programs per SM, 64-row tiles in slices, 96/144/192-wide
              # Gluon tiles) picked per shape and matching float64, and the wider Gluon tiles themselves
              run pytest_newdefaults.log timeout ${TEST_TIMEOUT:-560} python3 -m pytest -v -p no:warnings \
