@@ -193,9 +193,18 @@ WGMMA_FP8_FAST_FOUR_TILE = (256, 160, 128, 3, 1.1)
 # ... and the precise tiles beside them, at the 16-bit tiles' costs (one accumulator, as 16-bit): where 128x256 tiles
 # waste a wave or leave SMs idle, at 1024-4096 rows they had read 0.62-0.83x torch._scaled_mm(use_fast_accum=True)
 # where precise accumulation on the narrower tiles read 0.87-1.05x (results/current/gemm/fp8_all_c926c3d/).
+# FP8 tiles counted only where they fill one wave (or one row of tiles): 128x192 (128 + 64 columns), where 128x128
+# ones need two waves and 128x256 ones leave a quarter of the SMs idle: 1024x2880 and 1024x3072 at K of 720-4096
+# 0.73-0.78 -> 0.97-1.01x torch._scaled_mm, fast accumulation 0.77-0.82 -> 0.82-0.98x (results/current/gemm/
+# fp8_all_c926c3d/fp8y_1024_*); in two waves (1024x3584) they lost (0.61-0.67 against 0.86-0.89x).
+WGMMA_FP8_WAVE_TILES = ((128, 192, 128, 3, 1.1),)
 WGMMA_FP8_FAST_TILES = (WGMMA_FP8_FAST_TILE + (1.0,), (192, 128, 128, 4, 1.05), (128, 128, 128, 6, 1.1),
                         (128, 144, 128, 4, 1.2), (128, 160, 128, 4, 1.2))
 WGMMA_MIN_FILL = 0.7
+# FP8 beyond 128 rows (where the tile loop's 128x128 tiles keep two fp32 accumulators), from half the SMs: 1024x1152
+# and 1024x1280 (72-80 tiles) 0.63-0.77 -> 0.74-0.80x torch._scaled_mm (results/current/gemm/fp8_all_c926c3d/
+# fp8y_1024_*); with 40 (1024x640) the tile loop's 64x128 tiles won (0.84-0.85 against 0.60-0.82x).
+WGMMA_FP8_MIN_FILL = 0.5
 # Swap-AB tiles (wgmma.run(swap=True)): C's transpose, B's columns as the MMAs' 64-row blocks, A's rows as their N.
 # A tile can then span 256 rows of A with full-width MMAs (non-swapped 256-row tiles cannot: four consumers' 64-wide
 # MMAs read the same bytes for half the products) by 64 columns of B with one consumer. (rows of A, columns of B,
@@ -207,16 +216,16 @@ WGMMA_SWAP_TILES = ((256, 128, 64, 3, 1.1), (256, 64, 64, 4, 1.3))
 UNALIGNED_B_COST = 1.3
 # FP8 decode rows (M <= DECODE_ROWS): swap-AB tiles of 16 rows by 64 columns, whose MMAs' N is the 16 rows (the tile
 # loop's 16-row tiles run mma.sync, with no warp specialization), where they fit in one wave; with more tiles the
-# tile loop's 16-row tiles, split along K to fill one wave, won. Precise accumulation: 256-deep K blocks (half the
-# promotions; the error stayed at torch's); fast: 128-deep, 8 stages (docs/performance.md).
+# tile loop's 16-row tiles, split along K to fill one wave, won. 256-deep K blocks, with either accumulation (half the
+# promotions; the error stayed at torch's; with fast accumulation 16x64x128 8-stage tiles read 0.80-0.85x
+# torch._scaled_mm where these read 0.89-0.99x in one run: results/current/gemm/fp8_all_c926c3d/fp8y_decode_*).
 WGMMA_FP8_DECODE_TILE = (16, 64, 256, 4)
-# ... in slices of K (one per SM, a second kernel adding them) where they leave 4-fold SMs (few_split), and in 3
-# where they leave 3-fold and K has blocks for 3 slices: 36-40 tiles at K of 8-16k, 0.71-0.85 -> 1.09-1.29x
-# torch._scaled_mm against whole tiles in one run; 2 slices lost (56-63 tiles: 0.84 against 0.88-0.92x; 40 tiles at
-# K = 2880 with fast accumulation: 0.81-0.82 against 0.88x; results/current/gemm/fp8_all_c926c3d/fp8x_decode_*,
-# fp8dec_*).
-DECODE_SWAP_SLICES = 3
-WGMMA_FP8_FAST_DECODE_TILE = (16, 64, 128, 8)
+# ... in slices of K (one per SM, a second kernel adding them) where they leave 4-fold SMs (few_split), and in
+# THIRD_SLICES where they leave 3-fold and K has blocks for 3 slices: 36-40 tiles at K of 8-16k, 0.71-0.85 ->
+# 1.09-1.29x torch._scaled_mm against whole tiles in one run; 2 slices lost (56-63 tiles: 0.84 against 0.88-0.92x;
+# 40 tiles at K = 2880 with fast accumulation: 0.81-0.82 against 0.88x; results/current/gemm/fp8_all_c926c3d/
+# fp8x_decode_*, fp8dec_*). The FP8 split tile of 65-128 rows too (128x2304x16384: 0.75 -> 1.06x, fp8y_128_*).
+THIRD_SLICES = 3
 # 17-32 rows, either dtype: 32-row swapped tiles where they take at most two waves. The tile loop pads those rows to
 # 64-row tiles (its 16-row ones serve decode rows only); at 64 rows the two ran even (docs/performance.md).
 SWAP_ROWS = 32
@@ -253,9 +262,12 @@ WGMMA_FP8_REM_TILE = (128, 64, 128, 6)
 EDGE_ROWS_MAX = 256
 
 
-def few_split(tiles, sms, k, block_k):
+def few_split(tiles, sms, k, block_k, thirds=False):
     """split_k of the Gluon kernel's tiles where they leave FEW_TILES-fold SMs or more: one unit of work per SM, each
-    slice MIN_SLICE_BLOCKS blocks of K or more; else 1."""
+    slice MIN_SLICE_BLOCKS blocks of K or more; thirds: also THIRD_SLICES where they leave that many-fold SMs and K
+    has the blocks; else 1."""
+    if thirds and tiles * FEW_TILES > sms >= tiles * THIRD_SLICES:
+        return THIRD_SLICES if -(-k // block_k) >= THIRD_SLICES * MIN_SLICE_BLOCKS else 1
     if tiles * FEW_TILES > sms:
         return 1
     return max(1, min(sms // tiles, -(-k // block_k) // MIN_SLICE_BLOCKS))
@@ -272,7 +284,7 @@ def wgmma_few_tiles(cfg, m, n, k, sms, fp8):
             return None
         if not fp8 and (m <= 64 or tiles(tile) * WGMMA_KDOM_TILES <= sms):
             tile = WGMMA_SPLIT_KDOM_TILE
-        split = few_split(tiles(tile), sms, k, tile[2])
+        split = few_split(tiles(tile), sms, k, tile[2], thirds=fp8)
         return replace(gluon_tile(cfg, *tile, swap=not fp8), split_k=split) if split > 1 else None
     rem = next((r for r in WGMMA_REM_ROWS if m <= WGMMA_REM_TILE[0] + r), None)
     tile = WGMMA_FP8_REM_TILE if fp8 else WGMMA_REM_TILE
@@ -424,23 +436,25 @@ def decode_split(tiles, blocks, sms):
     return split
 
 
-# The 64-row tiles (16-bit) where they are the pick: 64x128 or 64x64, whole or (variants that split tiles) in up to
+# The 64-row tiles where they are the pick: 64x128 or 64x64, whole or (variants that split tiles) in up to
 # ROW_TILE_MAX_SPLIT slices of K that keep to one program each, for the fewest waves x tile area x cost x (blocks of
 # K per slice + TILE_OVERHEAD_BLOCKS). 64x64 tiles cost ROW_TILE_NARROW_COST per element: at 128 rows they beat the
 # 64x128 tiles wherever both fit in one wave (128x3584x1792 0.83 -> 1.01x torch.matmul, 128x4096x2048 1.03 -> 1.22x,
 # 128x4000x4096 0.85 -> 0.96x on an H200), and slices of 64x128 tiles beat both where they are few and K long
 # (128x2304x16384 in 3: 0.64 -> 0.99x, 128x3584x9472 in 2: 0.79 -> 1.01x). Over 26 GEMMs of 128 rows, each candidate
 # timed in one run per GPU, the choice at cost 1.15 reached 0.948x (H200) and 0.970x (H100) geomean among these tiles,
-# against 0.945x and 0.962x at 1.2 (results/current/gemm/rows128_7900906/).
+# against 0.945x and 0.962x at 1.2 (results/current/gemm/rows128_7900906/). FP8 takes the same choice of whole tiles
+# (128x3456-4096 at K of 4736-7168: 64x64 tiles 1.00-1.13x torch._scaled_mm against 0.77-0.88x for 64x128;
+# results/current/gemm/fp8_all_c926c3d/fp8y_128_*).
 ROW_TILE_NARROW_COST = 1.15
 ROW_TILE_MAX_SPLIT = 4
 
 
-def row_tile(m, n, k, programs, split):
-    """((block_m, block_n, block_k, num_stages, num_warps), split_k) of the 64-row tiles (ROW_TILE_NARROW_COST).
-    Host only, free."""
+def row_tile(m, n, k, programs, split, table=HOPPER_TILES):
+    """((block_m, block_n, block_k, num_stages, num_warps), split_k) of the 64-row tiles (ROW_TILE_NARROW_COST) of
+    `table` (FP8: HOPPER_FP8_TILES). Host only, free."""
     options = []
-    for tile, cost in ((HOPPER_TILES[2], 1.0), (HOPPER_TILES[3], ROW_TILE_NARROW_COST)):
+    for tile, cost in ((table[2], 1.0), (table[3], ROW_TILE_NARROW_COST)):
         bm, bn, bk = tile[:3]
         tiles, blocks = -(-m // bm) * -(-n // bn), -(-k // bk)
         for s in range(1, (ROW_TILE_MAX_SPLIT if split else 1) + 1):
@@ -499,6 +513,8 @@ def default_config(ctx, m, n_local, k, dtype, comm_programs=False, split=False, 
         s = few_tiles_split(tiles(bm, bn), gemm, k, bk, few=few) if split else 1
         if table is HOPPER_TILES and s <= ROW_TILE_MAX_SPLIT:  # (more slices: K >> M x N, plain split-K as it was)
             (bm, bn, bk, stages, warps), s = row_tile(m, n_local, k, gemm, split)
+        elif s == 1:  # FP8: whole tiles (its slices lost: results/current/gemm/fp8_all_c926c3d/fp8y_128_*)
+            (bm, bn, bk, stages, warps), _ = row_tile(m, n_local, k, gemm, False, table)
         return Config(block_m=bm, block_n=bn, block_k=bk, group_m=8, gemm_sms=gemm, comm_sms=comm, num_stages=stages,
                       num_warps=warps, tma=None, split_k=s, split_tail=False)
     # the large tile (where it fills the SMs) or the half one, each in whole waves (cost in large-tile waves) or with
@@ -583,7 +599,7 @@ def swapped_rows_tile(m, fp8, fast):
     """The swapped tile (rows of A, columns of B, block_k, stages) for few rows: FP8 decode rows, and 17-32 rows of
     either dtype; None elsewhere."""
     if m <= DECODE_ROWS:
-        return (WGMMA_FP8_FAST_DECODE_TILE if fast else WGMMA_FP8_DECODE_TILE) if fp8 else None
+        return WGMMA_FP8_DECODE_TILE if fp8 else None
     if m <= SWAP_ROWS:
         return WGMMA_FP8_ROWS_TILE if fp8 else WGMMA_ROWS_TILE
     return None
@@ -604,11 +620,7 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
     few_rows = swapped_rows_tile(m, fp8, fast)
     if few_rows is not None and (force or -(-n // few_rows[1]) <= (1 if m <= DECODE_ROWS else 2) * sms):
         tile = gluon_tile(cfg, *few_rows, swap=True)  # where they are few and K long (k given): in slices of K
-        tiles, blocks = -(-n // few_rows[1]), -(-(k or 0) // few_rows[2])
-        split = 1 if k is None else few_split(tiles, sms, k, few_rows[2])
-        if (m <= DECODE_ROWS and split == 1 and tiles * DECODE_SWAP_SLICES <= sms
-                and blocks >= DECODE_SWAP_SLICES * MIN_SLICE_BLOCKS):
-            split = DECODE_SWAP_SLICES
+        split = 1 if k is None else few_split(-(-n // few_rows[1]), sms, k, few_rows[2], m <= DECODE_ROWS)
         return replace(tile, split_k=split) if split > 1 else tile
     if fp8 and fast:
         tiles = WGMMA_FP8_FAST_TILES + (() if row_scales else (WGMMA_FP8_FAST_FOUR_TILE,))
@@ -621,12 +633,17 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
     if not force:
         if m <= DECODE_ROWS:
             return None
-        if -(-m // 128) * -(-n // 128) < WGMMA_MIN_FILL * sms:
-            return None if k is None else wgmma_few_tiles(cfg, m, n, k, sms, fp8)
+        squares = -(-m // 128) * -(-n // 128)
+        if squares < WGMMA_MIN_FILL * sms:
+            few = None if k is None else wgmma_few_tiles(cfg, m, n, k, sms, fp8)
+            if few is not None or not (fp8 and m > 128 and squares >= WGMMA_FP8_MIN_FILL * sms):
+                return few
         if not fp8 and cfg.block_m != 128:
             return None
     if not fp8 or fast:  # 16-bit and FP8 fast widths between powers of two: in one wave, or in one row of tiles
         tiles = tuple(t for t in tiles if t[1] & (t[1] - 1) == 0 or m <= t[0] or -(-m // t[0]) * -(-n // t[1]) <= sms)
+    if fp8:
+        tiles += tuple(t for t in WGMMA_FP8_WAVE_TILES if m <= t[0] or -(-m // t[0]) * -(-n // t[1]) <= sms)
     tiles = [t + (False,) for t in tiles]
     if not b_aligned:
         tiles = [t[:4] + (t[4] * UNALIGNED_B_COST, False) for t in tiles]

@@ -273,6 +273,8 @@ def test_fp8_defaults_replace_the_spilling_128_row_tiles_and_use_decode_tiles():
         assert pick(m, n, k) == (*FP8_FEW_TILE, 1, False), (m, n, k)
         assert pick(m, n, k, fast=True)[:3] == (64, 64, 256), (m, n, k)
     assert pick(128, 2560, 2880)[:3] == (64, 64, 256)  # 80 tiles: more than half the SMs
+    # 64-row tiles as 16-bit ones choose them (row_tile), whole: 64x64 where both fit one wave, else 64x128
+    assert pick(128, 3584, 4736)[:3] == (64, 64, 256) and pick(128, 4608, 16384)[:3] == (64, 128, 256)
     # scaled_mm runs alone: where no 16-row tile fits one wave, three 3-stage programs per SM; the catalog's keep one
     for fast in (False, True):
         alone = fp8_defaults(default_config(_GPU(), 1, 38016, 3584, torch.float8_e4m3fn, split=True), 1, 38016,

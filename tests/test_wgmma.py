@@ -190,6 +190,17 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
         assert (four.block_m, four.block_n + four.rem_cols) == (256, 160), (m, n, four)
         other = C.wgmma_config(cfg, m, n, 132, FP8, fast=True, row_scales=True)  # row-wise: would spill
         assert other.block_m < 256, (m, n, other)
+    # FP8, either accumulation: 128x192 tiles where they fill one wave (1024x2880: 120 of them), not in two
+    for fast in (False, True):
+        wave = C.wgmma_config(cfg, 1024, 2880, 132, FP8, fast=fast, k=2880)
+        assert (_tile(wave)[:2], wave.rem_cols) == ((128, 128), 64), (fast, wave)
+        assert C.wgmma_config(cfg, 1024, 3584, 132, FP8, fast=fast, k=5120).rem_cols != 64
+        # beyond 128 rows, 128x128 tiles from half the SMs (80 at 1024x1280); not with 40 (1024x640)
+        assert _tile(C.wgmma_config(cfg, 1024, 1280, 132, FP8, fast=fast, k=2880))[:2] == (128, 128)
+        assert C.wgmma_config(cfg, 1024, 640, 132, FP8, fast=fast, k=2880) is None
+    # 65-128 rows, long K: the FP8 split tile in 3 slices where its tiles leave 3-fold SMs (36 at 128x2304)
+    few = C.wgmma_config(cfg, 128, 2304, 132, FP8, k=16384)
+    assert (_tile(few)[:2], few.split_k, few.swap_ab) == ((128, 64), 3, False)
     # FP8 decode rows: swapped 16x64 tiles, in 3 slices of K where they leave 3-fold SMs (a second kernel adds them)
     for fast in (False, True):
         assert C.wgmma_config(cfg, 16, 2304, 132, FP8, fast=fast, k=16384).split_k == 3  # 36 tiles
@@ -201,7 +212,7 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
     assert C.wgmma_config(cfg, 16, 19008, 132, FP8) is None  # decode rows: 16-row tiles where swapped ones need 3 waves
     decode = C.wgmma_config(cfg, 16, 6912, 132, FP8)  # 108 swapped 16x64 tiles: one wave
     assert (_tile(decode), decode.num_stages, decode.swap_ab) == (C.WGMMA_FP8_DECODE_TILE[:3], 4, True)
-    assert _tile(C.wgmma_config(cfg, 1, 4000, 132, FP8, fast=True)) == C.WGMMA_FP8_FAST_DECODE_TILE[:3]
+    assert _tile(C.wgmma_config(cfg, 1, 4000, 132, FP8, fast=True)) == C.WGMMA_FP8_DECODE_TILE[:3]
     assert C.wgmma_config(cfg, 16, 19008, 132, FP8, force=True).swap_ab
     # 17-32 rows, either dtype: 32x64 swapped tiles up to two waves (the tile loop pads them to 64-row tiles)
     for dtype, tile in ((BF16, C.WGMMA_ROWS_TILE), (FP8, C.WGMMA_FP8_ROWS_TILE)):
