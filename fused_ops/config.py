@@ -193,10 +193,10 @@ WGMMA_FP8_FAST_FOUR_TILE = (256, 160, 128, 3, 1.1)
 # ... and the precise tiles beside them, at the 16-bit tiles' costs (one accumulator, as 16-bit): where 128x256 tiles
 # waste a wave or leave SMs idle, at 1024-4096 rows they had read 0.62-0.83x torch._scaled_mm(use_fast_accum=True)
 # where precise accumulation on the narrower tiles read 0.87-1.05x (results/current/gemm/fp8_all_c926c3d/).
-# FP8 tiles counted only where they fill one wave (or one row of tiles): 128x192 (128 + 64 columns), where 128x128
-# ones need two waves and 128x256 ones leave a quarter of the SMs idle: 1024x2880 and 1024x3072 at K of 720-4096
-# 0.73-0.78 -> 0.97-1.01x torch._scaled_mm, fast accumulation 0.77-0.82 -> 0.82-0.98x (results/current/gemm/
-# fp8_all_c926c3d/fp8y_1024_*); in two waves (1024x3584) they lost (0.61-0.67 against 0.86-0.89x).
+# FP8 tiles counted only where they fill one wave: 128x192 (128 + 64 columns), where 128x128 ones need two waves and
+# 128x256 ones leave a quarter of the SMs idle: 1024x2880 and 1024x3072 at K of 720-4096 0.73-0.78 -> 0.97-1.01x
+# torch._scaled_mm, fast accumulation 0.77-0.82 -> 0.82-0.98x (results/current/gemm/fp8_all_c926c3d/fp8y_1024_*); in
+# two waves they lost (1024x3584: 0.61-0.67 against 0.86-0.89x; 128x50272x2880 fast: 0.90 against 1.02x).
 WGMMA_FP8_WAVE_TILES = ((128, 192, 128, 3, 1.1),)
 WGMMA_FP8_FAST_TILES = (WGMMA_FP8_FAST_TILE + (1.0,), (192, 128, 128, 4, 1.05), (128, 128, 128, 6, 1.1),
                         (128, 144, 128, 4, 1.2), (128, 160, 128, 4, 1.2))
@@ -643,7 +643,7 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
     if not fp8 or fast:  # 16-bit and FP8 fast widths between powers of two: in one wave, or in one row of tiles
         tiles = tuple(t for t in tiles if t[1] & (t[1] - 1) == 0 or m <= t[0] or -(-m // t[0]) * -(-n // t[1]) <= sms)
     if fp8:
-        tiles += tuple(t for t in WGMMA_FP8_WAVE_TILES if m <= t[0] or -(-m // t[0]) * -(-n // t[1]) <= sms)
+        tiles += tuple(t for t in WGMMA_FP8_WAVE_TILES if -(-m // t[0]) * -(-n // t[1]) <= sms)
     tiles = [t + (False,) for t in tiles]
     if not b_aligned:
         tiles = [t[:4] + (t[4] * UNALIGNED_B_COST, False) for t in tiles]
