@@ -201,9 +201,10 @@ WGMMA_FP8_WAVE_TILES = ((128, 192, 128, 3, 1.1),)
 WGMMA_FP8_FAST_TILES = (WGMMA_FP8_FAST_TILE + (1.0,), (192, 128, 128, 4, 1.05), (128, 128, 128, 6, 1.1),
                         (128, 144, 128, 4, 1.2), (128, 160, 128, 4, 1.2))
 WGMMA_MIN_FILL = 0.7
-# FP8 beyond 128 rows (where the tile loop's 128x128 tiles keep two fp32 accumulators), from half the SMs: 1024x1152
-# and 1024x1280 (72-80 tiles) 0.63-0.77 -> 0.74-0.80x torch._scaled_mm (results/current/gemm/fp8_all_c926c3d/
-# fp8y_1024_*); with 40 (1024x640) the tile loop's 64x128 tiles won (0.84-0.85 against 0.60-0.82x).
+# FP8 beyond 128 rows, and at 65-128 rows with precise accumulation (where the tile loop's 128x128 tiles keep two fp32
+# accumulators), from half the SMs: 1024x1152 and 1024x1280 (72-80 tiles) 0.63-0.77 -> 0.74-0.80x torch._scaled_mm,
+# 128x9216x16384 and 128x9472x3584 0.67-0.76 -> 0.80-0.87x (results/current/gemm/fp8_all_c926c3d/fp8y_*); with 40
+# tiles (1024x640) the tile loop's 64x128 tiles won (0.84-0.85 against 0.60-0.82x).
 WGMMA_FP8_MIN_FILL = 0.5
 # Swap-AB tiles (wgmma.run(swap=True)): C's transpose, B's columns as the MMAs' 64-row blocks, A's rows as their N.
 # A tile can then span 256 rows of A with full-width MMAs (non-swapped 256-row tiles cannot: four consumers' 64-wide
@@ -636,7 +637,7 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
         squares = -(-m // 128) * -(-n // 128)
         if squares < WGMMA_MIN_FILL * sms:
             few = None if k is None else wgmma_few_tiles(cfg, m, n, k, sms, fp8)
-            if few is not None or not (fp8 and m > 128 and squares >= WGMMA_FP8_MIN_FILL * sms):
+            if few is not None or not (fp8 and (m > 128 or not fast) and squares >= WGMMA_FP8_MIN_FILL * sms):
                 return few
         if not fp8 and cfg.block_m != 128:
             return None

@@ -207,7 +207,9 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
         assert C.wgmma_config(cfg, 16, 3584, 132, FP8, fast=fast, k=16384).split_k == 1  # 56 tiles: whole
         assert C.wgmma_config(cfg, 16, 2560, 132, FP8, fast=fast, k=2880).split_k == 1  # too few blocks for 3
     assert C.wgmma_config(cfg, 8192, 8192, 132, FP8, fast=True).block_n == 256  # many waves: the 128x256 tile
-    assert C.wgmma_config(cfg, 128, 8192, 132, FP8) is None  # 64 tiles for 132 SMs
+    assert C.wgmma_config(cfg, 128, 8192, 132, FP8) is None  # 64 tiles for 132 SMs (no k: nothing for few tiles)
+    assert _tile(C.wgmma_config(cfg, 128, 9216, 132, FP8, k=7168))[:2] == (128, 128)  # 72 of 132, precise
+    assert C.wgmma_config(cfg, 128, 9216, 132, FP8, fast=True, k=7168) is None  # fast: the tile loop's one fp32 sum
     assert C.wgmma_config(cfg, 128, 12288, 132, FP8) is not None  # 96 tiles
     assert C.wgmma_config(cfg, 16, 19008, 132, FP8) is None  # decode rows: 16-row tiles where swapped ones need 3 waves
     decode = C.wgmma_config(cfg, 16, 6912, 132, FP8)  # 108 swapped 16x64 tiles: one wave
