@@ -6,7 +6,8 @@ targets. CPU only: reads the CSVs. Several CSVs on a side: runs of the same comm
         --after $G/final_5acd177/h200/gemm_models_run*.csv --after-config matmul \
         --fp8 $G/final_c2cb8b5/h200/gemm_fp8_run*.csv --png $G/gemm_classes.png
     A=$G/all_721; python benchmarks/gemm_classes.py --before $A/bf16_all_h200_4e3ca71.csv --before-config matmul \
-        --after $A/bf16_all_h200_ec3b7d6.csv --after-config matmul --png $A/classes_h200.png --spread $A/spread_h200.png
+        --after $A/bf16_all_h200_c926c3d.csv --after-config matmul --png $A/classes_h200.png --spread $A/spread_h200.png \
+        --fp8-before $G/fp8_all/fp8_all_h200_c926c3d.csv --fp8 $G/fp8_all/fp8_all_h200_41638b1.csv
 """
 
 import argparse
@@ -44,6 +45,22 @@ def defaults(path, padded=False, config="default"):
     return df
 
 
+def fp8_tables(paths):
+    """{mode: class table} of FP8 CSVs (several runs: the lower median per shape), the defaults only."""
+    f = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
+    f = f.groupby(["m", "n", "k", "scaling", "config", "shape_class", "dtype"],  # dtype: FP8's floor, 0.85
+                  as_index=False).vs_torch.agg(lower_median)
+    f = f[f.config.isin(["default", "default, fast accum", "default, tile loop"])]  # not the candidate tiles
+    tables = {}
+    for (scaling, config), g in f.groupby(["scaling", "config"]):
+        if config == "default, tile loop" and scaling != "tensor":
+            continue
+        name = f"fp8 scaled_mm, {'per-tensor' if scaling == 'tensor' else 'row-wise'}, " \
+            f"{'fast' if 'fast' in config else 'precise'}"
+        tables[name + (", tile loop alone" if "tile loop" in config else "")] = class_table(g.copy())
+    return tables
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--before", required=True, nargs="+", help="one CSV, or several runs (the median per shape)")
@@ -51,6 +68,7 @@ def main():
     ap.add_argument("--before-config", default="default", help="the config of the `before` rows")
     ap.add_argument("--after-config", default="default", help="the config of the `after` rows (e.g. matmul)")
     ap.add_argument("--fp8", default=None, nargs="+", help="FP8 CSVs: one, or several runs")
+    ap.add_argument("--fp8-before", default=None, nargs="+", help="FP8 CSVs of the defaults before, beside --fp8's")
     ap.add_argument("--png", default=None)
     ap.add_argument("--spread", default=None, help="a second plot: every shape's ratio before and after, sorted, "
                                                    "decode rows (floor 0.85) apart from the rest (floor 0.90)")
@@ -70,21 +88,20 @@ def main():
     print(f"bf16 vs torch.matmul, {a.device}, {a.date}, commit {a.commit}: `{a.command}`{runs}; before: "
           f"{args.before_config}, after: {args.after_config}")
     print(table.to_string())
-    fp8 = {}
-    if args.fp8:
-        f = pd.concat([pd.read_csv(p) for p in args.fp8], ignore_index=True)
-        f = f.groupby(["m", "n", "k", "scaling", "config", "shape_class", "dtype"],  # dtype: FP8's floor, 0.85
-                      as_index=False).vs_torch.agg(lower_median)
-        f = f[f.config.isin(["default", "default, fast accum", "default, tile loop"])]  # not the candidate tiles
-        for (scaling, config), g in f.groupby(["scaling", "config"]):
-            if config == "default, tile loop" and scaling != "tensor":
-                continue
-            name = f"fp8 scaled_mm, {'per-tensor' if scaling == 'tensor' else 'row-wise'}, " \
-                f"{'fast' if 'fast' in config else 'precise'}"
-            fp8[name + (", tile loop alone" if "tile loop" in config else "")] = class_table(g.copy())
-        for name, t in fp8.items():
-            print(f"{name} vs torch._scaled_mm:")
-            print(t[["shape_class", "shapes", "geomean", "min", "below_floor"]].to_string(index=False))
+    fp8 = fp8_tables(args.fp8) if args.fp8 else {}
+    fp8_before = fp8_tables(args.fp8_before) if args.fp8_before else {}
+    for name, t in fp8.items():
+        f = pd.read_csv(args.fp8[0]).iloc[0]
+        print(f"{name} vs torch._scaled_mm, {f.device}, {f.date}, commit {f.commit}:")
+        cols = ["shapes", "geomean", "min", "below_floor"]
+        if name in fp8_before:
+            b = pd.read_csv(args.fp8_before[0]).iloc[0].commit
+            t = fp8_before[name].set_index("shape_class")[cols].merge(
+                t.set_index("shape_class")[cols[1:] + ["worst"]], left_index=True, right_index=True,
+                suffixes=(f"_{b}", f"_{f.commit}"))
+            print(t.to_string())
+        else:
+            print(t[["shape_class"] + cols].to_string(index=False))
     if args.png:
         import matplotlib
         matplotlib.use("Agg")
@@ -92,11 +109,14 @@ def main():
 
         classes = list(table.index)
         label = {"default": "tile loop (what the fused ops run)", "matmul": "fused_ops.matmul"}.get
-        series = {f"bf16 {label(args.before_config, args.before_config)}": table.geomean_before,
-                  f"bf16 {label(args.after_config, args.after_config)}": table.geomean_after}
+        b = pd.read_csv(args.before[0]).iloc[0].commit
+        series = {f"bf16 {label(args.before_config, args.before_config)}, {b}": table.geomean_before,
+                  f"bf16 {label(args.after_config, args.after_config)}, {a.commit}": table.geomean_after}
         if padded is not None:
             series["bf16 after, B via pad_weight"] = table.geomean_padded_b
-        series.update({name: t.set_index("shape_class").geomean.reindex(classes) for name, t in fp8.items()})
+        commit = pd.read_csv(args.fp8[0]).iloc[0].commit if args.fp8 else ""
+        series.update({f"{name}, {commit}": t.set_index("shape_class").geomean.reindex(classes)
+                       for name, t in fp8.items()})
         fig, ax = plt.subplots(figsize=(12, 5.2))
         width = 0.8 / len(series)
         for i, (name, values) in enumerate(series.items()):

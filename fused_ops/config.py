@@ -122,8 +122,8 @@ FP8_DECODE_WIDE_TILE = (16, 128, 256, 4, 4)
 FP8_DECODE_WIDEST_TILE = (16, 256, 256, 3, 4)
 # Where even those need more than one wave (N > 256 x the SMs: vocabulary projections) and the GEMM runs alone
 # (scaled_mm), three programs of 3 stages per SM, as 16-bit decode rows run (DECODE_ALONE_TILES): 1x38016x3584 and
-# 1x100544x2880 0.79-0.83 -> 0.98-0.99x torch._scaled_mm against one 64-wide program per SM (results/current/gemm/
-# fp8_all_c926c3d/fp8x_decode_*).
+# 1x100544x2880 0.79-0.83 -> 0.98-0.99x torch._scaled_mm against one 64-wide program per SM in one run
+# (results/current/gemm/fp8_all/fp8x_decode_*).
 FP8_DECODE_ALONE_TILE = (16, 64, 256, 3, 4, 3)
 # Few 64x64 tiles (fewer than half the SMs, K short enough to leave them whole): each program's own chain of blocks
 # sets the time, and with precise accumulation every block ends in a wait on its MMAs. 512-deep blocks halve the
@@ -190,12 +190,13 @@ WGMMA_FP8_FAST_TILE = (128, 256, 128, 3)   # fast accumulation: one accumulator,
 # ones need two waves, 0.62-0.70 -> 0.83-0.92x torch._scaled_mm(use_fast_accum=True) on an H200, each against the
 # 128x256 default in one run (results/current/gemm/wide_tiles_c924e34/four_fp8_4e3ca71.csv).
 WGMMA_FP8_FAST_FOUR_TILE = (256, 160, 128, 3, 1.1)
-# ... and the precise tiles beside them, at the 16-bit tiles' costs (one accumulator, as 16-bit): where 128x256 tiles
-# waste a wave or leave SMs idle, at 1024-4096 rows they had read 0.62-0.83x torch._scaled_mm(use_fast_accum=True)
-# where precise accumulation on the narrower tiles read 0.87-1.05x (results/current/gemm/fp8_all_c926c3d/).
+# ... and the precise tiles beside them, at the 16-bit tiles' costs (one accumulator, as 16-bit), with the same rules
+# where 128x128 tiles are few: at the 91 public GEMMs whose pick this moved, 0.878 -> 0.966x geomean
+# torch._scaled_mm(use_fast_accum=True), 35 -> 4 below 0.85x, each against the previous pick in one run (the best
+# candidate per shape: 0.969x; results/current/gemm/fp8_all/fp8x_fast_*).
 # FP8 tiles counted only where they fill one wave: 128x192 (128 + 64 columns), where 128x128 ones need two waves and
 # 128x256 ones leave a quarter of the SMs idle: 1024x2880 and 1024x3072 at K of 720-4096 0.73-0.78 -> 0.97-1.01x
-# torch._scaled_mm, fast accumulation 0.77-0.82 -> 0.82-0.98x (results/current/gemm/fp8_all_c926c3d/fp8y_1024_*); in
+# torch._scaled_mm, fast accumulation 0.77-0.82 -> 0.82-0.98x (results/current/gemm/fp8_all/fp8y_1024_*); in
 # two waves they lost (1024x3584: 0.61-0.67 against 0.86-0.89x; 128x50272x2880 fast: 0.90 against 1.02x).
 WGMMA_FP8_WAVE_TILES = ((128, 192, 128, 3, 1.1),)
 WGMMA_FP8_FAST_TILES = (WGMMA_FP8_FAST_TILE + (1.0,), (192, 128, 128, 4, 1.05), (128, 128, 128, 6, 1.1),
@@ -203,7 +204,7 @@ WGMMA_FP8_FAST_TILES = (WGMMA_FP8_FAST_TILE + (1.0,), (192, 128, 128, 4, 1.05), 
 WGMMA_MIN_FILL = 0.7
 # FP8 beyond 128 rows, and at 65-128 rows with precise accumulation (where the tile loop's 128x128 tiles keep two fp32
 # accumulators), from half the SMs: 1024x1152 and 1024x1280 (72-80 tiles) 0.63-0.77 -> 0.74-0.80x torch._scaled_mm,
-# 128x9216x16384 and 128x9472x3584 0.67-0.76 -> 0.80-0.87x (results/current/gemm/fp8_all_c926c3d/fp8y_*); with 40
+# 128x9216x16384 and 128x9472x3584 0.67-0.76 -> 0.80-0.87x (results/current/gemm/fp8_all/fp8y_*); with 40
 # tiles (1024x640) the tile loop's 64x128 tiles won (0.84-0.85 against 0.60-0.82x).
 WGMMA_FP8_MIN_FILL = 0.5
 # Swap-AB tiles (wgmma.run(swap=True)): C's transpose, B's columns as the MMAs' 64-row blocks, A's rows as their N.
@@ -219,12 +220,12 @@ UNALIGNED_B_COST = 1.3
 # loop's 16-row tiles run mma.sync, with no warp specialization), where they fit in one wave; with more tiles the
 # tile loop's 16-row tiles, split along K to fill one wave, won. 256-deep K blocks, with either accumulation (half the
 # promotions; the error stayed at torch's; with fast accumulation 16x64x128 8-stage tiles read 0.80-0.85x
-# torch._scaled_mm where these read 0.89-0.99x in one run: results/current/gemm/fp8_all_c926c3d/fp8y_decode_*).
+# torch._scaled_mm where these read 0.89-0.99x in one run: results/current/gemm/fp8_all/fp8y_decode_*).
 WGMMA_FP8_DECODE_TILE = (16, 64, 256, 4)
 # ... in slices of K (one per SM, a second kernel adding them) where they leave 4-fold SMs (few_split), and in
 # THIRD_SLICES where they leave 3-fold and K has blocks for 3 slices: 36-40 tiles at K of 8-16k, 0.71-0.85 ->
 # 1.09-1.29x torch._scaled_mm against whole tiles in one run; 2 slices lost (56-63 tiles: 0.84 against 0.88-0.92x;
-# 40 tiles at K = 2880 with fast accumulation: 0.81-0.82 against 0.88x; results/current/gemm/fp8_all_c926c3d/
+# 40 tiles at K = 2880 with fast accumulation: 0.81-0.82 against 0.88x; results/current/gemm/fp8_all/
 # fp8x_decode_*, fp8dec_*). The FP8 split tile of 65-128 rows too (128x2304x16384: 0.75 -> 1.06x, fp8y_128_*).
 THIRD_SLICES = 3
 # 17-32 rows, either dtype: 32-row swapped tiles where they take at most two waves. The tile loop pads those rows to
@@ -446,7 +447,7 @@ def decode_split(tiles, blocks, sms):
 # timed in one run per GPU, the choice at cost 1.15 reached 0.948x (H200) and 0.970x (H100) geomean among these tiles,
 # against 0.945x and 0.962x at 1.2 (results/current/gemm/rows128_7900906/). FP8 takes the same choice of whole tiles
 # (128x3456-4096 at K of 4736-7168: 64x64 tiles 1.00-1.13x torch._scaled_mm against 0.77-0.88x for 64x128;
-# results/current/gemm/fp8_all_c926c3d/fp8y_128_*).
+# results/current/gemm/fp8_all/fp8y_128_*).
 ROW_TILE_NARROW_COST = 1.15
 ROW_TILE_MAX_SPLIT = 4
 
@@ -514,7 +515,7 @@ def default_config(ctx, m, n_local, k, dtype, comm_programs=False, split=False, 
         s = few_tiles_split(tiles(bm, bn), gemm, k, bk, few=few) if split else 1
         if table is HOPPER_TILES and s <= ROW_TILE_MAX_SPLIT:  # (more slices: K >> M x N, plain split-K as it was)
             (bm, bn, bk, stages, warps), s = row_tile(m, n_local, k, gemm, split)
-        elif s == 1:  # FP8: whole tiles (its slices lost: results/current/gemm/fp8_all_c926c3d/fp8y_128_*)
+        elif s == 1:  # FP8: whole tiles (its slices lost: results/current/gemm/fp8_all/fp8y_128_*)
             (bm, bn, bk, stages, warps), _ = row_tile(m, n_local, k, gemm, False, table)
         return Config(block_m=bm, block_n=bn, block_k=bk, group_m=8, gemm_sms=gemm, comm_sms=comm, num_stages=stages,
                       num_warps=warps, tma=None, split_k=s, split_tail=False)
