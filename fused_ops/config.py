@@ -224,9 +224,10 @@ UNALIGNED_B_COST = 1.3
 WGMMA_FP8_DECODE_TILE = (16, 64, 256, 4)
 # ... in slices of K (one per SM, a second kernel adding them) where they leave 4-fold SMs (few_split), and in
 # THIRD_SLICES where they leave 3-fold and K has blocks for 3 slices: 36-40 tiles at K of 8-16k, 0.71-0.93 ->
-# 1.06-1.29x torch._scaled_mm with either accumulation, against whole tiles in one run; 2 slices lost (56-63 tiles: 0.84 against 0.88-0.92x;
-# 40 tiles at K = 2880 with fast accumulation: 0.81-0.82 against 0.88x; results/current/gemm/fp8_all/
-# fp8x_decode_*, fp8dec_*). The FP8 split tile of 65-128 rows too (128x2304x16384: 0.75 -> 1.06x, fp8y_128_*).
+# 1.06-1.29x torch._scaled_mm with either accumulation, against whole tiles in one run; 2 slices lost (56-63 tiles:
+# 0.84 against 0.88-0.92x; 40 tiles at K = 2880 with fast accumulation: 0.81-0.82 against 0.88x;
+# results/current/gemm/fp8_all/fp8x_decode_*, fp8dec_*). The FP8 split tile of 65-128 rows too (128x2304x16384:
+# 0.75 -> 1.06x, fp8y_128_*).
 THIRD_SLICES = 3
 # 17-32 rows, either dtype: 32-row swapped tiles where they take at most two waves. The tile loop pads those rows to
 # 64-row tiles (its 16-row ones serve decode rows only); at 64 rows the two ran even (docs/performance.md).
