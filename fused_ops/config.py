@@ -598,9 +598,9 @@ def fp8_catalog_defaults(cfg, m, n, k, split):
     return fp8_defaults(cfg, m, n, k)
 
 
-def swapped_rows_tile(m, fp8, fast):
+def swapped_rows_tile(m, fp8):
     """The swapped tile (rows of A, columns of B, block_k, stages) for few rows: FP8 decode rows, and 17-32 rows of
-    either dtype; None elsewhere."""
+    either dtype (either accumulation); None elsewhere."""
     if m <= DECODE_ROWS:
         return WGMMA_FP8_DECODE_TILE if fp8 else None
     if m <= SWAP_ROWS:
@@ -620,7 +620,7 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
     (wgmma_few_tiles). None elsewhere: gemm.py's tile loop runs those. force: the dtype's pick wherever
     (kernel="wgmma"). row_scales: FP8 with row-wise scales (no WGMMA_FP8_FAST_FOUR_TILE). Host only, free."""
     fp8 = dtype == torch.float8_e4m3fn
-    few_rows = swapped_rows_tile(m, fp8, fast)
+    few_rows = swapped_rows_tile(m, fp8)
     if few_rows is not None and (force or -(-n // few_rows[1]) <= (1 if m <= DECODE_ROWS else 2) * sms):
         tile = gluon_tile(cfg, *few_rows, swap=True)  # where they are few and K long (k given): in slices of K
         split = 1 if k is None else few_split(-(-n // few_rows[1]), sms, k, few_rows[2], m <= DECODE_ROWS)
