@@ -177,8 +177,7 @@ WGMMA_CANDIDATES = {"wgmma 128x256x64 s3": tile(128, 256, 64, 3, 4),
                     # shared by all SMs (wgmma.run(stream_k=True))
                     "wgmma 128x256x64 s3 sk": tile(128, 256, 64, 3, 4),
                     "wgmma 128x128x64 s6 sk": tile(128, 128, 64, 6, 4),
-                    "wgmma 192x128x64 s4 sk": tile(192, 128, 64, 4, 4),
-                    "wgmma 256x128x64 s3 sk": tile(256, 128, 64, 3, 4)}
+                    "wgmma 128x64x64 s8 sk": tile(128, 64, 64, 8, 4)}
 # slices of K at 33-128 rows: the swapped 128x64 and 128x128 tiles in S slices ("kS"; fp32 partials, a second kernel)
 SPLITS = (1, 2, 3, 4, 6, 8, 11, 16)
 WGMMA_CANDIDATES.update({f"wgmma swap 128x{bn}x64 s6 k{s}": tile(128, bn, 64, 6, 4) for bn in (64, 128)
@@ -356,7 +355,6 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "wgmma fp8 128x128x128 s6 kfill": tile(128, 128, 128, 6, 4),
                   # stream-K ("sk"): every program an equal stretch of the tiles' K blocks (wgmma.run(stream_k=True))
                   "wgmma fp8 128x128x128 s6 sk": tile(128, 128, 128, 6, 4),
-                  "wgmma fp8 192x128x128 s4 sk": tile(192, 128, 128, 4, 4),
                   "wgmma fp8 128x64x128 s8 sk": tile(128, 64, 128, 8, 4),
                   "wgmma fp8 128x128x128 s6 sk fast accum": tile(128, 128, 128, 6, 4),
                   "wgmma fp8 128x256x128 s3 sk fast accum": tile(128, 256, 128, 3, 4),

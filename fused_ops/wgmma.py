@@ -144,11 +144,13 @@ if _GLUON:
     def stream_store(WS, tile, per, blocks, c_smem, c_desc, SA, SB, row0, col0, M, N, HALF: gl.constexpr,
                      CONSUMERS: gl.constexpr, SCALES: gl.constexpr):
         """Stream-K, the last piece of a shared tile in: the sum of its pieces, CHUNK rows at a time (so that no
-        thread holds two tiles' worth of fp32), scaled into the staging tile and out to C (c_smem's rows x columns;
-        C not transposed). Cost: a load of every piece."""
+        thread holds two tiles' worth of fp32), up to IN_FLIGHT pieces' loads issued before their adds, scaled into
+        the staging tile and out to C (c_smem's rows x columns; C not transposed). Cost: a load of every piece, in
+        ROWS / CHUNK round trips where the tile has at most IN_FLIGHT pieces."""
         ROWS: gl.constexpr = c_smem.type.shape[0]
         COLS: gl.constexpr = c_smem.type.shape[1]
-        CHUNK: gl.constexpr = 16
+        CHUNK: gl.constexpr = 4096 // COLS  # 32 fp32 per thread and piece
+        IN_FLIGHT: gl.constexpr = 3
         layout: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
         rows = gl.arange(0, CHUNK, layout=gl.SliceLayout(1, layout))
         cols = gl.arange(0, COLS, layout=gl.SliceLayout(0, layout))
@@ -158,9 +160,10 @@ if _GLUON:
         for r in gl.static_range(0, ROWS, CHUNK):
             offs = (r + rows)[:, None] * COLS + cols[None, :]
             part = gl.zeros([CHUNK, COLS], gl.float32, layout)
-            for q in range(first, last + 1):
-                piece = (stream_slot(q, tile, per, blocks) * CONSUMERS + HALF).to(gl.int64) * (ROWS * COLS)
-                part += gl.load(WS + piece + offs, cache_modifier=".cg")
+            for q0 in range(first, last + 1, IN_FLIGHT):
+                for j in gl.static_range(IN_FLIGHT):
+                    piece = (stream_slot(q0 + j, tile, per, blocks) * CONSUMERS + HALF).to(gl.int64) * (ROWS * COLS)
+                    part += gl.load(WS + piece + offs, mask=q0 + j <= last, other=0.0, cache_modifier=".cg")
             c_smem.slice(r, CHUNK, dim=0).store(scaled(part, SA, SB, row0 + r, col0, M, N, SCALES).to(c_desc.dtype))
         fence_async_shared()
         tma.async_copy_shared_to_global(c_desc, [row0, col0], c_smem)
@@ -546,9 +549,10 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
     if rem > cols:  # REM's part of C passes through the first part's staging tile
         raise ValueError(f"wgmma.run: rem={rem} past a tile {cols} {'rows of A' if swap else 'columns of B'} wide; "
                          f"expected at most {cols}")
-    if stream_k and (split_k > 1 or rem or swap):
-        raise ValueError(f"wgmma.run: stream_k with split_k={split_k}, rem={rem}, swap={swap}; stream-K runs "
-                         f"whole-width tiles, not swapped (split_k 1, rem 0, swap False), and shares them out itself")
+    if stream_k and (split_k > 1 or rem or swap or rows != BLOCK_M):
+        raise ValueError(f"wgmma.run: stream_k with split_k={split_k}, rem={rem}, swap={swap}, block_m={rows}; "
+                         f"stream-K runs whole 128-row tiles, not swapped (split_k 1, rem 0, swap False: its fixup's "
+                         f"registers fit beside two consumers' accumulators) and shares them out itself")
     if stream_k and not (isinstance(programs, int) and programs >= 1):
         raise ValueError(f"wgmma.run: stream_k needs the programs it may run (a positive int), got {programs!r}")
     split = slices(a.shape[1], block_k, split_k)
