@@ -264,6 +264,7 @@ if _GLUON:
         INSIDE: gl.constexpr,                           # edge boxes moved back inside the operands (inside())
         REM: gl.constexpr,                              # a second MMA of REM more columns of B per tile (16-bit)
         STREAM_K: gl.constexpr,                         # equal stretches of K blocks per program (program_units)
+        SK_DEBUG: gl.constexpr = 0,
     ):
         """A consumer warpgroup of wgmma_ws_kernel: waits for a block, multiplies its 64 rows of A by B and releases
         the stage once its MMAs are done. PROMOTE: waits for them at every block and adds the block's sum into fp32
@@ -333,9 +334,16 @@ if _GLUON:
             col0 = inside(pid_n * (BLOCK_N + REM), BLOCK_N, N, INSIDE)
             if STREAM_K:  # a tile shared with other programs leaves with the last of its pieces
                 if (k0 > 0) | (k1 < blocks):
-                    if stream_fixup(acc, WS, COUNTS, unit, per, blocks, HALF, CONSUMERS):
-                        stream_store(WS, unit, per, blocks, c_smem, c_desc, SA, SB, row0, col0, M, N, HALF, CONSUMERS,
-                                     SCALES)
+                    if SK_DEBUG == 0:
+                        if stream_fixup(acc, WS, COUNTS, unit, per, blocks, HALF, CONSUMERS):
+                            stream_store(WS, unit, per, blocks, c_smem, c_desc, SA, SB, row0, col0, M, N, HALF,
+                                         CONSUMERS, SCALES)
+                    elif SK_DEBUG == 2:
+                        stream_fixup(acc, WS, COUNTS, unit, per, blocks, HALF, CONSUMERS)
+                    elif SK_DEBUG == 3:
+                        if k0 == 0:
+                            store_tile(scaled(acc, SA, SB, row0, col0, M, N, SCALES), c_smem, c_desc, 0, row0, col0,
+                                       C_T)
                 else:
                     store_tile(scaled(acc, SA, SB, row0, col0, M, N, SCALES), c_smem, c_desc, 0, row0, col0, C_T)
             else:
@@ -370,6 +378,7 @@ if _GLUON:
         INSIDE: gl.constexpr,                           # edge tiles' boxes moved back inside A, B and C (inside())
         REM: gl.constexpr = 0,                          # tiles BLOCK_N + REM wide: a second MMA of N = REM (16-bit)
         STREAM_K: gl.constexpr = False,                 # each program an equal stretch of the tiles' K blocks
+        SK_DEBUG: gl.constexpr = 0,
     ):
         """Warp-specialized: one warp loads, one to four warpgroups of 4 warps (this kernel's own, and workers)
         each compute 64 rows of every tile, synchronized only through the ring's mbarriers (no CTA-wide barrier), so
@@ -394,42 +403,42 @@ if _GLUON:
         if CONSUMERS == 1:
             gl.warp_specialize([
                 (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K)),
+                               CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K, SK_DEBUG)),
                 (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
-                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K)),
+                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K, SK_DEBUG)),
             ], [1], [LOAD_REGS])
         elif CONSUMERS == 2:
             gl.warp_specialize([
                 (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K)),
+                               CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K, SK_DEBUG)),
                 (ws_consumer, (1, c_bufs.index(1), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K)),
+                               CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K, SK_DEBUG)),
                 (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
-                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K)),
+                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K, SK_DEBUG)),
             ], [4, 1], [CONSUMER_REGS, LOAD_REGS])
         elif CONSUMERS == 3:
             gl.warp_specialize([
                 (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K)),
+                               CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K, SK_DEBUG)),
                 (ws_consumer, (1, c_bufs.index(1), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K)),
+                               CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K, SK_DEBUG)),
                 (ws_consumer, (2, c_bufs.index(2), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K)),
+                               CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K, SK_DEBUG)),
                 (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
-                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K)),
+                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K, SK_DEBUG)),
             ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, LOAD_REGS])
         else:
             gl.warp_specialize([
                 (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K)),
+                               CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K, SK_DEBUG)),
                 (ws_consumer, (1, c_bufs.index(1), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K)),
+                               CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K, SK_DEBUG)),
                 (ws_consumer, (2, c_bufs.index(2), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K)),
+                               CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K, SK_DEBUG)),
                 (ws_consumer, (3, c_bufs.index(3), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K)),
+                               CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K, SK_DEBUG)),
                 (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
-                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K)),
+                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K, SK_DEBUG)),
             ], [4, 4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, CONSUMER_REGS, LOAD_REGS])
 
 _GL_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32",
@@ -593,7 +602,8 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
     args = descs + rest + (scale_a, scale_b, ws, counts, m, n, k, m_pad)
     consts = dict(GROUP_M=group_m, NUM_BUFFERS=stages, A_T=a_t, B_T=b_t, C_T=c_t, SCALES=scales,
                   PROMOTE=bool(promote), CONSUMER_REGS=CONSUMER_REGS[rows // 64], LOAD_REGS=LOAD_REGS[rows // 64],
-                  CONSUMERS=rows // 64, SPLIT_K=split, INSIDE=KEEP_INSIDE, REM=rem, STREAM_K=bool(stream_k))
+                  CONSUMERS=rows // 64, SPLIT_K=split, INSIDE=KEEP_INSIDE, REM=rem, STREAM_K=bool(stream_k),
+                  SK_DEBUG=int(__import__("os").environ.get("SK_DEBUG", "0")))
     return args, consts, units, partials
 
 
