@@ -405,7 +405,7 @@ if _GLUON:
                 (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
                                CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K, SK_DEBUG)),
                 (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
-                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K, SK_DEBUG)),
+                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K)),
             ], [1], [LOAD_REGS])
         elif CONSUMERS == 2:
             gl.warp_specialize([
@@ -414,7 +414,7 @@ if _GLUON:
                 (ws_consumer, (1, c_bufs.index(1), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
                                CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K, SK_DEBUG)),
                 (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
-                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K, SK_DEBUG)),
+                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K)),
             ], [4, 1], [CONSUMER_REGS, LOAD_REGS])
         elif CONSUMERS == 3:
             gl.warp_specialize([
@@ -425,7 +425,7 @@ if _GLUON:
                 (ws_consumer, (2, c_bufs.index(2), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
                                CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K, SK_DEBUG)),
                 (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
-                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K, SK_DEBUG)),
+                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K)),
             ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, LOAD_REGS])
         else:
             gl.warp_specialize([
@@ -438,7 +438,7 @@ if _GLUON:
                 (ws_consumer, (3, c_bufs.index(3), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
                                CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K, SK_DEBUG)),
                 (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
-                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K, SK_DEBUG)),
+                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K)),
             ], [4, 4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, CONSUMER_REGS, LOAD_REGS])
 
 _GL_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32",
