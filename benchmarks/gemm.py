@@ -41,11 +41,11 @@ def tile(block_m, block_n, block_k, num_stages, num_warps, **more):
 def gluon_candidate(name, cfg, a, c, sms):
     """A Gluon-kernel candidate as run: every SM's program, group_m 8; "kfill": split_k = the SMs over the tiles
     (wgmma.slices keeps those with a block of K); "remR": tiles R wider (wgmma.run(rem=R)): block_m + R rows of A
-    (swapped), else block_n + R columns of B; "kS": S slices of K (fewer where K has fewer blocks); "sk": stream-K
-    (wgmma.run(stream_k=True)); its stages cut to what fits beside the staging tiles."""
+    (swapped), else block_n + R columns of B; "kS": S slices of K (fewer where K has fewer blocks); its stages cut to
+    what fits beside the staging tiles."""
     swap = "swap" in name
     cfg = dataclasses.replace(cfg, gemm_sms=sms, group_m=8, split_k=1, swap_ab=swap, rem_rows=rem(name) if swap else 0,
-                              rem_cols=0 if swap else rem(name), stream_k=" sk" in f"{name} ")
+                              rem_cols=0 if swap else rem(name))
     if name.endswith("kfill") or named_slices(name):
         tiles = -(-c.shape[0] // (cfg.block_m + cfg.rem_rows)) * -(-c.shape[1] // (cfg.block_n + cfg.rem_cols))
         want = named_slices(name) or max(1, sms // tiles)  # C's tiles: "kfill" fills the SMs once
@@ -172,12 +172,7 @@ WGMMA_CANDIDATES = {"wgmma 128x256x64 s3": tile(128, 256, 64, 3, 4),
                     "wgmma 256x64x64 s4 rem32": tile(256, 64, 64, 4, 4),
                     "wgmma 128x256x64 s2 rem64": tile(128, 256, 64, 2, 4),
                     "wgmma 128x64x64 s6 rem32": tile(128, 64, 64, 6, 4),
-                    "wgmma 128x64x64 s6 rem16": tile(128, 64, 64, 6, 4),
-                    # stream-K ("sk"): every program an equal stretch of the tiles' K blocks, so a partial last wave is
-                    # shared by all SMs (wgmma.run(stream_k=True))
-                    "wgmma 128x256x64 s3 sk": tile(128, 256, 64, 3, 4),
-                    "wgmma 128x128x64 s6 sk": tile(128, 128, 64, 6, 4),
-                    "wgmma 128x64x64 s8 sk": tile(128, 64, 64, 8, 4)}
+                    "wgmma 128x64x64 s6 rem16": tile(128, 64, 64, 6, 4)}
 # slices of K at 33-128 rows: the swapped 128x64 and 128x128 tiles in S slices ("kS"; fp32 partials, a second kernel)
 SPLITS = (1, 2, 3, 4, 6, 8, 11, 16)
 WGMMA_CANDIDATES.update({f"wgmma swap 128x{bn}x64 s6 k{s}": tile(128, bn, 64, 6, 4) for bn in (64, 128)
@@ -353,11 +348,6 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "wgmma fp8 128x64x128 s8 kfill": tile(128, 64, 128, 8, 4),
                   "wgmma fp8 192x64x128 s6 kfill": tile(192, 64, 128, 6, 4),
                   "wgmma fp8 128x128x128 s6 kfill": tile(128, 128, 128, 6, 4),
-                  # stream-K ("sk"): every program an equal stretch of the tiles' K blocks (wgmma.run(stream_k=True))
-                  "wgmma fp8 128x128x128 s6 sk": tile(128, 128, 128, 6, 4),
-                  "wgmma fp8 128x64x128 s8 sk": tile(128, 64, 128, 8, 4),
-                  "wgmma fp8 128x128x128 s6 sk fast accum": tile(128, 128, 128, 6, 4),
-                  "wgmma fp8 128x256x128 s3 sk fast accum": tile(128, 256, 128, 3, 4),
                   "wgmma fp8 swap 256x64x128 s4 kfill": tile(256, 64, 128, 4, 4)}
 
 
@@ -522,12 +512,11 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp):
         if name == "matmul, edges past" and kernel == "tile_loop":
             return []  # the toggle is the Gluon kernel's
         kernel += (" swap" if cfg.swap_ab else "") + (f" rem{local_gemm.rem(cfg)}" if local_gemm.rem(cfg) else "")
-        kernel += (" sk" if cfg.stream_k else "") + (", copied" if copied else "")
+        kernel += ", copied" if copied else ""
     elif not wgmma.supports(a, b, c):
         return []
     else:
         kernel, cfg = "wgmma swap" if swap else "wgmma", gluon_candidate(name, cfg, a, c, ctx.get_cu_count())
-        kernel += " sk" if cfg.stream_k else ""
         if (name.endswith("kfill") or named_slices(name)) and cfg.split_k == 1:
             return []  # tiles enough for every SM, or K too short to slice: the whole-tile candidate's run
 
@@ -535,7 +524,7 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp):
         if name in toggles:
             return with_toggles(lambda: local_gemm.matmul(a, b, out=c))
         return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, block_m=cfg.block_m,
-                         swap=swap, split_k=cfg.split_k, rem=local_gemm.rem(cfg), stream_k=bool(cfg.stream_k))
+                         swap=swap, split_k=cfg.split_k, rem=local_gemm.rem(cfg))
     c.fill_(float("nan"))
     call()
     err = ((c.double() - ref).norm() / ref.norm()).item()
@@ -654,7 +643,6 @@ def run_fp8(ctx, args, run_stamp):
                         kernel_ran, used = fp8.pick_kernel(a, b, c, used, cfg, fast, kernel, scaling == "row")
                         kernel_ran += " swap" if used.swap_ab else ""
                     kernel_ran += f" rem{local_gemm.rem(used)}" if local_gemm.rem(used) else ""
-                    kernel_ran += " sk" if used.stream_k else ""
                 except ValueError as e:
                     print(f"{m}x{n}x{k} {name}: {e}")
                     continue
@@ -663,8 +651,7 @@ def run_fp8(ctx, args, run_stamp):
                     if kernel == "wgmma":
                         return wgmma.run(a, b, c, used.block_n, used.block_k, used.num_stages, used.gemm_sms, sa, sb,
                                          promote=not fast, block_m=used.block_m, swap="swap" in name,
-                                         split_k=used.split_k, rem=local_gemm.rem(used),
-                                         stream_k=bool(used.stream_k))
+                                         split_k=used.split_k, rem=local_gemm.rem(used))
                     return fp8.scaled_mm(a, b, sa, sb, out=c, config=cfg, use_fast_accum=fast, kernel=kernel)
                 c.fill_(float("nan"))
                 try:

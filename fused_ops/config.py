@@ -29,8 +29,6 @@ class Config:
                            # so that 129-160 rows run as one tile rather than two of 128 (wgmma.run(rem=...))
     rem_cols: int = None   # ... without swap_ab: a second MMA over rem_cols (8, 16, 32 or 64) more columns of B, so
                            # tiles are block_n + rem_cols wide (128 + 32: 160), between powers of two
-    stream_k: bool = None  # ... whole tiles, not swapped: every program an equal stretch of the tiles' K blocks
-                           # (stream-K), so a partial last wave is shared by all SMs (wgmma.run(stream_k=True))
 
     def describe(self):
         """One line for logs and CSVs: tiles, pipeline, programs, split."""
@@ -39,7 +37,7 @@ class Config:
         if self.split_k > 1:
             text += f", split_k {self.split_k}" + (" (last wave)" if self.split_tail else "")
         return (text + (", swap AB" if self.swap_ab else "") + (f" + {self.rem_rows} rows" if self.rem_rows else "")
-                + (f" + {self.rem_cols} columns" if self.rem_cols else "") + (", stream-K" if self.stream_k else ""))
+                + (f" + {self.rem_cols} columns" if self.rem_cols else ""))
 
     def merged(self, defaults):
         return replace(defaults, **{f.name: getattr(self, f.name) for f in fields(self)
@@ -667,7 +665,7 @@ def gluon_tile(cfg, block_m, block_n, block_k, stages, swap):
     the largest power of two below it plus rem_cols (160: 128 + 32)."""
     width = 1 << (block_n.bit_length() - 1)
     return replace(cfg, block_m=block_m, block_n=width, block_k=block_k, num_stages=stages, num_warps=4, split_k=1,
-                   split_tail=False, swap_ab=swap, rem_rows=0, rem_cols=block_n - width, stream_k=False)
+                   split_tail=False, swap_ab=swap, rem_rows=0, rem_cols=block_n - width)
 
 
 def candidates(ctx, dtype):
@@ -694,9 +692,9 @@ def check(cfg, ctx, variant):
             raise ValueError(f"config.{name}={v!r}: expected a positive integer")
     if not isinstance(cfg.split_tail, bool):
         raise ValueError(f"config.split_tail={cfg.split_tail!r}: expected True or False")
-    if (cfg.swap_ab or cfg.rem_rows or cfg.rem_cols or cfg.stream_k) and variant is not None:
+    if (cfg.swap_ab or cfg.rem_rows or cfg.rem_cols) and variant is not None:
         what = ("swap_ab=True" if cfg.swap_ab else f"rem_rows={cfg.rem_rows}" if cfg.rem_rows
-                else f"rem_cols={cfg.rem_cols}" if cfg.rem_cols else "stream_k=True")
+                else f"rem_cols={cfg.rem_cols}")
         raise ValueError(f"config.{what}: the Gluon kernel's tiles (fused_ops.matmul, fp8.scaled_mm); "
                          f"{variant.op}/{variant.name} runs the tile loop")
     if cfg.split_k > cfg.gemm_sms:

@@ -148,9 +148,8 @@ def check_kernel(kernel, where, config=None):
     if config.rem_cols and config.swap_ab:
         raise ValueError(f"{where}: config.rem_cols={config.rem_cols} widens the Gluon kernel's tiles that are not "
                          f"swapped; with swap_ab=True, rem_rows widens them along A's rows")
-    if (config.swap_ab or config.rem_cols or config.stream_k) and kernel == "tile_loop":
-        what = ("swap_ab=True" if config.swap_ab else f"rem_cols={config.rem_cols}" if config.rem_cols
-                else "stream_k=True")
+    if (config.swap_ab or config.rem_cols) and kernel == "tile_loop":
+        what = "swap_ab=True" if config.swap_ab else f"rem_cols={config.rem_cols}"
         raise ValueError(f"{where}: config.{what} runs the Gluon kernel; kernel='tile_loop' has no such tiles")
 
 
@@ -160,7 +159,7 @@ def pick_kernel(a, b, c, cfg, config, fast, kernel, where, row_scales=False):
     programs if a config is given (block_m 128, or config.swap_ab with wgmma.run's swap tiles). row_scales: FP8 with
     row-wise scales (config.wgmma_config). Host only."""
     check_kernel(kernel, where, cfg)
-    if cfg.swap_ab or cfg.rem_cols or cfg.stream_k:  # the caller's: only the Gluon kernel has these
+    if cfg.swap_ab or cfg.rem_cols:  # the caller's: only the Gluon kernel has swapped or widened tiles
         kernel = "wgmma"
     if kernel == "tile_loop":
         return kernel, cfg
@@ -174,10 +173,9 @@ def pick_kernel(a, b, c, cfg, config, fast, kernel, where, row_scales=False):
         if config is None:
             return kernel, _fit(_config.wgmma_config(cfg, m, n, cfg.gemm_sms, a.dtype, fast, force=True,
                                                      b_aligned=b_aligned, row_scales=row_scales), a, c)
-        if cfg.swap_ab or cfg.rem_cols or cfg.stream_k:
+        if cfg.swap_ab or cfg.rem_cols:
             wgmma.kernel_args(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.block_m, bool(cfg.swap_ab),
-                              split_k=cfg.split_k, rem=rem(cfg), stream_k=bool(cfg.stream_k),
-                              programs=cfg.gemm_sms)  # refusals
+                              split_k=cfg.split_k, rem=rem(cfg))  # refusals
         elif cfg.block_m != wgmma.BLOCK_M or cfg.split_tail:
             raise ValueError(f"{where}: kernel='wgmma' with a config runs 128-row tiles (whole or in split_k slices),"
                              f" or swap_ab tiles (192-row ones are the defaults' to pick), got {cfg.describe()}")
@@ -218,7 +216,7 @@ def launch(a, b, c, cfg, tma, kernel, scale_a=None, scale_b=None, promote=False)
     if kernel == "wgmma":
         return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, scale_a, scale_b,
                          promote=promote, group_m=cfg.group_m, block_m=cfg.block_m, swap=bool(cfg.swap_ab),
-                         split_k=cfg.split_k, rem=rem(cfg), stream_k=bool(cfg.stream_k))
+                         split_k=cfg.split_k, rem=rem(cfg))
     m, k = a.shape
     n = b.shape[1]
     bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k

@@ -79,94 +79,13 @@ if _GLUON:
         return start
 
     @gluon.jit
-    def program_units(tiles, K, BLOCK_K: gl.constexpr, SPLIT_K: gl.constexpr, STREAM_K: gl.constexpr):
-        """This program's units of work, range(first, last, step), and per: K blocks per slice (split-K) or per
-        program (STREAM_K). Stream-K lays every tile's K blocks end to end and gives each program an equal stretch
-        [start, stop) of them, so its first and last tile may be pieces shared with its neighbours (stream_fixup);
-        elsewhere a unit is a tile's slice of K, dealt round-robin."""
-        blocks = gl.cdiv(K, BLOCK_K)
-        if STREAM_K:
-            per = gl.cdiv(tiles * blocks, gl.num_programs(0))
-            start = gl.program_id(0) * per
-            stop = gl.minimum(start + per, tiles * blocks)
-            first, last, step = start // blocks, gl.cdiv(stop, blocks), 1
-        else:
-            per = gl.cdiv(blocks, SPLIT_K)
-            start, stop = 0, 0
-            first, last, step = gl.program_id(0), tiles * SPLIT_K, gl.num_programs(0)
-        return first, last, step, per, start, stop
-
-    @gluon.jit
-    def unit_coords(unit, num_pid_m, num_pid_n, per, start, stop, K, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
-                    STREAM_K: gl.constexpr):
+    def unit_coords(unit, num_pid_m, num_pid_n, per, K, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr):
         """(pid_m, pid_n, first K block, end K block) of a unit of work: a tile's slice of K (split-K; tiles vary
-        fastest, so the programs of one slice share its stretch of A and B in L2), or (STREAM_K) the part of tile
-        `unit` inside this program's stretch [start, stop) of K blocks."""
+        fastest, so the programs of one slice share its stretch of A and B in L2)."""
         tiles = num_pid_m * num_pid_n
-        blocks = gl.cdiv(K, BLOCK_K)
-        if STREAM_K:
-            pid_m, pid_n = tile_coords(unit, num_pid_m, num_pid_n, GROUP_M)
-            k0 = gl.maximum(start - unit * blocks, 0)
-            k1 = gl.minimum(stop - unit * blocks, blocks)
-        else:
-            pid_m, pid_n = tile_coords(unit % tiles, num_pid_m, num_pid_n, GROUP_M)
-            k0 = (unit // tiles) * per
-            k1 = gl.minimum(k0 + per, blocks)
-        return pid_m, pid_n, k0, k1
-
-    @gluon.jit
-    def stream_slot(program, tile, per, blocks):
-        """Stream-K: the workspace slot of `program`'s piece of `tile` (two per program: its first tile, its last)."""
-        return program * 2 + ((program * per) // blocks != tile).to(gl.int32)
-
-    @gluon.jit
-    def stream_fixup(acc, WS, COUNTS, tile, per, blocks, HALF: gl.constexpr, CONSUMERS: gl.constexpr):
-        """Stream-K: publish this warpgroup's piece of a tile that several programs share (fp32, unscaled) and count
-        it in; returns whether it came last, and then re-arms the count (each call takes it from 0 to the pieces and
-        back: never stale) for stream_store to add the pieces up. No piece waits for another. Cost: one fp32 store
-        of the piece, an atomic."""
-        layout: gl.constexpr = acc.type.layout
-        SIZE: gl.constexpr = acc.shape[0] * acc.shape[1]
-        rows = gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, layout))
-        cols = gl.arange(0, acc.shape[1], layout=gl.SliceLayout(0, layout))
-        slot = stream_slot(gl.program_id(0), tile, per, blocks)
-        gl.store(WS + (slot * CONSUMERS + HALF).to(gl.int64) * SIZE + rows[:, None] * acc.shape[1] + cols[None, :], acc)
-        gl.thread_barrier()  # every thread's stores, then one release (acq_rel: the last one also acquires)
-        count = COUNTS + tile * CONSUMERS + HALF
-        done = gl.atomic_add(count, 1, sem="acq_rel", scope="gpu") == ((tile + 1) * blocks - 1) // per - (
-            tile * blocks) // per
-        if done:
-            gl.store(count, 0)
-        gl.thread_barrier()  # the acquire before any thread reads the others' pieces
-        return done
-
-    @gluon.jit
-    def stream_store(WS, tile, per, blocks, c_smem, c_desc, SA, SB, row0, col0, M, N, HALF: gl.constexpr,
-                     CONSUMERS: gl.constexpr, SCALES: gl.constexpr):
-        """Stream-K, the last piece of a shared tile in: the sum of its pieces, CHUNK rows at a time (so that no
-        thread holds two tiles' worth of fp32), up to IN_FLIGHT pieces' loads issued before their adds, scaled into
-        the staging tile and out to C (c_smem's rows x columns; C not transposed). Cost: a load of every piece, in
-        ROWS / CHUNK round trips where the tile has at most IN_FLIGHT pieces."""
-        ROWS: gl.constexpr = c_smem.type.shape[0]
-        COLS: gl.constexpr = c_smem.type.shape[1]
-        CHUNK: gl.constexpr = 4096 // COLS  # 32 fp32 per thread and piece
-        IN_FLIGHT: gl.constexpr = 3
-        layout: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
-        rows = gl.arange(0, CHUNK, layout=gl.SliceLayout(1, layout))
-        cols = gl.arange(0, COLS, layout=gl.SliceLayout(0, layout))
-        first = (tile * blocks) // per
-        last = ((tile + 1) * blocks - 1) // per
-        tma.store_wait(pendings=0)  # this warpgroup's previous tile has left c_smem
-        for r in gl.static_range(0, ROWS, CHUNK):
-            offs = (r + rows)[:, None] * COLS + cols[None, :]
-            part = gl.zeros([CHUNK, COLS], gl.float32, layout)
-            for q0 in range(first, last + 1, IN_FLIGHT):
-                for j in gl.static_range(IN_FLIGHT):
-                    piece = (stream_slot(q0 + j, tile, per, blocks) * CONSUMERS + HALF).to(gl.int64) * (ROWS * COLS)
-                    part += gl.load(WS + piece + offs, mask=q0 + j <= last, other=0.0, cache_modifier=".cg")
-            c_smem.slice(r, CHUNK, dim=0).store(scaled(part, SA, SB, row0 + r, col0, M, N, SCALES).to(c_desc.dtype))
-        fence_async_shared()
-        tma.async_copy_shared_to_global(c_desc, [row0, col0], c_smem)
+        pid_m, pid_n = tile_coords(unit % tiles, num_pid_m, num_pid_n, GROUP_M)
+        k0 = (unit // tiles) * per
+        return pid_m, pid_n, k0, gl.minimum(k0 + per, gl.cdiv(K, BLOCK_K))
 
     @gluon.jit
     def ws_loads(
@@ -175,7 +94,6 @@ if _GLUON:
         M, N, K,                                        # problem size
         GROUP_M: gl.constexpr, NUM_BUFFERS: gl.constexpr, A_T: gl.constexpr, B_T: gl.constexpr,
         CONSUMERS: gl.constexpr, SPLIT_K: gl.constexpr, INSIDE: gl.constexpr, REM: gl.constexpr,
-        STREAM_K: gl.constexpr,
     ):
         """The load warp of wgmma_ws_kernel: every K block of every (tile, slice of K) of this program into the ring
         (A as one 64-row box per consumer), each stage once every consumer has released it."""
@@ -185,11 +103,10 @@ if _GLUON:
         BLOCK_N: gl.constexpr = b_desc.block_type.shape[0] if B_T else b_desc.block_type.shape[1]
         num_pid_m = gl.cdiv(M, BLOCK_M)
         num_pid_n = gl.cdiv(N, BLOCK_N + REM)
-        first, last, step, per, start, stop = program_units(num_pid_m * num_pid_n, K, BLOCK_K, SPLIT_K, STREAM_K)
+        per = gl.cdiv(gl.cdiv(K, BLOCK_K), SPLIT_K)
         p = 0
-        for unit in range(first, last, step):
-            pid_m, pid_n, k0, k1 = unit_coords(unit, num_pid_m, num_pid_n, per, start, stop, K, BLOCK_K, GROUP_M,
-                                               STREAM_K)
+        for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT_K, gl.num_programs(0)):
+            pid_m, pid_n, k0, k1 = unit_coords(unit, num_pid_m, num_pid_n, per, K, BLOCK_K, GROUP_M)
             col0 = inside(pid_n * (BLOCK_N + REM), BLOCK_N, N, INSIDE)
             if REM > 0:
                 col2 = inside(pid_n * (BLOCK_N + REM) + BLOCK_N, REM, N, INSIDE)
@@ -263,31 +180,27 @@ if _GLUON:
         SPLIT_K: gl.constexpr,                          # slices of K per tile (> 1: c_desc holds fp32 partials)
         INSIDE: gl.constexpr,                           # edge boxes moved back inside the operands (inside())
         REM: gl.constexpr,                              # a second MMA of REM more columns of B per tile (16-bit)
-        STREAM_K: gl.constexpr,                         # equal stretches of K blocks per program (program_units)
-        SK_DEBUG: gl.constexpr = 0,
     ):
         """A consumer warpgroup of wgmma_ws_kernel: waits for a block, multiplies its 64 rows of A by B and releases
         the stage once its MMAs are done. PROMOTE: waits for them at every block and adds the block's sum into fp32
         (the other warpgroups' MMAs keep the tensor cores busy meanwhile, so they drift into turns); else one block's
         MMAs stay in flight while the next block's issue."""
-        a_bufs, b_bufs, b2_bufs, ready, empty, c_desc, c2_desc, SA, SB, WS, COUNTS, M, N, K, M_PAD = ops
+        a_bufs, b_bufs, b2_bufs, ready, empty, c_desc, c2_desc, SA, SB, M, N, K, M_PAD = ops
         HALF_M: gl.constexpr = a_bufs.type.shape[2] if A_T else a_bufs.type.shape[1]
         BLOCK_N: gl.constexpr = b_bufs.type.shape[1] if B_T else b_bufs.type.shape[2]
         BLOCK_K: gl.constexpr = a_bufs.type.shape[1] if A_T else a_bufs.type.shape[2]
         layout: gl.constexpr = mma_layout(HALF_M, BLOCK_N, a_bufs.dtype.primitive_bitwidth, 4)
         num_pid_m = gl.cdiv(M, CONSUMERS * HALF_M)
         num_pid_n = gl.cdiv(N, BLOCK_N + REM)
-        first, last, step, per, start, stop = program_units(num_pid_m * num_pid_n, K, BLOCK_K, SPLIT_K, STREAM_K)
-        blocks = gl.cdiv(K, BLOCK_K)
+        per = gl.cdiv(gl.cdiv(K, BLOCK_K), SPLIT_K)
         zero = gl.zeros([HALF_M, BLOCK_N], gl.float32, layout)
         if REM > 0:
             layout2: gl.constexpr = mma_layout(HALF_M, REM, a_bufs.dtype.primitive_bitwidth, 4)
             zero2 = gl.zeros([HALF_M, REM], gl.float32, layout2)
             c2_smem = c_smem._reinterpret(c2_desc.dtype, c2_desc.block_type.shape, c2_desc.layout)
         c = 0
-        for unit in range(first, last, step):
-            pid_m, pid_n, k0, k1 = unit_coords(unit, num_pid_m, num_pid_n, per, start, stop, K, BLOCK_K, GROUP_M,
-                                               STREAM_K)
+        for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT_K, gl.num_programs(0)):
+            pid_m, pid_n, k0, k1 = unit_coords(unit, num_pid_m, num_pid_n, per, K, BLOCK_K, GROUP_M)
             acc = zero
             if REM > 0:
                 acc2 = zero2
@@ -332,28 +245,13 @@ if _GLUON:
                 mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1)
             row0 = inside((pid_m * CONSUMERS + HALF) * HALF_M, HALF_M, M, INSIDE)  # as the load warp loaded them
             col0 = inside(pid_n * (BLOCK_N + REM), BLOCK_N, N, INSIDE)
-            if STREAM_K:  # a tile shared with other programs leaves with the last of its pieces
-                if (k0 > 0) | (k1 < blocks):
-                    if SK_DEBUG == 0:
-                        if stream_fixup(acc, WS, COUNTS, unit, per, blocks, HALF, CONSUMERS):
-                            stream_store(WS, unit, per, blocks, c_smem, c_desc, SA, SB, row0, col0, M, N, HALF,
-                                         CONSUMERS, SCALES)
-                    elif SK_DEBUG == 2:
-                        stream_fixup(acc, WS, COUNTS, unit, per, blocks, HALF, CONSUMERS)
-                    elif SK_DEBUG == 3:
-                        if k0 == 0:
-                            store_tile(scaled(acc, SA, SB, row0, col0, M, N, SCALES), c_smem, c_desc, 0, row0, col0,
-                                       C_T)
-                else:
-                    store_tile(scaled(acc, SA, SB, row0, col0, M, N, SCALES), c_smem, c_desc, 0, row0, col0, C_T)
-            else:
-                acc = scaled(acc, SA, SB, row0, col0, M, N, SCALES)
-                slice0 = (unit // (num_pid_m * num_pid_n)) * M_PAD  # split-K: this slice's rows of the fp32 partials
-                store_tile(acc, c_smem, c_desc, slice0, row0, col0, C_T)
-                if REM > 0:
-                    col2 = inside(pid_n * (BLOCK_N + REM) + BLOCK_N, REM, N, INSIDE)
-                    acc2 = scaled(acc2, SA, SB, row0, col2, M, N, SCALES)
-                    store_tile(acc2, c2_smem, c2_desc, slice0, row0, col2, C_T)
+            acc = scaled(acc, SA, SB, row0, col0, M, N, SCALES)
+            first = (unit // (num_pid_m * num_pid_n)) * M_PAD  # split-K: this slice's rows of the fp32 partials
+            store_tile(acc, c_smem, c_desc, first, row0, col0, C_T)
+            if REM > 0:
+                col2 = inside(pid_n * (BLOCK_N + REM) + BLOCK_N, REM, N, INSIDE)
+                acc2 = scaled(acc2, SA, SB, row0, col2, M, N, SCALES)
+                store_tile(acc2, c2_smem, c2_desc, first, row0, col2, C_T)
         tma.store_wait(pendings=0)
 
     @gluon.jit
@@ -361,7 +259,6 @@ if _GLUON:
         a_desc, b_desc, c_desc,                         # A M x K, B K x N, C M x N (A: 64-row boxes, C: 64-row blocks)
         b2_desc, c2_desc,                               # REM > 0: boxes of B's and C's REM columns past BLOCK_N
         SA, SB,                                         # FP8 scales (fp32): one each, or per row of A / column of B
-        WS, COUNTS,                                     # STREAM_K: shared tiles' fp32 pieces, and their arrivals
         M, N, K,                                        # problem size
         M_PAD,                                          # split-K: C's rows per slice of c_desc's fp32 partials
         GROUP_M: gl.constexpr,                          # grouped tile order
@@ -377,8 +274,6 @@ if _GLUON:
         SPLIT_K: gl.constexpr,                          # slices of K per tile; > 1: c_desc is the fp32 partials'
         INSIDE: gl.constexpr,                           # edge tiles' boxes moved back inside A, B and C (inside())
         REM: gl.constexpr = 0,                          # tiles BLOCK_N + REM wide: a second MMA of N = REM (16-bit)
-        STREAM_K: gl.constexpr = False,                 # each program an equal stretch of the tiles' K blocks
-        SK_DEBUG: gl.constexpr = 0,
     ):
         """Warp-specialized: one warp loads, one to four warpgroups of 4 warps (this kernel's own, and workers)
         each compute 64 rows of every tile, synchronized only through the ring's mbarriers (no CTA-wide barrier), so
@@ -399,46 +294,46 @@ if _GLUON:
             mbarrier.init(empty.index(i), count=CONSUMERS)
         # what every consumer reads; one branch per consumer count, since Gluon holds no (function, arguments) pair
         # in a variable and a tuple of constexprs does not pass into a partition
-        ops = (a_bufs, b_bufs, b2_bufs, ready, empty, c_desc, c2_desc, SA, SB, WS, COUNTS, M, N, K, M_PAD)
+        ops = (a_bufs, b_bufs, b2_bufs, ready, empty, c_desc, c2_desc, SA, SB, M, N, K, M_PAD)
         if CONSUMERS == 1:
             gl.warp_specialize([
                 (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K, SK_DEBUG)),
+                               CONSUMERS, SPLIT_K, INSIDE, REM)),
                 (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
-                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K)),
+                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM)),
             ], [1], [LOAD_REGS])
         elif CONSUMERS == 2:
             gl.warp_specialize([
                 (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K, SK_DEBUG)),
+                               CONSUMERS, SPLIT_K, INSIDE, REM)),
                 (ws_consumer, (1, c_bufs.index(1), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K, SK_DEBUG)),
+                               CONSUMERS, SPLIT_K, INSIDE, REM)),
                 (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
-                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K)),
+                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM)),
             ], [4, 1], [CONSUMER_REGS, LOAD_REGS])
         elif CONSUMERS == 3:
             gl.warp_specialize([
                 (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K, SK_DEBUG)),
+                               CONSUMERS, SPLIT_K, INSIDE, REM)),
                 (ws_consumer, (1, c_bufs.index(1), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K, SK_DEBUG)),
+                               CONSUMERS, SPLIT_K, INSIDE, REM)),
                 (ws_consumer, (2, c_bufs.index(2), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K, SK_DEBUG)),
+                               CONSUMERS, SPLIT_K, INSIDE, REM)),
                 (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
-                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K)),
+                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM)),
             ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, LOAD_REGS])
         else:
             gl.warp_specialize([
                 (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K, SK_DEBUG)),
+                               CONSUMERS, SPLIT_K, INSIDE, REM)),
                 (ws_consumer, (1, c_bufs.index(1), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K, SK_DEBUG)),
+                               CONSUMERS, SPLIT_K, INSIDE, REM)),
                 (ws_consumer, (2, c_bufs.index(2), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K, SK_DEBUG)),
+                               CONSUMERS, SPLIT_K, INSIDE, REM)),
                 (ws_consumer, (3, c_bufs.index(3), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K, SK_DEBUG)),
+                               CONSUMERS, SPLIT_K, INSIDE, REM)),
                 (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
-                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM, STREAM_K)),
+                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM)),
             ], [4, 4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, CONSUMER_REGS, LOAD_REGS])
 
 _GL_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32",
@@ -481,7 +376,7 @@ def supports(a, b, c):
 
 
 def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None, promote=False, group_m=8,
-        block_m=BLOCK_M, swap=False, split_k=1, rem=0, stream_k=False):
+        block_m=BLOCK_M, swap=False, split_k=1, rem=0):
     """c = a @ b (FP8: * scales) on one GPU with wgmma_ws_kernel: block_m x block_n tiles, `stages` ring stages, at
     most `programs` persistent programs; `supports(a, b, c)` must hold. block_m 128, 192 or 256: two to four consumer
     warpgroups of 64 rows. swap: the MMAs run on C's transpose, B's columns as their rows: block_n 64, 128 or 192
@@ -493,13 +388,10 @@ def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None,
     share one). rem: a second MMA of N = rem (8 to 64) per tile, past the first's: with swap, tiles
     block_m + rem rows of A wide, so that 129-144 rows run as one 144-row tile rather than two of 128; without,
     block_n + rem columns of B wide (128 + 32: 160), tile counts between those of powers of two (Gluon's tensors are
-    powers of two). stream_k: every program an equal stretch of the tiles' K blocks laid end to end (stream-K), so
-    a last wave that whole tiles would leave partly idle is shared by all SMs; a tile split between programs is
-    added up by the last of its pieces to finish (fp32 pieces in a workspace kept per device and size, as split_k's
-    partials; not with split_k or rem). One launch (two with split_k); host cost: three TMA descriptors (five with
-    rem). Not collective."""
+    powers of two). One launch (two with split_k); host cost: three TMA descriptors (five with rem). Not
+    collective."""
     args, consts, units, partials = kernel_args(a, b, c, block_n, block_k, stages, block_m, swap, scale_a, scale_b,
-                                                promote, group_m, split_k, rem, stream_k, programs)
+                                                promote, group_m, split_k, rem)
     wgmma_ws_kernel[(min(programs, units),)](*args, **consts, num_warps=4)
     if partials is not None:
         sum_slices(partials, c)
@@ -515,30 +407,10 @@ def slices(k, block_k, split_k):
 _partials = {}
 
 
-def stream_programs(blocks, programs):
-    """Programs of a stream-K grid over `blocks` K blocks in all: at most `programs`, and none left without a block
-    (the kernel gives each ceil(blocks / grid) of them)."""
-    grid = max(1, min(programs, blocks))
-    while (grid - 1) * triton.cdiv(blocks, grid) >= blocks:
-        grid -= 1
-    return grid
-
-
-def _kept(key, make):
-    """A workspace kept per (device, size) for the next call; not one made while a CUDA graph captures (the graph's
-    pool owns that one)."""
-    if key in _partials:
-        return _partials[key]
-    t = make()
-    if not (t.is_cuda and torch.cuda.is_current_stream_capturing()):
-        _partials[key] = t
-    return t
-
-
 def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, scale_a=None, scale_b=None,
-                promote=False, group_m=8, split_k=1, rem=0, stream_k=False, programs=None):
+                promote=False, group_m=8, split_k=1, rem=0):
     """(arguments, constexprs, units of work, fp32 partials or None) of wgmma_ws_kernel for run()'s call (the CPU
-    tests compile it from these); stream_k: units = its grid for `programs` SMs (stream_programs)."""
+    tests compile it from these)."""
     rows, cols = (block_n, block_m) if swap else (block_m, block_n)
     if rows not in (SWAP_BLOCK_NS if swap else BLOCK_MS):
         what = "block_n" if swap else "block_m"
@@ -558,12 +430,6 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
     if rem > cols:  # REM's part of C passes through the first part's staging tile
         raise ValueError(f"wgmma.run: rem={rem} past a tile {cols} {'rows of A' if swap else 'columns of B'} wide; "
                          f"expected at most {cols}")
-    if stream_k and (split_k > 1 or rem or swap or rows != BLOCK_M):
-        raise ValueError(f"wgmma.run: stream_k with split_k={split_k}, rem={rem}, swap={swap}, block_m={rows}; "
-                         f"stream-K runs whole 128-row tiles, not swapped (split_k 1, rem 0, swap False: its fixup's "
-                         f"registers fit beside two consumers' accumulators) and shares them out itself")
-    if stream_k and not (isinstance(programs, int) and programs >= 1):
-        raise ValueError(f"wgmma.run: stream_k needs the programs it may run (a positive int), got {programs!r}")
     split = slices(a.shape[1], block_k, split_k)
     partials, m_pad = None, 0
     if split > 1:  # fp32 partials of C's shape per slice, padded to whole tiles (TMA stores never cross), and C's
@@ -571,8 +437,13 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
         tile_m, tile_n = (cols + rem, rows) if swap else (rows, cols + rem)
         m_pad = triton.cdiv(c.shape[0], tile_m) * tile_m
         n_pad = triton.cdiv(triton.cdiv(c.shape[1], tile_n) * tile_n, SUM_COLS) * SUM_COLS
-        partials = _kept((c.device, split * m_pad * n_pad),
-                         lambda: torch.empty(split * m_pad, n_pad, device=c.device, dtype=torch.float32))
+        key = (c.device, split * m_pad * n_pad)
+        if key in _partials:
+            partials = _partials[key]
+        else:  # kept for the next call; not one made while a CUDA graph captures (the graph's pool owns that one)
+            partials = torch.empty(split * m_pad, n_pad, device=c.device, dtype=torch.float32)
+            if not (c.is_cuda and torch.cuda.is_current_stream_capturing()):
+                _partials[key] = partials
         partials = partials.view(split, m_pad, n_pad)
         c = partials.view(split * m_pad, n_pad)  # the kernel writes the partials where it would write C
     if swap:  # c.T = b.T @ a.T: the kernel sees B's columns as rows (A_T: M-major, 16-bit) and writes C transposed
@@ -588,23 +459,13 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
     scales = 0 if scale_a is None else 1 if scale_a.numel() == 1 and scale_b.numel() == 1 else 2
     if scales == 0:
         scale_a = scale_b = c  # not read
-    tiles = triton.cdiv(m, rows) * triton.cdiv(n, cols + rem)
-    units = tiles * split
-    ws = counts = c  # not read
-    if stream_k:  # two pieces per program (its first tile, its last), an arrival count per tile and consumer
-        units = stream_programs(tiles * triton.cdiv(k, block_k), programs)
-        ws = _kept((c.device, "pieces", units * 2 * rows * cols),
-                   lambda: torch.empty(units * 2 * rows * cols, device=c.device, dtype=torch.float32))
-        counts = _kept((c.device, "counts", tiles * (rows // 64)),
-                       lambda: torch.zeros(tiles * (rows // 64), device=c.device, dtype=torch.int32))
     descs = (desc(a, a_t, [64, block_k]), desc(b, b_t, [block_k, cols]), desc(c, c_t, [64, cols]))
     rest = (desc(b, b_t, [block_k, rem]), desc(c, c_t, [64, rem])) if rem else descs[1:]  # REM's boxes, else unread
-    args = descs + rest + (scale_a, scale_b, ws, counts, m, n, k, m_pad)
+    args = descs + rest + (scale_a, scale_b, m, n, k, m_pad)
     consts = dict(GROUP_M=group_m, NUM_BUFFERS=stages, A_T=a_t, B_T=b_t, C_T=c_t, SCALES=scales,
                   PROMOTE=bool(promote), CONSUMER_REGS=CONSUMER_REGS[rows // 64], LOAD_REGS=LOAD_REGS[rows // 64],
-                  CONSUMERS=rows // 64, SPLIT_K=split, INSIDE=KEEP_INSIDE, REM=rem, STREAM_K=bool(stream_k),
-                  SK_DEBUG=int(__import__("os").environ.get("SK_DEBUG", "0")))
-    return args, consts, units, partials
+                  CONSUMERS=rows // 64, SPLIT_K=split, INSIDE=KEEP_INSIDE, REM=rem)
+    return args, consts, triton.cdiv(m, rows) * triton.cdiv(n, cols + rem) * split, partials
 
 
 @triton.jit

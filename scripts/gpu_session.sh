@@ -510,19 +510,6 @@ for stage in "$@"; do
                "tests/test_replay.py::test_prepared_catalog_calls_skip_the_checks_but_not_tracing_capture_or_tuning" \
                tests/test_collectives.py::test_benchmark_all_to_all_rows \
                tests/test_taxonomy.py::test_sweep_fp8_per_tensor_and_row_wise_validates_every_fp8_variant ;;
-    streamk)  # one GPU: stream-K (wgmma.run(stream_k=True)) against float64, then against the defaults where one wave
-             # of whole tiles leaves SMs idle or a second wave nearly empty (FP8: SK_FP8 shapes; bf16: SK_BF16)
-             run pytest_streamk.log timeout ${TEST_TIMEOUT:-150} python3 -m pytest -v -p no:warnings tests/test_wgmma.py \
-               -k "stream_k or compiles"
-             run gemm_sk_fp8.log timeout ${SK_TIMEOUT:-240} python3 benchmarks/gemm.py --fp8 --shapes ${SK_FP8:-1536x1408x4096 1024x1280x8192 \
-               1024x1152x3584 1024x1536x4096 1024x3584x4736 1024x4608x7168 128x4608x16384 128x8192x3696} \
-               --configs default 'default, fast accum' 'wgmma fp8 128x128x128 s6 sk' 'wgmma fp8 128x128x128 s6' \
-               'wgmma fp8 128x64x128 s8 sk' 'wgmma fp8 128x128x128 s6 sk fast accum' \
-               'wgmma fp8 128x256x128 s3 sk fast accum' --out "$OUT/sk_fp8"
-             run gemm_sk_bf16.log timeout ${SK_TIMEOUT:-240} python3 benchmarks/gemm.py --shapes ${SK_BF16:-1536x1408x4096 1024x1280x8192 \
-               1024x1440x2880 1024x2304x3584 1024x5120x1280 4096x640x3584 4096x1152x3584 1024x7392x8192 128x4608x16384 \
-               4096x4096x4096} --configs matmul 'wgmma 128x256x64 s3 sk' 'wgmma 128x128x64 s6 sk' \
-               'wgmma 128x64x64 s8 sk' 'wgmma 128x128x64 s6' --out "$OUT/sk_bf16" ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;

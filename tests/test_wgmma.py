@@ -30,7 +30,7 @@ def _tile(cfg):
 
 
 def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.float8_e4m3fn, b_t=True, block_m=128,
-                 swap=False, split_k=1, rem=0, stream_k=False):
+                 swap=False, split_k=1, rem=0):
     """(PTX, shared bytes, ptxas's report) of wgmma_ws_kernel for sm_90a, compiled here without a GPU, with the
     arguments wgmma.run would pass."""
     import triton
@@ -44,11 +44,10 @@ def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.fl
     b = b.t() if b_t else b
     sa = sb = torch.ones(1 if scales < 2 else 256) if scales else None
     args, consts, _, _ = wgmma.kernel_args(a, b, c, bn, bk, stages, block_m, swap, sa, sb, promote, split_k=split_k,
-                                           rem=rem, stream_k=stream_k, programs=132)
-    assert consts["SPLIT_K"] == split_k and consts["REM"] == rem and consts["STREAM_K"] == stream_k
+                                           rem=rem)
+    assert consts["SPLIT_K"] == split_k and consts["REM"] == rem
     fn = wgmma.wgmma_ws_kernel
-    ws, counts = ("*fp32", "*i32") if stream_k else (mangle_type(c), mangle_type(c))
-    sig = dict(zip(fn.arg_names, [mangle_type(x) for x in args[:5]] + ["*fp32", "*fp32", ws, counts] + ["i32"] * 4))
+    sig = dict(zip(fn.arg_names, [mangle_type(x) for x in args[:5]] + ["*fp32", "*fp32"] + ["i32"] * 4))
     sig.update({k: "constexpr" for k in consts})
     src = GluonASTSource(fn=fn, signature=sig, constexprs={(fn.arg_names.index(k),): v for k, v in consts.items()},
                          attrs={})
@@ -111,11 +110,6 @@ COMPILE_CASES = {
     "fp8-fast-rem32": (False, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 128, False, 1, 32)),
     "fp8-fast-rem32-256-rows": (False, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 3, 256, False, 1, 32)),
     "fp8-precise-rem32": (True, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 128, False, 1, 32)),  # default
-    # stream-K: equal stretches of K blocks per program, shared tiles added up by their last piece
-    "fp8-precise-stream-k": (True, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 6, 128, False, 1, 0, True)),
-    "fp8-fast-stream-k": (False, 1, "bfloat16", "float8_e4m3fn", True, (256, 128, 3, 128, False, 1, 0, True)),
-    "bf16-stream-k": (False, 0, "bfloat16", "bfloat16", False, (256, 64, 3, 128, False, 1, 0, True)),
-    "bf16-128-wide-stream-k": (False, 0, "bfloat16", "bfloat16", True, (128, 64, 6, 128, False, 1, 0, True)),
 }
 
 
@@ -126,12 +120,11 @@ def compile_cases(names=None):
     for name in names or COMPILE_CASES:
         promote, scales, out_dtype, dtype, b_t, tile = COMPILE_CASES[name]
         out_dtype, dtype = getattr(torch, out_dtype), getattr(torch, dtype)
-        tile, (block_m, swap, split_k, rem, stream_k) = tile[:3], (tile[3:] + (128, False, 1, 0, False)[len(tile) - 3:])
+        tile, (block_m, swap, split_k, rem) = tile[:3], (tile[3:] + (128, False, 1, 0)[len(tile) - 3:])
         staged = 4 if split_k > 1 else out_dtype.itemsize  # split-K stages fp32 partials
         while not wgmma.fits(*tile, dtype.itemsize, staged, block_m, rem):
             tile = (tile[0], tile[1], tile[2] - 1)  # fp32 C staging tiles take a stage's worth
-        ptx, shared, report = compile_sm90(tile, promote, scales, out_dtype, dtype, b_t, block_m, swap, split_k, rem,
-                                           stream_k)
+        ptx, shared, report = compile_sm90(tile, promote, scales, out_dtype, dtype, b_t, block_m, swap, split_k, rem)
         out[name] = dict(shared=shared, report=report, setmaxnreg="setmaxnreg" in ptx,
                          mma_and_tma="wgmma.mma_async" in ptx and "cp.async.bulk.tensor" in ptx,
                          in_flight=re.search(r"wgmma\.wait_group\.sync\.aligned [12]\b", ptx) is not None)
@@ -504,62 +497,6 @@ def test_split_k_tiles_match_float64(operands):
 
 
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
-@pytest.mark.parametrize("operands", ["bf16-b-row-major", "bf16-b-k-major", "fp8-precise", "fp8-fast"])
-def test_stream_k_tiles_match_float64(operands):
-    # stream-K: programs of equal stretches of K blocks, so tiles are shared by 2 to many programs (a stretch shorter
-    # than a tile's K, longer, a prime number of programs, one program) and a tile's pieces are added by the last
-    # one in; 64- to 256-wide tiles, every edge, per-tensor and row-wise scales; a poisoned output and fresh data
-    # per call, 40 calls without a sync, all checked after the last (the counts must be re-armed call after call)
-    from fused_ops import Config, matmul
-
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    fp8_ops = operands.startswith("fp8")
-    bk = 128 if fp8_ops else 64
-    tiles = ((128, 128, 4, sms), (128, 256, 3, 13), (128, 64, 6, sms), (128, 128, 4, 7), (128, 64, 6, 1))
-    calls = []
-    for m, n, k in ((1024, 1280, 2048), (129, 1000, 1040), (200, 272, 208), (1, 48, 64), (1000, 4096, 640)):
-        for i, (block_m, block_n, stages, programs) in enumerate(tiles):
-            c = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
-            a, b, sa, sb, ref = _operands(operands, m, n, k, i % 2 == 1)
-            if not fp8_ops and block_m == 128:  # through matmul's own door: a caller's stream_k
-                matmul(a, b, out=c, kernel="wgmma", config=Config(block_m=block_m, block_n=block_n, block_k=bk,
-                                                                  num_stages=stages, gemm_sms=programs,
-                                                                  stream_k=True))
-            else:
-                wgmma.run(a, b, c, block_n, bk, stages, programs, sa, sb, promote=operands == "fp8-precise",
-                          block_m=block_m, stream_k=True)
-            calls.append(((m, n, k, block_m, block_n, programs), c, ref))
-    _check_all(calls, operands)
-
-
-@pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
-def test_stream_k_replays_in_a_cuda_graph_rearm_their_counts():
-    # a captured stream-K call replayed with fresh operands: every replay must find the arrival counts at 0 again
-    a, b, sa, sb = _quantized(1024, 1280, 4096, False)
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    out = torch.empty(1024, 1280, device="cuda", dtype=BF16)
-
-    def call():
-        wgmma.run(a, b, out, 128, 128, 6, sms, sa, sb, promote=True, stream_k=True)
-    call()  # compiles, and keeps the workspace
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.stream(stream), torch.cuda.graph(graph, stream=stream):
-        call()
-    torch.cuda.current_stream().wait_stream(stream)
-    for _ in range(5):
-        fresh = _quantized(1024, 1280, 4096, False)
-        for t, f in zip((a, b, sa, sb), fresh):
-            t.copy_(f)
-        out.fill_(float("nan"))
-        graph.replay()
-        torch.cuda.synchronize()
-        ref = (a.double() * sa.double()) @ (b.double() * sb.double())
-        assert ((out.double() - ref).norm() / ref.norm()).item() < 5e-3
-
-
-@pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
 @pytest.mark.parametrize("b_t", [False, True], ids=["b-row-major", "b-k-major"])
 def test_swap_rem_tiles_match_float64(b_t):
     # swapped tiles block_m + rem rows of A wide (a second MMA of N = rem): rows just past 128 (the second box moved
@@ -639,27 +576,6 @@ def test_rem_cols_tiles_match_float64(operands):
                       block_m=block_m, split_k=split, rem=rem)
         calls.append(((m, n, k, block_m, block_n, rem, split), c, ref))
     _check_all(calls, operands)
-
-
-def test_stream_k_grids_leave_no_program_without_work_and_refuse_what_they_cannot_share():
-    for blocks in (1, 2, 9, 10, 64, 80 * 64, 131, 132, 133, 5000):
-        for programs in (1, 3, 4, 7, 132, 264):
-            grid = wgmma.stream_programs(blocks, programs)
-            per = -(-blocks // grid)  # as the kernel deals them
-            assert 1 <= grid <= min(blocks, programs) and (grid - 1) * per < blocks, (blocks, programs, grid)
-            assert per == -(-blocks // programs), (blocks, programs, grid)  # no longer than the fairest share
-    a, c = torch.empty(256, 1024, dtype=BF16), torch.empty(256, 256, dtype=BF16)
-    b = torch.empty(1024, 256, dtype=BF16)
-    _, consts, units, _ = wgmma.kernel_args(a, b, c, 128, 64, 4, stream_k=True, programs=132)
-    assert consts["STREAM_K"] and units == wgmma.stream_programs(2 * 2 * 16, 132) == 64
-    for bad in (dict(split_k=2), dict(rem=32), dict(swap=True, block_m=64), dict(block_m=192)):
-        with pytest.raises(ValueError, match="stream_k with"):
-            wgmma.kernel_args(a, b, c, 128, 64, 4, stream_k=True, programs=132, **bad)
-    with pytest.raises(ValueError, match="stream_k needs the programs"):
-        wgmma.kernel_args(a, b, c, 128, 64, 4, stream_k=True)
-    from fused_ops import Config, matmul
-    with pytest.raises(ValueError, match="stream_k=True runs the Gluon kernel"):
-        matmul(a, b, config=Config(stream_k=True), kernel="tile_loop")
 
 
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
