@@ -11,13 +11,9 @@ import time
 import torch
 
 
-AHEAD_CYCLES = 100_000  # ~50 µs of GPU clock: longer than the host takes to launch a captured graph
-
-
-def timed(fn, calls=30, repeats=3, ahead=False):
+def timed(fn, calls=30, repeats=3):
     """µs per call of `calls` back-to-back calls between two CUDA events, the median of `repeats` (the CPU backend:
-    wall clock, one repeat). ahead: the GPU sleeps AHEAD_CYCLES before the first event, so that the calls are queued
-    behind it when it fires and the interval holds GPU time only, not the host's launch of them."""
+    wall clock, one repeat)."""
     if not torch.cuda.is_available():
         t0 = time.perf_counter()
         for _ in range(calls):
@@ -26,8 +22,6 @@ def timed(fn, calls=30, repeats=3, ahead=False):
     samples = []
     for _ in range(repeats):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        if ahead:
-            torch.cuda._sleep(AHEAD_CYCLES)
         a.record()
         for _ in range(calls):
             fn()
@@ -81,7 +75,7 @@ def paired_graph_us(fn, ref, rounds=5):
     samples = ([], [])
     for _ in range(rounds):
         for g, out in zip(graphs, samples):
-            out.append(timed(g.replay, calls=1, repeats=1, ahead=os.environ.get("BENCH_AHEAD") == "1") / 10)
+            out.append(timed(g.replay, calls=1, repeats=1) / 10)
     return statistics.median(samples[0]), statistics.median(samples[1])
 
 
