@@ -23,6 +23,7 @@ import triton  # noqa: E402
 
 from benchmarks import shapes as shape_set  # noqa: E402
 from benchmarks.harness import paired_graph_us, stamp  # noqa: E402
+from fused_ops import config as _config  # noqa: E402
 from fused_ops import local_gemm, wgmma  # noqa: E402
 from fused_ops import problem as _problem  # noqa: E402
 from fused_ops.config import Config  # noqa: E402
@@ -186,6 +187,7 @@ CANDIDATES["matmul"] = None
 CANDIDATES["matmul, as given"] = None
 CANDIDATES["matmul, always copied"] = None
 CANDIDATES["matmul, edges past"] = None
+CANDIDATES["matmul, decode tile loop"] = None
 # Alternatives where the C row stride is not a multiple of 16 elements: the store without the alignment hint (C_VEC=1).
 CANDIDATES["default, no vec"] = None
 # Where B's rows are not 128-byte aligned: B through fused_ops.pad_weight (done once per weight, outside the timing),
@@ -489,26 +491,34 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp):
     swap = "swap" in name  # a swap-AB candidate (wgmma.run(swap=True))
     # matmul's own choice, or with its copies into aligned rows off ("as given") or always made ("always copied")
     # ... or with the Gluon kernel's edge boxes loaded past the edge (zero-filled), not moved inside ("edges past")
-    toggles = {"matmul": (True, local_gemm.PTR_FLOPS, True), "matmul, as given": (False, local_gemm.PTR_FLOPS, True),
-               "matmul, always copied": (True, 1.0, True), "matmul, edges past": (True, local_gemm.PTR_FLOPS, False)}
+    # ... or with bf16 decode rows on the tile loop's 16-row tiles, not the Gluon kernel's swapped ones ("decode tile
+    # loop")
+    ptr, dec = local_gemm.PTR_FLOPS, _config.WGMMA_DECODE_TILE
+    toggles = {"matmul": (True, ptr, True, dec), "matmul, as given": (False, ptr, True, dec),
+               "matmul, always copied": (True, 1.0, True, dec), "matmul, edges past": (True, ptr, False, dec),
+               "matmul, decode tile loop": (True, ptr, True, None)}
 
     def with_toggles(fn):
-        saved = local_gemm.ALIGN_OPERANDS, local_gemm.PTR_FLOPS, wgmma.KEEP_INSIDE
-        local_gemm.ALIGN_OPERANDS, local_gemm.PTR_FLOPS, wgmma.KEEP_INSIDE = toggles[name]
+        saved = local_gemm.ALIGN_OPERANDS, local_gemm.PTR_FLOPS, wgmma.KEEP_INSIDE, _config.WGMMA_DECODE_TILE
+        (local_gemm.ALIGN_OPERANDS, local_gemm.PTR_FLOPS, wgmma.KEEP_INSIDE,
+         _config.WGMMA_DECODE_TILE) = toggles[name]
         try:
             return fn()
         finally:
-            local_gemm.ALIGN_OPERANDS, local_gemm.PTR_FLOPS, wgmma.KEEP_INSIDE = saved
+            (local_gemm.ALIGN_OPERANDS, local_gemm.PTR_FLOPS, wgmma.KEEP_INSIDE,
+             _config.WGMMA_DECODE_TILE) = saved
 
+    if name == "matmul, decode tile loop" and m > _config.DECODE_ROWS:
+        return []  # the same run as "matmul"
     if name in toggles:
         a2, b2 = with_toggles(lambda: local_gemm.aligned_operands(a, b))
         copied = a2 is not a or b2 is not b
-        if name not in ("matmul", "matmul, edges past") and copied == any(
+        if name not in ("matmul", "matmul, edges past", "matmul, decode tile loop") and copied == any(
                 x is not y for x, y in zip(local_gemm.aligned_operands(a, b), (a, b))):
             return []  # the same run as "matmul"
         plan, _ = local_gemm.tile_loop_plan(a2, b2, None, lambda dev, m, n, k: local_gemm.defaults(
             dev, m, n, k, a.dtype), "matmul")
-        kernel, cfg = local_gemm.pick_kernel(a2, b2, c, plan, None, False, None, "matmul")
+        kernel, cfg = with_toggles(lambda: local_gemm.pick_kernel(a2, b2, c, plan, None, False, None, "matmul"))
         if name == "matmul, edges past" and kernel == "tile_loop":
             return []  # the toggle is the Gluon kernel's
         kernel += (" swap" if cfg.swap_ab else "") + (f" rem{local_gemm.rem(cfg)}" if local_gemm.rem(cfg) else "")

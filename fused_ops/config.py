@@ -229,6 +229,14 @@ WGMMA_FP8_DECODE_TILE = (16, 64, 256, 4)
 # results/current/gemm/fp8_all/fp8x_decode_*, fp8dec_*). The FP8 split tile of 65-128 rows too (128x2304x16384:
 # 0.75 -> 1.06x, fp8y_128_*).
 THIRD_SLICES = 3
+# bf16 decode rows too, where the swapped 16x64 tiles fit in one wave: 128-deep K blocks, 6 stages, in as many slices
+# of K as the SMs hold with DECODE_MIN_SLICE_BLOCKS blocks or more each (decode_slices). The tile loop's 16-row tiles
+# issue more instructions per byte of B than TMA and warpgroup MMAs do, so they slow with the SM clock, where
+# torch.matmul's decode kernels, bound by memory, do not: right after heavy GEMMs (the power cap's 1455-1845 MHz)
+# 16x3584x4736 ran 9.5 -> 10.8 us against torch's 9.4 -> 9.5 (results/current/gemm/decode_swap/heat_*.log). These
+# tiles held: at 12 decode GEMMs below or near their floors, 0.83-0.98x -> 0.89-1.12x torch.matmul cool and 0.83-0.90x
+# -> 0.91-1.14x hot, against the tile loop in one run (decode_swap/decode_heat_*.csv).
+WGMMA_DECODE_TILE = (16, 64, 128, 6)
 # 17-32 rows, either dtype: 32-row swapped tiles where they take at most two waves. The tile loop pads those rows to
 # 64-row tiles (its 16-row ones serve decode rows only); at 64 rows the two ran even (docs/performance.md).
 SWAP_ROWS = 32
@@ -263,6 +271,12 @@ WGMMA_FP8_REM_TILE = (128, 64, 128, 6)
 # WGMMA_NARROW_FILL: its edge boxes move back inside A (wgmma.inside), where the tile loop's 64-row tiles load past
 # A's last row, which TMA serves far slower (results/current/gemm/README.md, "Rows past the edge").
 EDGE_ROWS_MAX = 256
+
+
+def decode_slices(tiles, sms, k, block_k):
+    """split_k of bf16 decode rows' swapped tiles (WGMMA_DECODE_TILE): as many slices of K as the SMs hold, each
+    DECODE_MIN_SLICE_BLOCKS blocks or more (33 tiles of 56 blocks: 4; 56 of 37: 2; 56 of 19: 1)."""
+    return max(1, min(sms // tiles, -(-k // block_k) // DECODE_MIN_SLICE_BLOCKS))
 
 
 def few_split(tiles, sms, k, block_k, thirds=False):
@@ -599,10 +613,10 @@ def fp8_catalog_defaults(cfg, m, n, k, split):
 
 
 def swapped_rows_tile(m, fp8):
-    """The swapped tile (rows of A, columns of B, block_k, stages) for few rows: FP8 decode rows, and 17-32 rows of
-    either dtype (either accumulation); None elsewhere."""
+    """The swapped tile (rows of A, columns of B, block_k, stages) for few rows: decode rows and 17-32 rows of either
+    dtype (either accumulation); None elsewhere."""
     if m <= DECODE_ROWS:
-        return WGMMA_FP8_DECODE_TILE if fp8 else None
+        return WGMMA_FP8_DECODE_TILE if fp8 else WGMMA_DECODE_TILE
     if m <= SWAP_ROWS:
         return WGMMA_FP8_ROWS_TILE if fp8 else WGMMA_ROWS_TILE
     return None
@@ -612,8 +626,8 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
     """The Gluon kernel's config for an m x n output where `cfg` holds the tile loop's defaults: FP8 (either
     accumulation) where 128x128 tiles reach WGMMA_MIN_FILL x `sms`; 16-bit where the defaults chose 128-row tiles
     (whole, or the last wave split: the Gluon kernel's tile choice beat the split tails) and 128x128 tiles reach it;
-    FP8 decode rows (m <= DECODE_ROWS) where swap-AB 16x64 tiles fit in one wave, and 17-32 rows where 32x64 ones fit
-    in two (swapped_rows_tile); never 16-bit decode rows. The tile: the fewest waves times area times cost
+    decode rows (m <= DECODE_ROWS) where swap-AB 16x64 tiles fit in one wave, and 17-32 rows where 32x64 ones fit
+    in two (swapped_rows_tile). The tile: the fewest waves times area times cost
     (WGMMA_TILES and 16-bit WGMMA_SWAP_TILES; FP8: WGMMA_FP8_TILES, with fast accumulation WGMMA_FP8_FAST_TILES; the
     dtype's narrow tile where its waves are nearly full). b_aligned: B's rows are 128-byte aligned (else non-swapped
     tiles cost UNALIGNED_B_COST more). k (where given): where the 128x128 tiles are fewer, split-K or edge-row tiles
@@ -623,7 +637,13 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
     few_rows = swapped_rows_tile(m, fp8)
     if few_rows is not None and (force or -(-n // few_rows[1]) <= (1 if m <= DECODE_ROWS else 2) * sms):
         tile = gluon_tile(cfg, *few_rows, swap=True)  # where they are few and K long (k given): in slices of K
-        split = 1 if k is None else few_split(-(-n // few_rows[1]), sms, k, few_rows[2], m <= DECODE_ROWS)
+        tiles = -(-n // few_rows[1])
+        if k is None:
+            split = 1
+        elif m <= DECODE_ROWS and not fp8:
+            split = decode_slices(tiles, sms, k, few_rows[2])
+        else:
+            split = few_split(tiles, sms, k, few_rows[2], m <= DECODE_ROWS)
         return replace(tile, split_k=split) if split > 1 else tile
     if fp8 and fast:
         tiles = WGMMA_FP8_FAST_TILES + (() if row_scales else (WGMMA_FP8_FAST_FOUR_TILE,))

@@ -510,6 +510,14 @@ for stage in "$@"; do
                "tests/test_replay.py::test_prepared_catalog_calls_skip_the_checks_but_not_tracing_capture_or_tuning" \
                tests/test_collectives.py::test_benchmark_all_to_all_rows \
                tests/test_taxonomy.py::test_sweep_fp8_per_tensor_and_row_wise_validates_every_fp8_variant ;;
+    decodeswap)  # one GPU: bf16 decode rows (M <= 16) of the public set, the Gluon kernel's swapped 16x64 tiles
+             # (matmul) against the tile loop's 16-row ones (matmul, decode tile loop) in one run; and their tests
+             run pytest_decodeswap.log timeout ${TEST_TIMEOUT:-300} python3 -m pytest -v -p no:warnings \
+               tests/test_wgmma.py tests/test_local_gemm.py -k "decode_rows or gpu_defaults"
+             shapes=$(python3 -c "from benchmarks import shapes; print(' '.join(f'{m}x{n}x{k}' for m, n, k, _ in \
+               shapes.model_shapes() if m <= 16))")
+             run gemm_decodeswap.log timeout ${X_TIMEOUT:-420} python3 benchmarks/gemm.py --shapes $shapes \
+               --configs matmul 'matmul, decode tile loop' --out "$OUT/decodeswap" ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;

@@ -85,13 +85,13 @@ def test_matmul_refusals_say_what_was_expected(case, error, words):
 @pytest.mark.skipif(not (ON_GPU and torch.cuda.get_device_capability()[0] == 9), reason="Hopper picks (Gluon)")
 def test_gpu_defaults_pick_per_shape_and_match_float64():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    for m, n, k, want in ((4096, 4096, 1024, "wgmma"), (16384, 1152, 512, "wgmma"), (16, 4096, 1024, "tile_loop"),
+    for m, n, k, want in ((4096, 4096, 1024, "wgmma"), (16384, 1152, 512, "wgmma"), (16, 4096, 1024, "wgmma"),
                           (256, 1024, 1024, "tile_loop"), (4096, 1000, 520, "wgmma"), (333, 777, 2048, "tile_loop"),
                           (1024, 2112, 1024, "wgmma"), (2048, 5000, 256, "wgmma"),  # (swapped tiles)
-                          # decode rows, several programs per SM: in slices of K, whole, 4 programs of 2 stages
-                          (1, 9216, 4096, "tile_loop"), (1, 2560, 8192, "tile_loop"), (16, 26624, 1024, "tile_loop"),
-                          # ... and two slices to some SMs (45-132 tiles)
-                          (16, 5120, 3456, "tile_loop"), (1, 3072, 4096, "tile_loop"),
+                          # decode rows beyond one wave of swapped 16x64 tiles: several tile-loop programs per SM
+                          (1, 9216, 4096, "tile_loop"), (16, 26624, 1024, "tile_loop"),
+                          # ... within it, the swapped tiles whole or in slices of K
+                          (1, 2560, 8192, "wgmma"), (16, 5120, 3456, "wgmma"), (1, 3072, 4096, "wgmma"),
                           # 64-row tiles in slices; Gluon tiles 192, 96 and 144 (256 rows) wide
                           (128, 2304, 4096, "tile_loop"), (1024, 2880, 1024, "wgmma"), (1024, 1280, 2880, "wgmma"),
                           (4096, 1152, 3584, "wgmma")):

@@ -173,7 +173,7 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
     with pytest.raises(ValueError, match="expected None .* 'wgmma' or 'tile_loop'"):
         fp8.pick_kernel(a, b, c, cfg, None, False, "cutlass")
     # the Gluon kernel where its tiles fill most SMs (FP8: 128x128; bf16: where the defaults
-    # chose whole 128-row tiles), never for decode rows
+    # chose whole 128-row tiles); decode rows: swapped tiles (below)
     picked = C.wgmma_config(cfg, 1024, 2560, 132, FP8)  # 160 tiles of 128x128 (2 waves), 120 of 192x128 (1 wave,
     # 12 SMs idle) or 128 of 128 x (128 + 32): the last
     assert (_tile(picked), picked.num_stages, picked.rem_cols) == ((128, 128, 128), 4, 32)
@@ -673,6 +673,44 @@ def test_fp8_few_rows_run_swapped_tiles_by_default_and_match_float64(fast):
             mine = torch._scaled_mm(a, b, sa, sb, out_dtype=BF16, use_fast_accum=fast)
             err_torch = ((mine.double() - ref).norm() / ref.norm()).item()
             assert err < max(1.5 * err_torch, 5e-3), (m, n, k, fast, err, err_torch)
+
+
+def test_bf16_decode_rows_pick_swapped_tiles_in_one_wave_sliced_while_slices_keep_their_blocks():
+    cfg = C.Config(block_m=16, block_n=64, block_k=128, group_m=8, gemm_sms=132, comm_sms=16, num_stages=6,
+                   num_warps=4, tma=None, split_k=1, split_tail=False)
+    for m, n, k, split in ((16, 3584, 4736, 2), (1, 2112, 7168, 4), (1, 3584, 2368, 1), (16, 2880, 1024, 1),
+                           (1, 4608, 16384, 1), (1, 256, 131072, 33)):
+        pick = C.wgmma_config(cfg, m, n, 132, BF16, k=k)
+        assert (_tile(pick), pick.num_stages, pick.swap_ab, pick.split_k) == (
+            C.WGMMA_DECODE_TILE[:3], C.WGMMA_DECODE_TILE[3], True, split), (m, n, k, pick)
+        assert -(-n // 64) * split <= 132  # one wave of units
+    for m, n in ((16, 14336), (1, 19008)):  # more swapped tiles than SMs: the tile loop's programs (default_config)
+        assert C.wgmma_config(cfg, m, n, 132, BF16, k=4096) is None
+
+
+@pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
+@pytest.mark.parametrize("b_t", [False, True], ids=["b-row-major", "b-k-major"])
+def test_bf16_decode_rows_run_swapped_tiles_by_default_and_match_float64(b_t):
+    import fused_ops
+    from fused_ops import local_gemm
+
+    for m, n, k in ((16, 3584, 4736), (1, 2112, 7168), (7, 2880, 1024), (1, 4608, 16384), (16, 64, 65536)):
+        calls = []
+        for i in range(6):  # fresh data, poisoned outputs, checked after the last call (slices' partials reused)
+            a = torch.randn(m, k, device="cuda", dtype=BF16)
+            b = (torch.randn(n, k, device="cuda", dtype=BF16).t() if b_t else
+                 torch.randn(k, n, device="cuda", dtype=BF16))
+            out = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
+            if i == 0:
+                cfg, _ = local_gemm.tile_loop_plan(a, b, None, lambda dev, m, n, k: local_gemm.defaults(
+                    dev, m, n, k, BF16), "test")
+                kernel, cfg = local_gemm.pick_kernel(a, b, out, cfg, None, False, None, "test")
+                assert kernel == "wgmma" and cfg.swap_ab and _tile(cfg) == C.WGMMA_DECODE_TILE[:3], (m, n, k, cfg)
+            fused_ops.matmul(a, b, out=out)
+            calls.append((a, b, out))
+        for a, b, out in calls:
+            ref = a.double() @ b.double()
+            assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-2, (m, n, k)
 
 
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
