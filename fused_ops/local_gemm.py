@@ -166,6 +166,8 @@ def pick_kernel(a, b, c, cfg, config, fast, kernel, where, row_scales=False):
     ok = wgmma.supports(a, b, c)
     m, n = c.shape
     b_aligned = (_b_rows(b)[1] * b.element_size()) % 128 == 0
+    if ok:  # the SMs, where the defaults run several programs on each (config.decode_alone)
+        cfg = replace(cfg, gemm_sms=min(cfg.gemm_sms, torch.cuda.get_device_properties(a.device).multi_processor_count))
     if kernel == "wgmma":
         if not ok:
             raise ValueError(f"{where}: kernel='wgmma' needs a Hopper GPU (compute capability 9.x), Triton with Gluon "
