@@ -166,15 +166,16 @@ def pick_kernel(a, b, c, cfg, config, fast, kernel, where, row_scales=False):
     ok = wgmma.supports(a, b, c)
     m, n = c.shape
     b_aligned = (_b_rows(b)[1] * b.element_size()) % 128 == 0
-    if ok:  # the SMs, where the defaults run several programs on each (config.decode_alone)
-        cfg = replace(cfg, gemm_sms=min(cfg.gemm_sms, torch.cuda.get_device_properties(a.device).multi_processor_count))
+    # the Gluon kernel's picks count SMs, where the tile loop's defaults may run several programs on each
+    # (config.decode_alone)
+    sms = min(cfg.gemm_sms, torch.cuda.get_device_properties(a.device).multi_processor_count) if ok else cfg.gemm_sms
     if kernel == "wgmma":
         if not ok:
             raise ValueError(f"{where}: kernel='wgmma' needs a Hopper GPU (compute capability 9.x), Triton with Gluon "
                              f"and TMA-describable operands (16-byte aligned, a row-major; FP8 b column-major)")
         if config is None:
-            return kernel, _fit(_config.wgmma_config(cfg, m, n, cfg.gemm_sms, a.dtype, fast, force=True,
-                                                     b_aligned=b_aligned, row_scales=row_scales), a, c)
+            return kernel, _fit(_config.wgmma_config(replace(cfg, gemm_sms=sms), m, n, sms, a.dtype, fast,
+                                                     force=True, b_aligned=b_aligned, row_scales=row_scales), a, c)
         if cfg.swap_ab or cfg.rem_cols:
             wgmma.kernel_args(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.block_m, bool(cfg.swap_ab),
                               split_k=cfg.split_k, rem=rem(cfg))  # refusals
@@ -184,8 +185,8 @@ def pick_kernel(a, b, c, cfg, config, fast, kernel, where, row_scales=False):
         if not _fits(cfg, a, c):
             raise ValueError(f"{where}: kernel='wgmma': {cfg.describe()} needs more shared memory than an SM has")
         return kernel, cfg
-    pick = (_config.wgmma_config(cfg, m, n, cfg.gemm_sms, a.dtype, fast, b_aligned=b_aligned, k=a.shape[1],
-                                 row_scales=row_scales)
+    pick = (_config.wgmma_config(replace(cfg, gemm_sms=sms), m, n, sms, a.dtype, fast, b_aligned=b_aligned,
+                                 k=a.shape[1], row_scales=row_scales)
             if ok and config is None else None)
     return ("wgmma", _fit(pick, a, c)) if pick is not None else ("tile_loop", cfg)
 
