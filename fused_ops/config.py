@@ -235,8 +235,14 @@ THIRD_SLICES = 3
 # torch.matmul's decode kernels, bound by memory, do not: right after heavy GEMMs (the power cap's 1455-1845 MHz)
 # 16x3584x4736 ran 9.5 -> 10.8 us against torch's 9.4 -> 9.5 (results/current/gemm/decode_swap/heat_*.log). These
 # tiles held: at 12 decode GEMMs below or near their floors, 0.83-0.98x -> 0.89-1.12x torch.matmul cool and 0.83-0.90x
-# -> 0.91-1.14x hot, against the tile loop in one run (decode_swap/decode_heat_*.csv).
+# -> 0.91-1.14x hot, against the tile loop in one run (decode_swap/decode_heat_*.csv). Not where K has fewer than
+# DECODE_SWAP_MIN_BLOCKS blocks (a warp-specialized pipeline barely fills; the tile loop's several programs per SM
+# overlap their starts) or the tiles are fewer than DECODE_SWAP_MIN_TILES (the tile loop's many short slices fill
+# more SMs): at the public set's 236 decode GEMMs, timed against the tile loop's picks in one run, the 112 it moves
+# went 0.995 -> 1.025x geomean, the 30 those two rules keep had lost up to 12% (decode_swap/decodeswap_*.csv).
 WGMMA_DECODE_TILE = (16, 64, 128, 6)
+DECODE_SWAP_MIN_BLOCKS = 6
+DECODE_SWAP_MIN_TILES = 24
 # 17-32 rows, either dtype: 32-row swapped tiles where they take at most two waves. The tile loop pads those rows to
 # 64-row tiles (its 16-row ones serve decode rows only); at 64 rows the two ran even (docs/performance.md).
 SWAP_ROWS = 32
@@ -635,6 +641,9 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
     (kernel="wgmma"). row_scales: FP8 with row-wise scales (no WGMMA_FP8_FAST_FOUR_TILE). Host only, free."""
     fp8 = dtype == torch.float8_e4m3fn
     few_rows = swapped_rows_tile(m, fp8)
+    if (few_rows is not None and m <= DECODE_ROWS and not fp8 and not force and k is not None
+            and (-(-k // few_rows[2]) < DECODE_SWAP_MIN_BLOCKS or -(-n // few_rows[1]) < DECODE_SWAP_MIN_TILES)):
+        few_rows = None  # bf16 decode rows with short K or few tiles: the tile loop's programs
     if few_rows is not None and (force or -(-n // few_rows[1]) <= (1 if m <= DECODE_ROWS else 2) * sms):
         tile = gluon_tile(cfg, *few_rows, swap=True)  # where they are few and K long (k given): in slices of K
         tiles = -(-n // few_rows[1])

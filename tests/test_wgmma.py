@@ -679,13 +679,16 @@ def test_bf16_decode_rows_pick_swapped_tiles_in_one_wave_sliced_while_slices_kee
     cfg = C.Config(block_m=16, block_n=64, block_k=128, group_m=8, gemm_sms=132, comm_sms=16, num_stages=6,
                    num_warps=4, tma=None, split_k=1, split_tail=False)
     for m, n, k, split in ((16, 3584, 4736, 2), (1, 2112, 7168, 4), (1, 3584, 2368, 1), (16, 2880, 1024, 1),
-                           (1, 4608, 16384, 1), (1, 256, 131072, 33)):
+                           (1, 4608, 16384, 1), (16, 1536, 16384, 5)):
         pick = C.wgmma_config(cfg, m, n, 132, BF16, k=k)
         assert (_tile(pick), pick.num_stages, pick.swap_ab, pick.split_k) == (
             C.WGMMA_DECODE_TILE[:3], C.WGMMA_DECODE_TILE[3], True, split), (m, n, k, pick)
         assert -(-n // 64) * split <= 132  # one wave of units
     for m, n in ((16, 14336), (1, 19008)):  # more swapped tiles than SMs: the tile loop's programs (default_config)
         assert C.wgmma_config(cfg, m, n, 132, BF16, k=4096) is None
+    # ... and where K has fewer than DECODE_SWAP_MIN_BLOCKS blocks or the tiles are fewer than DECODE_SWAP_MIN_TILES
+    for m, n, k in ((16, 2880, 640), (1, 8192, 512), (16, 1472, 16384), (1, 256, 131072)):
+        assert C.wgmma_config(cfg, m, n, 132, BF16, k=k) is None, (m, n, k)
 
 
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
@@ -694,7 +697,7 @@ def test_bf16_decode_rows_run_swapped_tiles_by_default_and_match_float64(b_t):
     import fused_ops
     from fused_ops import local_gemm
 
-    for m, n, k in ((16, 3584, 4736), (1, 2112, 7168), (7, 2880, 1024), (1, 4608, 16384), (16, 64, 65536)):
+    for m, n, k in ((16, 3584, 4736), (1, 2112, 7168), (7, 2880, 1024), (1, 4608, 16384), (16, 1536, 16384)):
         calls = []
         for i in range(6):  # fresh data, poisoned outputs, checked after the last call (slices' partials reused)
             a = torch.randn(m, k, device="cuda", dtype=BF16)
