@@ -513,7 +513,7 @@ for stage in "$@"; do
     decodeswap)  # one GPU: bf16 decode rows (M <= 16) of the public set, the Gluon kernel's swapped 16x64 tiles
              # (matmul) against the tile loop's 16-row ones (matmul, decode tile loop) in one run; and their tests
              run pytest_decodeswap.log timeout ${TEST_TIMEOUT:-300} python3 -m pytest -v -p no:warnings \
-               tests/test_wgmma.py tests/test_local_gemm.py -k "decode_rows or gpu_defaults"
+               tests/test_wgmma.py tests/test_local_gemm.py -k "few_rows or decode_rows or gpu_defaults"
              shapes=$(python3 -c "from benchmarks import shapes; print(' '.join(f'{m}x{n}x{k}' for m, n, k, _ in \
                shapes.model_shapes() if m <= 16))")
              run gemm_decodeswap.log timeout ${X_TIMEOUT:-420} python3 benchmarks/gemm.py --shapes $shapes \

@@ -691,13 +691,22 @@ def test_bf16_decode_rows_pick_swapped_tiles_in_one_wave_sliced_while_slices_kee
         assert C.wgmma_config(cfg, m, n, 132, BF16, k=k) is None, (m, n, k)
 
 
+# (m, n, k) whose default is a swapped Gluon tile, and that tile: decode rows where 16x64 tiles fit one wave (in
+# slices of K or whole), 17-32 rows where 32x64 ones fit two
+SWAPPED_ROWS = {"decode": (((16, 3584, 4736), (1, 2112, 7168), (7, 2880, 1024), (1, 4608, 16384), (16, 1536, 16384)),
+                           C.WGMMA_DECODE_TILE),
+                "17-32": (((32, 3584, 2368), (17, 4000, 1024), (32, 14336, 512)), C.WGMMA_ROWS_TILE)}
+
+
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
+@pytest.mark.parametrize("rows", list(SWAPPED_ROWS))
 @pytest.mark.parametrize("b_t", [False, True], ids=["b-row-major", "b-k-major"])
-def test_bf16_decode_rows_run_swapped_tiles_by_default_and_match_float64(b_t):
+def test_bf16_few_rows_run_swapped_tiles_by_default_and_match_float64(rows, b_t):
     import fused_ops
     from fused_ops import local_gemm
 
-    for m, n, k in ((16, 3584, 4736), (1, 2112, 7168), (7, 2880, 1024), (1, 4608, 16384), (16, 1536, 16384)):
+    shapes, tile = SWAPPED_ROWS[rows]
+    for m, n, k in shapes:
         calls = []
         for i in range(6):  # fresh data, poisoned outputs, checked after the last call (slices' partials reused)
             a = torch.randn(m, k, device="cuda", dtype=BF16)
@@ -708,32 +717,7 @@ def test_bf16_decode_rows_run_swapped_tiles_by_default_and_match_float64(b_t):
                 cfg, _ = local_gemm.tile_loop_plan(a, b, None, lambda dev, m, n, k: local_gemm.defaults(
                     dev, m, n, k, BF16), "test")
                 kernel, cfg = local_gemm.pick_kernel(a, b, out, cfg, None, False, None, "test")
-                assert kernel == "wgmma" and cfg.swap_ab and _tile(cfg) == C.WGMMA_DECODE_TILE[:3], (m, n, k, cfg)
-            fused_ops.matmul(a, b, out=out)
-            calls.append((a, b, out))
-        for a, b, out in calls:
-            ref = a.double() @ b.double()
-            assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-2, (m, n, k)
-
-
-@pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
-@pytest.mark.parametrize("b_t", [False, True], ids=["b-row-major", "b-k-major"])
-def test_bf16_17_to_32_rows_run_swapped_tiles_by_default_and_match_float64(b_t):
-    import fused_ops
-    from fused_ops import local_gemm
-
-    for m, n, k in ((32, 3584, 2368), (17, 4000, 1024), (32, 14336, 512)):
-        calls = []
-        for i in range(6):  # fresh data, poisoned outputs, checked after the last call
-            a = torch.randn(m, k, device="cuda", dtype=BF16)
-            b = (torch.randn(n, k, device="cuda", dtype=BF16).t() if b_t else
-                 torch.randn(k, n, device="cuda", dtype=BF16))
-            out = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
-            if i == 0:
-                cfg, _ = local_gemm.tile_loop_plan(a, b, None, lambda dev, m, n, k: local_gemm.defaults(
-                    dev, m, n, k, BF16), "test")
-                kernel, cfg = local_gemm.pick_kernel(a, b, out, cfg, None, False, None, "test")
-                assert kernel == "wgmma" and cfg.swap_ab and _tile(cfg) == C.WGMMA_ROWS_TILE[:3], (m, n, k, cfg)
+                assert kernel == "wgmma" and cfg.swap_ab and _tile(cfg) == tile[:3], (m, n, k, cfg)
             fused_ops.matmul(a, b, out=out)
             calls.append((a, b, out))
         for a, b, out in calls:
