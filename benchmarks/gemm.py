@@ -354,6 +354,7 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
 
 
 ROUNDS = 11  # paired rounds per configuration (benchmarks.harness.paired_graph_us), medians
+HOT = [0.0]  # --hot: seconds of heavy GEMMs before each configuration's paired rounds (harness.heat)
 
 
 def shapes(small=False):
@@ -385,6 +386,7 @@ def run(ctx, args, run_stamp):
 
     os.makedirs(args.out, exist_ok=True)
     rows = []
+    HOT[0] = args.hot
     if args.fp8:
         return run_fp8(ctx, args, run_stamp)
     for m, n, k, tag in per_shape(ctx, args):
@@ -451,7 +453,7 @@ def run(ctx, args, run_stamp):
                 continue
             err = ((c.double() - ref).norm() / ref.norm()).item()
             # torch again, in turns; ROUNDS pairs (a GEMM of ~10 us moved up to 15% between runs at 5 rounds)
-            t, t_torch = paired_graph_us(call, lambda: torch.matmul(a, b, out=c), rounds=ROUNDS)
+            t, t_torch = paired_graph_us(call, lambda: torch.matmul(a, b, out=c), rounds=ROUNDS, hot=HOT[0])
             rows.append(dict(m=m, n=n, k=k, shape_class=tag["class"], source=tag["source"], config=name, c_vec=vec,
                              host_descriptors=_problem.HOST_DESCRIPTORS, pdl=pdl,
                              block_m=p.cfg.block_m, block_n=p.cfg.block_n,
@@ -538,7 +540,7 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp):
     c.fill_(float("nan"))
     call()
     err = ((c.double() - ref).norm() / ref.norm()).item()
-    t, t_torch = paired_graph_us(call, lambda: torch.matmul(a, b, out=c), rounds=ROUNDS)
+    t, t_torch = paired_graph_us(call, lambda: torch.matmul(a, b, out=c), rounds=ROUNDS, hot=HOT[0])
     print(f"{m:>6d}x{n}x{k} {name:18s} {t:9.1f} µs  torch {t_torch:9.1f}  {t_torch / t:5.2f}x  err {err:.1e}"
           f"  ({kernel})", flush=True)
     return [dict(m=m, n=n, k=k, shape_class=tag["class"], source=tag["source"], config=name, kernel=kernel,
@@ -671,7 +673,7 @@ def run_fp8(ctx, args, run_stamp):
                     continue
                 err = ((c.double() - ref).norm() / ref.norm()).item()
                 t, t_torch = paired_graph_us(call, lambda: torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16,
-                                                                            use_fast_accum=fast))
+                                                                            use_fast_accum=fast), hot=HOT[0])
                 rows.append(dict(m=m, n=n, k=k, shape_class=tag["class"], source=tag["source"], config=name,
                                  scaling=scaling, fast_accum=fast, kernel=kernel_ran, block_m=used.block_m,
                                  block_n=used.block_n, block_k=used.block_k,
@@ -703,6 +705,9 @@ def main():
     p.add_argument("--fp8", action="store_true", help="FP8 e4m3 (fused_ops.fp8.scaled_mm) against torch._scaled_mm")
     p.add_argument("--rank-shapes", action="store_true", help="the GEMMs a rank runs in the 2-GPU default sweep, "
                                                               "M >= 1024 (rank_shapes)")
+    p.add_argument("--hot", type=float, default=0.0,
+                   help="seconds of heavy GEMMs before each configuration's timing (both sides then run at the clock "
+                        "the GPU's power cap leaves after heavy work, as in a whole-set run; 0: as it comes)")
     p.add_argument("--configs", nargs="+", help="only these candidate names (e.g. default '64x128x64 s8 w4'), or "
                                                 "shell-style patterns of them ('16x64x256 s4 w4*')")
     args = p.parse_args()

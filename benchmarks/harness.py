@@ -66,12 +66,33 @@ def graph_us(fn, after_warmup=None):
     return timed(graph.replay, calls=3) / 10
 
 
-def paired_graph_us(fn, ref, rounds=5):
+_heavy = []
+
+
+def heat(seconds):
+    """Keep the GPU busy with 8192^3 bf16 GEMMs for `seconds`, so that what is timed next runs at the clock the power
+    cap leaves after heavy work (1455-1845 MHz on an H200 for a few seconds, against 1980 idle: results/current/gemm/
+    decode_swap/heat_*.log), as a GEMM does that follows larger ones in a model or a whole-set run."""
+    if not _heavy:
+        _heavy.append(torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16))
+    x = _heavy[0]
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        for _ in range(10):
+            torch.matmul(x, x)
+        torch.cuda.synchronize()
+
+
+def paired_graph_us(fn, ref, rounds=5, hot=0.0):
     """(µs per call of fn, of ref), each with 10 calls captured in one CUDA graph, the two graphs replayed in turn
     `rounds` times and the medians taken: a ratio of the two survives the clock and power drift that moved the same
-    large GEMM by 10% between rows of one run (results/archive/gemm_2fca140.csv)."""
+    large GEMM by 10% between rows of one run (results/archive/gemm_2fca140.csv). hot: heat(hot) first, so both are
+    timed at the clock heavy work leaves (a GEMM bound by its SMs' instructions slows there; one bound by memory does
+    not)."""
     graphs = [_captured(fn), _captured(ref)]
     torch.cuda.synchronize()
+    if hot:
+        heat(hot)
     samples = ([], [])
     for _ in range(rounds):
         for g, out in zip(graphs, samples):
