@@ -238,8 +238,9 @@ THIRD_SLICES = 3
 # -> 0.91-1.14x hot, against the tile loop in one run (decode_swap/decode_heat_*.csv). Not where K has fewer than
 # DECODE_SWAP_MIN_BLOCKS blocks (a warp-specialized pipeline barely fills; the tile loop's several programs per SM
 # overlap their starts) or the tiles are fewer than DECODE_SWAP_MIN_TILES (the tile loop's many short slices fill
-# more SMs): at the public set's 236 decode GEMMs, timed against the tile loop's picks in one run, the 112 it moves
-# went 0.995 -> 1.025x geomean, the 30 those two rules keep had lost up to 12% (decode_swap/decodeswap_*.csv).
+# more SMs; those 30 had lost up to 12%: decode_swap/decodeswap_h200_e9da769.csv.gz). At the public set's 236 decode
+# GEMMs, timed against the tile loop's picks in one run, the 112 it moves went 0.981 -> 1.005x geomean on an H200, 4
+# -> 0 below 0.85x, and 0.969 -> 0.968x on an H100 (decode_swap/decodeswap_h*_6f25ac6.csv.gz).
 WGMMA_DECODE_TILE = (16, 64, 128, 6)
 DECODE_SWAP_MIN_BLOCKS = 6
 DECODE_SWAP_MIN_TILES = 24
