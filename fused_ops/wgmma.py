@@ -21,8 +21,8 @@ Scope: one GPU; A row-major, B row- or column-major (FP8: column-major, K-major,
 kernel itself reads A in either order and writes C in either, which swap-AB uses),
 16-byte aligned bases and row strides (TMA zero-fills the edges); bf16/fp16 or FP8 e4m3 with fp32 scales per tensor
 or per row / column; bf16/fp16/fp32 out; whole tiles. fused_ops/config.py (wgmma_config) says where it is the
-default and which tile; elsewhere (few tiles, decode rows, strides TMA cannot describe) gemm.py's tile loop runs, and
-the CPU backend's interpreter runs only that.
+default and which tile; elsewhere (few tiles, most decode rows beyond one wave of swapped tiles, strides TMA cannot
+describe) gemm.py's tile loop runs, and the CPU backend's interpreter runs only that.
 """
 
 import torch
