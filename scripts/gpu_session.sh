@@ -518,6 +518,13 @@ for stage in "$@"; do
                shapes.model_shapes() if m <= 16))")
              run gemm_decodeswap.log timeout ${X_TIMEOUT:-420} python3 benchmarks/gemm.py --shapes $shapes \
                --configs matmul 'matmul, decode tile loop' --out "$OUT/decodeswap" ;;
+    decodehot)  # one GPU: bf16 decode rows cool and right after heavy GEMMs (gemm.py --hot), the Gluon kernel's swapped
+             # tiles (matmul) against the tile loop's (matmul, decode tile loop); DECODE_SHAPES: the H100's below 0.85x
+             for hot in 0 ${HOT:-0.7}; do
+               run "gemm_decodehot_$hot.log" timeout ${X_TIMEOUT:-200} python3 benchmarks/gemm.py --hot $hot --shapes \
+                 ${DECODE_SHAPES:-1x3584x2368 1x3584x4096 1x4096x3584 1x2880x1440 16x3584x2368 16x2880x1440} \
+                 --configs matmul 'matmul, decode tile loop' --out "$OUT/decodehot_$hot"
+             done ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;
