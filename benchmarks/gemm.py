@@ -354,7 +354,6 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
 
 
 ROUNDS = 11  # paired rounds per configuration (benchmarks.harness.paired_graph_us), medians
-HOT = [0.0]  # --hot: seconds of heavy GEMMs before each configuration's paired rounds (harness.heat)
 
 
 def shapes(small=False):
@@ -386,7 +385,6 @@ def run(ctx, args, run_stamp):
 
     os.makedirs(args.out, exist_ok=True)
     rows = []
-    HOT[0] = args.hot
     if args.fp8:
         return run_fp8(ctx, args, run_stamp)
     for m, n, k, tag in per_shape(ctx, args):
@@ -414,7 +412,7 @@ def run(ctx, args, run_stamp):
                     odd_rows and local_gemm.copies_pay(m, n, k, b.element_size(), True, False))):
                 continue  # the default does not copy B here: the same run as "default"
             if name in WGMMA_CANDIDATES or name.startswith("matmul"):
-                rows += direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp)
+                rows += direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, args.hot)
                 continue
             if cfg is not None and cfg.split_k is None and not cfg.split_tail:  # whole tiles: not the default's
                 cfg = dataclasses.replace(cfg, split_k=1, split_tail=False)  # split (the default may split a tail)
@@ -453,7 +451,7 @@ def run(ctx, args, run_stamp):
                 continue
             err = ((c.double() - ref).norm() / ref.norm()).item()
             # torch again, in turns; ROUNDS pairs (a GEMM of ~10 us moved up to 15% between runs at 5 rounds)
-            t, t_torch = paired_graph_us(call, lambda: torch.matmul(a, b, out=c), rounds=ROUNDS, hot=HOT[0])
+            t, t_torch = paired_graph_us(call, lambda: torch.matmul(a, b, out=c), rounds=ROUNDS, hot=args.hot)
             rows.append(dict(m=m, n=n, k=k, shape_class=tag["class"], source=tag["source"], config=name, c_vec=vec,
                              host_descriptors=_problem.HOST_DESCRIPTORS, pdl=pdl,
                              block_m=p.cfg.block_m, block_n=p.cfg.block_n,
@@ -486,9 +484,9 @@ def run(ctx, args, run_stamp):
     print(f"wrote {args.out}/gemm.csv ({len(df)} rows, all correct: {bool(df.correct.all())})")
 
 
-def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp):
+def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, hot=0.0):
     """[the CSV row] of fused_ops.matmul ("matmul": its own pick of kernel) or of a candidate forced through the Gluon
-    kernel, or [] where that kernel does not take the operands."""
+    kernel, or [] where that kernel does not take the operands. hot: seconds of harness.heat before its timing."""
 
     swap = "swap" in name  # a swap-AB candidate (wgmma.run(swap=True))
     # matmul's own choice, or with its copies into aligned rows off ("as given") or always made ("always copied")
@@ -540,7 +538,7 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp):
     c.fill_(float("nan"))
     call()
     err = ((c.double() - ref).norm() / ref.norm()).item()
-    t, t_torch = paired_graph_us(call, lambda: torch.matmul(a, b, out=c), rounds=ROUNDS, hot=HOT[0])
+    t, t_torch = paired_graph_us(call, lambda: torch.matmul(a, b, out=c), rounds=ROUNDS, hot=hot)
     print(f"{m:>6d}x{n}x{k} {name:18s} {t:9.1f} µs  torch {t_torch:9.1f}  {t_torch / t:5.2f}x  err {err:.1e}"
           f"  ({kernel})", flush=True)
     return [dict(m=m, n=n, k=k, shape_class=tag["class"], source=tag["source"], config=name, kernel=kernel,
@@ -673,7 +671,7 @@ def run_fp8(ctx, args, run_stamp):
                     continue
                 err = ((c.double() - ref).norm() / ref.norm()).item()
                 t, t_torch = paired_graph_us(call, lambda: torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16,
-                                                                            use_fast_accum=fast), hot=HOT[0])
+                                                                            use_fast_accum=fast), hot=args.hot)
                 rows.append(dict(m=m, n=n, k=k, shape_class=tag["class"], source=tag["source"], config=name,
                                  scaling=scaling, fast_accum=fast, kernel=kernel_ran, block_m=used.block_m,
                                  block_n=used.block_n, block_k=used.block_k,

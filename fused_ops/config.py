@@ -229,18 +229,18 @@ WGMMA_FP8_DECODE_TILE = (16, 64, 256, 4)
 # results/current/gemm/fp8_all/fp8x_decode_*, fp8dec_*). The FP8 split tile of 65-128 rows too (128x2304x16384:
 # 0.75 -> 1.06x, fp8y_128_*).
 THIRD_SLICES = 3
-# bf16 decode rows too, where the swapped 16x64 tiles fit in one wave: 128-deep K blocks, 6 stages, in as many slices
-# of K as the SMs hold with DECODE_MIN_SLICE_BLOCKS blocks or more each (decode_slices). The tile loop's 16-row tiles
-# issue more instructions per byte of B than TMA and warpgroup MMAs do, so they slow with the SM clock, where
-# torch.matmul's decode kernels, bound by memory, do not: right after heavy GEMMs (the power cap's 1455-1845 MHz)
-# 16x3584x4736 ran 9.5 -> 10.8 us against torch's 9.4 -> 9.5 (results/current/gemm/decode_swap/heat_*.log). These
-# tiles held: at 12 decode GEMMs below or near their floors, 0.83-0.98x -> 0.89-1.12x torch.matmul cool and 0.83-0.90x
-# -> 0.91-1.14x hot, against the tile loop in one run (decode_swap/decode_heat_*.csv). Not where K has fewer than
-# DECODE_SWAP_MIN_BLOCKS blocks (a warp-specialized pipeline barely fills; the tile loop's several programs per SM
-# overlap their starts) or the tiles are fewer than DECODE_SWAP_MIN_TILES (the tile loop's many short slices fill
-# more SMs; those 30 had lost up to 12%: decode_swap/decodeswap_h200_e9da769.csv.gz). At the public set's 236 decode
-# GEMMs, timed against the tile loop's picks in one run, the 112 it moves went 0.981 -> 1.005x geomean on an H200, 4
-# -> 0 below 0.85x, and 0.969 -> 0.968x on an H100 (decode_swap/decodeswap_h*_6f25ac6.csv.gz).
+# bf16 decode rows too, where the swapped 16x64 tiles fit in one wave: 128-deep K blocks, 6 stages, in as many slices of
+# K as the SMs hold with DECODE_MIN_SLICE_BLOCKS blocks or more each (decode_slices). The tile loop's 16-row tiles issue
+# more instructions per byte of B than TMA and warpgroup MMAs do, so they slow with the SM clock, where torch.matmul's
+# decode kernels, bound by memory, do not: right after heavy GEMMs (the power cap's 1455-1845 MHz) 16x3584x4736 ran 9.5
+# -> 10.8 us against torch's 9.4 -> 9.5 (results/current/gemm/decode_swap/heat_*.log). These tiles held: at the 11 of 13
+# probed decode GEMMs they take, 0.83-1.08x -> 0.89-1.12x torch.matmul cool and 0.83-1.04x -> 0.91-1.14x hot, against
+# the tile loop in one run (decode_swap/decode_heat_*.csv). Not where K has fewer than DECODE_SWAP_MIN_BLOCKS blocks (a
+# warp-specialized pipeline barely fills; the tile loop's several programs per SM overlap their starts) or the tiles are
+# fewer than DECODE_SWAP_MIN_TILES (the tile loop's many short slices fill more SMs; those 30 had lost up to 12%:
+# decode_swap/decodeswap_h200_e9da769.csv.gz). At the public set's 236 decode GEMMs, timed against the tile loop's picks
+# in one run, the 112 it moves went 0.981 -> 1.005x geomean on an H200, 4 -> 0 below 0.85x, and 0.969 -> 0.968x on an
+# H100 (decode_swap/decodeswap_h*_6f25ac6.csv.gz).
 WGMMA_DECODE_TILE = (16, 64, 128, 6)
 DECODE_SWAP_MIN_BLOCKS = 6
 DECODE_SWAP_MIN_TILES = 24
@@ -642,15 +642,14 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
     (kernel="wgmma"). row_scales: FP8 with row-wise scales (no WGMMA_FP8_FAST_FOUR_TILE). Host only, free."""
     fp8 = dtype == torch.float8_e4m3fn
     few_rows = swapped_rows_tile(m, fp8)
-    if (few_rows is not None and m <= DECODE_ROWS and not fp8 and not force and k is not None
-            and (-(-k // few_rows[2]) < DECODE_SWAP_MIN_BLOCKS or -(-n // few_rows[1]) < DECODE_SWAP_MIN_TILES)):
-        few_rows = None  # bf16 decode rows with short K or few tiles: the tile loop's programs
     if few_rows is not None and (force or -(-n // few_rows[1]) <= (1 if m <= DECODE_ROWS else 2) * sms):
         tile = gluon_tile(cfg, *few_rows, swap=True)  # where they are few and K long (k given): in slices of K
         tiles = -(-n // few_rows[1])
         if k is None:
             split = 1
         elif m <= DECODE_ROWS and not fp8:
+            if not force and (-(-k // few_rows[2]) < DECODE_SWAP_MIN_BLOCKS or tiles < DECODE_SWAP_MIN_TILES):
+                return None  # short K or few tiles: the tile loop's programs
             split = decode_slices(tiles, sms, k, few_rows[2])
         else:
             split = few_split(tiles, sms, k, few_rows[2], m <= DECODE_ROWS)

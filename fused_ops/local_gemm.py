@@ -168,7 +168,7 @@ def pick_kernel(a, b, c, cfg, config, fast, kernel, where, row_scales=False):
     b_aligned = (_b_rows(b)[1] * b.element_size()) % 128 == 0
     # the Gluon kernel's picks count SMs, where the tile loop's defaults may run several programs on each
     # (config.decode_alone)
-    sms = min(cfg.gemm_sms, torch.cuda.get_device_properties(a.device).multi_processor_count) if ok else cfg.gemm_sms
+    sms = min(cfg.gemm_sms, _Device(a.device).sms) if ok else cfg.gemm_sms
     if kernel == "wgmma":
         if not ok:
             raise ValueError(f"{where}: kernel='wgmma' needs a Hopper GPU (compute capability 9.x), Triton with Gluon "
