@@ -178,6 +178,17 @@ WGMMA_CANDIDATES = {"wgmma 128x256x64 s3": tile(128, 256, 64, 3, 4),
 SPLITS = (1, 2, 3, 4, 6, 8, 11, 16)
 WGMMA_CANDIDATES.update({f"wgmma swap 128x{bn}x64 s6 k{s}": tile(128, bn, 64, 6, 4) for bn in (64, 128)
                          for s in SPLITS[1:]})
+# 128 rows, many columns, long K (memory-bound: B streams once, A is re-read per tile): wider tiles read fewer bytes of
+# A per byte of B, in slices of K that fill the SMs ("kfill"); 288-wide (256 + 32) tiles, one wave at N = 38016
+# (the 288-wide tiles' fp32 staging leaves 64-deep blocks one stage: in slices only 32 deep)
+WGMMA_CANDIDATES.update({f"wgmma {t}{s}": tile(128, bn, bk, st, 4)
+                         for t, bn, bk, st, sliced in (("128x256x32 s4", 256, 32, 4, True),
+                                                       ("128x256x64 s3", 256, 64, 3, True),
+                                                       ("128x128x64 s4 rem64", 128, 64, 4, True),
+                                                       ("128x256x64 s3 rem32", 256, 64, 3, False),
+                                                       ("128x256x32 s5 rem32", 256, 32, 5, True))
+                         for s in ("", " kfill")[:1 + sliced]})
+WGMMA_CANDIDATES.update({"wgmma swap 128x192x64 s4 kfill": tile(128, 192, 64, 4, 4)})
 CANDIDATES.update(WGMMA_CANDIDATES)
 # fused_ops.matmul, the library's GEMM alone (fused_ops/local_gemm.py): the Gluon kernel where config.wgmma_config
 # picks it, else the tile loop ("default" is the tile loop as the fused ops run it)
@@ -350,7 +361,12 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "wgmma fp8 128x64x128 s8 kfill": tile(128, 64, 128, 8, 4),
                   "wgmma fp8 192x64x128 s6 kfill": tile(192, 64, 128, 6, 4),
                   "wgmma fp8 128x128x128 s6 kfill": tile(128, 128, 128, 6, 4),
-                  "wgmma fp8 swap 256x64x128 s4 kfill": tile(256, 64, 128, 4, 4)}
+                  "wgmma fp8 swap 256x64x128 s4 kfill": tile(256, 64, 128, 4, 4),
+                  # 128 rows, long K: wider tiles in slices of K (see WGMMA_CANDIDATES)
+                  "wgmma fp8 128x256x64 s4 fast accum kfill": tile(128, 256, 64, 4, 4),
+                  "wgmma fp8 128x128x128 s6 fast accum kfill": tile(128, 128, 128, 6, 4),
+                  "wgmma fp8 128x128x128 s4 rem64 kfill": tile(128, 128, 128, 4, 4),
+                  "wgmma fp8 128x256x128 s3 rem32 fast accum": tile(128, 256, 128, 3, 4)}
 
 
 ROUNDS = 11  # paired rounds per configuration (benchmarks.harness.paired_graph_us), medians

@@ -525,6 +525,23 @@ for stage in "$@"; do
                  ${DECODE_SHAPES:-1x3584x2368 1x3584x4096 1x4096x3584 1x2880x1440 16x3584x2368 16x2880x1440} \
                  --configs matmul 'matmul, decode tile loop' --out "$OUT/decodehot_$hot"
              done ;;
+    x128wide)  # one GPU: 128 rows of many columns (memory-bound), the defaults against wider Gluon tiles (128x256,
+             # 128x192, 288-wide) whole and in slices of K that fill the SMs, bf16 and FP8
+             run gemm_x128wide.log timeout ${X_TIMEOUT:-330} python3 benchmarks/gemm.py --shapes ${X128_SHAPES:-\
+               128x4608x16384 128x9216x7168 128x4608x7168 128x12288x1536 128x5120x8192 128x38016x3584 128x7168x9216 \
+               128x38016x8192 128x8192x14336 128x3584x5120 128x3456x5120 128x3584x4736 128x3584x9472 128x3072x4096 \
+               128x4096x7168 128x2304x3584 128x4736x3584 128x8192x8192 128x14336x4096 128x5120x6912} \
+               --configs matmul 'wgmma 128x256x32 s4*' 'wgmma 128x256x64 s3*' 'wgmma 128x128x64 s4 rem64*' \
+               'wgmma 128x256x32 s5 rem32*' 'wgmma swap 128x192x64 s4 kfill' 'wgmma swap 128x128x64 s6 kfill' \
+               'wgmma swap 128x64x64 s6 kfill' --out "$OUT/x128wide" ;;
+    x128widefp8)  # ... the same for FP8 (precise and fast accumulation, per-tensor scales)
+             run gemm_x128wide_fp8.log timeout ${X_TIMEOUT:-330} python3 benchmarks/gemm.py --fp8 --shapes \
+               ${X128_FP8_SHAPES:-128x4608x16384 128x4608x7168 128x5120x6912 128x5120x8192 128x8192x3696 \
+               128x9216x16384 128x9472x3584 128x3584x9472 128x38016x8192 128x38016x3584 128x8192x8192} \
+               --configs default 'default, fast accum' 'wgmma fp8 128x256x64 s4 fast accum kfill' \
+               'wgmma fp8 128x128x128 s6 fast accum kfill' 'wgmma fp8 128x128x128 s6 kfill' \
+               'wgmma fp8 128x128x128 s4 rem64 kfill' 'wgmma fp8 128x256x128 s3 rem32 fast accum' \
+               'wgmma fp8 128x64x128 s8 kfill' --out "$OUT/x128wide_fp8" ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;
