@@ -156,6 +156,10 @@ FP8_DECODE_MIN_BLOCKS = 4
 # so that 5 stages fit beside the staging tiles) fill one wave with 128 tiles where 192x128 ones need two: 4096x1280
 # and 1024x5120 at any K, 4096x1152x3584, 1024x4736x3584, 1024x4608x16384 (0.77-0.88 -> 0.82-0.92x torch.matmul
 # on an H200 and an H100, each against the old tile in one run: results/current/gemm/four_78f73a0/).
+# 128x288 tiles (256 + 32 columns, 32-deep blocks: 5 stages fit beside the staging tiles) fill one wave at 128x38016,
+# the vocabulary projections' 128 rows, where 160-wide ones take two (0.90 -> 0.96-0.98x torch.matmul on an H200,
+# against the 160-wide tiles in one run: results/current/gemm/x128wide_85e3013/; 320-wide ones fit 2 stages and lost).
+# bf16 takes them in one wave or one row of tiles, like the other widths between powers of two.
 # 16-bit tiles 96 wide (64 + 32 columns) where 128x128 ones leave many SMs idle and these fill most of one wave (in
 # WGMMA_TILES at cost 1.4, and where the 128x128 tiles are too few, wgmma_few_tiles):
 # 1024x1280, 1024x1440 and 1024x1536 (112-128 tiles against 80-96; 0.79-0.94 -> 0.86-1.00x torch.matmul on an H200,
@@ -168,8 +172,9 @@ WGMMA_96_FILL = 0.8
 # tiles against 96) and 1024x3072 (128) at any K, 0.78-0.83 -> 0.93-1.01x torch.matmul; 256x144 ones (128 + 16) fill
 # it where 256x160 ones leave a column mostly empty: 4096x1152x3584 0.83 -> 0.87x, 1024x4736x3584 0.90 -> 0.94x (on an
 # H200, each against the tile it replaced in one run: results/current/gemm/wide_tiles_c924e34/x1024_*, four144_*).
-WGMMA_TILES = ((128, 256, 64, 3, 1.0), (192, 128, 64, 4, 1.05), (128, 128, 64, 6, 1.1), (128, 160, 64, 4, 1.2),
-               (256, 160, 32, 5, 1.1), (128, 192, 64, 4, 1.1), (256, 144, 32, 5, 1.1), WGMMA_96_TILE + (1.4,))
+WGMMA_TILES = ((128, 288, 32, 5, 1.2), (128, 256, 64, 3, 1.0), (192, 128, 64, 4, 1.05), (128, 128, 64, 6, 1.1),
+               (128, 160, 64, 4, 1.2), (256, 160, 32, 5, 1.1), (128, 192, 64, 4, 1.1), (256, 144, 32, 5, 1.1),
+               WGMMA_96_TILE + (1.4,))
 # 64-wide tiles cost more per element than 128-wide ones (the same operand bytes feed half the MMAs, so they lean on
 # L2 and memory bandwidth: the H200 and the H100 disagree). They won where N is 64 (16384x64x4096 0.85 -> 0.98x on an
 # H200) and lost wherever else they were tried (results/current/gemm/wgmma_explore/gemm_*_narrow_*) but at
@@ -259,6 +264,18 @@ WGMMA_FP8_ROWS_TILE = (32, 64, 256, 4)
 # tile loop's splits on both GPUs where their tiles were that few, and tied or lost with more tiles or at 129-256
 # rows (results/current/gemm/README.md, "Split-K in the Gluon kernel").
 WGMMA_SPLIT_TILE = (128, 64, 64, 6)         # bf16, swapped: rows of A, columns of B, block_k, stages
+# ... and where those tiles leave 3-fold SMs (34-44 of them), in THIRD_SLICES, each THIRDS_MIN_BLOCKS blocks of K or
+# more: 128x2304x3584 (36 tiles, 19 blocks a slice) 0.94 -> 1.06x torch.matmul on an H200; at 15 blocks a slice
+# (128x2560x2880) the tile loop's whole 64x64 tiles won on both GPUs (1.00 against 0.90x, 0.97 against 0.85x).
+# With more tiles than that, 128 columns of B per tile (bf16: swapped 128x128; FP8: 128x128) in THIRD_SLICES where
+# they leave 3-fold SMs and each slice is WIDE_THIRDS_MIN_K deep or more: 128x4608x16384 bf16 0.89 -> 1.07x, FP8
+# precise 0.77 -> 0.89x torch._scaled_mm; at 2389-2731 deep slices (128x4608x7168, 128x5120x6912-8192) they ran
+# 0.86-0.91x against 0.89-0.91x, FP8 0.71-0.78 against 0.73-0.78x (H200, results/current/gemm/x128wide_85e3013/;
+# bf16 also rows128_7900906/).
+THIRDS_MIN_BLOCKS = 16
+WGMMA_WIDE_SPLIT_TILE = (128, 128, 64, 6)   # bf16, swapped
+WGMMA_FP8_WIDE_SPLIT_TILE = (128, 128, 128, 6)
+WIDE_THIRDS_MIN_K = 4096
 WGMMA_SPLIT_KDOM_TILE = (64, 64, 64, 8)
 WGMMA_KDOM_TILES = 16
 WGMMA_FP8_SPLIT_TILE = (128, 64, 128, 8)    # FP8 precise, not swapped
@@ -286,12 +303,12 @@ def decode_slices(tiles, sms, k, block_k):
     return max(1, min(sms // tiles, -(-k // block_k) // DECODE_MIN_SLICE_BLOCKS))
 
 
-def few_split(tiles, sms, k, block_k, thirds=False):
+def few_split(tiles, sms, k, block_k, thirds=False, third_blocks=None):
     """split_k of the Gluon kernel's tiles where they leave FEW_TILES-fold SMs or more: one unit of work per SM, each
     slice MIN_SLICE_BLOCKS blocks of K or more; thirds: also THIRD_SLICES where they leave that many-fold SMs and K
-    has the blocks; else 1."""
+    has third_blocks (MIN_SLICE_BLOCKS) blocks for each; else 1."""
     if thirds and tiles * FEW_TILES > sms >= tiles * THIRD_SLICES:
-        return THIRD_SLICES if -(-k // block_k) >= THIRD_SLICES * MIN_SLICE_BLOCKS else 1
+        return THIRD_SLICES if -(-k // block_k) >= THIRD_SLICES * (third_blocks or MIN_SLICE_BLOCKS) else 1
     if tiles * FEW_TILES > sms:
         return 1
     return max(1, min(sms // tiles, -(-k // block_k) // MIN_SLICE_BLOCKS))
@@ -308,7 +325,11 @@ def wgmma_few_tiles(cfg, m, n, k, sms, fp8):
             return None
         if not fp8 and (m <= 64 or tiles(tile) * WGMMA_KDOM_TILES <= sms):
             tile = WGMMA_SPLIT_KDOM_TILE
-        split = few_split(tiles(tile), sms, k, tile[2], thirds=fp8)
+        split = few_split(tiles(tile), sms, k, tile[2], True, MIN_SLICE_BLOCKS if fp8 else THIRDS_MIN_BLOCKS)
+        if split == 1 and m > 64:  # more tiles: 128 columns of B each, in thirds of a long K
+            tile = WGMMA_FP8_WIDE_SPLIT_TILE if fp8 else WGMMA_WIDE_SPLIT_TILE
+            wide = tiles(tile) * FEW_TILES > sms >= tiles(tile) * THIRD_SLICES
+            split = THIRD_SLICES if wide and k >= THIRD_SLICES * WIDE_THIRDS_MIN_K else 1
         return replace(gluon_tile(cfg, *tile, swap=not fp8), split_k=split) if split > 1 else None
     rem = next((r for r in WGMMA_REM_ROWS if m <= WGMMA_REM_TILE[0] + r), None)
     tile = WGMMA_FP8_REM_TILE if fp8 else WGMMA_REM_TILE

@@ -542,6 +542,17 @@ for stage in "$@"; do
                'wgmma fp8 128x128x128 s6 fast accum kfill' 'wgmma fp8 128x128x128 s6 kfill' \
                'wgmma fp8 128x128x128 s4 rem64 kfill' 'wgmma fp8 128x256x128 s3 rem32 fast accum' \
                'wgmma fp8 128x64x128 s8 kfill' --out "$OUT/x128wide_fp8" ;;
+    flips128)  # one GPU: the 128-row picks that moved (thirds of K, 288-wide tiles; and the 288-wide tiles at a
+             # lower cost) against their previous picks, in one run; bf16 and FP8; with their tests
+             run gemm_flips128.log timeout ${X_TIMEOUT:-200} python3 benchmarks/gemm.py --shapes 128x2560x8192 \
+               128x4608x16384 128x2304x16384 128x2304x3584 128x38016x3584 128x38016x5120 128x38016x8192 \
+               128x76032x3584 128x76032x5120 128x76032x8192 1024x4608x16384 1024x4608x7168 4096x1152x3584 \
+               --configs matmul '64x128x128 s4 w4' '64x128x128 s4 w4 k3' 'wgmma 128x128x64 s4 rem32' \
+               'wgmma 128x128x64 s4 rem64' 'wgmma 256x128x32 s5 rem16' 'wgmma 128x256x32 s5 rem32' \
+               --out "$OUT/flips128"
+             run gemm_flips128_fp8.log timeout ${X_TIMEOUT:-100} python3 benchmarks/gemm.py --fp8 --shapes \
+               128x4608x16384 --configs default 'default, fast accum' 'fp8 64x128x256 s4 w4' \
+               'fp8 64x128x256 s4 w4 fast accum' --out "$OUT/flips128_fp8" ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;

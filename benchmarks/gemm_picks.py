@@ -1,0 +1,92 @@
+"""What fused_ops.matmul and fp8.scaled_mm pick at every GEMM of a shape set, computed on the host (no GPU): the
+kernel, tile, stages, slices of K and widening of each, for an H100/H200's SM count. Two such CSVs, before and after a
+change to fused_ops/config.py, name the GEMMs whose pick it moves, the ones to time against their old pick in one run.
+
+    python benchmarks/gemm_picks.py --shapes models-all --out picks.csv [--sms 132]
+    python benchmarks/gemm_picks.py --diff before.csv after.csv
+
+Operand copies into aligned rows (local_gemm.aligned_operands) are not modelled: shapes are taken as TMA-describable.
+"""
+
+import argparse
+import dataclasses
+import os
+import sys
+
+import pandas as pd
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks import shapes as shape_sets  # noqa: E402
+from fused_ops import config as C  # noqa: E402
+
+FP8 = torch.float8_e4m3fn
+MODES = {"bf16": (torch.bfloat16, False), "fp8": (FP8, False), "fp8 fast": (FP8, True)}
+
+
+class HostDevice:
+    """What config.default_config reads off a device, for a plain one-GPU call on a GPU of `sms` SMs."""
+
+    def __init__(self, sms):
+        self.backend, self.ranks_per_device, self.sms = "cuda", 1, sms
+
+    def get_cu_count(self):
+        return self.sms
+
+
+def pick(m, n, k, mode, sms=132):
+    """(kernel, Config) the call would run (local_gemm.pick_kernel's choice for row-major bf16 B, K-major FP8 B)."""
+    dtype, fast = MODES[mode]
+    dev = HostDevice(sms)
+    cfg = C.default_config(dev, m, n, k, dtype, split=True, alone=True)
+    if dtype == FP8:
+        cfg = C.fp8_defaults(cfg, m, n, k, fast, alone=True)
+    row_bytes = k if dtype == FP8 else 2 * n  # B's rows: K-major FP8, row-major bf16
+    gluon = C.wgmma_config(dataclasses.replace(cfg, gemm_sms=min(cfg.gemm_sms, sms)), m, n, sms, dtype, fast,
+                           b_aligned=row_bytes % 128 == 0, k=k)
+    return ("wgmma", gluon) if gluon is not None else ("tile_loop", cfg)
+
+
+def describe(kernel, cfg):
+    swap = " swap" if cfg.swap_ab else ""
+    rem = cfg.rem_rows or cfg.rem_cols or 0
+    return (f"{kernel}{swap} {cfg.block_m}x{cfg.block_n}{f'+{rem}' if rem else ''}x{cfg.block_k} s{cfg.num_stages}"
+            f" w{cfg.num_warps} k{cfg.split_k}{' tail' if cfg.split_tail else ''} p{cfg.gemm_sms}")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--shapes", default=["models-all"], help="a named set (models-all, models) or MxNxK ...", nargs="+")
+    p.add_argument("--sms", type=int, default=132)
+    p.add_argument("--out", help="CSV of the picks (else printed)")
+    p.add_argument("--diff", nargs=2, metavar=("BEFORE", "AFTER"), help="the GEMMs whose pick moved between two CSVs")
+    args = p.parse_args()
+    if args.diff:
+        before, after = (pd.read_csv(f).set_index(["mode", "m", "n", "k"]) for f in args.diff)
+        both = before.merge(after, left_index=True, right_index=True, suffixes=("_before", "_after"))
+        moved = both[both.pick_before != both.pick_after]
+        print(moved.to_string() if len(moved) else "no pick moved")
+        print(f"{len(moved)} of {len(both)} picks moved")
+        return
+    if args.shapes in (["models-all"], ["models"]):
+        found = shape_sets.model_shapes()
+        found = found if args.shapes == ["models-all"] else shape_sets.sample(found)
+        found = [(m, n, k) for m, n, k, _ in found]
+    else:
+        found = [tuple(int(x) for x in s.split("x")) for s in args.shapes]
+    rows = []
+    for mode in MODES:
+        for m, n, k in found:
+            if mode != "bf16" and (n % 16 or k % 16):
+                continue  # torch._scaled_mm's rule: the FP8 set
+            rows.append(dict(mode=mode, m=m, n=n, k=k, pick=describe(*pick(m, n, k, mode, args.sms))))
+    df = pd.DataFrame(rows)
+    if args.out:
+        df.to_csv(args.out, index=False)
+        print(f"wrote {args.out} ({len(df)} picks)")
+    else:
+        print(df.to_string(index=False))
+
+
+if __name__ == "__main__":
+    main()
