@@ -156,10 +156,6 @@ FP8_DECODE_MIN_BLOCKS = 4
 # so that 5 stages fit beside the staging tiles) fill one wave with 128 tiles where 192x128 ones need two: 4096x1280
 # and 1024x5120 at any K, 4096x1152x3584, 1024x4736x3584, 1024x4608x16384 (0.77-0.88 -> 0.82-0.92x torch.matmul
 # on an H200 and an H100, each against the old tile in one run: results/current/gemm/four_78f73a0/).
-# 128x288 tiles (256 + 32 columns, 32-deep blocks: 5 stages fit beside the staging tiles) fill one wave at 128x38016,
-# the vocabulary projections' 128 rows, where 160-wide ones take two (0.90 -> 0.96-0.98x torch.matmul on an H200,
-# against the 160-wide tiles in one run: results/current/gemm/x128wide_85e3013/; 320-wide ones fit 2 stages and lost).
-# bf16 takes them in one wave or one row of tiles, like the other widths between powers of two.
 # 16-bit tiles 96 wide (64 + 32 columns) where 128x128 ones leave many SMs idle and these fill most of one wave (in
 # WGMMA_TILES at cost 1.4, and where the 128x128 tiles are too few, wgmma_few_tiles):
 # 1024x1280, 1024x1440 and 1024x1536 (112-128 tiles against 80-96; 0.79-0.94 -> 0.86-1.00x torch.matmul on an H200,
@@ -172,7 +168,7 @@ WGMMA_96_FILL = 0.8
 # tiles against 96) and 1024x3072 (128) at any K, 0.78-0.83 -> 0.93-1.01x torch.matmul; 256x144 ones (128 + 16) fill
 # it where 256x160 ones leave a column mostly empty: 4096x1152x3584 0.83 -> 0.87x, 1024x4736x3584 0.90 -> 0.94x (on an
 # H200, each against the tile it replaced in one run: results/current/gemm/wide_tiles_c924e34/x1024_*, four144_*).
-WGMMA_TILES = ((128, 288, 32, 5, 1.2), (128, 256, 64, 3, 1.0), (192, 128, 64, 4, 1.05), (128, 128, 64, 6, 1.1),
+WGMMA_TILES = ((128, 256, 64, 3, 1.0), (192, 128, 64, 4, 1.05), (128, 128, 64, 6, 1.1),
                (128, 160, 64, 4, 1.2), (256, 160, 32, 5, 1.1), (128, 192, 64, 4, 1.1), (256, 144, 32, 5, 1.1),
                WGMMA_96_TILE + (1.4,))
 # 64-wide tiles cost more per element than 128-wide ones (the same operand bytes feed half the MMAs, so they lean on
@@ -206,6 +202,13 @@ WGMMA_FP8_FAST_FOUR_TILE = (256, 160, 128, 3, 1.1)
 WGMMA_FP8_WAVE_TILES = ((128, 192, 128, 3, 1.1),)
 WGMMA_FP8_FAST_TILES = (WGMMA_FP8_FAST_TILE + (1.0,), (192, 128, 128, 4, 1.05), (128, 128, 128, 6, 1.1),
                         (128, 144, 128, 4, 1.2), (128, 160, 128, 4, 1.2))
+# 16-bit tiles counted only where they fill one wave: 128x288 (256 + 32 columns, 32-deep blocks: 5 stages fit beside
+# the staging tiles; two consumers' 64x288 MMAs read less shared memory per product than four consumers' 64x144
+# ones). Against the previous picks in one run on an H200: 128x38016 (vocabulary projections, 132 tiles where
+# 160-wide ones take two waves) 0.90-0.91 -> 0.97-0.98x torch.matmul, 1024x4608 (128 tiles) and 4096x1152x3584
+# (256x144 before) 0.87-0.96 -> 0.95-1.07x; in two waves (128x76032) they lost to 192-wide tiles by 1-3%
+# (results/current/gemm/x128wide_85e3013/flips128_*). 320-wide ones fit 2 stages and lost.
+WGMMA_WAVE_TILES = ((128, 288, 32, 5, 1.05),)
 WGMMA_MIN_FILL = 0.7
 # FP8 beyond 128 rows, and at 65-128 rows with precise accumulation (where the tile loop's 128x128 tiles keep two fp32
 # accumulators), from half the SMs: 1024x1152 and 1024x1280 (72-80 tiles) 0.63-0.77 -> 0.74-0.80x torch._scaled_mm,
@@ -695,8 +698,8 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
             return None
     if not fp8 or fast:  # 16-bit and FP8 fast widths between powers of two: in one wave, or in one row of tiles
         tiles = tuple(t for t in tiles if t[1] & (t[1] - 1) == 0 or m <= t[0] or -(-m // t[0]) * -(-n // t[1]) <= sms)
-    if fp8:
-        tiles += tuple(t for t in WGMMA_FP8_WAVE_TILES if -(-m // t[0]) * -(-n // t[1]) <= sms)
+    tiles += tuple(t for t in (WGMMA_FP8_WAVE_TILES if fp8 else WGMMA_WAVE_TILES)
+                   if -(-m // t[0]) * -(-n // t[1]) <= sms)
     tiles = [t + (False,) for t in tiles]
     if not b_aligned:
         tiles = [t[:4] + (t[4] * UNALIGNED_B_COST, False) for t in tiles]

@@ -542,8 +542,10 @@ for stage in "$@"; do
                'wgmma fp8 128x128x128 s6 fast accum kfill' 'wgmma fp8 128x128x128 s6 kfill' \
                'wgmma fp8 128x128x128 s4 rem64 kfill' 'wgmma fp8 128x256x128 s3 rem32 fast accum' \
                'wgmma fp8 128x64x128 s8 kfill' --out "$OUT/x128wide_fp8" ;;
-    flips128)  # one GPU: the 128-row picks that moved (thirds of K, 288-wide tiles; and the 288-wide tiles at a
-             # lower cost) against their previous picks, in one run; bf16 and FP8; with their tests
+    flips128)  # one GPU: the picks that thirds of K and the one-wave 288-wide tiles moved (and 128x76032, where the
+             # 288-wide tiles would need two waves) against their previous picks, in one run; bf16 and FP8; tests
+             run pytest_flips128.log timeout ${TEST_TIMEOUT:-240} python3 -m pytest -v -p no:warnings \
+               tests/test_wgmma.py tests/test_local_gemm.py -k "few_tiles_run or gpu_defaults_pick or 288 or 128-wide"
              run gemm_flips128.log timeout ${X_TIMEOUT:-200} python3 benchmarks/gemm.py --shapes 128x2560x8192 \
                128x4608x16384 128x2304x16384 128x2304x3584 128x38016x3584 128x38016x5120 128x38016x8192 \
                128x76032x3584 128x76032x5120 128x76032x8192 1024x4608x16384 1024x4608x7168 4096x1152x3584 \

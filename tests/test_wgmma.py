@@ -232,18 +232,22 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
     for m, n in ((1024, 2560), (128, 18944), (128, 19008)):  # (the last: 119 tiles, one row of tiles)
         picked = C.wgmma_config(cfg, m, n, 132, BF16)
         assert (_tile(picked), picked.rem_cols, picked.swap_ab) == ((128, 128, 64), 32, False)
-    # 128 x (256 + 32) tiles, 32 deep: one wave of 132 at 128 x 38016 where the 160-wide ones need two
-    picked = C.wgmma_config(cfg, 128, 38016, 132, BF16)
-    assert (_tile(picked), picked.num_stages, picked.rem_cols) == ((128, 256, 32), 5, 32)
-    assert C.wgmma_config(cfg, 1024, 4608, 132, BF16).block_n != 256  # (several rows: not at this cost)
+    # 128 x (256 + 32) tiles, 32 deep, only in one wave: 132 at 128 x 38016 where the 160-wide ones need two, 128
+    # at 1024 x 4608 and 4096 x 1152, where 256 x 144 ones needed the same wave; not in two (128 x 76032)
+    for m, n in ((128, 38016), (1024, 4608), (4096, 1152)):
+        picked = C.wgmma_config(cfg, m, n, 132, BF16)
+        assert (_tile(picked), picked.num_stages, picked.rem_cols) == ((128, 256, 32), 5, 32), (m, n)
+    assert C.wgmma_config(cfg, 128, 76032, 132, BF16).rem_cols == 64
+    assert C.wgmma_config(cfg, 128, 38016, 132, FP8).block_n < 256  # (bf16 only)
     # ... but not in two waves of several rows of tiles, where 192x128 tiles ran faster on an H100
     assert not C.wgmma_config(cfg, 1024, 5632, 132, BF16).rem_cols
     # 256 x (128 + 32) tiles, four consumers: one wave of 128 where 192x128 tiles need two
     for m, n in ((4096, 1280), (1024, 5120)):
         picked = C.wgmma_config(cfg, m, n, 132, BF16)
         assert (_tile(picked), picked.num_stages, picked.rem_cols) == ((256, 128, 32), 5, 32)
-    # ... and 256 x (128 + 16) where 160-wide ones leave a column mostly empty (4096 x 1152: 8 columns of 144)
-    picked = C.wgmma_config(cfg, 4096, 1152, 132, BF16)
+    # ... and 256 x (128 + 16) where 160-wide ones leave a column mostly empty and 288-wide ones need two waves
+    # (1024 x 4736: 4 x 33 tiles of 144, 8 x 17 of 288)
+    picked = C.wgmma_config(cfg, 1024, 4736, 132, BF16)
     assert (_tile(picked), picked.num_stages, picked.rem_cols) == ((256, 128, 32), 5, 16)
     assert C.wgmma_config(cfg, 4096, 1280, 132, FP8).block_m < 256  # precise FP8 keeps a second accumulator
     assert C.wgmma_config(cfg, 1024, 5120, 132, FP8).rem_cols == 32  # (FP8's won on both GPUs)
