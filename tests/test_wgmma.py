@@ -106,7 +106,6 @@ COMPILE_CASES = {
     "bf16-rem32-96-wide": (False, 0, "bfloat16", "bfloat16", False, (64, 64, 6, 128, False, 1, 32)),  # default
     "bf16-rem16-256-rows": (False, 0, "bfloat16", "bfloat16", False, (128, 32, 5, 256, False, 1, 16)),  # default
     "bf16-rem32-288-wide": (False, 0, "bfloat16", "bfloat16", False, (256, 32, 5, 128, False, 1, 32)),  # default
-    "fp8-precise-split-k-128-wide": (True, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 6, 128, False, 3)),
     "bf16-rem16-split-k-b-k-major": (False, 0, "bfloat16", "bfloat16", True, (128, 64, 4, 128, False, 2, 16)),
     "fp8-precise-row-rem16": (True, 2, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 128, False, 1, 16)),
     "fp8-fast-rem32": (False, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 128, False, 1, 32)),
@@ -757,8 +756,8 @@ def test_few_tiles_pick_the_gluon_kernels_split_k_and_edge_row_tiles():
     assert pick(128, 2560, 2880) is None  # 40 tiles, 15 blocks a slice: whole 64x64 tiles of the tile loop won
     assert pick(128, 2304, 3584) == ((128, 64, 64), True, 3)  # 36 tiles leave 3-fold SMs: thirds of 19 blocks
     assert pick(128, 4608, 16384) == ((128, 128, 64), True, 3)  # 72 tiles of 64 columns; 36 of 128 in thirds
-    assert pick(128, 4608, 16384, FP8) == ((128, 128, 128), False, 3)
-    assert pick(128, 4608, 7168) is None and pick(128, 4608, 7168, FP8) is None  # thirds under 4096 deep
+    assert pick(128, 4608, 16384, FP8) is None  # (FP8's lost on an H100)
+    assert pick(128, 4608, 7168) is None  # thirds under 4096 deep
     assert pick(128, 8192, 16384) is None  # 64 tiles of 128 columns: no thirds
     assert pick(128, 1536, 512) is None  # 8 blocks of K: nothing to split
     assert pick(129, 4096, 4096) == ((128, 64, 64), True, 2, 16)  # 64 tiles of 144 rows of A, 2 slices
@@ -789,8 +788,7 @@ def test_few_tiles_run_split_k_by_default_and_match_float64(dtype):
     shapes = ((100, 1536, 4096, 5, 0), (128, 128, 32768, 33, 0), (129, 4096, 1024, 2, 16), (72, 1000, 8192, 8, 0),
               (150, 1000, 4096, 8, 32), (128, 2304, 3584, 3, 0), (128, 4608, 12288, 3, 0))
     for m, n, k, split, rem in shapes if dtype == BF16 else ((100, 1536, 8192, 5, 0), (128, 128, 32768, 32, 0),
-                                                             (129, 4096, 1024, 1, 0), (140, 1024, 8192, 8, 16),
-                                                             (128, 4608, 12288, 3, 0)):
+                                                             (129, 4096, 1024, 1, 0), (140, 1024, 8192, 8, 16)):
         calls = []
         for i in range(6):
             if dtype == FP8:
