@@ -555,6 +555,16 @@ for stage in "$@"; do
              run gemm_flips128_fp8.log timeout ${X_TIMEOUT:-100} python3 benchmarks/gemm.py --fp8 --shapes \
                128x4608x16384 --configs default 'default, fast accum' 'fp8 64x128x256 s4 w4' \
                'fp8 64x128x256 s4 w4 fast accum' --out "$OUT/flips128_fp8" ;;
+    x128hot)  # one GPU: 128-row GEMMs on the tile loop, cool and right after heavy GEMMs (--hot), against the Gluon
+             # kernel's whole and sliced tiles (TMA and warpgroup MMAs issue fewer instructions per byte)
+             for hot in 0 ${HOT:-0.7}; do
+               run "gemm_x128hot_$hot.log" timeout ${X_TIMEOUT:-250} python3 benchmarks/gemm.py --hot $hot --shapes \
+                 128x9216x7168 128x7168x9216 128x8192x14336 128x5120x8192 128x4608x7168 128x5120x6912 128x8192x8192 \
+                 128x3584x5120 128x3456x5120 128x3584x4736 128x3072x4096 128x4096x7168 128x3584x9472 \
+                 --configs matmul 'wgmma 128x128x64 s6' 'wgmma swap 128x128x64 s6' 'wgmma 128x64x64 s8' \
+                 'wgmma swap 128x64x64 s6' 'wgmma swap 128x64x64 s6 kfill' 'wgmma swap 128x128x64 s6 kfill' \
+                 --out "$OUT/x128hot_$hot"
+             done ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;
