@@ -278,6 +278,13 @@ WGMMA_SPLIT_TILE = (128, 64, 64, 6)         # bf16, swapped: rows of A, columns 
 # tiles in thirds of 128x4608x16384 won on an H200 (0.76 -> 0.88x torch._scaled_mm) and lost on an H100 (0.87 ->
 # 0.82x; fast accumulation 0.92 -> 0.82x): the partials add a tenth to the bytes of a GEMM bound by them.
 THIRDS_MIN_BLOCKS = 16
+# Between those and a full wave, whole 128x64 tiles (WGMMA_NARROW_TILE) where they are WGMMA_ROWS128_FILL of the SMs
+# and K is WGMMA_ROWS128_MIN_K deep or more: at 128x4096x7168, 128x4608x7168 and 128x5120x6912-8192 (64-80 tiles) the
+# tile loop's 64x128 tiles read 0.88-0.93x torch.matmul on an H100, these 0.94-0.97x, cool and right after heavy
+# GEMMs alike; with 56 tiles (128x3584) they lost (0.70-0.75 against 0.78-0.96x), and with 112-144 (128x7168x9216,
+# 128x9216x7168) too (results/current/gemm/x128wide_85e3013/x128hot_*).
+WGMMA_ROWS128_FILL = (0.45, 0.65)
+WGMMA_ROWS128_MIN_K = 6144
 WGMMA_WIDE_SPLIT_TILE = (128, 128, 64, 6)   # bf16, swapped
 WIDE_THIRDS_MIN_K = 4096
 WGMMA_SPLIT_KDOM_TILE = (64, 64, 64, 8)
@@ -334,6 +341,9 @@ def wgmma_few_tiles(cfg, m, n, k, sms, fp8):
             tile = WGMMA_WIDE_SPLIT_TILE
             wide = tiles(tile) * FEW_TILES > sms >= tiles(tile) * THIRD_SLICES
             split = THIRD_SLICES if wide and k >= THIRD_SLICES * WIDE_THIRDS_MIN_K else 1
+            low, high = WGMMA_ROWS128_FILL
+            if split == 1 and k >= WGMMA_ROWS128_MIN_K and low * sms <= tiles(WGMMA_NARROW_TILE) <= high * sms:
+                return gluon_tile(cfg, *WGMMA_NARROW_TILE[:4], swap=False)  # whole 128x64 tiles
         return replace(gluon_tile(cfg, *tile, swap=not fp8), split_k=split) if split > 1 else None
     rem = next((r for r in WGMMA_REM_ROWS if m <= WGMMA_REM_TILE[0] + r), None)
     tile = WGMMA_FP8_REM_TILE if fp8 else WGMMA_REM_TILE

@@ -565,6 +565,16 @@ for stage in "$@"; do
                  'wgmma swap 128x64x64 s6' 'wgmma swap 128x64x64 s6 kfill' 'wgmma swap 128x128x64 s6 kfill' \
                  --out "$OUT/x128hot_$hot"
              done ;;
+    flips128b)  # one GPU: 128 rows, whole 128x64 Gluon tiles at 64-80 tiles and long K against the tile loop's
+             # previous picks, cool and hot, with neighbours the rule leaves alone; and the few-tile GPU tests
+             run pytest_flips128b.log timeout ${TEST_TIMEOUT:-240} python3 -m pytest -v -p no:warnings \
+               tests/test_wgmma.py tests/test_local_gemm.py -k "few_tiles_run or gpu_defaults_pick or 288"
+             for hot in 0 ${HOT:-0.7}; do
+               run "gemm_flips128b_$hot.log" timeout ${X_TIMEOUT:-200} python3 benchmarks/gemm.py --hot $hot --shapes \
+                 128x4096x7168 128x4608x7168 128x5120x6912 128x5120x8192 128x5120x3456 128x3584x9472 \
+                 --configs matmul 'wgmma 128x64x64 s8' '64x128x128 s4 w4' '64x128x128 s4 w4 k2' \
+                 --out "$OUT/flips128b_$hot"
+             done ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;

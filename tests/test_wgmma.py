@@ -757,8 +757,11 @@ def test_few_tiles_pick_the_gluon_kernels_split_k_and_edge_row_tiles():
     assert pick(128, 2304, 3584) == ((128, 64, 64), True, 3)  # 36 tiles leave 3-fold SMs: thirds of 19 blocks
     assert pick(128, 4608, 16384) == ((128, 128, 64), True, 3)  # 72 tiles of 64 columns; 36 of 128 in thirds
     assert pick(128, 4608, 16384, FP8) is None  # (FP8's lost on an H100)
-    assert pick(128, 4608, 7168) is None  # thirds under 4096 deep
+    assert pick(128, 4608, 7168)[2] == 1  # thirds under 4096 deep: none (whole 128x64 tiles, below)
     assert pick(128, 8192, 16384) is None  # 64 tiles of 128 columns: no thirds
+    for n, k in ((4096, 7168), (4608, 7168), (5120, 6912)):  # 64-80 whole 128x64 tiles at long K
+        assert pick(128, n, k) == ((128, 64, 64), False, 1), (n, k)
+    assert pick(128, 5120, 3456) is None and pick(128, 3584, 9472) is None  # short K; 56 tiles
     assert pick(128, 1536, 512) is None  # 8 blocks of K: nothing to split
     assert pick(129, 4096, 4096) == ((128, 64, 64), True, 2, 16)  # 64 tiles of 144 rows of A, 2 slices
     assert pick(160, 4096, 4096) == ((128, 64, 64), True, 2, 32) and pick(140, 1024, 8192) == ((128, 64, 64), True, 8,
@@ -786,7 +789,7 @@ def test_few_tiles_run_split_k_by_default_and_match_float64(dtype):
     from fused_ops import local_gemm
 
     shapes = ((100, 1536, 4096, 5, 0), (128, 128, 32768, 33, 0), (129, 4096, 1024, 2, 16), (72, 1000, 8192, 8, 0),
-              (150, 1000, 4096, 8, 32), (128, 2304, 3584, 3, 0), (128, 4608, 12288, 3, 0))
+              (150, 1000, 4096, 8, 32), (128, 2304, 3584, 3, 0), (128, 4608, 12288, 3, 0), (128, 4608, 7168, 1, 0))
     for m, n, k, split, rem in shapes if dtype == BF16 else ((100, 1536, 8192, 5, 0), (128, 128, 32768, 32, 0),
                                                              (129, 4096, 1024, 1, 0), (140, 1024, 8192, 8, 16)):
         calls = []
