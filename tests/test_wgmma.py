@@ -759,9 +759,10 @@ def test_few_tiles_pick_the_gluon_kernels_split_k_and_edge_row_tiles():
     assert pick(128, 4608, 16384, FP8) is None  # (FP8's lost on an H100)
     assert pick(128, 4608, 7168)[2] == 1  # thirds under 4096 deep: none (whole 128x64 tiles, below)
     assert pick(128, 8192, 16384) is None  # 64 tiles of 128 columns: no thirds
-    for n, k in ((4096, 7168), (4608, 7168), (5120, 6912)):  # 64-80 whole 128x64 tiles at long K
+    for n, k in ((4608, 7168), (5120, 6912)):  # 72-80 whole 128x64 tiles at long K
         assert pick(128, n, k) == ((128, 64, 64), False, 1), (n, k)
-    assert pick(128, 5120, 3456) is None and pick(128, 3584, 9472) is None  # short K; 56 tiles
+    for n, k in ((5120, 3456), (4096, 7168), (3584, 9472)):  # short K; 64 and 56 tiles
+        assert pick(128, n, k) is None, (n, k)
     assert pick(128, 1536, 512) is None  # 8 blocks of K: nothing to split
     assert pick(129, 4096, 4096) == ((128, 64, 64), True, 2, 16)  # 64 tiles of 144 rows of A, 2 slices
     assert pick(160, 4096, 4096) == ((128, 64, 64), True, 2, 32) and pick(140, 1024, 8192) == ((128, 64, 64), True, 8,
