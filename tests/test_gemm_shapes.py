@@ -546,3 +546,26 @@ def test_unaligned_b_copied_per_call_with_fresh_values(ranks2, op, cols):
             assert all(isinstance(e, float) for e in errs), (variant, replay, errs)
         ran += 1
     assert ran >= 2
+
+
+def test_gemm_picks_lists_the_hosts_choice_and_the_picks_a_change_moves(tmp_path, capsys, monkeypatch):
+    # benchmarks/gemm_picks.py: the same choice local_gemm.pick_kernel makes on a GPU, computed on the host, for
+    # every public GEMM; --diff names the ones two such lists disagree on
+    import sys
+
+    from benchmarks import gemm_picks as P
+    assert P.pick(128, 38016, 8192, "bf16")[1].rem_cols == 32  # the one-wave 128x288 tile
+    assert P.pick(128, 2304, 3584, "bf16")[1].split_k == 3  # thirds of K
+    assert P.pick(4096, 4096, 4096, "fp8 fast")[0] == "wgmma" and P.pick(128, 4608, 7168, "fp8")[0] == "tile_loop"
+    before, after = tmp_path / "before.csv", tmp_path / "after.csv"
+    monkeypatch.setattr(sys, "argv", ["gemm_picks", "--shapes", "128x2304x3584", "4096x4096x4096", "--out",
+                                      str(before)])
+    P.main()
+    monkeypatch.setattr(P.C, "THIRDS_MIN_BLOCKS", 64)  # a change to the defaults: 128x2304x3584 back to whole tiles
+    monkeypatch.setattr(sys, "argv", ["gemm_picks", "--shapes", "128x2304x3584", "4096x4096x4096", "--out", str(after)])
+    P.main()
+    capsys.readouterr()
+    monkeypatch.setattr(sys, "argv", ["gemm_picks", "--diff", str(before), str(after)])
+    P.main()
+    out = capsys.readouterr().out
+    assert "1 of 6 picks moved" in out and "2304" in out and "4096  4096" not in out
