@@ -367,7 +367,10 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "wgmma fp8 128x256x64 s4 fast accum kfill": tile(128, 256, 64, 4, 4),
                   "wgmma fp8 128x128x128 s6 fast accum kfill": tile(128, 128, 128, 6, 4),
                   "wgmma fp8 128x128x128 s4 rem64 kfill": tile(128, 128, 128, 4, 4),
-                  "wgmma fp8 128x256x128 s3 rem32 fast accum": tile(128, 256, 128, 3, 4)}
+                  "wgmma fp8 128x256x128 s3 rem32 fast accum": tile(128, 256, 128, 3, 4),
+                  # 96 wide (64 + 32 columns), as bf16's WGMMA_96_TILE: 1024 rows where 128x128 tiles leave SMs idle
+                  "wgmma fp8 128x64x128 s6 rem32": tile(128, 64, 128, 6, 4),
+                  "wgmma fp8 128x64x128 s6 rem32 fast accum": tile(128, 64, 128, 6, 4)}
 
 
 ROUNDS = 11  # paired rounds per configuration (benchmarks.harness.paired_graph_us), medians

@@ -575,6 +575,11 @@ for stage in "$@"; do
                  --configs matmul 'wgmma 128x64x64 s8' '64x128x128 s4 w4' '64x128x128 s4 w4 k2' \
                  --out "$OUT/flips128b_$hot"
              done ;;
+    fp8x96)  # one GPU: FP8 1024-row GEMMs of 72-96 128x128 tiles, the defaults against 96-wide tiles (64 + 32)
+             run gemm_fp8x96.log timeout ${X_TIMEOUT:-150} python3 benchmarks/gemm.py --fp8 --shapes 1024x1280x8192 \
+               1024x1536x4096 1024x1280x2880 1024x1440x2880 1024x1152x3584 1024x1280x4096 --configs default \
+               'default, fast accum' 'wgmma fp8 128x64x128 s6 rem32' 'wgmma fp8 128x64x128 s6 rem32 fast accum' \
+               --out "$OUT/fp8x96" ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;
