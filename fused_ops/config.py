@@ -200,6 +200,12 @@ WGMMA_FP8_FAST_FOUR_TILE = (256, 160, 128, 3, 1.1)
 # torch._scaled_mm, fast accumulation 0.77-0.82 -> 0.82-0.98x (results/current/gemm/fp8_all/fp8y_1024_*); in
 # two waves they lost (1024x3584: 0.61-0.67 against 0.86-0.89x; 128x50272x2880 fast: 0.90 against 1.02x).
 WGMMA_FP8_WAVE_TILES = ((128, 192, 128, 3, 1.1),)
+# ... and with fast accumulation, 96-wide tiles (64 + 32 columns) at bf16's cost (WGMMA_96_TILE), where 128x128 ones
+# leave SMs idle: at 1024 rows of 1152-1536 columns (72-96 128x128 tiles, 96-128 of these) 0.75-0.87 -> 0.81-0.93x
+# torch._scaled_mm(use_fast_accum=True) on an H100 in two runs, 1024x1280x4096 even (0.83 -> 0.81-0.83x); with
+# precise accumulation they lost (0.69-0.86 against 0.75-0.85x; results/current/gemm/fp8_all/fp8x96_h100_*). Beyond
+# one row of tiles only: at 128 rows (128x12288x1536) the 128x128 tiles, 0.84-0.85x, were not timed against them.
+WGMMA_FP8_FAST_96_TILE = (128, 96, 128, 6, 1.4)
 WGMMA_FP8_FAST_TILES = (WGMMA_FP8_FAST_TILE + (1.0,), (192, 128, 128, 4, 1.05), (128, 128, 128, 6, 1.1),
                         (128, 144, 128, 4, 1.2), (128, 160, 128, 4, 1.2))
 # 16-bit tiles counted only where they fill one wave: 128x288 (256 + 32 columns, 32-deep blocks: 5 stages fit beside
@@ -693,6 +699,7 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
         return replace(tile, split_k=split) if split > 1 else tile
     if fp8 and fast:
         tiles = WGMMA_FP8_FAST_TILES + (() if row_scales else (WGMMA_FP8_FAST_FOUR_TILE,))
+        tiles += (WGMMA_FP8_FAST_96_TILE,) if m > WGMMA_FP8_FAST_96_TILE[0] else ()
     else:
         tiles = WGMMA_FP8_TILES if fp8 else WGMMA_TILES
     narrow = WGMMA_FP8_NARROW_TILE if fp8 else WGMMA_NARROW_TILE

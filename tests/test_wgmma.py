@@ -106,6 +106,7 @@ COMPILE_CASES = {
     "bf16-rem32-96-wide": (False, 0, "bfloat16", "bfloat16", False, (64, 64, 6, 128, False, 1, 32)),  # default
     "bf16-rem16-256-rows": (False, 0, "bfloat16", "bfloat16", False, (128, 32, 5, 256, False, 1, 16)),  # default
     "bf16-rem32-288-wide": (False, 0, "bfloat16", "bfloat16", False, (256, 32, 5, 128, False, 1, 32)),  # default
+    "fp8-fast-rem32-96-wide": (False, 1, "bfloat16", "float8_e4m3fn", True, (64, 128, 6, 128, False, 1, 32)),  # default
     "bf16-rem16-split-k-b-k-major": (False, 0, "bfloat16", "bfloat16", True, (128, 64, 4, 128, False, 2, 16)),
     "fp8-precise-row-rem16": (True, 2, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 128, False, 1, 16)),
     "fp8-fast-rem32": (False, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 128, False, 1, 32)),
@@ -196,8 +197,10 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
         wave = C.wgmma_config(cfg, 1024, 2880, 132, FP8, fast=fast, k=2880)
         assert (_tile(wave)[:2], wave.rem_cols) == ((128, 128), 64), (fast, wave)
         assert C.wgmma_config(cfg, 1024, 3584, 132, FP8, fast=fast, k=5120).rem_cols != 64
-        # beyond 128 rows, 128x128 tiles from half the SMs (80 at 1024x1280); not with 40 (1024x640)
-        assert _tile(C.wgmma_config(cfg, 1024, 1280, 132, FP8, fast=fast, k=2880))[:2] == (128, 128)
+        # beyond 128 rows, 128x128 tiles from half the SMs (80 at 1024x1280; fast accumulation: 112 96-wide
+        # ones); not with 40 (1024x640)
+        few = C.wgmma_config(cfg, 1024, 1280, 132, FP8, fast=fast, k=2880)
+        assert (_tile(few)[:2], few.rem_cols) == (((128, 64), 32) if fast else ((128, 128), 0)), (fast, few)
         assert C.wgmma_config(cfg, 1024, 640, 132, FP8, fast=fast, k=2880) is None
     # 65-128 rows, long K: the FP8 split tile in 3 slices where its tiles leave 3-fold SMs (36 at 128x2304)
     few = C.wgmma_config(cfg, 128, 2304, 132, FP8, k=16384)
@@ -250,6 +253,11 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
     assert (_tile(picked), picked.num_stages, picked.rem_cols) == ((256, 128, 32), 5, 16)
     assert C.wgmma_config(cfg, 4096, 1280, 132, FP8).block_m < 256  # precise FP8 keeps a second accumulator
     assert C.wgmma_config(cfg, 1024, 5120, 132, FP8).rem_cols == 32  # (FP8's won on both GPUs)
+    # FP8 fast accumulation: 96-wide tiles (64 + 32) where 128x128 ones leave SMs idle; precise keeps 128x128
+    for n in (1152, 1280, 1536):
+        picked = C.wgmma_config(cfg, 1024, n, 132, FP8, fast=True, k=4096)
+        assert (_tile(picked)[:2], picked.rem_cols) == ((128, 64), 32), (n, picked)
+        assert _tile(C.wgmma_config(cfg, 1024, n, 132, FP8, k=4096))[:2] == (128, 128), n
     assert _tile(C.wgmma_config(wide, 4096, 3584, 132, BF16)) == (128, 128, 64)  # 448 wide tiles: 3.4 waves
     split = dataclasses.replace(cfg, split_k=2, split_tail=True)  # the tile loop's split last wave: the Gluon kernel
     # one whole wave of 132 swapped 256x64 tiles, where 102 192x128 tiles leave 30 SMs idle
