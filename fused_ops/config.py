@@ -202,8 +202,9 @@ WGMMA_FP8_FAST_FOUR_TILE = (256, 160, 128, 3, 1.1)
 WGMMA_FP8_WAVE_TILES = ((128, 192, 128, 3, 1.1),)
 # ... and with fast accumulation, 96-wide tiles (64 + 32 columns) at bf16's cost (WGMMA_96_TILE), where 128x128 ones
 # leave SMs idle: at 1024 rows of 1152-1536 columns (72-96 128x128 tiles, 96-128 of these) 0.75-0.87 -> 0.81-0.93x
-# torch._scaled_mm(use_fast_accum=True) on an H100 in two runs, 1024x1280x4096 even (0.83 -> 0.81-0.83x); with
-# precise accumulation they lost (0.69-0.86 against 0.75-0.85x; results/current/gemm/fp8_all/fp8x96_h100_*). Beyond
+# torch._scaled_mm(use_fast_accum=True) on an H100 in two runs, 1024x1280x4096 even (0.83 -> 0.81-0.83x), and on an
+# H200 6-11% faster by their own times at the five public ones (1024x1440x2880 11.2 -> 10.4 us, 0.80 -> 0.88x); with
+# precise accumulation they lost (0.69-0.86 against 0.75-0.85x; results/current/gemm/fp8_all/fp8x96_*). Beyond
 # one row of tiles only: at 128 rows (128x12288x1536) the 128x128 tiles, 0.84-0.85x, were not timed against them.
 WGMMA_FP8_FAST_96_TILE = (128, 96, 128, 6, 1.4)
 WGMMA_FP8_FAST_TILES = (WGMMA_FP8_FAST_TILE + (1.0,), (192, 128, 128, 4, 1.05), (128, 128, 128, 6, 1.1),
