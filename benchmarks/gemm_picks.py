@@ -9,7 +9,6 @@ Operand copies into aligned rows (local_gemm.aligned_operands) are not modelled:
 """
 
 import argparse
-import dataclasses
 import os
 import sys
 
@@ -19,6 +18,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks import shapes as shape_sets  # noqa: E402
 from fused_ops import config as C  # noqa: E402
+from fused_ops import fp8, local_gemm  # noqa: E402
 
 FP8 = torch.float8_e4m3fn
 MODES = {"bf16": (torch.bfloat16, False), "fp8": (FP8, False), "fp8 fast": (FP8, True)}
@@ -38,12 +38,10 @@ def pick(m, n, k, mode, sms=132):
     """(kernel, Config) the call would run (local_gemm.pick_kernel's choice for row-major bf16 B, K-major FP8 B)."""
     dtype, fast = MODES[mode]
     dev = HostDevice(sms)
-    cfg = C.default_config(dev, m, n, k, dtype, split=True, alone=True)
-    if dtype == FP8:
-        cfg = C.fp8_defaults(cfg, m, n, k, fast, alone=True)
+    cfg = fp8.defaults(dev, m, n, k, fast) if dtype == FP8 else local_gemm.defaults(dev, m, n, k, dtype)
+    cfg = C.resolve(cfg, None, m, n, k)  # as local_gemm.tile_loop_plan, with no caller's config
     row_bytes = k if dtype == FP8 else 2 * n  # B's rows: K-major FP8, row-major bf16
-    gluon = C.wgmma_config(dataclasses.replace(cfg, gemm_sms=min(cfg.gemm_sms, sms)), m, n, sms, dtype, fast,
-                           b_aligned=row_bytes % 128 == 0, k=k)
+    gluon = local_gemm.gluon_pick(cfg, m, n, k, dtype, fast, sms, row_bytes % 128 == 0)
     return ("wgmma", gluon) if gluon is not None else ("tile_loop", cfg)
 
 

@@ -275,16 +275,18 @@ WGMMA_FP8_ROWS_TILE = (32, 64, 256, 4)
 # rows (results/current/gemm/README.md, "Split-K in the Gluon kernel").
 WGMMA_SPLIT_TILE = (128, 64, 64, 6)         # bf16, swapped: rows of A, columns of B, block_k, stages
 # ... and where those tiles leave 3-fold SMs (34-44 of them), in THIRD_SLICES, each THIRDS_MIN_BLOCKS blocks of K or
-# more: 128x2304x3584 (36 tiles, 19 blocks a slice) 0.94 -> 1.06x torch.matmul on an H200; at 15 blocks a slice
-# (128x2560x2880) the tile loop's whole 64x64 tiles won on both GPUs (1.00 against 0.90x, 0.97 against 0.85x).
-# With more tiles than that (bf16), swapped 128x128 tiles in THIRD_SLICES where they leave 3-fold SMs and each slice
-# is WIDE_THIRDS_MIN_K deep or more: 128x4608x16384 0.89-0.91 -> 1.07-1.10x on an H200, 1.04 -> 1.07x on an H100;
-# at 2389-2731 deep slices (128x4608x7168, 128x5120x6912-8192) they ran 0.86-0.91x against 0.89-0.91x (H200). At
-# 34-44 tiles of 64 columns: 128x2304x3584 0.94-0.97 -> 1.08x (H200), 0.80 -> 0.93x (H100), 128x2304x16384 and
-# 128x2560x8192 0.96-1.03 -> 1.02-1.07x (results/current/gemm/x128wide_85e3013/, rows128_7900906/). FP8's 128x128
-# tiles in thirds of 128x4608x16384 won on an H200 (0.76 -> 0.88x torch._scaled_mm) and lost on an H100 (0.87 ->
-# 0.82x; fast accumulation 0.92 -> 0.82x): the partials add a tenth to the bytes of a GEMM bound by them.
+# more: 128x2304x3584 (36 tiles, 19 blocks a slice) 0.94-0.97 -> 1.08x torch.matmul on an H200, 0.80 -> 0.93x on an
+# H100; 128x2304x16384 and 128x2560x8192 0.96-1.03 -> 1.02-1.07x. At 15 blocks a slice (128x2560x2880) the tile loop's
+# whole 64x64 tiles won on both GPUs (1.00 against 0.90x, 0.97 against 0.85x). With more tiles than that (bf16),
+# swapped 128x128 tiles (WGMMA_WIDE_SPLIT_TILE) in THIRD_SLICES where they leave 3-fold SMs and each slice is
+# WIDE_THIRDS_MIN_K deep or more: 128x4608x16384 0.89-0.91 -> 1.07-1.10x on an H200, 1.04 -> 1.07x on an H100; at
+# 2389-2731 deep slices (128x4608x7168, 128x5120x6912-8192) they ran 0.86-0.91x against 0.89-0.91x (H200;
+# results/current/gemm/x128wide_85e3013/, rows128_7900906/). FP8's 128x128 tiles in thirds of 128x4608x16384 won on
+# an H200 (0.76 -> 0.88x torch._scaled_mm) and lost on an H100 (0.87 -> 0.82x; fast accumulation 0.92 -> 0.82x): the
+# partials add a tenth to the bytes of a GEMM bound by them.
 THIRDS_MIN_BLOCKS = 16
+WGMMA_WIDE_SPLIT_TILE = (128, 128, 64, 6)   # bf16, swapped
+WIDE_THIRDS_MIN_K = 4096
 # Between those and a full wave, whole 128x64 tiles (WGMMA_NARROW_TILE) where they are WGMMA_ROWS128_FILL of the SMs
 # and K is WGMMA_ROWS128_MIN_K deep or more: at 128x4608x7168 and 128x5120x6912-8192 (72-80 tiles) the tile loop's
 # 64x128 tiles read 0.93x torch.matmul on an H100 and 0.88-0.89x on an H200, these 0.97x and 0.94-0.95x, cool and
@@ -294,8 +296,6 @@ THIRDS_MIN_BLOCKS = 16
 # (results/current/gemm/x128wide_85e3013/x128hot_*, flips128b_*).
 WGMMA_ROWS128_FILL = (0.5, 0.65)
 WGMMA_ROWS128_MIN_K = 6144
-WGMMA_WIDE_SPLIT_TILE = (128, 128, 64, 6)   # bf16, swapped
-WIDE_THIRDS_MIN_K = 4096
 WGMMA_SPLIT_KDOM_TILE = (64, 64, 64, 8)
 WGMMA_KDOM_TILES = 16
 WGMMA_FP8_SPLIT_TILE = (128, 64, 128, 8)    # FP8 precise, not swapped
@@ -346,14 +346,17 @@ def wgmma_few_tiles(cfg, m, n, k, sms, fp8):
         if not fp8 and (m <= 64 or tiles(tile) * WGMMA_KDOM_TILES <= sms):
             tile = WGMMA_SPLIT_KDOM_TILE
         split = few_split(tiles(tile), sms, k, tile[2], True, MIN_SLICE_BLOCKS if fp8 else THIRDS_MIN_BLOCKS)
-        if split == 1 and m > 64 and not fp8:  # more tiles: 128 columns of B each, in thirds of a long K
-            tile = WGMMA_WIDE_SPLIT_TILE
-            wide = tiles(tile) * FEW_TILES > sms >= tiles(tile) * THIRD_SLICES
-            split = THIRD_SLICES if wide and k >= THIRD_SLICES * WIDE_THIRDS_MIN_K else 1
-            low, high = WGMMA_ROWS128_FILL
-            if split == 1 and k >= WGMMA_ROWS128_MIN_K and low * sms <= tiles(WGMMA_NARROW_TILE) <= high * sms:
-                return gluon_tile(cfg, *WGMMA_NARROW_TILE[:4], swap=False)  # whole 128x64 tiles
-        return replace(gluon_tile(cfg, *tile, swap=not fp8), split_k=split) if split > 1 else None
+        if split > 1:
+            return replace(gluon_tile(cfg, *tile, swap=not fp8), split_k=split)
+        if fp8 or m <= 64:
+            return None
+        wide = tiles(WGMMA_WIDE_SPLIT_TILE)  # more tiles: 128 columns of B each, in thirds of a long K
+        if wide * FEW_TILES > sms >= wide * THIRD_SLICES and k >= THIRD_SLICES * WIDE_THIRDS_MIN_K:
+            return replace(gluon_tile(cfg, *WGMMA_WIDE_SPLIT_TILE, swap=True), split_k=THIRD_SLICES)
+        low, high = WGMMA_ROWS128_FILL  # ... or whole 128x64 tiles from half the SMs
+        if k >= WGMMA_ROWS128_MIN_K and low * sms <= tiles(WGMMA_NARROW_TILE) <= high * sms:
+            return gluon_tile(cfg, *WGMMA_NARROW_TILE[:4], swap=False)
+        return None
     rem = next((r for r in WGMMA_REM_ROWS if m <= WGMMA_REM_TILE[0] + r), None)
     tile = WGMMA_FP8_REM_TILE if fp8 else WGMMA_REM_TILE
     if m > tile[0] and rem is not None and (not fp8 or -(-n // tile[1]) * FEW_TILES <= sms):

@@ -69,14 +69,17 @@ def check(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, out=None):
     return m, n, k, not tensor_wise
 
 
+def defaults(dev, m, n, k, use_fast_accum=False):
+    """scaled_mm's default Config of the tile loop on `dev` (config.default_config; on GPUs config.fp8_defaults's
+    tiles). Host only, free."""
+    cfg = _config.default_config(dev, m, n, k, FP8, split=True)
+    return _config.fp8_defaults(cfg, m, n, k, use_fast_accum, alone=True) if dev.backend == "cuda" else cfg
+
+
 def plan(a, b, config=None, use_fast_accum=False):
-    """(Config, TMA mode) of the tile loop for these operands: the device defaults for FP8 (without fast
-    accumulation, on GPUs: config.fp8_defaults's tiles) merged with `config` (pick_kernel: whether the Gluon kernel
-    runs instead)."""
-    def defaults(dev, m, n, k):
-        cfg = _config.default_config(dev, m, n, k, FP8, split=True)
-        return _config.fp8_defaults(cfg, m, n, k, use_fast_accum, alone=True) if dev.backend == "cuda" else cfg
-    return _mm.tile_loop_plan(a, b, config, defaults, "scaled_mm")
+    """(Config, TMA mode) of the tile loop for these operands: the device defaults for FP8 (defaults()) merged with
+    `config` (pick_kernel: whether the Gluon kernel runs instead)."""
+    return _mm.tile_loop_plan(a, b, config, lambda dev, m, n, k: defaults(dev, m, n, k, use_fast_accum), "scaled_mm")
 
 
 def pick_kernel(a, b, c, cfg, config, use_fast_accum, kernel, row_scales=False):

@@ -166,9 +166,7 @@ def pick_kernel(a, b, c, cfg, config, fast, kernel, where, row_scales=False):
     ok = wgmma.supports(a, b, c)
     m, n = c.shape
     b_aligned = (_b_rows(b)[1] * b.element_size()) % 128 == 0
-    # the Gluon kernel's picks count SMs, where the tile loop's defaults may run several programs on each
-    # (config.decode_alone)
-    sms = min(cfg.gemm_sms, _Device(a.device).sms) if ok else cfg.gemm_sms
+    sms = min(cfg.gemm_sms, _Device(a.device).sms) if ok else cfg.gemm_sms  # (see gluon_pick)
     if kernel == "wgmma":
         if not ok:
             raise ValueError(f"{where}: kernel='wgmma' needs a Hopper GPU (compute capability 9.x), Triton with Gluon "
@@ -185,10 +183,18 @@ def pick_kernel(a, b, c, cfg, config, fast, kernel, where, row_scales=False):
         if not _fits(cfg, a, c):
             raise ValueError(f"{where}: kernel='wgmma': {cfg.describe()} needs more shared memory than an SM has")
         return kernel, cfg
-    pick = (_config.wgmma_config(replace(cfg, gemm_sms=sms), m, n, sms, a.dtype, fast, b_aligned=b_aligned,
-                                 k=a.shape[1], row_scales=row_scales)
+    pick = (gluon_pick(cfg, m, n, a.shape[1], a.dtype, fast, sms, b_aligned, row_scales)
             if ok and config is None else None)
     return ("wgmma", _fit(pick, a, c)) if pick is not None else ("tile_loop", cfg)
+
+
+def gluon_pick(cfg, m, n, k, dtype, fast, sms, b_aligned, row_scales=False):
+    """The Gluon kernel's default Config where config.wgmma_config picks it over the tile loop's defaults `cfg`, else
+    None, on a GPU of `sms` SMs. The picks count SMs, where the tile loop's defaults may run several programs on each
+    (config.decode_alone). Host only, free (benchmarks/gemm_picks.py lists it for every public GEMM)."""
+    sms = min(cfg.gemm_sms, sms)
+    return _config.wgmma_config(replace(cfg, gemm_sms=sms), m, n, sms, dtype, fast, b_aligned=b_aligned, k=k,
+                                row_scales=row_scales)
 
 
 def _staged(c, cfg):
