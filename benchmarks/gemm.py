@@ -370,7 +370,18 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "wgmma fp8 128x256x128 s3 rem32 fast accum": tile(128, 256, 128, 3, 4),
                   # 96 wide (64 + 32 columns), as bf16's WGMMA_96_TILE: 1024 rows where 128x128 tiles leave SMs idle
                   "wgmma fp8 128x64x128 s6 rem32": tile(128, 64, 128, 6, 4),
-                  "wgmma fp8 128x64x128 s6 rem32 fast accum": tile(128, 64, 128, 6, 4)}
+                  "wgmma fp8 128x64x128 s6 rem32 fast accum": tile(128, 64, 128, 6, 4),
+                  # 128 rows of many columns (bound by B's bytes): whole 128x64 tiles, and swapped tiles (A's 128
+                  # rows as the MMAs' N, one or two consumers of 64 columns of B), whole and in slices of K
+                  "wgmma fp8 128x64x128 s8 fast accum": tile(128, 64, 128, 8, 4),
+                  "wgmma fp8 swap 128x64x128 s6": tile(128, 64, 128, 6, 4),
+                  "wgmma fp8 swap 128x64x128 s6 k2": tile(128, 64, 128, 6, 4),
+                  "wgmma fp8 swap 128x64x128 s6 kfill": tile(128, 64, 128, 6, 4),
+                  "wgmma fp8 swap 128x64x128 s6 fast accum": tile(128, 64, 128, 6, 4),
+                  "wgmma fp8 swap 128x64x128 s6 fast accum k2": tile(128, 64, 128, 6, 4),
+                  "wgmma fp8 swap 128x128x128 s6 kfill": tile(128, 128, 128, 6, 4),
+                  "wgmma fp8 swap 128x128x128 s6 fast accum": tile(128, 128, 128, 6, 4),
+                  "wgmma fp8 swap 128x64x128 s6 rem16": tile(128, 64, 128, 6, 4)}
 
 
 ROUNDS = 11  # paired rounds per configuration (benchmarks.harness.paired_graph_us), medians

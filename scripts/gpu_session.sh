@@ -580,6 +580,25 @@ for stage in "$@"; do
                1024x1536x4096 1024x1280x2880 1024x1440x2880 1024x1152x3584 1024x1280x4096 --configs default \
                'default, fast accum' 'wgmma fp8 128x64x128 s6 rem32' 'wgmma fp8 128x64x128 s6 rem32 fast accum' \
                --out "$OUT/fp8x96" ;;
+    xfp8rows)  # one GPU: FP8 128-row GEMMs below their floor (the tile loop's 64x128 tiles, few 128x128 ones) and
+             # 129x4096x4096, against whole 128x64 Gluon tiles and swapped ones (A's rows as the MMAs' N), whole and
+             # in slices of K, precise and fast accumulation
+             run gemm_xfp8rows.log timeout ${X_TIMEOUT:-330} python3 benchmarks/gemm.py --fp8 --shapes \
+               ${XFP8_SHAPES:-128x4608x16384 128x4608x7168 128x5120x8192 128x8192x3696 128x5120x6912 128x5120x3456 \
+               128x4736x3584 128x5120x2560 128x9216x16384 128x9472x3584 128x12288x1536 129x4096x4096} \
+               --configs default 'default, fast accum' 'wgmma fp8 128x64x128 s8' 'wgmma fp8 128x64x128 s8 fast accum' \
+               'wgmma fp8 swap 128x64x128 s6' 'wgmma fp8 swap 128x64x128 s6 k2' 'wgmma fp8 swap 128x64x128 s6 kfill' \
+               'wgmma fp8 swap 128x64x128 s6 fast accum' 'wgmma fp8 swap 128x64x128 s6 fast accum k2' \
+               'wgmma fp8 swap 128x128x128 s6' 'wgmma fp8 swap 128x128x128 s6 kfill' \
+               'wgmma fp8 swap 128x128x128 s6 fast accum' 'wgmma fp8 swap 128x64x128 s6 rem16' \
+               --out "$OUT/xfp8rows" ;;
+    xbf16few)  # one GPU: bf16 1024- and 4096-row GEMMs below their floor on both GPUs, the defaults against tiles
+             # that fill one wave (96, 144, 160, 192 wide; 192x128, swapped 256x64)
+             run gemm_xbf16few.log timeout ${X_TIMEOUT:-200} python3 benchmarks/gemm.py --shapes ${XBF16_SHAPES:-\
+               1024x1440x2880 1024x2304x3584 4096x720x2880 4096x640x2880 1024x1536x4096 1024x1280x2880} \
+               --configs matmul 'wgmma 128x64x64 s6 rem32' 'wgmma 128x128x64 s4 rem16' 'wgmma 128x128x64 s4 rem32' \
+               'wgmma 128x128x64 s4 rem64' 'wgmma 192x128x64 s4' 'wgmma swap 256x64x64 s4' \
+               'wgmma 256x128x32 s5 rem16' --out "$OUT/xbf16few" ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;
