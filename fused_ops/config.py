@@ -296,6 +296,7 @@ WIDE_THIRDS_MIN_K = 4096
 # (results/current/gemm/x128wide_85e3013/x128hot_*, flips128b_*).
 WGMMA_ROWS128_FILL = (0.5, 0.65)
 WGMMA_ROWS128_MIN_K = 6144
+WGMMA_FP8_ROWS128_MIN_K = 8192  # ... FP8's
 WGMMA_SPLIT_KDOM_TILE = (64, 64, 64, 8)
 WGMMA_KDOM_TILES = 16
 WGMMA_FP8_SPLIT_TILE = (128, 64, 128, 8)    # FP8 precise, not swapped
@@ -348,14 +349,16 @@ def wgmma_few_tiles(cfg, m, n, k, sms, fp8):
         split = few_split(tiles(tile), sms, k, tile[2], True, MIN_SLICE_BLOCKS if fp8 else THIRDS_MIN_BLOCKS)
         if split > 1:
             return replace(gluon_tile(cfg, *tile, swap=not fp8), split_k=split)
-        if fp8 or m <= 64:
+        if m <= 64:
             return None
-        wide = tiles(WGMMA_WIDE_SPLIT_TILE)  # more tiles: 128 columns of B each, in thirds of a long K
-        if wide * FEW_TILES > sms >= wide * THIRD_SLICES and k >= THIRD_SLICES * WIDE_THIRDS_MIN_K:
+        wide = tiles(WGMMA_WIDE_SPLIT_TILE)  # bf16, more tiles: 128 columns of B each, in thirds of a long K
+        if not fp8 and wide * FEW_TILES > sms >= wide * THIRD_SLICES and k >= THIRD_SLICES * WIDE_THIRDS_MIN_K:
             return replace(gluon_tile(cfg, *WGMMA_WIDE_SPLIT_TILE, swap=True), split_k=THIRD_SLICES)
         low, high = WGMMA_ROWS128_FILL  # ... or whole 128x64 tiles from half the SMs
-        if k >= WGMMA_ROWS128_MIN_K and low * sms <= tiles(WGMMA_NARROW_TILE) <= high * sms:
-            return gluon_tile(cfg, *WGMMA_NARROW_TILE[:4], swap=False)
+        narrow, min_k = (WGMMA_FP8_NARROW_TILE, WGMMA_FP8_ROWS128_MIN_K) if fp8 else (WGMMA_NARROW_TILE,
+                                                                                   WGMMA_ROWS128_MIN_K)
+        if k >= min_k and low * sms <= tiles(narrow) <= high * sms:
+            return gluon_tile(cfg, *narrow[:4], swap=False)
         return None
     rem = next((r for r in WGMMA_REM_ROWS if m <= WGMMA_REM_TILE[0] + r), None)
     tile = WGMMA_FP8_REM_TILE if fp8 else WGMMA_REM_TILE
@@ -725,8 +728,8 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
     tiles += tuple(t for t in (WGMMA_FP8_WAVE_TILES if fp8 else WGMMA_WAVE_TILES)
                    if -(-m // t[0]) * -(-n // t[1]) <= sms)
     tiles = [t + (False,) for t in tiles]
-    if not b_aligned:
-        tiles = [t[:4] + (t[4] * UNALIGNED_B_COST, False) for t in tiles]
+    if not b_aligned:  # (96-wide tiles read B in boxes of 64 and 32 columns: not dearer there)
+        tiles = [t[:4] + (t[4] * (1 if t[:4] == WGMMA_96_TILE else UNALIGNED_B_COST), False) for t in tiles]
     if not fp8:
         tiles += [t + (True,) for t in WGMMA_SWAP_TILES]
 

@@ -599,6 +599,21 @@ for stage in "$@"; do
                --configs matmul 'wgmma 128x64x64 s6 rem32' 'wgmma 128x128x64 s4 rem16' 'wgmma 128x128x64 s4 rem32' \
                'wgmma 128x128x64 s4 rem64' 'wgmma 192x128x64 s4' 'wgmma swap 256x64x64 s4' \
                'wgmma 256x128x32 s5 rem16' --out "$OUT/xbf16few" ;;
+    flips5)  # one GPU: the GEMMs two rules move (bf16 96-wide tiles on B's unaligned rows; FP8 whole 128x64 tiles
+             # at 128 rows from 8192 deep) against their previous picks, cool and right after heavy GEMMs, with
+             # neighbours the rules leave alone; swapped 256x64 tiles against 96-wide ones; the picks' GPU tests
+             run pytest_flips5.log timeout ${TEST_TIMEOUT:-240} python3 -m pytest -v -p no:warnings \
+               tests/test_wgmma.py tests/test_local_gemm.py -k "few_tiles_run or gpu_defaults_pick"
+             for hot in 0 ${HOT:-0.7}; do
+               run "gemm_flips5_$hot.log" timeout ${X_TIMEOUT:-200} python3 benchmarks/gemm.py --hot $hot --shapes \
+                 1024x1440x2880 128x50272x2880 128x25136x2880 1024x1536x4096 1024x1280x8192 1024x1280x2880 \
+                 --configs matmul 'wgmma swap 256x64x64 s4' 'wgmma 128x128x64 s4 rem64' 'wgmma 128x64x64 s6 rem32' \
+                 --out "$OUT/flips5_$hot"
+               run "gemm_flips5_fp8_$hot.log" timeout ${X_TIMEOUT:-200} python3 benchmarks/gemm.py --fp8 --hot $hot \
+                 --shapes 128x4608x16384 128x5120x8192 128x4608x7168 128x5120x6912 --configs default \
+                 'default, fast accum' 'fp8 64x128x256 s4 w4' 'fp8 64x128x256 s4 w4 fast accum' \
+                 'wgmma fp8 128x64x128 s8' 'wgmma fp8 128x64x128 s8 fast accum' --out "$OUT/flips5_fp8_$hot"
+             done ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;
