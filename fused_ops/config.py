@@ -728,8 +728,9 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
     tiles += tuple(t for t in (WGMMA_FP8_WAVE_TILES if fp8 else WGMMA_WAVE_TILES)
                    if -(-m // t[0]) * -(-n // t[1]) <= sms)
     tiles = [t + (False,) for t in tiles]
-    if not b_aligned:  # (96-wide tiles read B in boxes of 64 and 32 columns: not dearer there)
-        tiles = [t[:4] + (t[4] * (1 if t[:4] == WGMMA_96_TILE else UNALIGNED_B_COST), False) for t in tiles]
+    if not b_aligned:  # (but 96-wide tiles beyond one row of them: not dearer there)
+        tiles = [t[:4] + (t[4] * (1 if t[:4] == WGMMA_96_TILE and m > t[0] else UNALIGNED_B_COST), False)
+                 for t in tiles]
     if not fp8:
         tiles += [t + (True,) for t in WGMMA_SWAP_TILES]
 
