@@ -287,16 +287,18 @@ WGMMA_SPLIT_TILE = (128, 64, 64, 6)         # bf16, swapped: rows of A, columns 
 THIRDS_MIN_BLOCKS = 16
 WGMMA_WIDE_SPLIT_TILE = (128, 128, 64, 6)   # bf16, swapped
 WIDE_THIRDS_MIN_K = 4096
-# Between those and a full wave, whole 128x64 tiles (WGMMA_NARROW_TILE) where they are WGMMA_ROWS128_FILL of the SMs
-# and K is WGMMA_ROWS128_MIN_K deep or more: at 128x4608x7168 and 128x5120x6912-8192 (72-80 tiles) the tile loop's
+# Between those and a full wave, whole 128x64 tiles (WGMMA_NARROW_TILE; FP8's too) where they are WGMMA_ROWS128_FILL
+# of the SMs and a row of A holds WGMMA_ROWS128_MIN_BYTES or more (bf16 K of 6144, FP8 12288). FP8 at
+# 128x4608x16384 gained on both GPUs (H100 +7% precise, +1% fast accumulation; H200 +4% and +2% cool, even hot), at
+# 128x5120x8192 the GPUs disagreed (H100 +4-8% precise; H200 -3%) (results/current/gemm/fifth_c112662/).
+# bf16 at 128x4608x7168 and 128x5120x6912-8192 (72-80 tiles): the tile loop's
 # 64x128 tiles read 0.93x torch.matmul on an H100 and 0.88-0.89x on an H200, these 0.97x and 0.94-0.95x, cool and
 # right after heavy GEMMs alike. With 64 tiles (128x4096x7168) the two GPUs disagreed (H100 0.88 -> 0.94x, H200
 # 0.95 -> 0.92x cool and 0.94 -> 0.81x hot against the tile loop's 2 slices of K); with 56 (128x3584) they lost
 # (0.70-0.75 against 0.78-0.96x), and with 112-144 (128x7168x9216, 128x9216x7168) too
 # (results/current/gemm/x128wide_85e3013/x128hot_*, flips128b_*).
 WGMMA_ROWS128_FILL = (0.5, 0.65)
-WGMMA_ROWS128_MIN_K = 6144
-WGMMA_FP8_ROWS128_MIN_K = 8192  # ... FP8's
+WGMMA_ROWS128_MIN_BYTES = 12288
 WGMMA_SPLIT_KDOM_TILE = (64, 64, 64, 8)
 WGMMA_KDOM_TILES = 16
 WGMMA_FP8_SPLIT_TILE = (128, 64, 128, 8)    # FP8 precise, not swapped
@@ -355,9 +357,8 @@ def wgmma_few_tiles(cfg, m, n, k, sms, fp8):
         if not fp8 and wide * FEW_TILES > sms >= wide * THIRD_SLICES and k >= THIRD_SLICES * WIDE_THIRDS_MIN_K:
             return replace(gluon_tile(cfg, *WGMMA_WIDE_SPLIT_TILE, swap=True), split_k=THIRD_SLICES)
         low, high = WGMMA_ROWS128_FILL  # ... or whole 128x64 tiles from half the SMs
-        narrow, min_k = (WGMMA_FP8_NARROW_TILE, WGMMA_FP8_ROWS128_MIN_K) if fp8 else (WGMMA_NARROW_TILE,
-                                                                                   WGMMA_ROWS128_MIN_K)
-        if k >= min_k and low * sms <= tiles(narrow) <= high * sms:
+        narrow = WGMMA_FP8_NARROW_TILE if fp8 else WGMMA_NARROW_TILE
+        if k * (1 if fp8 else 2) >= WGMMA_ROWS128_MIN_BYTES and low * sms <= tiles(narrow) <= high * sms:
             return gluon_tile(cfg, *narrow[:4], swap=False)
         return None
     rem = next((r for r in WGMMA_REM_ROWS if m <= WGMMA_REM_TILE[0] + r), None)

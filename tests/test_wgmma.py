@@ -767,9 +767,10 @@ def test_few_tiles_pick_the_gluon_kernels_split_k_and_edge_row_tiles():
     assert pick(128, 2560, 2880) is None  # 40 tiles, 15 blocks a slice: whole 64x64 tiles of the tile loop won
     assert pick(128, 2304, 3584) == ((128, 64, 64), True, 3)  # 36 tiles leave 3-fold SMs: thirds of 19 blocks
     assert pick(128, 4608, 16384) == ((128, 128, 64), True, 3)  # 72 tiles of 64 columns; 36 of 128 in thirds
-    for n, k in ((4608, 16384), (5120, 8192)):  # FP8's thirds lost on an H100: whole 128x64 tiles from 8192 deep
-        assert pick(128, n, k, FP8) == ((128, 64, 128), False, 1), (n, k)
-    assert pick(128, 4608, 7168, FP8) is None and pick(128, 8192, 8192, FP8) is None  # shorter K; 128 tiles
+    # FP8's thirds lost on an H100: whole 128x64 tiles where a row of A holds 12 KiB, as bf16's
+    assert pick(128, 4608, 16384, FP8) == ((128, 64, 128), False, 1) == pick(128, 4608, 12288, FP8)
+    for n, k in ((4608, 7168), (5120, 8192), (8192, 16384)):  # shorter K; 128 tiles
+        assert pick(128, n, k, FP8) is None, (n, k)
     assert pick(128, 4608, 7168)[2] == 1  # thirds under 4096 deep: none (whole 128x64 tiles, below)
     assert pick(128, 8192, 16384) is None  # 64 tiles of 128 columns: no thirds
     for n, k in ((4608, 7168), (5120, 6912)):  # 72-80 whole 128x64 tiles at long K
@@ -806,7 +807,7 @@ def test_few_tiles_run_split_k_by_default_and_match_float64(dtype):
               (150, 1000, 4096, 8, 32), (128, 2304, 3584, 3, 0), (128, 4608, 12288, 3, 0), (128, 4608, 7168, 1, 0))
     for m, n, k, split, rem in shapes if dtype == BF16 else ((100, 1536, 8192, 5, 0), (128, 128, 32768, 32, 0),
                                                              (129, 4096, 1024, 1, 0), (140, 1024, 8192, 8, 16),
-                                                             (128, 4608, 8192, 1, 0)):
+                                                             (128, 4608, 12288, 1, 0)):
         calls = []
         for i in range(6):
             if dtype == FP8:
