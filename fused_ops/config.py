@@ -227,7 +227,9 @@ WGMMA_FP8_MIN_FILL = 0.5
 # MMAs read the same bytes for half the products) by 64 columns of B with one consumer. (rows of A, columns of B,
 # block_k, stages, cost per output element), chosen beside WGMMA_TILES. They win where 64-column tiles fill whole
 # waves that no other tile fills, and where B's rows are not 128-byte aligned: a 256-row tile passes over B half as
-# often as a 128-row one, so non-swapped tiles cost UNALIGNED_B_COST more there; elsewhere they tie or lose. The
+# often as a 128-row one, so non-swapped tiles cost UNALIGNED_B_COST more there (but 96-wide ones beyond one row of
+# tiles: at 1024x1440x2880 they beat the swapped 256x64 tile on both GPUs, 0.77-0.80 -> 0.83-0.85x torch.matmul cool
+# and hot; results/current/gemm/fifth_c112662/); elsewhere they tie or lose. The
 # costs are the ones that served the public sample best (results/current/gemm/README.md, "Swap-AB tiles").
 WGMMA_SWAP_TILES = ((256, 128, 64, 3, 1.1), (256, 64, 64, 4, 1.3))
 UNALIGNED_B_COST = 1.3
