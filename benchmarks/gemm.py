@@ -381,7 +381,9 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "wgmma fp8 swap 128x64x128 s6 fast accum k2": tile(128, 64, 128, 6, 4),
                   "wgmma fp8 swap 128x128x128 s6 kfill": tile(128, 128, 128, 6, 4),
                   "wgmma fp8 swap 128x128x128 s6 fast accum": tile(128, 128, 128, 6, 4),
-                  "wgmma fp8 swap 128x64x128 s6 rem16": tile(128, 64, 128, 6, 4)}
+                  "wgmma fp8 swap 128x64x128 s6 rem16": tile(128, 64, 128, 6, 4),
+                  # 1024 rows of 72-96 128x128 tiles: three consumers of 64x64 (one wave of 120 at 1024x1280)
+                  "wgmma fp8 192x64x128 s6 fast accum": tile(192, 64, 128, 6, 4)}
 
 
 ROUNDS = 11  # paired rounds per configuration (benchmarks.harness.paired_graph_us), medians

@@ -614,6 +614,14 @@ for stage in "$@"; do
                  'default, fast accum' 'fp8 64x128x256 s4 w4' 'fp8 64x128x256 s4 w4 fast accum' \
                  'wgmma fp8 128x64x128 s8' 'wgmma fp8 128x64x128 s8 fast accum' --out "$OUT/flips5_fp8_$hot"
              done ;;
+    xfp8few)  # one GPU: FP8 1024-row GEMMs of 72-96 128x128 tiles against 192x64 tiles (three consumers; one wave
+             # of 120 at 1024x1280), precise and fast accumulation; and the few-tile and pick GPU tests
+             run pytest_xfp8few.log timeout ${TEST_TIMEOUT:-240} python3 -m pytest -v -p no:warnings \
+               tests/test_wgmma.py tests/test_local_gemm.py -k "few_tiles_run or gpu_defaults_pick"
+             run gemm_xfp8few.log timeout ${X_TIMEOUT:-200} python3 benchmarks/gemm.py --fp8 --shapes 1024x1280x8192 \
+               1024x1280x2880 1024x1152x3584 1024x1280x4096 1024x1536x4096 1024x1440x2880 --configs default \
+               'default, fast accum' 'wgmma fp8 128x128x128 s6' 'wgmma fp8 192x64x128 s6' \
+               'wgmma fp8 192x64x128 s6 fast accum' --out "$OUT/xfp8few" ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;
