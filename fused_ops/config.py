@@ -200,6 +200,11 @@ WGMMA_FP8_FAST_FOUR_TILE = (256, 160, 128, 3, 1.1)
 # torch._scaled_mm, fast accumulation 0.77-0.82 -> 0.82-0.98x (results/current/gemm/fp8_all/fp8y_1024_*); in
 # two waves they lost (1024x3584: 0.61-0.67 against 0.86-0.89x; 128x50272x2880 fast: 0.90 against 1.02x).
 WGMMA_FP8_WAVE_TILES = ((128, 192, 128, 3, 1.1),)
+# ... and with precise accumulation 192x64 tiles (three consumers of 64x64), where 72-96 128x128 ones leave SMs idle
+# and these fill one wave: 1024x1152x3584, 1024x1280 at K of 2880-8192 0.74-0.87 -> 0.83-0.93x torch._scaled_mm on
+# both GPUs against the 128x128 default in one run (results/current/gemm/fifth_c112662/xfp8few_*). With fast
+# accumulation they won on the H200 and lost 10% at 1024x1280x2880 on the H100; in two waves they lost (0.52-0.55x).
+WGMMA_FP8_PRECISE_WAVE_TILES = ((192, 64, 128, 6, 1.3),)
 # ... and with fast accumulation, 96-wide tiles (64 + 32 columns) at bf16's cost (WGMMA_96_TILE), where 128x128 ones
 # leave SMs idle: at 1024 rows of 1152-1536 columns (72-96 128x128 tiles, 96-128 of these) 0.75-0.87 -> 0.81-0.93x
 # torch._scaled_mm(use_fast_accum=True) on an H100 in two runs, 1024x1280x4096 even (0.83 -> 0.81-0.83x), and on an
@@ -728,8 +733,9 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
             return None
     if not fp8 or fast:  # 16-bit and FP8 fast widths between powers of two: in one wave, or in one row of tiles
         tiles = tuple(t for t in tiles if t[1] & (t[1] - 1) == 0 or m <= t[0] or -(-m // t[0]) * -(-n // t[1]) <= sms)
-    tiles += tuple(t for t in (WGMMA_FP8_WAVE_TILES if fp8 else WGMMA_WAVE_TILES)
-                   if -(-m // t[0]) * -(-n // t[1]) <= sms)
+    precise = () if fast or row_scales else WGMMA_FP8_PRECISE_WAVE_TILES  # (row-wise scales: not timed on them)
+    waves = WGMMA_FP8_WAVE_TILES + precise if fp8 else WGMMA_WAVE_TILES
+    tiles += tuple(t for t in waves if -(-m // t[0]) * -(-n // t[1]) <= sms)
     tiles = [t + (False,) for t in tiles]
     if not b_aligned:  # (but 96-wide tiles beyond one row of them: not dearer there)
         tiles = [t[:4] + (t[4] * (1 if t[:4] == WGMMA_96_TILE and m > t[0] else UNALIGNED_B_COST), False)

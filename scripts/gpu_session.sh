@@ -622,6 +622,16 @@ for stage in "$@"; do
                1024x1280x2880 1024x1152x3584 1024x1280x4096 1024x1536x4096 1024x1440x2880 --configs default \
                'default, fast accum' 'wgmma fp8 128x128x128 s6' 'wgmma fp8 192x64x128 s6' \
                'wgmma fp8 192x64x128 s6 fast accum' --out "$OUT/xfp8few" ;;
+    flips6)  # one GPU: FP8 precise one-wave 192x64 tiles where they moved the defaults, against the 128x128 tiles
+             # before, cool and right after heavy GEMMs; their GPU tests and the FP8 Gluon kernel's against float64
+             run pytest_flips6.log timeout ${TEST_TIMEOUT:-300} python3 -m pytest -v -p no:warnings \
+               tests/test_wgmma.py tests/test_local_gemm.py \
+               -k "192x64 or few_tiles_run or gpu_defaults_pick or fp8_wgmma_matches"
+             for hot in 0 ${HOT:-0.7}; do
+               run "gemm_flips6_$hot.log" timeout ${X_TIMEOUT:-150} python3 benchmarks/gemm.py --fp8 --hot $hot \
+                 --shapes 1024x1280x8192 1024x1152x3584 1024x1280x2880 1024x1280x4096 --configs default \
+                 'wgmma fp8 128x128x128 s6' --out "$OUT/flips6_$hot"
+             done ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;

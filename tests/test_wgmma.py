@@ -197,10 +197,10 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
         wave = C.wgmma_config(cfg, 1024, 2880, 132, FP8, fast=fast, k=2880)
         assert (_tile(wave)[:2], wave.rem_cols) == ((128, 128), 64), (fast, wave)
         assert C.wgmma_config(cfg, 1024, 3584, 132, FP8, fast=fast, k=5120).rem_cols != 64
-        # beyond 128 rows, 128x128 tiles from half the SMs (80 at 1024x1280; fast accumulation: 112 96-wide
-        # ones); not with 40 (1024x640)
+        # beyond 128 rows, Gluon tiles from half the SMs (80 128x128 at 1024x1280: precise, one wave of 120 192x64
+        # ones; fast accumulation: 112 96-wide ones); not with 40 (1024x640)
         few = C.wgmma_config(cfg, 1024, 1280, 132, FP8, fast=fast, k=2880)
-        assert (_tile(few)[:2], few.rem_cols) == (((128, 64), 32) if fast else ((128, 128), 0)), (fast, few)
+        assert (_tile(few)[:2], few.rem_cols) == (((128, 64), 32) if fast else ((192, 64), 0)), (fast, few)
         assert C.wgmma_config(cfg, 1024, 640, 132, FP8, fast=fast, k=2880) is None
     # 65-128 rows, long K: the FP8 split tile in 3 slices where its tiles leave 3-fold SMs (36 at 128x2304)
     few = C.wgmma_config(cfg, 128, 2304, 132, FP8, k=16384)
@@ -257,7 +257,10 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
     for n in (1152, 1280, 1536):
         picked = C.wgmma_config(cfg, 1024, n, 132, FP8, fast=True, k=4096)
         assert (_tile(picked)[:2], picked.rem_cols) == ((128, 64), 32), (n, picked)
-        assert _tile(C.wgmma_config(cfg, 1024, n, 132, FP8, k=4096))[:2] == (128, 128), n
+        # precise: one wave of 192x64 tiles where it fits (108-120 of them), else 128x128; row-wise scales: 128x128
+        want = (192, 64) if n < 1536 else (128, 128)
+        assert _tile(C.wgmma_config(cfg, 1024, n, 132, FP8, k=4096))[:2] == want, n
+        assert _tile(C.wgmma_config(cfg, 1024, n, 132, FP8, k=4096, row_scales=True))[:2] == (128, 128), n
     assert _tile(C.wgmma_config(wide, 4096, 3584, 132, BF16)) == (128, 128, 64)  # 448 wide tiles: 3.4 waves
     split = dataclasses.replace(cfg, split_k=2, split_tail=True)  # the tile loop's split last wave: the Gluon kernel
     # one whole wave of 132 swapped 256x64 tiles, where 102 192x128 tiles leave 30 SMs idle
@@ -328,6 +331,26 @@ def test_fp8_wgmma_matches_float64_like_torch(fast):
             mine = torch._scaled_mm(a, b, sa, sb, out_dtype=BF16, use_fast_accum=fast)
             err_torch = ((mine.double() - ref).norm() / ref.norm()).item()
             assert err < max(1.5 * err_torch, 5e-3), (m, n, k, row, fast, err, err_torch)
+
+
+@pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
+def test_fp8_defaults_one_wave_of_192x64_tiles_match_float64():
+    # scaled_mm's own pick at 1024x1280, per-tensor scales, precise: one wave of 120 192x64 tiles (three consumers);
+    # row-wise scales keep 128x128 tiles. Fresh data and a poisoned output each call, many calls in a row
+    m, n, k = 1024, 1280, 2880
+    for call in range(8):
+        row = call % 4 == 3
+        a, b, sa, sb = _quantized(m, n, k, row)
+        out = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
+        if call in (0, 3):
+            cfg, _ = fp8.plan(a, b, None, False)
+            kernel, cfg = fp8.pick_kernel(a, b, out, cfg, None, False, None, row)
+            assert kernel == "wgmma" and _tile(cfg)[:2] == ((128, 128) if row else (192, 64)), (row, cfg)
+        fp8.scaled_mm(a, b, sa, sb, out=out)
+        ref = (a.double() * sa.double()) @ (b.double() * sb.double())
+        err = ((out.double() - ref).norm() / ref.norm()).item()
+        err_torch = ((torch._scaled_mm(a, b, sa, sb, out_dtype=BF16).double() - ref).norm() / ref.norm()).item()
+        assert err < max(1.5 * err_torch, 5e-3), (call, row, err, err_torch)
 
 
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
