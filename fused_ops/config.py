@@ -201,8 +201,9 @@ WGMMA_FP8_FAST_FOUR_TILE = (256, 160, 128, 3, 1.1)
 # two waves they lost (1024x3584: 0.61-0.67 against 0.86-0.89x; 128x50272x2880 fast: 0.90 against 1.02x).
 WGMMA_FP8_WAVE_TILES = ((128, 192, 128, 3, 1.1),)
 # ... and with precise accumulation 192x64 tiles (three consumers of 64x64), where 72-96 128x128 ones leave SMs idle
-# and these fill one wave: 1024x1152x3584, 1024x1280 at K of 2880-8192 0.74-0.87 -> 0.83-0.93x torch._scaled_mm on
-# both GPUs against the 128x128 default in one run (results/current/gemm/fifth_c112662/xfp8few_*). With fast
+# and these fill one wave: 1024x1152x3584, 1024x1280 at K of 2880-8192 0.74-0.87 -> 0.81-0.93x torch._scaled_mm
+# cool and 0.70-0.78 -> 0.76-0.90x hot, against the 128x128 tiles in one run each, two runs per GPU (one loss:
+# 1024x1280x2880 0.86 -> 0.84x once, on an H100; results/current/gemm/fifth_c112662/xfp8few_*, flips6_*). With fast
 # accumulation they won on the H200 and lost 10% at 1024x1280x2880 on the H100; in two waves they lost (0.52-0.55x).
 WGMMA_FP8_PRECISE_WAVE_TILES = ((192, 64, 128, 6, 1.3),)
 # ... and with fast accumulation, 96-wide tiles (64 + 32 columns) at bf16's cost (WGMMA_96_TILE), where 128x128 ones
