@@ -18,6 +18,18 @@ run() {  # run LOG CMD...: full output to $OUT/LOG, its tail here
   grep -v "destroy_process_group\|FutureWarning\|enable_symm_mem_for_group" "$OUT/$log" | tail -${TAIL:-15}
   if [ $rc -ne 0 ]; then echo "!!! failed ($rc): $*"; status=1; fi
 }
+cool_hot() {  # cool_hot NAME GEMM_ARGS...: benchmarks/gemm.py cool and right after heavy GEMMs (--hot $HOT), one run
+  # each, under $OUT/NAME_0 and $OUT/NAME_$HOT
+  local name=$1; shift
+  for hot in 0 ${HOT:-0.7}; do
+    run "gemm_${name}_$hot.log" timeout ${X_TIMEOUT:-250} python3 benchmarks/gemm.py --hot $hot "$@" \
+      --out "$OUT/${name}_$hot"
+  done
+}
+gemm_gpu_tests() {  # gemm_gpu_tests LOG EXPR: the Gluon kernel's and the GEMM defaults' GPU tests selected by -k EXPR
+  run "$1" timeout ${TEST_TIMEOUT:-300} python3 -m pytest -v -p no:warnings tests/test_wgmma.py \
+    tests/test_local_gemm.py -k "$2"
+}
 for stage in "$@"; do
   case $stage in
     agtests) run pytest_ag.log timeout 200 python3 -m pytest -q tests/test_fused_ops.py -k all_gather ;;
@@ -544,8 +556,7 @@ for stage in "$@"; do
                'wgmma fp8 128x64x128 s8 kfill' --out "$OUT/x128wide_fp8" ;;
     flips128)  # one GPU: the picks that thirds of K and the one-wave 288-wide tiles moved (and 128x76032, where the
              # 288-wide tiles would need two waves) against their previous picks, in one run; bf16 and FP8; tests
-             run pytest_flips128.log timeout ${TEST_TIMEOUT:-240} python3 -m pytest -v -p no:warnings \
-               tests/test_wgmma.py tests/test_local_gemm.py -k "few_tiles_run or gpu_defaults_pick or 288 or 128-wide"
+             gemm_gpu_tests pytest_flips128.log "few_tiles_run or gpu_defaults_pick or 288 or 128-wide"
              run gemm_flips128.log timeout ${X_TIMEOUT:-200} python3 benchmarks/gemm.py --shapes 128x2560x8192 \
                128x4608x16384 128x2304x16384 128x2304x3584 128x38016x3584 128x38016x5120 128x38016x8192 \
                128x76032x3584 128x76032x5120 128x76032x8192 1024x4608x16384 1024x4608x7168 4096x1152x3584 \
@@ -557,24 +568,16 @@ for stage in "$@"; do
                'fp8 64x128x256 s4 w4 fast accum' --out "$OUT/flips128_fp8" ;;
     x128hot)  # one GPU: 128-row GEMMs on the tile loop, cool and right after heavy GEMMs (--hot), against the Gluon
              # kernel's whole and sliced tiles (TMA and warpgroup MMAs issue fewer instructions per byte)
-             for hot in 0 ${HOT:-0.7}; do
-               run "gemm_x128hot_$hot.log" timeout ${X_TIMEOUT:-250} python3 benchmarks/gemm.py --hot $hot --shapes \
-                 128x9216x7168 128x7168x9216 128x8192x14336 128x5120x8192 128x4608x7168 128x5120x6912 128x8192x8192 \
-                 128x3584x5120 128x3456x5120 128x3584x4736 128x3072x4096 128x4096x7168 128x3584x9472 \
-                 --configs matmul 'wgmma 128x128x64 s6' 'wgmma swap 128x128x64 s6' 'wgmma 128x64x64 s8' \
-                 'wgmma swap 128x64x64 s6' 'wgmma swap 128x64x64 s6 kfill' 'wgmma swap 128x128x64 s6 kfill' \
-                 --out "$OUT/x128hot_$hot"
-             done ;;
+             cool_hot x128hot --shapes 128x9216x7168 128x7168x9216 128x8192x14336 128x5120x8192 128x4608x7168 \
+               128x5120x6912 128x8192x8192 128x3584x5120 128x3456x5120 128x3584x4736 128x3072x4096 128x4096x7168 \
+               128x3584x9472 --configs matmul 'wgmma 128x128x64 s6' 'wgmma swap 128x128x64 s6' \
+               'wgmma 128x64x64 s8' 'wgmma swap 128x64x64 s6' 'wgmma swap 128x64x64 s6 kfill' \
+               'wgmma swap 128x128x64 s6 kfill' ;;
     flips128b)  # one GPU: 128 rows, whole 128x64 Gluon tiles at 64-80 tiles and long K against the tile loop's
              # previous picks, cool and hot, with neighbours the rule leaves alone; and the few-tile GPU tests
-             run pytest_flips128b.log timeout ${TEST_TIMEOUT:-240} python3 -m pytest -v -p no:warnings \
-               tests/test_wgmma.py tests/test_local_gemm.py -k "few_tiles_run or gpu_defaults_pick or 288"
-             for hot in 0 ${HOT:-0.7}; do
-               run "gemm_flips128b_$hot.log" timeout ${X_TIMEOUT:-200} python3 benchmarks/gemm.py --hot $hot --shapes \
-                 128x4096x7168 128x4608x7168 128x5120x6912 128x5120x8192 128x5120x3456 128x3584x9472 \
-                 --configs matmul 'wgmma 128x64x64 s8' '64x128x128 s4 w4' '64x128x128 s4 w4 k2' \
-                 --out "$OUT/flips128b_$hot"
-             done ;;
+             gemm_gpu_tests pytest_flips128b.log "few_tiles_run or gpu_defaults_pick or 288"
+             cool_hot flips128b --shapes 128x4096x7168 128x4608x7168 128x5120x6912 128x5120x8192 128x5120x3456 \
+               128x3584x9472 --configs matmul 'wgmma 128x64x64 s8' '64x128x128 s4 w4' '64x128x128 s4 w4 k2' ;;
     fp8x96)  # one GPU: FP8 1024-row GEMMs of 72-96 128x128 tiles, the defaults against 96-wide tiles (64 + 32)
              run gemm_fp8x96.log timeout ${X_TIMEOUT:-150} python3 benchmarks/gemm.py --fp8 --shapes 1024x1280x8192 \
                1024x1536x4096 1024x1280x2880 1024x1440x2880 1024x1152x3584 1024x1280x4096 --configs default \
@@ -602,36 +605,25 @@ for stage in "$@"; do
     flips5)  # one GPU: the GEMMs two rules move (bf16 96-wide tiles on B's unaligned rows; FP8 whole 128x64 tiles
              # at 128 rows from 8192 deep) against their previous picks, cool and right after heavy GEMMs, with
              # neighbours the rules leave alone; swapped 256x64 tiles against 96-wide ones; the picks' GPU tests
-             run pytest_flips5.log timeout ${TEST_TIMEOUT:-240} python3 -m pytest -v -p no:warnings \
-               tests/test_wgmma.py tests/test_local_gemm.py -k "few_tiles_run or gpu_defaults_pick"
-             for hot in 0 ${HOT:-0.7}; do
-               run "gemm_flips5_$hot.log" timeout ${X_TIMEOUT:-200} python3 benchmarks/gemm.py --hot $hot --shapes \
-                 1024x1440x2880 128x50272x2880 128x25136x2880 1024x1536x4096 1024x1280x8192 1024x1280x2880 \
-                 --configs matmul 'wgmma swap 256x64x64 s4' 'wgmma 128x128x64 s4 rem64' 'wgmma 128x64x64 s6 rem32' \
-                 --out "$OUT/flips5_$hot"
-               run "gemm_flips5_fp8_$hot.log" timeout ${X_TIMEOUT:-200} python3 benchmarks/gemm.py --fp8 --hot $hot \
-                 --shapes 128x4608x16384 128x5120x8192 128x4608x7168 128x5120x6912 --configs default \
-                 'default, fast accum' 'fp8 64x128x256 s4 w4' 'fp8 64x128x256 s4 w4 fast accum' \
-                 'wgmma fp8 128x64x128 s8' 'wgmma fp8 128x64x128 s8 fast accum' --out "$OUT/flips5_fp8_$hot"
-             done ;;
+             gemm_gpu_tests pytest_flips5.log "few_tiles_run or gpu_defaults_pick"
+             cool_hot flips5 --shapes 1024x1440x2880 128x50272x2880 128x25136x2880 1024x1536x4096 1024x1280x8192 \
+               1024x1280x2880 --configs matmul 'wgmma swap 256x64x64 s4' 'wgmma 128x128x64 s4 rem64' \
+               'wgmma 128x64x64 s6 rem32'
+             cool_hot flips5_fp8 --fp8 --shapes 128x4608x16384 128x5120x8192 128x4608x7168 128x5120x6912 \
+               --configs default 'default, fast accum' 'fp8 64x128x256 s4 w4' 'fp8 64x128x256 s4 w4 fast accum' \
+               'wgmma fp8 128x64x128 s8' 'wgmma fp8 128x64x128 s8 fast accum' ;;
     xfp8few)  # one GPU: FP8 1024-row GEMMs of 72-96 128x128 tiles against 192x64 tiles (three consumers; one wave
              # of 120 at 1024x1280), precise and fast accumulation; and the few-tile and pick GPU tests
-             run pytest_xfp8few.log timeout ${TEST_TIMEOUT:-240} python3 -m pytest -v -p no:warnings \
-               tests/test_wgmma.py tests/test_local_gemm.py -k "few_tiles_run or gpu_defaults_pick"
+             gemm_gpu_tests pytest_xfp8few.log "few_tiles_run or gpu_defaults_pick"
              run gemm_xfp8few.log timeout ${X_TIMEOUT:-200} python3 benchmarks/gemm.py --fp8 --shapes 1024x1280x8192 \
                1024x1280x2880 1024x1152x3584 1024x1280x4096 1024x1536x4096 1024x1440x2880 --configs default \
                'default, fast accum' 'wgmma fp8 128x128x128 s6' 'wgmma fp8 192x64x128 s6' \
                'wgmma fp8 192x64x128 s6 fast accum' --out "$OUT/xfp8few" ;;
     flips6)  # one GPU: FP8 precise one-wave 192x64 tiles where they moved the defaults, against the 128x128 tiles
              # before, cool and right after heavy GEMMs; their GPU tests and the FP8 Gluon kernel's against float64
-             run pytest_flips6.log timeout ${TEST_TIMEOUT:-300} python3 -m pytest -v -p no:warnings \
-               tests/test_wgmma.py tests/test_local_gemm.py \
-               -k "192x64 or few_tiles_run or gpu_defaults_pick or fp8_wgmma_matches"
-             for hot in 0 ${HOT:-0.7}; do
-               run "gemm_flips6_$hot.log" timeout ${X_TIMEOUT:-150} python3 benchmarks/gemm.py --fp8 --hot $hot \
-                 --shapes 1024x1280x8192 1024x1152x3584 1024x1280x2880 1024x1280x4096 --configs default \
-                 'wgmma fp8 128x128x128 s6' --out "$OUT/flips6_$hot"
-             done ;;
+             gemm_gpu_tests pytest_flips6.log "192x64 or few_tiles_run or gpu_defaults_pick or fp8_wgmma_matches"
+             cool_hot flips6 --fp8 --shapes 1024x1280x8192 1024x1152x3584 1024x1280x2880 1024x1280x4096 \
+               --configs default 'wgmma fp8 128x128x128 s6' ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;
