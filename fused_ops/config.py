@@ -45,46 +45,33 @@ class Config:
 
 
 # Hopper tiles for 16-bit inputs, largest first: (block_m, block_n, block_k, num_stages, num_warps, fill).
-# benchmarks/gemm.py (results/archive/gemm.csv) measured each against torch.matmul; a tile pays off only when there are
-# enough of them, so the default is the largest whose tile count reaches `fill` x the SMs: 3/4 for the 128-row tiles;
-# the 4-stage 64x128 tile beat the 64x64 one from 0.4 on (128x4096x2048 0.81 -> 0.95x, 256x2048x4096 0.76 -> 0.81x;
-# results/archive/gemm_small_9341c38.csv, where 4 stages also beat the 3 used before at 25 of 27 shapes). With the
-# operands' descriptors built on the host, the 128x128 tile gains from 6 stages and 8 warps (512x4096x4096 0.90 ->
-# 0.95x, 256x8192x8192 0.89 -> 0.98x, 256x8192x16384 0.86 -> 0.98x; -1 to -4% at three shapes;
-# results/archive/gemm_04aeb7e.csv).
+# A large tile pays off only where there are enough to occupy the SMs, so the default is the largest whose tile count
+# reaches `fill` x the SMs: 3/4 for the 128-row tiles, 0.4 for the 4-stage 64x128 tile over the 64x64 one
+# (results/archive/gemm.csv, gemm_small_9341c38.csv). With the operands' descriptors built on the host, 6 stages and 8
+# warps keep more of the 128x128 tile's loads in flight (results/archive/gemm_04aeb7e.csv).
 HOPPER_TILES = ((128, 256, 64, 3, 8, 0.75), (128, 128, 64, 6, 8, 0.75), (64, 128, 128, 4, 4, 0.4),
                 (64, 64, 128, 4, 4, 0))
 # FP8 (e4m3, fused_ops/fp8.py): the same tiles over twice the K per block, so a stage holds the same bytes and the
 # same number of stages fits in shared memory.
 # Decode (M <= 16 rows): the GEMM streams B once; 16-row tiles (Triton's mma.sync path: wgmma needs 64 rows) waste
-# less of each program's shared memory and bandwidth on rows that are not there. At M = 1 and 16 (7 shapes of the
-# public set) 16x64x256 tiles reached 0.79-0.99x torch.matmul against 0.48-0.94x for the 64-row default; where they
-# leave half the SMs idle (<= 66 tiles), 16x64x128 tiles in two slices of K did better (1x4000x4096 0.86 -> 0.87x,
-# 16x3584x2368 0.79 -> 0.91x; results/current/gemm/gemm_explore.csv).
+# less of each program's shared memory and bandwidth on rows that are not there. Where they leave half the SMs idle
+# (<= 66 tiles), 16x64x128 tiles in two slices of K put more SMs to work (results/current/gemm/gemm_explore.csv).
 DECODE_ROWS = 16
 DECODE_TILE = (16, 64, 256, 4, 4)
 DECODE_FEW_TILE = (16, 64, 128, 6, 4)
-# ... where the GEMM runs alone (fused_ops.matmul: no program waits on another, so its programs need not all be
-# resident). Where the tiles outnumber the SMs, one persistent program per SM streams B at about 0.85x torch.matmul's
-# rate: each tile starts its pipeline cold, and where they are one wave and a bit (144 on 132 SMs) the last few run
-# alone. Three programs per SM, each 3 stages of 16x64x128 (60 KB), overlap one another's starts and ends, and the
-# GPU hands a tile to whichever SM frees first (1x9216x7168 0.81 -> 1.06x torch.matmul, 1x12288x1536 0.71 -> 0.92x,
-# 1x16384x512 0.70 -> 0.91x); four of 2 stages where the tiles outnumber three per SM but not four (1x32064x4096
-# 0.90 -> 0.99x); up to DECODE_MAX_SPLIT slices of K of DECODE_MIN_SLICE_BLOCKS blocks or more while every slice has a
-# program (1x9216x16384 in 2: 0.76 -> 1.00x). Where the tiles fit in one wave, one program per SM: in slices of K
-# filling that wave (DECODE_FEW_TILE, up to DECODE_FEW_MAX_SPLIT slices of DECODE_FEW_MIN_BLOCKS blocks or more:
-# 1x1280x8192 in 6: 0.85 -> 1.10x, 1x2304x16384 in 3: 0.85 -> 0.98x); whole, DECODE_TILE's deep pipeline where K is
-# long (a program alone on its SM keeps more of B in flight: 16x5120x2560 0.72 -> 0.86x, 1x5120x2560 0.87 -> 0.98x
-# against 3 stages of 128, the all_721 runs at df868fe and ec3b7d6) and
-# 128-deep blocks where K is DECODE_SHORT_BLOCKS of them or fewer (1x3584x448 0.77 -> 0.95x). On an H200, each choice
-# against the others in one run: results/current/gemm/decode_61a385a/ and the runs it names.
-# Between a third of the SMs and all of them (45-132 tiles on 132 SMs), slices of every tile put one or two on each SM:
-# the split with the least work on the busiest SM, (slices per SM) x (blocks per slice + DECODE_SLICE_BLOCKS), plus
-# DECODE_SPLIT_BLOCKS for the partial sums where there are slices (decode_split). Two slices share an SM only while
-# they are short (DECODE_SHARED_SLICE_BLOCKS): where the whole tiles keep enough of B in flight, splitting them gains
-# nothing. Slices of DECODE_SHORT_BLOCKS or fewer, and slices sharing an SM, run DECODE_ALONE_TILES[0]'s 3-stage
-# programs; longer ones alone on their SM, DECODE_FEW_TILE's 6 stages. Each choice against the others in one run:
-# results/current/gemm/decode_d500d6a/.
+# ... where the GEMM runs alone (fused_ops.matmul: no program waits on another, so not all need be resident). Where
+# the tiles outnumber the SMs, one program per SM starts each tile's pipeline cold and a partial last wave runs nearly
+# alone, so three programs per SM (3 stages of 16x64x128, 60 KB) overlap one another's starts and ends, the GPU handing
+# a tile to whichever SM frees first (four of 2 stages beyond three tiles per SM; up to DECODE_MAX_SPLIT slices of
+# DECODE_MIN_SLICE_BLOCKS blocks while every slice has a program). In one wave, one program per SM: slices of K filling
+# it (DECODE_FEW_TILE, DECODE_FEW_MAX_SPLIT, DECODE_FEW_MIN_BLOCKS), or whole tiles, DECODE_TILE's deep pipeline at long
+# K (alone on its SM, a program keeps more of B in flight) and 128-deep blocks at DECODE_SHORT_BLOCKS or fewer
+# (results/current/gemm/decode_61a385a/ and the runs it names).
+# At a third of a wave to a full one, decode_split slices every tile for the least work on the busiest SM
+# (DECODE_SLICE_BLOCKS per slice, DECODE_SPLIT_BLOCKS for the partial sums); two slices share an SM only while short
+# (DECODE_SHARED_SLICE_BLOCKS), since where whole tiles keep enough of B in flight splitting gains nothing. Short or
+# shared slices run DECODE_ALONE_TILES[0]'s programs, longer ones DECODE_FEW_TILE's 6 stages alone on their SM
+# (results/current/gemm/decode_d500d6a/).
 # (block_m, block_n, block_k, num_stages, num_warps, programs per SM), the first whose programs take every tile
 DECODE_ALONE_TILES = ((16, 64, 128, 3, 4, 3), (16, 64, 128, 2, 4, 4))
 DECODE_MAX_SPLIT = 2
@@ -96,174 +83,127 @@ DECODE_SLICE_BLOCKS = 1
 DECODE_SPLIT_BLOCKS = 4
 DECODE_SHARED_SLICE_BLOCKS = 10
 HOPPER_FP8_TILES = tuple((bm, bn, 2 * bk, st, w, fill) for bm, bn, bk, st, w, fill in HOPPER_TILES)
-# FP8 with precise accumulation (scaled_mm's default, use_fast_accum=False, as torch._scaled_mm's): Triton promotes the
-# tensor cores' partial sums into the fp32 accumulator once per dot (gemm_k_blocks' MAX_IMPRECISE = BLOCK_K), which
-# needs a second accumulator and a wait on the MMAs just issued. A 128x256 tile's two fp32 accumulators need 256
-# registers a thread at 8 warps: it spills (ptxas: 255 registers, 124 B of spill stores), and ran 1.35-1.55x slower
-# than with fast accumulation at M >= 1024. A 128x128 tile over 256-deep K blocks (155 registers, one promotion and one
-# wait per 256 products of K; its error matched torch's to 1%) beat it at 26 of the 33 shapes where the 128-row tiles
-# were the default (e.g. 4096x4544x4544 0.63 -> 0.75x, 128x12288x1536 0.77 -> 0.92x torch._scaled_mm; geomean of the
-# 46 FP8 shapes, best tile per shape: 0.79), and 16-row tiles beat the 64-row ones at decode (16x5120x6912 0.44 ->
-# 0.60x, 1x19008x8192 0.78 -> 0.90x; results/current/gemm/fp8_explore_4ef4cd5/). Two or three 64x128 programs per SM
-# (one's MMAs running while another waits) did not make up for their smaller tiles (geomean 0.58).
+# FP8 with precise accumulation (scaled_mm's default, as torch._scaled_mm's): Triton promotes the tensor cores'
+# partial sums into the fp32 accumulator once per dot (gemm_k_blocks' MAX_IMPRECISE = BLOCK_K), needing a second
+# accumulator and a wait on the MMAs just issued. 128x256 tiles' two fp32 accumulators spill at 8 warps (ptxas:
+# 255 registers); 128x128 tiles over 256-deep K blocks fit (155) and wait once per 256 of K, error at torch's; 16-row
+# tiles beat 64-row ones at decode, and 2-3 64x128 programs per SM (one's MMAs running while another waits) lost
+# (results/current/gemm/fp8_explore_4ef4cd5/).
 FP8_PRECISE_TILE = (128, 128, 256, 3, 8)
 FP8_DECODE_TILE = (16, 64, 256, 4, 4)
 # At decode a 16-row FP8 GEMM streams B once; what limits it is how much of the GPU streams it. Wider (16x128) tiles in
 # up to FP8_DECODE_MAX_SPLIT slices of K, each of FP8_DECODE_MIN_BLOCKS blocks or more, where tiles x slices fill more
-# of one wave of programs than the 64-wide tiles do (fp8_decode_split): 16x5120x6912 0.61 -> 0.87x torch._scaled_mm
-# (128-wide tiles in 3 slices: 120 programs, against 80), 4x14336x4096 0.92 -> 0.99x, 1x4000x4096 0.79 -> 0.85x; more
-# programs than one wave lost (16x6912x5120 in 3 slices: 162 programs, 0.54x; results/current/gemm/
-# fp8_decode_a678c62/, 1x H100).
+# of one wave of programs than the 64-wide tiles do (fp8_decode_split; 16x5120x6912: 120 programs in 3 slices, against
+# 80). More programs than one wave lost (results/current/gemm/fp8_decode_a678c62/, 1x H100).
 FP8_DECODE_WIDE_TILE = (16, 128, 256, 4, 4)
 # Where even the 128-wide tiles need more than one wave (N > 128 x the programs: vocabulary projections), 256-wide
-# ones in one wave, though it leaves SMs idle: 1x19008x8192 0.91 -> 1.10x torch._scaled_mm (75 programs against 2.25
-# waves of 64-wide tiles; splitting those into 2-3 slices of K did not help: 0.88-0.90x; results/current/gemm/
-# fp8_decode_70c9395/, 1x H100).
+# ones in one wave, though it leaves SMs idle: it beat two and a bit waves of 64-wide tiles, whole or in slices of K
+# (results/current/gemm/fp8_decode_70c9395/, 1x H100).
 FP8_DECODE_WIDEST_TILE = (16, 256, 256, 3, 4)
-# Where even those need more than one wave (N > 256 x the SMs: vocabulary projections) and the GEMM runs alone
-# (scaled_mm), three programs of 3 stages per SM, as 16-bit decode rows run (DECODE_ALONE_TILES): 1x38016x3584 and
-# 1x100544x2880 0.79-0.83 -> 0.98-0.99x torch._scaled_mm against one 64-wide program per SM in one run
+# Where even those need more than one wave (N > 256 x the SMs) and the GEMM runs alone (scaled_mm), three 3-stage
+# programs per SM, as in DECODE_ALONE_TILES, overlap the tile starts and ends that one program per SM runs cold
 # (results/current/gemm/fp8_all/fp8x_decode_*).
 FP8_DECODE_ALONE_TILE = (16, 64, 256, 3, 4, 3)
 # Few 64x64 tiles (fewer than half the SMs, K short enough to leave them whole): each program's own chain of blocks
-# sets the time, and with precise accumulation every block ends in a wait on its MMAs. 512-deep blocks halve the
-# waits: 128x640x3584 0.80 -> 0.90x torch._scaled_mm, 128x768x4096 0.81 -> 0.92x, 128x1792x5120 0.86 -> 0.91x; with
-# 80 tiles they lost (128x2560x2880 0.95 -> 0.93x); their error 1.7e-3, 1.02x torch's (results/current/gemm/
-# few_tiles_h100/, 1x H100).
+# sets the time, and with precise accumulation every block ends in a wait on its MMAs; 512-deep blocks halve the waits,
+# their error near torch's. With 80 tiles they lost (results/current/gemm/few_tiles_h100/).
 FP8_FEW_TILE = (64, 64, 512, 3, 4)
 FP8_DECODE_MAX_SPLIT = 4
 FP8_DECODE_MIN_BLOCKS = 4
-# The warp-specialized Gluon kernel on Hopper (fused_ops/wgmma.py: one load warp running ahead across tiles, two to
-# four consumer warpgroups of 64 rows) beat the tile loop wherever its 128x128 tiles reached WGMMA_MIN_FILL x the
-# SMs (bf16: where the defaults chose 128-row tiles, whose split last waves it beat too; FP8 precise accumulation:
-# most of all, since its warpgroups take turns while one promotes its partial sum); with fewer tiles the tile loop's
-# split-K and 64/16-row tiles won (results/current/gemm/README.md). Its tiles: (block_m, block_n, block_k, stages,
-# cost per output element); wgmma_config takes the one with the fewest waves times tile area times cost (ties: the
-# larger tile). 192-row tiles (three consumers) fill one wave where 128-row ones need two (1024x2560x2880 0.67 ->
-# 0.85x torch.matmul); FP8 gains from the third warpgroup beyond that (its cost 0.9). The 128x256 tiles keep 3
-# stages beside C's staging tiles. bf16 costs: smaller tiles read more operand bytes per product, and the largest
-# GEMMs run power-capped. Where waves times area were within a few percent, the 128x128 and 192x128 tiles ran 4-25%
-# slower than 128x256 ones on an H100 (16384x16384x8192: 128x256 0.99x torch.matmul, 192x128 0.95x, 128x128 0.82x;
-# 4096x32064x4096 1.03, 0.90, 0.85) and 1-3% slower on an H200 (by their own times; results/current/gemm/
-# final_8dc2c3c/*/gemm_large.*): 1.05 and 1.1, so that they are picked where they save real waves.
-# A width that is no power of two (160) is block_n + rem_cols (128 + 32: wgmma.run(rem=...), a second MMA of N = 32),
-# its cost the narrow second MMA's. 1024x2560x2880 fills one wave with 128 such tiles where 192x128 ones left 12 SMs
-# idle (0.86 -> 0.92x torch.matmul on an H200, 0.87 -> 0.89x on an H100), and at 128 rows, two waves of them beat
-# 128x256 and 128x128 tiles on both GPUs (128x38016x3584: 0.84 -> 0.91x, 0.90 -> 0.96x). Where they need more
-# than one wave and more than one row of tiles, they beat 192x128 tiles on an H200 (1024x5120x8192 0.84 -> 0.88x)
-# and lost to them on an H100 (129.5 -> 136.0 us), so bf16 takes them only in one wave or one row of tiles
-# (results/current/gemm/remcols_e9ef942/moved_*). 256x160 tiles (four consumers, 128 + 32 columns; 32-deep blocks
-# so that 5 stages fit beside the staging tiles) fill one wave with 128 tiles where 192x128 ones need two: 4096x1280
-# and 1024x5120 at any K, 4096x1152x3584, 1024x4736x3584, 1024x4608x16384 (0.77-0.88 -> 0.82-0.92x torch.matmul
-# on an H200 and an H100, each against the old tile in one run: results/current/gemm/four_78f73a0/).
-# 16-bit tiles 96 wide (64 + 32 columns) where 128x128 ones leave many SMs idle and these fill most of one wave (in
-# WGMMA_TILES at cost 1.4, and where the 128x128 tiles are too few, wgmma_few_tiles):
-# 1024x1280, 1024x1440 and 1024x1536 (112-128 tiles against 80-96; 0.79-0.94 -> 0.86-1.00x torch.matmul on an H200,
-# against the tile loop's 128x128 tiles in one run), and 512x2816, 768x1792, 2048x640 (0.79-0.85 -> 0.86-0.88x, the
-# best of the tile loop's and the Gluon kernel's other tiles; results/current/gemm/wide_tiles_c924e34/x1024b_*,
-# mid_rows_*). 80-wide ones (64 + 16) filled more SMs and lost (0.46-0.93x).
+# The warp-specialized Gluon kernel on Hopper (fused_ops/wgmma.py: a load warp running ahead across tiles, two to four
+# consumer warpgroups of 64 rows) beat the tile loop wherever its 128x128 tiles reached WGMMA_MIN_FILL x the SMs (bf16:
+# where the defaults chose 128-row tiles; FP8 precise accumulation most, its warpgroups taking turns while one promotes
+# its partial sum); with fewer tiles the tile loop's split-K and 64/16-row tiles won (results/current/gemm/README.md).
+# Its tiles: (block_m, block_n, block_k, stages, cost per output element); wgmma_config takes the fewest waves x tile
+# area x cost (ties: the larger tile). 192-row tiles (three consumers) fill one wave where 128-row ones need two; FP8
+# gains from the third warpgroup beyond that (0.9). 128x256 tiles keep 3 stages beside C's staging tiles. Smaller bf16
+# tiles read more operand bytes per product and the largest GEMMs run power-capped, so 128x128 and 192x128 tiles lost at
+# similar waves x area: their costs pick them only where they save real waves
+# (results/current/gemm/final_8dc2c3c/*/gemm_large.*).
+# Widths that are no power of two are block_n + rem_cols (160: 128 + 32, a second MMA of N = 32; wgmma.run(rem=...)),
+# costed for that narrow MMA. 128x160 tiles fill one wave where 192x128 ones leave SMs idle, and beat 128x256 and
+# 128x128 in one row of tiles (128x38016); elsewhere the GPUs disagreed, so bf16 takes them only in one wave or one row
+# (results/current/gemm/remcols_e9ef942/moved_*). 256x160 tiles (four consumers; 32-deep blocks so 5 stages fit beside
+# the staging tiles) fill one wave where 192x128 ones need two (results/current/gemm/four_78f73a0/).
+# 96-wide 16-bit tiles (64 + 32) fill most of a wave where 128x128 ones leave many SMs idle (1024x1280: 112 tiles
+# against 80), in WGMMA_TILES at cost 1.4 and in wgmma_few_tiles (results/current/gemm/wide_tiles_c924e34/x1024b_*,
+# mid_rows_*). 80-wide ones (64 + 16) filled more SMs and lost.
 WGMMA_96_TILE = (128, 96, 64, 6)
 WGMMA_96_FILL = 0.8
-# 128x192 tiles (128 + 64 columns) fill one wave where 128x256 ones leave a quarter of the SMs idle: 1024x2880 (120
-# tiles against 96) and 1024x3072 (128) at any K, 0.78-0.83 -> 0.93-1.01x torch.matmul; 256x144 ones (128 + 16) fill
-# it where 256x160 ones leave a column mostly empty: 4096x1152x3584 0.83 -> 0.87x, 1024x4736x3584 0.90 -> 0.94x (on an
-# H200, each against the tile it replaced in one run: results/current/gemm/wide_tiles_c924e34/x1024_*, four144_*).
+# 128x192 tiles (128 + 64 columns) fill one wave where 128x256 ones leave a quarter of the SMs idle (1024x2880: 120
+# tiles against 96); 256x144 ones (128 + 16) fill it where 256x160 ones leave a column mostly empty (4096x1152x3584)
+# (H200: results/current/gemm/wide_tiles_c924e34/x1024_*, four144_*).
 WGMMA_TILES = ((128, 256, 64, 3, 1.0), (192, 128, 64, 4, 1.05), (128, 128, 64, 6, 1.1),
                (128, 160, 64, 4, 1.2), (256, 160, 32, 5, 1.1), (128, 192, 64, 4, 1.1), (256, 144, 32, 5, 1.1),
                WGMMA_96_TILE + (1.4,))
-# 64-wide tiles cost more per element than 128-wide ones (the same operand bytes feed half the MMAs, so they lean on
-# L2 and memory bandwidth: the H200 and the H100 disagree). They won where N is 64 (16384x64x4096 0.85 -> 0.98x on an
-# H200) and lost wherever else they were tried (results/current/gemm/wgmma_explore/gemm_*_narrow_*) but at
-# 1024x2112x7168, where two whole waves of them beat one partial wave of 192x128 tiles on an H200 (0.83 against
-# 0.74x) and lost on an H100 (0.58 against 0.76x; wgmma_explore/gemm_bf16_narrow_h100_5ccafd1.*): 1.6, so that only
-# N of 64 or less picks them. A candidate only where their last wave is at least WGMMA_NARROW_FILL full.
+# 64-wide tiles cost more per element than 128-wide ones: the same operand bytes feed half the MMAs, leaning on L2 and
+# memory bandwidth, where the H200 and the H100 differ. They won where N is 64 and lost or split the GPUs elsewhere
+# (results/current/gemm/wgmma_explore/gemm_*_narrow_*, gemm_bf16_narrow_h100_5ccafd1.*): 1.6, so that only N of 64 or
+# less picks them. A candidate only where their last wave is at least WGMMA_NARROW_FILL full.
 WGMMA_NARROW_TILE = (128, 64, 64, 8, 1.6)
 WGMMA_NARROW_FILL = 0.9
 WGMMA_FP8_NARROW_TILE = (128, 64, 128, 8, 1.4)  # FP8 precise accumulation
 WGMMA_FP8_TILES = ((192, 128, 128, 4, 0.9), (128, 128, 128, 6, 1.0),   # precise: the sum and a block's partial
-                   # ... 144 and 160 wide (rem_cols 16, 32): 1024x2112x7168 0.79 -> 0.89x torch._scaled_mm (120
-                   # tiles, one wave, where 192x128 ones left 30 SMs idle), 1024x2560x2880 0.90 -> 0.93x,
-                   # 4096x1280x2880 0.87 -> 0.92x (H200, results/current/gemm/remcols_e9ef942/)
+                   # ... 144 and 160 wide (rem_cols 16, 32): one wave of 120 tiles at 1024x2112x7168, where
+                   # 192x128 ones leave 30 SMs idle (H200, results/current/gemm/remcols_e9ef942/)
                    (128, 144, 128, 4, 1.1), (128, 160, 128, 4, 1.05))
 WGMMA_FP8_FAST_TILE = (128, 256, 128, 3)   # fast accumulation: one accumulator, 64x256 per warpgroup
 # ... and 256x160 (four consumers, 128 + 32 columns) where they fill one wave or one row of tiles, per-tensor scales
-# only (row-wise ones spill in its epilogue): 128 tiles at 4096x1280, 4096x1152, 1024x5120 and 1024x4736 where 128x256
-# ones need two waves, 0.62-0.70 -> 0.83-0.92x torch._scaled_mm(use_fast_accum=True) on an H200, each against the
-# 128x256 default in one run (results/current/gemm/wide_tiles_c924e34/four_fp8_4e3ca71.csv).
+# only (row-wise ones spill in its epilogue): 128 tiles where 128x256 ones need two waves (4096x1280)
+# (H200: results/current/gemm/wide_tiles_c924e34/four_fp8_4e3ca71.csv).
 WGMMA_FP8_FAST_FOUR_TILE = (256, 160, 128, 3, 1.1)
 # ... and the precise tiles beside them, at the 16-bit tiles' costs (one accumulator, as 16-bit), with the same rules
-# where 128x128 tiles are few: at the 91 public GEMMs whose pick this moved, 0.878 -> 0.966x geomean
-# torch._scaled_mm(use_fast_accum=True), 35 -> 4 below 0.85x, each against the previous pick in one run (the best
-# candidate per shape: 0.969x; results/current/gemm/fp8_all/fp8x_fast_*).
+# where 128x128 tiles are few; the picks this moved gained (results/current/gemm/fp8_all/fp8x_fast_*).
 # FP8 tiles counted only where they fill one wave: 128x192 (128 + 64 columns), where 128x128 ones need two waves and
-# 128x256 ones leave a quarter of the SMs idle: 1024x2880 and 1024x3072 at K of 720-4096 0.73-0.78 -> 0.97-1.01x
-# torch._scaled_mm, fast accumulation 0.77-0.82 -> 0.82-0.98x (results/current/gemm/fp8_all/fp8y_1024_*); in
-# two waves they lost (1024x3584: 0.61-0.67 against 0.86-0.89x; 128x50272x2880 fast: 0.90 against 1.02x).
+# 128x256 ones leave a quarter of the SMs idle, with either accumulation; in two waves they lost
+# (results/current/gemm/fp8_all/fp8y_1024_*).
 WGMMA_FP8_WAVE_TILES = ((128, 192, 128, 3, 1.1),)
-# ... and with precise accumulation 192x64 tiles (three consumers of 64x64), where 72-96 128x128 ones leave SMs idle
-# and these fill one wave: 1024x1152x3584, 1024x1280 at K of 2880-8192 0.74-0.87 -> 0.81-0.93x torch._scaled_mm
-# cool and 0.70-0.78 -> 0.76-0.90x hot, against the 128x128 tiles in one run each, two runs per GPU (one loss:
-# 1024x1280x2880 0.86 -> 0.84x once, on an H100; results/current/gemm/fifth_c112662/xfp8few_*, flips6_*). With fast
-# accumulation they won on the H200 and lost 10% at 1024x1280x2880 on the H100; in two waves they lost (0.52-0.55x).
+# ... and with precise accumulation 192x64 tiles (three consumers of 64x64) where they fill one wave and 72-96 128x128
+# ones leave SMs idle: they won on both GPUs, cool and hot, bar once on an H100; with fast accumulation the GPUs
+# disagreed, and in two waves they lost (results/current/gemm/fifth_c112662/xfp8few_*, flips6_*).
 WGMMA_FP8_PRECISE_WAVE_TILES = ((192, 64, 128, 6, 1.3),)
-# ... and with fast accumulation, 96-wide tiles (64 + 32 columns) at bf16's cost (WGMMA_96_TILE), where 128x128 ones
-# leave SMs idle: at 1024 rows of 1152-1536 columns (72-96 128x128 tiles, 96-128 of these) 0.75-0.87 -> 0.81-0.93x
-# torch._scaled_mm(use_fast_accum=True) on an H100 in two runs, 1024x1280x4096 even (0.83 -> 0.81-0.83x), and on an
-# H200 6-11% faster by their own times at the five public ones (1024x1440x2880 11.2 -> 10.4 us, 0.80 -> 0.88x); with
-# precise accumulation they lost (0.69-0.86 against 0.75-0.85x; results/current/gemm/fp8_all/fp8x96_*). Beyond
-# one row of tiles only: at 128 rows (128x12288x1536) the 128x128 tiles, 0.84-0.85x, were not timed against them.
+# ... and with fast accumulation, 96-wide tiles (64 + 32 columns) at bf16's cost (WGMMA_96_TILE) where 128x128 ones
+# leave SMs idle (1024 rows of 1152-1536 columns): they won on both GPUs and lost with precise accumulation; beyond
+# one row of tiles only, where they were timed (results/current/gemm/fp8_all/fp8x96_*).
 WGMMA_FP8_FAST_96_TILE = (128, 96, 128, 6, 1.4)
 WGMMA_FP8_FAST_TILES = (WGMMA_FP8_FAST_TILE + (1.0,), (192, 128, 128, 4, 1.05), (128, 128, 128, 6, 1.1),
                         (128, 144, 128, 4, 1.2), (128, 160, 128, 4, 1.2))
 # 16-bit tiles counted only where they fill one wave: 128x288 (256 + 32 columns, 32-deep blocks: 5 stages fit beside
-# the staging tiles; two consumers' 64x288 MMAs read less shared memory per product than four consumers' 64x144
-# ones). Against the previous picks in one run on an H200: 128x38016 (vocabulary projections, 132 tiles where
-# 160-wide ones take two waves) 0.90-0.91 -> 0.97-0.98x torch.matmul, 1024x4608 (128 tiles) and 4096x1152x3584
-# (256x144 before) 0.87-0.96 -> 0.95-1.07x; in two waves (128x76032) they lost to 192-wide tiles by 1-3%
-# (results/current/gemm/x128wide_85e3013/flips128_*). 320-wide ones fit 2 stages and lost.
+# the staging tiles; two consumers' 64x288 MMAs read less shared memory per product than four consumers' 64x144 ones),
+# e.g. 128x38016 (132 tiles where 160-wide ones take two waves); in two waves they lost to 192-wide tiles, and 320-wide
+# ones fit 2 stages and lost (results/current/gemm/x128wide_85e3013/flips128_*).
 WGMMA_WAVE_TILES = ((128, 288, 32, 5, 1.05),)
 WGMMA_MIN_FILL = 0.7
 # FP8 beyond 128 rows, and at 65-128 rows with precise accumulation (where the tile loop's 128x128 tiles keep two fp32
-# accumulators), from half the SMs: 1024x1152 and 1024x1280 (72-80 tiles) 0.63-0.77 -> 0.74-0.80x torch._scaled_mm,
-# 128x9216x16384 and 128x9472x3584 0.67-0.76 -> 0.80-0.87x (results/current/gemm/fp8_all/fp8y_*); with 40
-# tiles (1024x640) the tile loop's 64x128 tiles won (0.84-0.85 against 0.60-0.82x).
+# accumulators), from half the SMs; with 40 tiles the tile loop's 64x128 tiles won
+# (results/current/gemm/fp8_all/fp8y_*).
 WGMMA_FP8_MIN_FILL = 0.5
-# Swap-AB tiles (wgmma.run(swap=True)): C's transpose, B's columns as the MMAs' 64-row blocks, A's rows as their N.
-# A tile can then span 256 rows of A with full-width MMAs (non-swapped 256-row tiles cannot: four consumers' 64-wide
-# MMAs read the same bytes for half the products) by 64 columns of B with one consumer. (rows of A, columns of B,
-# block_k, stages, cost per output element), chosen beside WGMMA_TILES. They win where 64-column tiles fill whole
-# waves that no other tile fills, and where B's rows are not 128-byte aligned: a 256-row tile passes over B half as
-# often as a 128-row one, so non-swapped tiles cost UNALIGNED_B_COST more there (but 96-wide ones beyond one row of
-# tiles: at 1024x1440x2880 they beat the swapped 256x64 tile on both GPUs, 0.77-0.80 -> 0.83-0.85x torch.matmul cool
-# and hot; results/current/gemm/fifth_c112662/); elsewhere they tie or lose. The
-# costs are the ones that served the public sample best (results/current/gemm/README.md, "Swap-AB tiles").
+# Swap-AB tiles (wgmma.run(swap=True)): C's transpose, B's columns as the MMAs' 64-row blocks, A's rows as their N, so
+# one consumer's tile spans 256 rows of A by 64 columns of B with full-width MMAs (non-swapped 256-row tiles cannot:
+# four consumers' 64-wide MMAs read the same bytes for half the products). (rows of A, columns of B, block_k, stages,
+# cost per output element), chosen beside WGMMA_TILES. They win where 64-column tiles fill waves no other tile fills,
+# and where B's rows are not 128-byte aligned: a 256-row tile passes over B half as often, so non-swapped tiles cost
+# UNALIGNED_B_COST more there (not 96-wide ones beyond one row of tiles, which won on both GPUs:
+# results/current/gemm/fifth_c112662/). Elsewhere they tie or lose; the costs served the public sample best
+# (results/current/gemm/README.md, "Swap-AB tiles").
 WGMMA_SWAP_TILES = ((256, 128, 64, 3, 1.1), (256, 64, 64, 4, 1.3))
 UNALIGNED_B_COST = 1.3
 # FP8 decode rows (M <= DECODE_ROWS): swap-AB tiles of 16 rows by 64 columns, whose MMAs' N is the 16 rows (the tile
 # loop's 16-row tiles run mma.sync, with no warp specialization), where they fit in one wave; with more tiles the
-# tile loop's 16-row tiles, split along K to fill one wave, won. 256-deep K blocks, with either accumulation (half the
-# promotions; the error stayed at torch's; with fast accumulation 16x64x128 8-stage tiles read 0.80-0.85x
-# torch._scaled_mm where these read 0.89-0.99x in one run: results/current/gemm/fp8_all/fp8y_decode_*).
+# tile loop's 16-row tiles, split along K to fill one wave, won. 256-deep K blocks with either accumulation: half the
+# promotions, the error at torch's; they beat 8-stage 16x64x128 tiles (results/current/gemm/fp8_all/fp8y_decode_*).
 WGMMA_FP8_DECODE_TILE = (16, 64, 256, 4)
 # ... in slices of K (one per SM, a second kernel adding them) where they leave 4-fold SMs (few_split), and in
-# THIRD_SLICES where they leave 3-fold and K has blocks for 3 slices: 36-40 tiles at K of 8-16k, 0.71-0.93 ->
-# 1.06-1.29x torch._scaled_mm with either accumulation, against whole tiles in one run; 2 slices lost (56-63 tiles:
-# 0.84 against 0.88-0.92x; 40 tiles at K = 2880 with fast accumulation: 0.81-0.82 against 0.88x;
-# results/current/gemm/fp8_all/fp8x_decode_*, fp8dec_*). The FP8 split tile of 65-128 rows too (128x2304x16384:
-# 0.75 -> 1.06x, fp8y_128_*).
+# THIRD_SLICES where they leave 3-fold and K has blocks for 3 slices, with either accumulation; 2 slices lost
+# (results/current/gemm/fp8_all/fp8x_decode_*, fp8dec_*); the FP8 split tile of 65-128 rows too (fp8y_128_*).
 THIRD_SLICES = 3
-# bf16 decode rows too, where the swapped 16x64 tiles fit in one wave: 128-deep K blocks, 6 stages, in as many slices of
-# K as the SMs hold with DECODE_MIN_SLICE_BLOCKS blocks or more each (decode_slices). The tile loop's 16-row tiles issue
-# more instructions per byte of B than TMA and warpgroup MMAs do, so they slow with the SM clock, where torch.matmul's
-# decode kernels, bound by memory, do not: right after heavy GEMMs (the power cap's 1455-1845 MHz) 16x3584x4736 ran 9.5
-# -> 10.8 us against torch's 9.4 -> 9.5 (results/current/gemm/decode_swap/heat_*.log). These tiles held: at the 11 of 13
-# probed decode GEMMs they take, 0.83-1.08x -> 0.89-1.12x torch.matmul cool and 0.83-1.04x -> 0.91-1.14x hot, against
-# the tile loop in one run (decode_swap/decode_heat_*.csv). Not where K has fewer than DECODE_SWAP_MIN_BLOCKS blocks (a
-# warp-specialized pipeline barely fills; the tile loop's several programs per SM overlap their starts) or the tiles are
-# fewer than DECODE_SWAP_MIN_TILES (the tile loop's many short slices fill more SMs; those 30 had lost up to 12%:
-# decode_swap/decodeswap_h200_e9da769.csv.gz). At the public set's 236 decode GEMMs, timed against the tile loop's picks
-# in one run, the 112 it moves went 0.981 -> 1.005x geomean on an H200, 4 -> 0 below 0.85x, and 0.969 -> 0.968x on an
-# H100 (decode_swap/decodeswap_h*_6f25ac6.csv.gz).
+# bf16 decode rows too, where the swapped 16x64 tiles fit in one wave: in as many slices of K as the SMs hold with
+# DECODE_MIN_SLICE_BLOCKS blocks each (decode_slices). The tile loop's 16-row tiles issue more instructions per byte of
+# B, so they slow when the power cap lowers the clock after heavy GEMMs; memory-bound torch.matmul does not, and these
+# tiles held up (results/current/gemm/decode_swap/heat_*.log, decode_heat_*.csv; over the public decode GEMMs, a gain on
+# an H200, a tie on an H100: decodeswap_h*_6f25ac6.csv.gz). Not below DECODE_SWAP_MIN_BLOCKS blocks of K or
+# DECODE_SWAP_MIN_TILES tiles, where the tile loop's programs overlap their starts and its short slices fill more SMs
+# (decode_swap/decodeswap_h200_e9da769.csv.gz).
 WGMMA_DECODE_TILE = (16, 64, 128, 6)
 DECODE_SWAP_MIN_BLOCKS = 6
 DECODE_SWAP_MIN_TILES = 24
@@ -272,55 +212,41 @@ DECODE_SWAP_MIN_TILES = 24
 SWAP_ROWS = 32
 WGMMA_ROWS_TILE = (32, 64, 128, 6)
 WGMMA_FP8_ROWS_TILE = (32, 64, 256, 4)
-# Few tiles (the 128x128 tiles fill less than WGMMA_MIN_FILL of the SMs, where the tile loop's split-K and 64-row
-# tiles ran): the Gluon kernel's split-K (wgmma.run(split_k=...): each tile's K in slices, one unit of work per SM,
-# the fp32 partials added by a second kernel) at 33-128 rows, where its tiles leave at least FEW_TILES-fold SMs to
-# the slices: bf16 swapped tiles of 128 rows of A by 64 columns of B (64 rows where there are at most 64, or where
-# the 128-row tiles number less than a WGMMA_KDOM_TILES-th of the SMs: K-dominant), FP8 128x64 tiles at 65-128 rows
-# and long K (its swapped tiles lose with precise accumulation). Each slice keeps MIN_SLICE_BLOCKS blocks of K or more
-# (few_split); the swapped tiles of decode and 17-32 rows split the same way where they are that few. They beat the
-# tile loop's splits on both GPUs where their tiles were that few, and tied or lost with more tiles or at 129-256
-# rows (results/current/gemm/README.md, "Split-K in the Gluon kernel").
+# Few tiles (128x128 tiles below WGMMA_MIN_FILL of the SMs): the Gluon kernel's split-K (wgmma.run(split_k=...)), so
+# that every SM gets a slice, at 33-128 rows where its tiles leave FEW_TILES-fold SMs or more: bf16 swapped tiles of 128
+# rows of A by 64 columns of B (64 rows where m <= 64 or 128-row tiles are under a WGMMA_KDOM_TILES-th of the SMs:
+# K-dominant), FP8 128x64 tiles at 65-128 rows and long K (its swapped tiles lose with precise accumulation), decode and
+# 17-32 rows alike, in slices of MIN_SLICE_BLOCKS or more (few_split). They beat the tile loop's splits on both GPUs;
+# with more tiles or at 129-256 rows they tied or lost (results/current/gemm/README.md, "Split-K in the Gluon kernel").
 WGMMA_SPLIT_TILE = (128, 64, 64, 6)         # bf16, swapped: rows of A, columns of B, block_k, stages
-# ... and where those tiles leave 3-fold SMs (34-44 of them), in THIRD_SLICES, each THIRDS_MIN_BLOCKS blocks of K or
-# more: 128x2304x3584 (36 tiles, 19 blocks a slice) 0.94-0.97 -> 1.08x torch.matmul on an H200, 0.80 -> 0.93x on an
-# H100; 128x2304x16384 and 128x2560x8192 0.96-1.03 -> 1.02-1.07x. At 15 blocks a slice (128x2560x2880) the tile loop's
-# whole 64x64 tiles won on both GPUs (1.00 against 0.90x, 0.97 against 0.85x). With more tiles than that (bf16),
-# swapped 128x128 tiles (WGMMA_WIDE_SPLIT_TILE) in THIRD_SLICES where they leave 3-fold SMs and each slice is
-# WIDE_THIRDS_MIN_K deep or more: 128x4608x16384 0.89-0.91 -> 1.07-1.10x on an H200, 1.04 -> 1.07x on an H100; at
-# 2389-2731 deep slices (128x4608x7168, 128x5120x6912-8192) they ran 0.86-0.91x against 0.89-0.91x (H200;
-# results/current/gemm/x128wide_85e3013/, rows128_7900906/). FP8's 128x128 tiles in thirds of 128x4608x16384 won on
-# an H200 (0.76 -> 0.88x torch._scaled_mm) and lost on an H100 (0.87 -> 0.82x; fast accumulation 0.92 -> 0.82x): the
-# partials add a tenth to the bytes of a GEMM bound by them.
+# ... and where those tiles leave 3-fold SMs (34-44 of them), in THIRD_SLICES of THIRDS_MIN_BLOCKS blocks of K or more
+# (128x2304x3584: 19 blocks a slice; at 15 the tile loop's whole 64x64 tiles won). With more tiles (bf16), swapped
+# 128x128 tiles (WGMMA_WIDE_SPLIT_TILE) in THIRD_SLICES where they leave 3-fold SMs and slices are WIDE_THIRDS_MIN_K
+# deep or more; shallower ones lost (results/current/gemm/x128wide_85e3013/, rows128_7900906/). FP8's 128x128 tiles in
+# thirds won on an H200 and lost on an H100: the partials add a tenth to the bytes of a GEMM bound by them.
 THIRDS_MIN_BLOCKS = 16
 WGMMA_WIDE_SPLIT_TILE = (128, 128, 64, 6)   # bf16, swapped
 WIDE_THIRDS_MIN_K = 4096
-# Between those and a full wave, whole 128x64 tiles (WGMMA_NARROW_TILE; FP8's too) where they are WGMMA_ROWS128_FILL
-# of the SMs and a row of A holds WGMMA_ROWS128_MIN_BYTES or more (bf16 K of 6144, FP8 12288). FP8 at
-# 128x4608x16384 gained on both GPUs (H100 +7% precise, +1% fast accumulation; H200 +4% and +2% cool, even hot), at
-# 128x5120x8192 the GPUs disagreed (H100 +4-8% precise; H200 -3%) (results/current/gemm/fifth_c112662/).
-# bf16 at 128x4608x7168 and 128x5120x6912-8192 (72-80 tiles): the tile loop's
-# 64x128 tiles read 0.93x torch.matmul on an H100 and 0.88-0.89x on an H200, these 0.97x and 0.94-0.95x, cool and
-# right after heavy GEMMs alike. With 64 tiles (128x4096x7168) the two GPUs disagreed (H100 0.88 -> 0.94x, H200
-# 0.95 -> 0.92x cool and 0.94 -> 0.81x hot against the tile loop's 2 slices of K); with 56 (128x3584) they lost
-# (0.70-0.75 against 0.78-0.96x), and with 112-144 (128x7168x9216, 128x9216x7168) too
-# (results/current/gemm/x128wide_85e3013/x128hot_*, flips128b_*).
+# Between those and a full wave, whole 128x64 tiles (WGMMA_NARROW_TILE; FP8's too) where they are WGMMA_ROWS128_FILL of
+# the SMs and a row of A holds WGMMA_ROWS128_MIN_BYTES or more (bf16 K of 6144, FP8 12288): TMA loads and warpgroup
+# MMAs issue fewer instructions per byte than the tile loop's 64x128 tiles; with shorter K they tied or lost. bf16
+# won at 72-80 tiles on both GPUs; at 64 the GPUs disagreed, and 56 or 112-144 lost
+# (results/current/gemm/x128wide_85e3013/x128hot_*, flips128b_*). FP8 won at 128x4608x16384; the GPUs disagreed at
+# 128x5120x8192, which stays on the tile loop (results/current/gemm/fifth_c112662/).
 WGMMA_ROWS128_FILL = (0.5, 0.65)
 WGMMA_ROWS128_MIN_BYTES = 12288
 WGMMA_SPLIT_KDOM_TILE = (64, 64, 64, 8)
 WGMMA_KDOM_TILES = 16
 WGMMA_FP8_SPLIT_TILE = (128, 64, 128, 8)    # FP8 precise, not swapped
 WGMMA_FP8_SPLIT_MIN_BLOCKS = 64  # ... where K has this many blocks: with fewer the tile loop's 64x64x512 tiles won
-# 129-160 rows (bf16): swapped 128x64 tiles 16 or 32 rows of A wider (wgmma.run(rem=...): a second MMA of N = 16 or
-# 32), 144 or 160 rows computed where two 128-row tiles computed 256, in slices of K that fill the SMs, where their
-# tiles (one per 64 columns of B) are at most half the SMs. On 1x H200 (results/current/gemm/rem_3524dab/):
-# 129x4096x4096 0.84 -> 0.92x torch.matmul, 140x1024x8192 0.60 -> 0.94x, 129x2880x2880 0.76 -> 0.82x, 144 and 160
-# rows of 4096x4096 1.08 -> 1.15x and 1.27 -> 1.32x; with 224 tiles (129x14336x4096) they lost (0.84 against 0.88x).
+# 129-160 rows (bf16): swapped 128x64 tiles 16 or 32 rows of A wider (wgmma.run(rem=...): a second MMA of N = 16 or 32),
+# 144 or 160 rows computed where two 128-row tiles computed 256, in slices of K that fill the SMs, where their tiles
+# (one per 64 columns of B) are at most half the SMs; with 224 tiles they lost (1x H200,
+# results/current/gemm/rem_3524dab/).
 WGMMA_REM_TILE = (128, 64, 64, 6)  # swapped: rows of A, columns of B, block_k, stages
 WGMMA_REM_ROWS = (16, 32)
-# FP8 (precise accumulation): the same swapped tiles only where they number at most a FEW_TILES-th of the SMs
-# (140x1024x8192: 0.79 -> 0.98x torch._scaled_mm); with more (129x4096x4096, 64 tiles; 129x2880x2880; 160x4096x4096)
-# they lost to the tile loop by 5-10% (H200, results/current/gemm/remcols_e9ef942/fp8_rows_f534825.*).
+# FP8 (precise accumulation): the same swapped tiles only where they number at most a FEW_TILES-th of the SMs; with
+# more they lost to the tile loop (H200, results/current/gemm/remcols_e9ef942/fp8_rows_f534825.*).
 WGMMA_FP8_REM_TILE = (128, 64, 128, 6)
 # Rows past a multiple of 64 at 129-255 rows, where whole 128x64 Gluon tiles fill one wave to at least
 # WGMMA_NARROW_FILL: its edge boxes move back inside A (wgmma.inside), where the tile loop's 64-row tiles load past
@@ -384,24 +310,19 @@ def wgmma_few_tiles(cfg, m, n, k, sms, fp8):
     return None
 
 
-# A persistent grid runs its tiles in waves of one per program, and a last wave that is partly empty costs a whole one.
-# A 128x128 tile (6 stages, 8 warps) takes 0.48-0.55 of a 128x256 tile's time (median 0.51 over the 40 GEMMs a rank
-# runs in the 2-GPU default sweep, results/current/gemm/wave_a8219b8/), so it is the better pick where its waves times
-# this cost come to fewer than the 128x256 tile's waves: at the three such GEMMs, 1.11-1.19x (4096x2304x36864 0.74 ->
-# 0.88x torch.matmul), and no other GEMM of the 40 switches.
+# A persistent grid runs its tiles in waves of one per program, and a partly empty last wave costs a whole one. A
+# 128x128 tile takes about HALF_TILE_COST of a 128x256 tile's time, so it is the pick where its
+# waves times this cost are fewer than the 128x256 tile's waves (4096x2304x36864; results/current/gemm/wave_a8219b8/).
 HALF_TILE_COST = 0.52
-# ... at long K. Each tile also pays a fixed cost (filling the pipeline, the epilogue), about TILE_OVERHEAD_BLOCKS
-# blocks of K: at K of 360-4544 the 128x128 tile took 0.55-0.79 of a 128x256 tile's time (the public shape set,
-# results/current/gemm/gemm_explore.csv), and choosing it by the long-K figure cost up to 0.73 -> 0.88x torch.matmul
-# (16384x2880x2048). half_tile_cost folds that in.
+# ... at long K. Each tile also pays a fixed cost (filling the pipeline, the epilogue) of about TILE_OVERHEAD_BLOCKS
+# blocks of K, so at short K the 128x128 tile saves less (results/current/gemm/gemm_explore.csv); half_tile_cost folds
+# that in.
 TILE_OVERHEAD_BLOCKS = 9
 
 
-# The 64x128 tile (4 warps) takes about 0.6-0.7 of a 128x128 tile's time (128x12288x1536: 2 waves of it 17.3 us, 1
-# wave of 128x128 tiles 14.4 us; 1024x896x5120: 20.6 vs 29.0 us, both in 1 wave; results/current/gemm/edge_eb7d296/).
-# Where it needs more waves than the 128x128 tile by more than that (192 tiles over 132 SMs where 96 128x128 tiles
-# fit in one wave: 0.81 -> 0.99x torch.matmul, results/current/gemm/final_e9cb8e8/), the larger tile is the pick,
-# though its one wave leaves SMs idle.
+# The 64x128 tile takes about QUARTER_TILE_COST of a 128x128 tile's time (results/current/gemm/edge_eb7d296/).
+# Where it needs more waves than the 128x128 tile by more than that (192 tiles on 132 SMs where 96 128x128 ones fit in
+# one wave), the larger tile is the pick, though its one wave leaves SMs idle (results/current/gemm/final_e9cb8e8/).
 QUARTER_TILE_COST = 0.65
 
 
@@ -410,12 +331,10 @@ def half_tile_cost(k, block_k):
     kb = -(-k // block_k)
     return (HALF_TILE_COST * kb + TILE_OVERHEAD_BLOCKS) / (kb + TILE_OVERHEAD_BLOCKS)
 # Or, for variants whose GEMM loop splits tiles (registry split_k), keep the large tile and split only the last wave's
-# tiles along K (Config.split_tail), one slice per program: that wave then costs 1/split_k of a tile, plus the fixup
-# (each slice stores an fp32 partial tile, the last one reads them all back), about what PARTIAL_BLOCKS blocks of K
-# cost per partial. Picked only where the model says it saves TAIL_MARGIN of the time: the 1-GPU measurements of the
-# 40 per-rank GEMMs (results/current/gemm/wave_38b2d51/) scatter by about that much from config to config. There it took
-# 4096x2304x36864 from 0.75 (128x256 tiles) and 0.88 (128x128) to 1.00x torch.matmul; at short K its fixup costs more
-# than it saves (16384x8192x4096, 8 slices of 8 blocks: 1.00 -> 0.97x), which the model now declines.
+# tiles along K (Config.split_tail), one slice per program: that wave then costs 1/split_k of a tile plus the fixup
+# (each slice stores an fp32 partial tile, the last reads them all back), about PARTIAL_BLOCKS blocks of K a partial.
+# Picked only where the model saves TAIL_MARGIN of the time, about the scatter of measurements between configs
+# (results/current/gemm/wave_38b2d51/); at short K (16384x8192x4096) the fixup costs more than it saves.
 PARTIAL_BLOCKS = 4
 TAIL_MARGIN = 0.97
 MAX_TAIL_SPLIT = 8
@@ -431,18 +350,13 @@ def tail_split(tiles, programs, k, block_k):
     return max(1, min(programs // tail, MAX_TAIL_SPLIT, -(-k // block_k) // MIN_SLICE_BLOCKS))
 
 
-# Where even the smallest tile leaves most programs idle (tiles <= programs / FEW_TILES: K >> M x N, e.g. 128 x 128 x
-# 65536 ran 0.10x torch.matmul on 4 whole tiles, results/current/gemm/), every tile is split along K (plain split-K)
-# into as many slices as the programs take (at most MAX_SPLIT), each of at least MIN_SLICE_BLOCKS blocks: such a GEMM
-# streams A and B once and needs every SM's loads in flight. With the slices summed in order by the last one in, 16
-# slices beat 33 (128x128x65536 0.47 -> 0.59x, 64x256x131072 0.78 -> 0.87x); with more than gemm.SERIAL_SLICES
-# slices they add up by atomics and all the programs take part: 33 slices of 4 tiles, 0.59 -> 0.74x and 0.87 -> 1.03x
-# (median of 3 runs, results/current/gemm/final_e9cb8e8/). At 64 tiles (about half the SMs) whole 64x128 tiles won
-# (results/archive/gemm_small_21da4a4.csv), hence the margin. The smallest 16-bit tile (64x64, the pick where the
-# others are fewer still) splits where its tiles leave half the programs idle (SMALLEST_FEW_TILES): 34-66 of them
-# over a long K ran 0.55-0.97x torch.matmul whole and 0.76-1.12x in 2 or 3 slices (128x1536x8192 0.55 -> 0.76x,
-# 128x1152x7168 0.61 -> 0.96x, 128x2048x8192 0.76 -> 0.99x, 192x1024x4096 0.83 -> 0.99x; with more slices than one
-# wave, 0.5-0.6x; results/current/gemm/split2_9129768/).
+# Where even the smallest tile leaves most programs idle (tiles <= programs / FEW_TILES: K >> M x N, e.g.
+# 128x128x65536, results/current/gemm/), plain split-K: every tile in as many slices of K as the programs take (at
+# most MAX_SPLIT, MIN_SLICE_BLOCKS blocks each), since such a GEMM streams A and B once and needs every SM's loads in
+# flight; past gemm.SERIAL_SLICES slices they add up by atomics rather than in order, so all programs take part
+# (results/current/gemm/final_e9cb8e8/). At 64 tiles whole 64x128 tiles won, hence the margin
+# (results/archive/gemm_small_21da4a4.csv). The 64x64 tile splits where it leaves half the programs idle
+# (SMALLEST_FEW_TILES): over a long K 2-3 slices beat whole tiles (results/current/gemm/split2_9129768/).
 FEW_TILES = 4
 SMALLEST_FEW_TILES = 2
 MAX_SPLIT = 64
@@ -520,15 +434,11 @@ def decode_split(tiles, blocks, sms):
 
 
 # The 64-row tiles where they are the pick: 64x128 or 64x64, whole or (variants that split tiles) in up to
-# ROW_TILE_MAX_SPLIT slices of K that keep to one program each, for the fewest waves x tile area x cost x (blocks of
-# K per slice + TILE_OVERHEAD_BLOCKS). 64x64 tiles cost ROW_TILE_NARROW_COST per element: at 128 rows they beat the
-# 64x128 tiles wherever both fit in one wave (128x3584x1792 0.83 -> 1.01x torch.matmul, 128x4096x2048 1.03 -> 1.22x,
-# 128x4000x4096 0.85 -> 0.96x on an H200), and slices of 64x128 tiles beat both where they are few and K long
-# (128x2304x16384 in 3: 0.64 -> 0.99x, 128x3584x9472 in 2: 0.79 -> 1.01x). Over 26 GEMMs of 128 rows, each candidate
-# timed in one run per GPU, the choice at cost 1.15 reached 0.948x (H200) and 0.970x (H100) geomean among these tiles,
-# against 0.945x and 0.962x at 1.2 (results/current/gemm/rows128_7900906/). FP8 takes the same choice of whole tiles
-# (128x3456-4096 at K of 4736-7168: 64x64 tiles 1.00-1.13x torch._scaled_mm against 0.77-0.88x for 64x128;
-# results/current/gemm/fp8_all/fp8y_128_*).
+# ROW_TILE_MAX_SPLIT slices of K that keep to one program each, for the fewest waves x tile area x cost x (blocks of K
+# per slice + TILE_OVERHEAD_BLOCKS). At 128 rows 64x64 tiles beat 64x128 ones wherever both fit in one wave (twice the
+# tiles keep twice the SMs busy), and slices of 64x128 tiles beat both where few with a long K. On both GPUs
+# ROW_TILE_NARROW_COST chose best of the costs timed (results/current/gemm/rows128_7900906/); FP8 takes the same choice
+# of whole tiles (results/current/gemm/fp8_all/fp8y_128_*).
 ROW_TILE_NARROW_COST = 1.15
 ROW_TILE_MAX_SPLIT = 4
 
@@ -551,12 +461,11 @@ def row_tile(m, n, k, programs, split, table=HOPPER_TILES):
 
 def default_config(ctx, m, n_local, k, dtype, comm_programs=False, split=False, alone=False):
     """Per-device defaults. CPU: small tiles keep the interpreter quick. Hopper: the 128x256x64, 3-stage, 8-warp
-    persistent configuration (0.93-1.07x torch.matmul at M >= 1024); smaller tiles where that leaves SMs idle (M <=
-    512: 0.85-1.10x), or where its last wave would leave many idle (HALF_TILE_COST). Whole tiles: split-K
-    (Config(split_k=2)) was the default where rows are few and K long until whole 64x128x128 tiles beat it at all
-    three shapes where it applied, once the GEMM's descriptors came from the host and it stopped letting the next
-    kernel in at its start (128x8192x8192 0.86 -> 1.00x, 256x4096x8192 0.91 -> 1.03x, 128x8192x16384 1.04 -> 1.12x;
-    results/archive/gemm_small_21da4a4.csv). comm_programs: the variant gives comm_sms of the SMs to communication
+    persistent configuration (M >= 1024); smaller tiles where that leaves SMs idle (M <= 512), or where its last
+    wave would leave many idle (HALF_TILE_COST). Whole tiles: split-K (Config(split_k=2)) was the default where rows
+    are few and K long until whole 64x128x128 tiles beat it at all three shapes where it applied, once the GEMM's
+    descriptors came from the host and it stopped letting the next kernel in at its start
+    (results/archive/gemm_small_21da4a4.csv). comm_programs: the variant gives comm_sms of the SMs to communication
     programs, so its GEMM gets the rest. split: its GEMM loop can split tiles, so the last wave may be split instead
     (PARTIAL_BLOCKS). alone: the GEMM runs alone, none of its programs waits on another (fused_ops.matmul), so decode
     rows may run more programs than SMs (decode_alone)."""
