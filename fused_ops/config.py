@@ -271,11 +271,16 @@ def few_split(tiles, sms, k, block_k, thirds=False, third_blocks=None):
     return max(1, min(sms // tiles, -(-k // block_k) // MIN_SLICE_BLOCKS))
 
 
+def tile_count(m, n, tile):
+    """Tiles of an m x n output for a tile of tile[0] rows by tile[1] columns."""
+    return -(-m // tile[0]) * -(-n // tile[1])
+
+
 def wgmma_few_tiles(cfg, m, n, k, sms, fp8):
     """The Gluon kernel's config where its 128x128 tiles are too few for the SMs (see WGMMA_SPLIT_TILE,
     WGMMA_REM_TILE and EDGE_ROWS_MAX), or None (the tile loop). Host only, free."""
     def tiles(tile):
-        return -(-m // tile[0]) * -(-n // tile[1])
+        return tile_count(m, n, tile)
     if (64 if fp8 else SWAP_ROWS) < m <= 128:
         tile = WGMMA_FP8_SPLIT_TILE if fp8 else WGMMA_SPLIT_TILE
         if fp8 and -(-k // tile[2]) < WGMMA_FP8_SPLIT_MIN_BLOCKS:
@@ -628,7 +633,7 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
     else:
         tiles = WGMMA_FP8_TILES if fp8 else WGMMA_TILES
     narrow = WGMMA_FP8_NARROW_TILE if fp8 else WGMMA_NARROW_TILE
-    waves = -(-m // narrow[0]) * -(-n // narrow[1]) / sms
+    waves = tile_count(m, n, narrow) / sms
     if waves % 1 == 0 or waves % 1 >= WGMMA_NARROW_FILL:
         tiles = tiles + (narrow,)
     if not force:
@@ -642,10 +647,10 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
         if not fp8 and cfg.block_m != 128:
             return None
     if not fp8 or fast:  # 16-bit and FP8 fast widths between powers of two: in one wave, or in one row of tiles
-        tiles = tuple(t for t in tiles if t[1] & (t[1] - 1) == 0 or m <= t[0] or -(-m // t[0]) * -(-n // t[1]) <= sms)
+        tiles = tuple(t for t in tiles if t[1] & (t[1] - 1) == 0 or m <= t[0] or tile_count(m, n, t) <= sms)
     precise = () if fast or row_scales else WGMMA_FP8_PRECISE_WAVE_TILES  # (row-wise scales: not timed on them)
-    waves = WGMMA_FP8_WAVE_TILES + precise if fp8 else WGMMA_WAVE_TILES
-    tiles += tuple(t for t in waves if -(-m // t[0]) * -(-n // t[1]) <= sms)
+    one_wave = WGMMA_FP8_WAVE_TILES + precise if fp8 else WGMMA_WAVE_TILES
+    tiles += tuple(t for t in one_wave if tile_count(m, n, t) <= sms)
     tiles = [t + (False,) for t in tiles]
     if not b_aligned:  # (but 96-wide tiles beyond one row of them: not dearer there)
         tiles = [t[:4] + (t[4] * (1 if t[:4] == WGMMA_96_TILE and m > t[0] else UNALIGNED_B_COST), False)
@@ -655,7 +660,7 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
 
     def cost(tile):
         bm, bn, _, _, w, _ = tile
-        return -(-(-(-m // bm) * -(-n // bn)) // sms) * bm * bn * w, -bm * bn
+        return -(-tile_count(m, n, tile) // sms) * bm * bn * w, -bm * bn
     bm, bn, bk, stages, _, swap = min(tiles, key=cost)
     return gluon_tile(cfg, bm, bn, bk, stages, swap)
 

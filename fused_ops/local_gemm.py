@@ -166,14 +166,13 @@ def pick_kernel(a, b, c, cfg, config, fast, kernel, where, row_scales=False):
     ok = wgmma.supports(a, b, c)
     m, n = c.shape
     b_aligned = (_b_rows(b)[1] * b.element_size()) % 128 == 0
-    sms = min(cfg.gemm_sms, _Device(a.device).sms) if ok else cfg.gemm_sms  # (see gluon_pick)
     if kernel == "wgmma":
         if not ok:
             raise ValueError(f"{where}: kernel='wgmma' needs a Hopper GPU (compute capability 9.x), Triton with Gluon "
                              f"and TMA-describable operands (16-byte aligned, a row-major; FP8 b column-major)")
         if config is None:
-            return kernel, _fit(_config.wgmma_config(replace(cfg, gemm_sms=sms), m, n, sms, a.dtype, fast,
-                                                     force=True, b_aligned=b_aligned, row_scales=row_scales), a, c)
+            return kernel, _fit(gluon_pick(cfg, m, n, None, a.dtype, fast, _Device(a.device).sms, b_aligned,
+                                           row_scales, force=True), a, c)
         if cfg.swap_ab or cfg.rem_cols:
             wgmma.kernel_args(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.block_m, bool(cfg.swap_ab),
                               split_k=cfg.split_k, rem=rem(cfg))  # refusals
@@ -183,18 +182,19 @@ def pick_kernel(a, b, c, cfg, config, fast, kernel, where, row_scales=False):
         if not _fits(cfg, a, c):
             raise ValueError(f"{where}: kernel='wgmma': {cfg.describe()} needs more shared memory than an SM has")
         return kernel, cfg
-    pick = (gluon_pick(cfg, m, n, a.shape[1], a.dtype, fast, sms, b_aligned, row_scales)
+    pick = (gluon_pick(cfg, m, n, a.shape[1], a.dtype, fast, _Device(a.device).sms, b_aligned, row_scales)
             if ok and config is None else None)
     return ("wgmma", _fit(pick, a, c)) if pick is not None else ("tile_loop", cfg)
 
 
-def gluon_pick(cfg, m, n, k, dtype, fast, sms, b_aligned, row_scales=False):
+def gluon_pick(cfg, m, n, k, dtype, fast, sms, b_aligned, row_scales=False, force=False):
     """The Gluon kernel's default Config where config.wgmma_config picks it over the tile loop's defaults `cfg`, else
-    None, on a GPU of `sms` SMs. The picks count SMs, where the tile loop's defaults may run several programs on each
-    (config.decode_alone). Host only, free (benchmarks/gemm_picks.py lists it for every public GEMM)."""
+    None, on a GPU of `sms` SMs (force: its pick wherever, for kernel="wgmma"). The picks count SMs, where the tile
+    loop's defaults may run several programs on each (config.decode_alone). Host only, free (benchmarks/gemm_picks.py
+    lists it for every public GEMM)."""
     sms = min(cfg.gemm_sms, sms)
-    return _config.wgmma_config(replace(cfg, gemm_sms=sms), m, n, sms, dtype, fast, b_aligned=b_aligned, k=k,
-                                row_scales=row_scales)
+    return _config.wgmma_config(replace(cfg, gemm_sms=sms), m, n, sms, dtype, fast, force=force, b_aligned=b_aligned,
+                                k=k, row_scales=row_scales)
 
 
 def _staged(c, cfg):
