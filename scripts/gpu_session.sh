@@ -641,6 +641,8 @@ for cl in (1, 2):
                'wgmma 128x64x64 s6 rem32 clB' 'wgmma 128x128x64 s6 clA' 'wgmma 128x256x64 s3 clA' \
                --out "$OUT/cluster"
              TEST_TIMEOUT=200 gemm_gpu_tests pytest_cluster.log "cluster_tiles" ;;
+    clprobe)  # one GPU: where clusters of 2 cost time (scripts/cluster_probe.py)
+             run cluster_probe.log timeout 120 python3 scripts/cluster_probe.py ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;
