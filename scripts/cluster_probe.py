@@ -36,6 +36,7 @@ def main():
         kernel = wgmma.wgmma_ws_kernel.warmup(*args, **consts, num_warps=4, grid=(1,))
         warps, _, shared = kernel.packed_metadata
         kernel.packed_metadata = (warps, 2, shared)
+        kernel._init_handles()
         fit = triton.runtime.driver.active.utils.cuOccupancyMaxActiveClusters(kernel.function, shared, 2)
 
         def launch_only():
