@@ -97,7 +97,7 @@ if _GLUON:
         num_pid_n = gl.cdiv(N, BLOCK_N)
         if CLUSTER == 0:
             return num_pid_m, num_pid_n, gl.program_id(0), gl.num_programs(0)
-        if CLUSTER == 1:
+        if CLUSTER % 2 == 1:
             num_pid_m = gl.cdiv(num_pid_m, 2)
         else:
             num_pid_n = gl.cdiv(num_pid_n, 2)
@@ -108,9 +108,9 @@ if _GLUON:
         """This CTA's tile of a cluster's pair (CTA rank = program id mod 2, as the launch's cluster of 2 along x
         groups them); a pair's second tile past the last is the last one again (its boxes moved inside by inside(),
         identical values stored twice)."""
-        if CLUSTER == 1:
+        if CLUSTER % 2 == 1:
             pid_m = 2 * pid_m + gl.program_id(0) % 2
-        elif CLUSTER == 2:
+        elif CLUSTER % 2 == 0:
             pid_n = 2 * pid_n + gl.program_id(0) % 2
         return pid_m, pid_n
 
@@ -579,7 +579,7 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
         raise ValueError(f"wgmma.run: block_m={cols} with swap; expected a power of two from 16 to 256")
     if not isinstance(split_k, int) or split_k < 1:
         raise ValueError(f"wgmma.run: split_k={split_k!r}; expected a positive integer")
-    if cluster not in (0, 1, 2):
+    if cluster not in (0, 1, 2, 3, 4):  # 3, 4: as 1, 2 without multicast (each CTA loads all)
         raise ValueError(f"wgmma.run: cluster={cluster!r}; expected 0 (none), 1 (pairs along M sharing B) or 2 "
                          f"(pairs along N sharing A)")
     if rem and rem not in REMS:
@@ -628,9 +628,9 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
                   PROMOTE=bool(promote), CONSUMER_REGS=CONSUMER_REGS[rows // 64], LOAD_REGS=LOAD_REGS[rows // 64],
                   CONSUMERS=rows // 64, SPLIT_K=split, INSIDE=KEEP_INSIDE, REM=rem, CLUSTER=cluster)
     tiles_m, tiles_n = triton.cdiv(m, rows), triton.cdiv(n, cols + rem)
-    if cluster == 1:
+    if cluster % 2 == 1:
         tiles_m = triton.cdiv(tiles_m, 2)
-    elif cluster == 2:
+    elif cluster:
         tiles_n = triton.cdiv(tiles_n, 2)
     return args, consts, tiles_m * tiles_n * split, partials  # units: pairs of tiles in a cluster
 

@@ -49,8 +49,14 @@ def main():
             wgmma.run(a, b, c, 128, 64, 4, sms, rem=32, cluster=2)
         print(f"{m}x{n}x{k}: {units} tiles of 128x160, {shared} bytes of shared memory a CTA, "
               f"{fit} clusters of 2 resident at once")
+        def coupled_b():
+            wgmma.run(a, b, c, 128, 64, 4, sms, rem=32, cluster=3)
+
+        def coupled_a():
+            wgmma.run(a, b, c, 128, 64, 4, sms, rem=32, cluster=4)
         for name, fn in (("plain code, clusters of 2", launch_only), ("cluster 1 (B shared)", shared_b),
-                         ("cluster 2 (A shared)", shared_a)):
+                         ("cluster 2 (A shared)", shared_a), ("cluster 3 (as 1, no multicast)", coupled_b),
+                         ("cluster 4 (as 2, no multicast)", coupled_a)):
             c.fill_(float("nan"))
             fn()
             err = ((c.float() - ref).norm() / ref.norm()).item()
