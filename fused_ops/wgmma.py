@@ -110,7 +110,7 @@ if _GLUON:
         identical values stored twice)."""
         if CLUSTER % 2 == 1:
             pid_m = 2 * pid_m + gl.program_id(0) % 2
-        elif CLUSTER % 2 == 0:
+        elif CLUSTER > 0:
             pid_n = 2 * pid_n + gl.program_id(0) % 2
         return pid_m, pid_n
 
