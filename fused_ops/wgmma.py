@@ -181,7 +181,7 @@ if _GLUON:
                 "{ .reg .pred p, q; .reg .b32 t, peer, ra;\n"
                 "mov.u32 t, %tid.x; and.b32 t, t, 127; setp.eq.u32 p, t, 0; setp.ne.u32 q, $2, 0; and.pred p, p, q;\n"
                 "mov.u32 peer, %cluster_ctarank; xor.b32 peer, peer, 1; mapa.shared::cluster.u32 ra, $1, peer;\n"
-                "@p mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\nmov.u32 $0, 0; }",
+                "@p mbarrier.arrive.shared::cluster.b64 _, [ra];\nmov.u32 $0, 0; }",
                 "=r,r,r", [empty_addr + x * 8, pred * 1], dtype=gl.int32, is_pure=False, pack=1)
 
     @gluon.jit
