@@ -644,6 +644,10 @@ for cl in (1, 2):
              # cool and right after heavy GEMMs
              cool_hot sq128 --shapes 1024x1536x4096 1024x1280x8192 1024x1280x2880 1024x1152x3584 1024x1280x4096 \
                1024x2304x3584 --configs matmul 'wgmma 128x128x64 s6' ;;
+    clhot)   # one GPU: clusters of 2 against the same tiles alone, cool and right after heavy GEMMs
+             cool_hot clhot --shapes 1024x2304x3584 1024x2560x2880 4096x640x2880 1024x1536x4096 --configs \
+               'wgmma 128x128x64 s4 rem32' 'wgmma 128x128x64 s4 rem32 clB' 'wgmma 128x128x64 s4 rem32 clA' \
+               'wgmma 128x64x64 s6 rem32' 'wgmma 128x64x64 s6 rem32 clB' ;;
     clprobe)  # one GPU: where clusters of 2 cost time (scripts/cluster_probe.py)
              run cluster_probe.log timeout 120 python3 scripts/cluster_probe.py ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
