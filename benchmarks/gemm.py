@@ -42,13 +42,11 @@ def tile(block_m, block_n, block_k, num_stages, num_warps, **more):
 def gluon_candidate(name, cfg, a, c, sms):
     """A Gluon-kernel candidate as run: every SM's program, group_m 8; "kfill": split_k = the SMs over the tiles
     (wgmma.slices keeps those with a block of K); "remR": tiles R wider (wgmma.run(rem=R)): block_m + R rows of A
-    (swapped), else block_n + R columns of B; "kS": S slices of K (fewer where K has fewer blocks); "clB", "clA":
-    clusters of two CTAs that share B (pairs along M) or A (along N), loaded once by TMA multicast; its stages cut to
+    (swapped), else block_n + R columns of B; "kS": S slices of K (fewer where K has fewer blocks); its stages cut to
     what fits beside the staging tiles."""
     swap = "swap" in name
-    cluster = 1 if " clB" in name else 2 if " clA" in name else 0
     cfg = dataclasses.replace(cfg, gemm_sms=sms, group_m=8, split_k=1, swap_ab=swap, rem_rows=rem(name) if swap else 0,
-                              rem_cols=0 if swap else rem(name), cluster=cluster)
+                              rem_cols=0 if swap else rem(name))
     if name.endswith("kfill") or named_slices(name):
         tiles = -(-c.shape[0] // (cfg.block_m + cfg.rem_rows)) * -(-c.shape[1] // (cfg.block_n + cfg.rem_cols))
         want = named_slices(name) or max(1, sms // tiles)  # C's tiles: "kfill" fills the SMs once
@@ -191,11 +189,6 @@ WGMMA_CANDIDATES.update({f"wgmma {t}{s}": tile(128, bn, bk, st, 4)
                                                        ("128x256x32 s5 rem32", 256, 32, 5, True))
                          for s in ("", " kfill")[:1 + sliced]})
 WGMMA_CANDIDATES.update({"wgmma swap 128x192x64 s4 kfill": tile(128, 192, 64, 4, 4)})
-# clusters of two CTAs that load the operand they share once, by TMA multicast: pairs along M sharing B ("clB"),
-# along N sharing A ("clA"), on the tiles the defaults pick where cuBLAS runs clusters
-WGMMA_CANDIDATES.update({f"{name} cl{s}": WGMMA_CANDIDATES[name] for s in "BA" for name in (
-    "wgmma 128x128x64 s4 rem32", "wgmma 128x64x64 s6 rem32", "wgmma 128x128x64 s6", "wgmma 128x256x64 s3",
-    "wgmma 192x128x64 s4", "wgmma 128x64x64 s8")})
 CANDIDATES.update(WGMMA_CANDIDATES)
 # fused_ops.matmul, the library's GEMM alone (fused_ops/local_gemm.py): the Gluon kernel where config.wgmma_config
 # picks it, else the tile loop ("default" is the tile loop as the fused ops run it)
@@ -567,7 +560,6 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, hot=0.0):
         return []
     else:
         kernel, cfg = "wgmma swap" if swap else "wgmma", gluon_candidate(name, cfg, a, c, ctx.get_cu_count())
-        kernel += f" cluster{cfg.cluster}" if cfg.cluster else ""
         if (name.endswith("kfill") or named_slices(name)) and cfg.split_k == 1:
             return []  # tiles enough for every SM, or K too short to slice: the whole-tile candidate's run
 
@@ -575,7 +567,7 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, hot=0.0):
         if name in toggles:
             return with_toggles(lambda: local_gemm.matmul(a, b, out=c))
         return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, block_m=cfg.block_m,
-                         swap=swap, split_k=cfg.split_k, rem=local_gemm.rem(cfg), cluster=cfg.cluster or 0)
+                         swap=swap, split_k=cfg.split_k, rem=local_gemm.rem(cfg))
     c.fill_(float("nan"))
     call()
     err = ((c.double() - ref).norm() / ref.norm()).item()

@@ -29,8 +29,6 @@ class Config:
                            # so that 129-160 rows run as one tile rather than two of 128 (wgmma.run(rem=...))
     rem_cols: int = None   # ... without swap_ab: a second MMA over rem_cols (8, 16, 32 or 64) more columns of B, so
                            # tiles are block_n + rem_cols wide (128 + 32: 160), between powers of two
-    cluster: int = None    # the Gluon kernel only: tiles in pairs, the two CTAs of a cluster loading the operand they
-                           # share once, by TMA multicast (1: neighbours along M share B, 2: along N share A)
 
     def describe(self):
         """One line for logs and CSVs: tiles, pipeline, programs, split."""
@@ -39,8 +37,7 @@ class Config:
         if self.split_k > 1:
             text += f", split_k {self.split_k}" + (" (last wave)" if self.split_tail else "")
         return (text + (", swap AB" if self.swap_ab else "") + (f" + {self.rem_rows} rows" if self.rem_rows else "")
-                + (f" + {self.rem_cols} columns" if self.rem_cols else "")
-                + (f", clusters of 2 sharing {'B' if self.cluster == 1 else 'A'}" if self.cluster else ""))
+                + (f" + {self.rem_cols} columns" if self.rem_cols else ""))
 
     def merged(self, defaults):
         return replace(defaults, **{f.name: getattr(self, f.name) for f in fields(self)

@@ -225,7 +225,7 @@ def launch(a, b, c, cfg, tma, kernel, scale_a=None, scale_b=None, promote=False)
     if kernel == "wgmma":
         return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, scale_a, scale_b,
                          promote=promote, group_m=cfg.group_m, block_m=cfg.block_m, swap=bool(cfg.swap_ab),
-                         split_k=cfg.split_k, rem=rem(cfg), cluster=cfg.cluster or 0)
+                         split_k=cfg.split_k, rem=rem(cfg))
     m, k = a.shape
     n = b.shape[1]
     bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k

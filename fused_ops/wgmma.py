@@ -88,133 +88,25 @@ if _GLUON:
         return pid_m, pid_n, k0, gl.minimum(k0 + per, gl.cdiv(K, BLOCK_K))
 
     @gluon.jit
-    def program_units(M, N, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, SPLIT_K: gl.constexpr,
-                      CLUSTER: gl.constexpr):
-        """(tile rows, tile columns, first unit, step) of this program's loop over units of work. In a cluster of two
-        (CLUSTER 1: along M, 2: along N) the loop runs over pairs of tiles, both CTAs in step, one tile each
-        (cluster_tile)."""
-        num_pid_m = gl.cdiv(M, BLOCK_M)
-        num_pid_n = gl.cdiv(N, BLOCK_N)
-        if CLUSTER == 0:
-            return num_pid_m, num_pid_n, gl.program_id(0), gl.num_programs(0)
-        if CLUSTER % 2 == 1:
-            num_pid_m = gl.cdiv(num_pid_m, 2)
-        else:
-            num_pid_n = gl.cdiv(num_pid_n, 2)
-        return num_pid_m, num_pid_n, gl.program_id(0) // 2, gl.num_programs(0) // 2
-
-    @gluon.jit
-    def cluster_tile(pid_m, pid_n, CLUSTER: gl.constexpr):
-        """This CTA's tile of a cluster's pair (CTA rank = program id mod 2, as the launch's cluster of 2 along x
-        groups them); a pair's second tile past the last is the last one again (its boxes moved inside by inside(),
-        identical values stored twice)."""
-        if CLUSTER % 2 == 1:
-            pid_m = 2 * pid_m + gl.program_id(0) % 2
-        elif CLUSTER > 0:
-            pid_n = 2 * pid_n + gl.program_id(0) % 2
-        return pid_m, pid_n
-
-    @gluon.jit
-    def smem_base():
-        """The shared address of this CTA's dynamic shared memory (Triton's `global_smem`), which allocations sit at
-        offsets from (run() reads them from the compiler's allocation)."""
-        base = gl.inline_asm_elementwise("mov.u32 $0, global_smem;", "=r", [], dtype=gl.int32, is_pure=True, pack=1)
-        return base
-
-    @gluon.constexpr_function
-    def multicast_asm(param):
-        """PTX: a TMA box copy from the tensor map of kernel parameter `param` into both CTAs of the cluster (the same
-        shared offset in each, completing bytes on each one's barrier at the same offset), by lane 0 where $4 != 0."""
-        return ("{ .reg .pred p, q; .reg .b32 l; .reg .b64 d; .reg .b16 m;\n"
-                "mov.u32 l, %laneid; setp.eq.u32 p, l, 0; setp.ne.u32 q, $4, 0; and.pred p, p, q;\n"
-                f"mov.b64 d, wgmma_ws_kernel_param_{param}; cvta.param.u64 d, d; mov.b16 m, 3;\n"
-                "@p cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-                " [$1], [d, {$2, $3}], [$5], m;\nmov.u32 $0, 0; }")
-
-    @gluon.constexpr_function
-    def piece_cols(block_cols, bits, swizzle_bytes):
-        """Columns of a box per TMA copy: Gluon copies a box wider than its swizzle in swizzle-wide pieces, each
-        stored after the last (rows x swizzle bytes apart)."""
-        if swizzle_bytes == 0:
-            return block_cols
-        return min(block_cols, swizzle_bytes * 8 // bits)
-
-    @gluon.jit
-    def multicast_box(desc, PARAM: gl.constexpr, outer, inner, dst, bar, first, rank):
-        """desc's box at [outer, inner] into shared address dst of both CTAs of the cluster, completing on barrier
-        address bar of each, in the pieces Gluon's own copy issues; piece i by the CTA of rank (first + i) mod 2, so
-        the pair splits the box's loads."""
-        ROWS: gl.constexpr = desc.block_type.shape[0]
-        COLS: gl.constexpr = desc.block_type.shape[1]
-        BITS: gl.constexpr = desc.dtype.primitive_bitwidth
-        PIECE: gl.constexpr = piece_cols(COLS, BITS, desc.layout.swizzle_byte_width)
-        for i in gl.static_range(COLS // PIECE):
-            mine = ((first + i) % 2 == rank).to(gl.int32)
-            gl.inline_asm_elementwise(multicast_asm(PARAM), "=r,r,r,r,r,r",
-                                      [dst + i * (ROWS * PIECE * BITS // 8), inner + i * PIECE, outer, mine, bar],
-                                      dtype=gl.int32, is_pure=False, pack=1)
-
-    @gluon.jit
-    def cluster_handshake(flags):
-        """Wait (lane 0 of the load warp) until the other CTA of the cluster has initialized its barriers, before
-        either copies into the other's shared memory: each adds 1 to its cluster's counter (`flags`, zeroed once and
-        never reset: two per launch), the first waits for the second. Bounded: traps after 2^26 polls."""
-        gl.inline_asm_elementwise(
-            "{ .reg .pred p; .reg .b32 l, old, cur, n;\n"
-            "mov.u32 l, %laneid; setp.ne.u32 p, l, 0; @p bra done;\n"
-            "atom.add.acq_rel.gpu.global.u32 old, [$1], 1;\n"
-            "and.b32 cur, old, 1; setp.eq.u32 p, cur, 1; @p bra done;\n"
-            "add.u32 old, old, 1; mov.u32 n, 0;\n"
-            "poll: ld.acquire.gpu.global.u32 cur, [$1]; setp.ne.u32 p, cur, old; @p bra done;\n"
-            "add.u32 n, n, 1; setp.lt.u32 p, n, 67108864; @p bra poll; trap;\n"
-            "done: mov.u32 $0, 0; }", "=r,l", [flags + gl.program_id(0) // 2], dtype=gl.int32, is_pure=False,
-            pack=1)
-
-    @gluon.jit
-    def release(empty, x, pred, CLUSTER: gl.constexpr, empty_addr):
-        """A consumer's release of ring stage x (where pred): on this CTA's barrier and, in a cluster, on the other
-        CTA's too (its load warp copies into this CTA's stage as well). One thread per warpgroup, after Gluon's own
-        arrive has synchronized the warpgroup."""
-        mbarrier.arrive(empty.index(x), count=1, pred=pred)
-        if CLUSTER > 0:
-            gl.inline_asm_elementwise(
-                "{ .reg .pred p, q; .reg .b32 t, peer, ra;\n"
-                "mov.u32 t, %tid.x; and.b32 t, t, 127; setp.eq.u32 p, t, 0; setp.ne.u32 q, $2, 0; and.pred p, p, q;\n"
-                "mov.u32 peer, %cluster_ctarank; xor.b32 peer, peer, 1; mapa.shared::cluster.u32 ra, $1, peer;\n"
-                "@p mbarrier.arrive.shared::cluster.b64 _, [ra];\nmov.u32 $0, 0; }",
-                "=r,r,r", [empty_addr + x * 8, pred * 1], dtype=gl.int32, is_pure=False, pack=1)
-
-    @gluon.jit
     def ws_loads(
         a_desc, b_desc, b2_desc,                        # operands (b2: REM's columns of B)
         a_bufs, b_bufs, b2_bufs, ready, empty,          # the ring's stages and barriers
         M, N, K,                                        # problem size
-        flags,                                          # CLUSTER: the clusters' counters (cluster_handshake)
         GROUP_M: gl.constexpr, NUM_BUFFERS: gl.constexpr, A_T: gl.constexpr, B_T: gl.constexpr,
         CONSUMERS: gl.constexpr, SPLIT_K: gl.constexpr, INSIDE: gl.constexpr, REM: gl.constexpr,
-        CLUSTER: gl.constexpr, OFF_A: gl.constexpr, OFF_B: gl.constexpr, OFF_B2: gl.constexpr,
-        OFF_READY: gl.constexpr,                        # CLUSTER: the ring's shared offsets
     ):
         """The load warp of wgmma_ws_kernel: every K block of every (tile, slice of K) of this program into the ring
-        (A as one 64-row box per consumer), each stage once every consumer has released it. In a cluster
-        (CLUSTER 1: B shared along M; 2: A along N) the shared operand's boxes come by multicast, half issued here and
-        half by the other CTA, and a stage is refilled once the consumers of both CTAs have released it."""
+        (A as one 64-row box per consumer), each stage once every consumer has released it."""
         HALF_M: gl.constexpr = a_desc.block_type.shape[1] if A_T else a_desc.block_type.shape[0]
         BLOCK_M: gl.constexpr = CONSUMERS * HALF_M
         BLOCK_K: gl.constexpr = a_desc.block_type.shape[0] if A_T else a_desc.block_type.shape[1]
         BLOCK_N: gl.constexpr = b_desc.block_type.shape[0] if B_T else b_desc.block_type.shape[1]
-        num_pid_m, num_pid_n, first_unit, step = program_units(M, N, BLOCK_M, BLOCK_N + REM, SPLIT_K, CLUSTER)
+        num_pid_m = gl.cdiv(M, BLOCK_M)
+        num_pid_n = gl.cdiv(N, BLOCK_N + REM)
         per = gl.cdiv(gl.cdiv(K, BLOCK_K), SPLIT_K)
-        if CLUSTER > 0:
-            base = smem_base()
-            a_addr, b_addr, b2_addr, ready_addr = base + OFF_A, base + OFF_B, base + OFF_B2, base + OFF_READY
-            rank = gl.program_id(0) % 2
-            A_BYTES: gl.constexpr = a_desc.block_type.nbytes
-            cluster_handshake(flags)
         p = 0
-        for unit in range(first_unit, num_pid_m * num_pid_n * SPLIT_K, step):
+        for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT_K, gl.num_programs(0)):
             pid_m, pid_n, k0, k1 = unit_coords(unit, num_pid_m, num_pid_n, per, K, BLOCK_K, GROUP_M)
-            pid_m, pid_n = cluster_tile(pid_m, pid_n, CLUSTER)
             col0 = inside(pid_n * (BLOCK_N + REM), BLOCK_N, N, INSIDE)
             if REM > 0:
                 col2 = inside(pid_n * (BLOCK_N + REM) + BLOCK_N, REM, N, INSIDE)
@@ -229,50 +121,22 @@ if _GLUON:
                     mbarrier.expect(bar, CONSUMERS * a_desc.block_type.nbytes + b_desc.block_type.nbytes)
                 for h in gl.static_range(CONSUMERS):
                     row0 = inside(pid_m * BLOCK_M + h * HALF_M, HALF_M, M, INSIDE)
-                    if CLUSTER == 2:  # A shared along N: each box by multicast, the pair's CTAs in turns
-                        dst = a_addr + (s * CONSUMERS + h) * A_BYTES
-                        if A_T:
-                            multicast_box(a_desc, 0, kk * BLOCK_K, row0, dst, ready_addr + s * 8, h, rank)
-                        else:
-                            multicast_box(a_desc, 0, row0, kk * BLOCK_K, dst, ready_addr + s * 8, h, rank)
-                    elif A_T:
+                    if A_T:
                         tma.async_copy_global_to_shared(a_desc, [kk * BLOCK_K, row0], bar,
                                                         a_bufs.index(s * CONSUMERS + h))
                     else:
                         tma.async_copy_global_to_shared(a_desc, [row0, kk * BLOCK_K], bar,
                                                         a_bufs.index(s * CONSUMERS + h))
-                if CLUSTER == 1:  # B shared along M: its pieces (and REM's) by multicast, the CTAs in turns
-                    B_BYTES: gl.constexpr = b_desc.block_type.nbytes
-                    B_PIECES: gl.constexpr = b_desc.block_type.shape[1] // piece_cols(
-                        b_desc.block_type.shape[1], b_desc.dtype.primitive_bitwidth, b_desc.layout.swizzle_byte_width)
-                    if B_T:
-                        multicast_box(b_desc, 5, col0, kk * BLOCK_K, b_addr + s * B_BYTES, ready_addr + s * 8, 0,
-                                      rank)
-                    else:
-                        multicast_box(b_desc, 5, kk * BLOCK_K, col0, b_addr + s * B_BYTES, ready_addr + s * 8, 0,
-                                      rank)
-                    if REM > 0:
-                        B2_BYTES: gl.constexpr = b2_desc.block_type.nbytes
-                        if B_T:
-                            multicast_box(b2_desc, 15, col2, kk * BLOCK_K, b2_addr + s * B2_BYTES,
-                                          ready_addr + s * 8, B_PIECES, rank)
-                        else:
-                            multicast_box(b2_desc, 15, kk * BLOCK_K, col2, b2_addr + s * B2_BYTES,
-                                          ready_addr + s * 8, B_PIECES, rank)
+                if B_T:
+                    tma.async_copy_global_to_shared(b_desc, [col0, kk * BLOCK_K], bar, b_bufs.index(s))
                 else:
+                    tma.async_copy_global_to_shared(b_desc, [kk * BLOCK_K, col0], bar, b_bufs.index(s))
+                if REM > 0:
                     if B_T:
-                        tma.async_copy_global_to_shared(b_desc, [col0, kk * BLOCK_K], bar, b_bufs.index(s))
+                        tma.async_copy_global_to_shared(b2_desc, [col2, kk * BLOCK_K], bar, b2_bufs.index(s))
                     else:
-                        tma.async_copy_global_to_shared(b_desc, [kk * BLOCK_K, col0], bar, b_bufs.index(s))
-                    if REM > 0:
-                        if B_T:
-                            tma.async_copy_global_to_shared(b2_desc, [col2, kk * BLOCK_K], bar, b2_bufs.index(s))
-                        else:
-                            tma.async_copy_global_to_shared(b2_desc, [kk * BLOCK_K, col2], bar, b2_bufs.index(s))
+                        tma.async_copy_global_to_shared(b2_desc, [kk * BLOCK_K, col2], bar, b2_bufs.index(s))
                 p += 1
-        if CLUSTER > 0:  # the other CTA's consumers release into this CTA's barriers: stay until they all have
-            for j in gl.static_range(NUM_BUFFERS):
-                mbarrier.wait(empty.index((p + j) % NUM_BUFFERS), (((p + j) // NUM_BUFFERS) & 1) ^ 1)
 
     @gluon.jit
     def scaled(acc, SA, SB, row0, col0, M, N, SCALES: gl.constexpr):
@@ -316,21 +180,18 @@ if _GLUON:
         SPLIT_K: gl.constexpr,                          # slices of K per tile (> 1: c_desc holds fp32 partials)
         INSIDE: gl.constexpr,                           # edge boxes moved back inside the operands (inside())
         REM: gl.constexpr,                              # a second MMA of REM more columns of B per tile (16-bit)
-        CLUSTER: gl.constexpr,                          # tiles in pairs of CTAs sharing one operand (ws_loads)
-        OFF_EMPTY: gl.constexpr,                        # CLUSTER: the ring's release barriers' shared offset
     ):
         """A consumer warpgroup of wgmma_ws_kernel: waits for a block, multiplies its 64 rows of A by B and releases
         the stage once its MMAs are done. PROMOTE: waits for them at every block and adds the block's sum into fp32
         (the other warpgroups' MMAs keep the tensor cores busy meanwhile, so they drift into turns); else one block's
         MMAs stay in flight while the next block's issue."""
         a_bufs, b_bufs, b2_bufs, ready, empty, c_desc, c2_desc, SA, SB, M, N, K, M_PAD = ops
-        empty_addr = smem_base() + OFF_EMPTY if CLUSTER > 0 else 0
         HALF_M: gl.constexpr = a_bufs.type.shape[2] if A_T else a_bufs.type.shape[1]
         BLOCK_N: gl.constexpr = b_bufs.type.shape[1] if B_T else b_bufs.type.shape[2]
         BLOCK_K: gl.constexpr = a_bufs.type.shape[1] if A_T else a_bufs.type.shape[2]
         layout: gl.constexpr = mma_layout(HALF_M, BLOCK_N, a_bufs.dtype.primitive_bitwidth, 4)
-        num_pid_m, num_pid_n, first_unit, step = program_units(M, N, CONSUMERS * HALF_M, BLOCK_N + REM, SPLIT_K,
-                                                               CLUSTER)
+        num_pid_m = gl.cdiv(M, CONSUMERS * HALF_M)
+        num_pid_n = gl.cdiv(N, BLOCK_N + REM)
         per = gl.cdiv(gl.cdiv(K, BLOCK_K), SPLIT_K)
         zero = gl.zeros([HALF_M, BLOCK_N], gl.float32, layout)
         if REM > 0:
@@ -338,9 +199,8 @@ if _GLUON:
             zero2 = gl.zeros([HALF_M, REM], gl.float32, layout2)
             c2_smem = c_smem._reinterpret(c2_desc.dtype, c2_desc.block_type.shape, c2_desc.layout)
         c = 0
-        for unit in range(first_unit, num_pid_m * num_pid_n * SPLIT_K, step):
+        for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT_K, gl.num_programs(0)):
             pid_m, pid_n, k0, k1 = unit_coords(unit, num_pid_m, num_pid_n, per, K, BLOCK_K, GROUP_M)
-            pid_m, pid_n = cluster_tile(pid_m, pid_n, CLUSTER)
             acc = zero
             if REM > 0:
                 acc2 = zero2
@@ -366,23 +226,23 @@ if _GLUON:
                     else:
                         part = warpgroup_mma_wait(0, deps=(part, ))
                     acc += part
-                    release(empty, s, True, CLUSTER, empty_addr)
+                    mbarrier.arrive(empty.index(s), count=1)
                 elif REM > 0:  # two MMAs a block: wait until only this block's two are in flight
                     acc = warpgroup_mma(a, b, acc, use_acc=kk > k0, is_async=True)
                     acc2 = warpgroup_mma(a, b2, acc2, use_acc=kk > k0, is_async=True)
                     acc, acc2 = warpgroup_mma_wait(2, deps=(acc, acc2))
-                    release(empty, (c + NUM_BUFFERS - 1) % NUM_BUFFERS, kk > k0, CLUSTER, empty_addr)
+                    mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1, pred=kk > k0)
                 else:
                     acc = warpgroup_mma(a, b, acc, use_acc=kk > k0, is_async=True)
                     acc = warpgroup_mma_wait(1, deps=(acc, ))  # the previous block's MMAs are done: release it
-                    release(empty, (c + NUM_BUFFERS - 1) % NUM_BUFFERS, kk > k0, CLUSTER, empty_addr)
+                    mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1, pred=kk > k0)
                 c += 1
             if REM > 0 and not PROMOTE:
                 acc, acc2 = warpgroup_mma_wait(0, deps=(acc, acc2))
-                release(empty, (c + NUM_BUFFERS - 1) % NUM_BUFFERS, True, CLUSTER, empty_addr)
+                mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1)
             elif not PROMOTE:
                 acc = warpgroup_mma_wait(0, deps=(acc, ))
-                release(empty, (c + NUM_BUFFERS - 1) % NUM_BUFFERS, True, CLUSTER, empty_addr)
+                mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1)
             row0 = inside((pid_m * CONSUMERS + HALF) * HALF_M, HALF_M, M, INSIDE)  # as the load warp loaded them
             col0 = inside(pid_n * (BLOCK_N + REM), BLOCK_N, N, INSIDE)
             acc = scaled(acc, SA, SB, row0, col0, M, N, SCALES)
@@ -401,7 +261,6 @@ if _GLUON:
         SA, SB,                                         # FP8 scales (fp32): one each, or per row of A / column of B
         M, N, K,                                        # problem size
         M_PAD,                                          # split-K: C's rows per slice of c_desc's fp32 partials
-        FLAGS,                                          # CLUSTER: a counter per cluster (cluster_handshake)
         GROUP_M: gl.constexpr,                          # grouped tile order
         NUM_BUFFERS: gl.constexpr,                      # stages of the load ring
         A_T: gl.constexpr,                              # A stored K x M (M-major; 16-bit only)
@@ -415,9 +274,6 @@ if _GLUON:
         SPLIT_K: gl.constexpr,                          # slices of K per tile; > 1: c_desc is the fp32 partials'
         INSIDE: gl.constexpr,                           # edge tiles' boxes moved back inside A, B and C (inside())
         REM: gl.constexpr = 0,                          # tiles BLOCK_N + REM wide: a second MMA of N = REM (16-bit)
-        CLUSTER: gl.constexpr = 0,                      # 1, 2: clusters of 2 CTAs along M sharing B, along N A
-        OFF_A: gl.constexpr = 0, OFF_B: gl.constexpr = 0, OFF_B2: gl.constexpr = 0,  # CLUSTER: the ring's and its
-        OFF_READY: gl.constexpr = 0, OFF_EMPTY: gl.constexpr = 0,                    # barriers' shared offsets
     ):
         """Warp-specialized: one warp loads, one to four warpgroups of 4 warps (this kernel's own, and workers)
         each compute 64 rows of every tile, synchronized only through the ring's mbarriers (no CTA-wide barrier), so
@@ -435,56 +291,49 @@ if _GLUON:
         empty = gl.allocate_shared_memory(gl.int64, [NUM_BUFFERS, 1], mbarrier.MBarrierLayout())
         for i in gl.static_range(NUM_BUFFERS):
             mbarrier.init(ready.index(i), count=1)
-            mbarrier.init(empty.index(i), count=CONSUMERS * (2 if CLUSTER > 0 else 1))
-        if CLUSTER > 0:  # the barriers' initialization visible to the other CTA (cluster_handshake publishes it)
-            gl.inline_asm_elementwise("fence.mbarrier_init.release.cluster; mov.u32 $0, 0;", "=r", [],
-                                      dtype=gl.int32, is_pure=False, pack=1)
+            mbarrier.init(empty.index(i), count=CONSUMERS)
         # what every consumer reads; one branch per consumer count, since Gluon holds no (function, arguments) pair
         # in a variable and a tuple of constexprs does not pass into a partition
         ops = (a_bufs, b_bufs, b2_bufs, ready, empty, c_desc, c2_desc, SA, SB, M, N, K, M_PAD)
         if CONSUMERS == 1:
             gl.warp_specialize([
                 (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM, CLUSTER, OFF_EMPTY)),
-                (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, FLAGS, GROUP_M,
-                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM, CLUSTER, OFF_A, OFF_B, OFF_B2,
-                            OFF_READY)),
+                               CONSUMERS, SPLIT_K, INSIDE, REM)),
+                (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
+                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM)),
             ], [1], [LOAD_REGS])
         elif CONSUMERS == 2:
             gl.warp_specialize([
                 (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM, CLUSTER, OFF_EMPTY)),
+                               CONSUMERS, SPLIT_K, INSIDE, REM)),
                 (ws_consumer, (1, c_bufs.index(1), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM, CLUSTER, OFF_EMPTY)),
-                (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, FLAGS, GROUP_M,
-                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM, CLUSTER, OFF_A, OFF_B, OFF_B2,
-                            OFF_READY)),
+                               CONSUMERS, SPLIT_K, INSIDE, REM)),
+                (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
+                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM)),
             ], [4, 1], [CONSUMER_REGS, LOAD_REGS])
         elif CONSUMERS == 3:
             gl.warp_specialize([
                 (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM, CLUSTER, OFF_EMPTY)),
+                               CONSUMERS, SPLIT_K, INSIDE, REM)),
                 (ws_consumer, (1, c_bufs.index(1), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM, CLUSTER, OFF_EMPTY)),
+                               CONSUMERS, SPLIT_K, INSIDE, REM)),
                 (ws_consumer, (2, c_bufs.index(2), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM, CLUSTER, OFF_EMPTY)),
-                (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, FLAGS, GROUP_M,
-                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM, CLUSTER, OFF_A, OFF_B, OFF_B2,
-                            OFF_READY)),
+                               CONSUMERS, SPLIT_K, INSIDE, REM)),
+                (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
+                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM)),
             ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, LOAD_REGS])
         else:
             gl.warp_specialize([
                 (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM, CLUSTER, OFF_EMPTY)),
+                               CONSUMERS, SPLIT_K, INSIDE, REM)),
                 (ws_consumer, (1, c_bufs.index(1), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM, CLUSTER, OFF_EMPTY)),
+                               CONSUMERS, SPLIT_K, INSIDE, REM)),
                 (ws_consumer, (2, c_bufs.index(2), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM, CLUSTER, OFF_EMPTY)),
+                               CONSUMERS, SPLIT_K, INSIDE, REM)),
                 (ws_consumer, (3, c_bufs.index(3), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM, CLUSTER, OFF_EMPTY)),
-                (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, FLAGS, GROUP_M,
-                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM, CLUSTER, OFF_A, OFF_B, OFF_B2,
-                            OFF_READY)),
+                               CONSUMERS, SPLIT_K, INSIDE, REM)),
+                (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
+                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM)),
             ], [4, 4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, CONSUMER_REGS, LOAD_REGS])
 
 _GL_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32",
@@ -527,7 +376,7 @@ def supports(a, b, c):
 
 
 def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None, promote=False, group_m=8,
-        block_m=BLOCK_M, swap=False, split_k=1, rem=0, cluster=0):
+        block_m=BLOCK_M, swap=False, split_k=1, rem=0):
     """c = a @ b (FP8: * scales) on one GPU with wgmma_ws_kernel: block_m x block_n tiles, `stages` ring stages, at
     most `programs` persistent programs; `supports(a, b, c)` must hold. block_m 128, 192 or 256: two to four consumer
     warpgroups of 64 rows. swap: the MMAs run on C's transpose, B's columns as their rows: block_n 64, 128 or 192
@@ -539,19 +388,11 @@ def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None,
     share one). rem: a second MMA of N = rem (8 to 64) per tile, past the first's: with swap, tiles
     block_m + rem rows of A wide, so that 129-144 rows run as one 144-row tile rather than two of 128; without,
     block_n + rem columns of B wide (128 + 32: 160), tile counts between those of powers of two (Gluon's tensors are
-    powers of two). cluster (1, 2): tiles in pairs, two CTAs of a cluster that load the operand they share once, by
-    TMA multicast (1: neighbours along M share B's boxes, 2: along N share A's; at most `programs` CTAs, an even
-    number). One launch (two with split_k); host cost: three TMA descriptors (five with rem). Not collective."""
+    powers of two). One launch (two with split_k); host cost: three TMA descriptors (five with rem). Not
+    collective."""
     args, consts, units, partials = kernel_args(a, b, c, block_n, block_k, stages, block_m, swap, scale_a, scale_b,
-                                                promote, group_m, split_k, rem, cluster)
-    if cluster:
-        pairs = min(programs // 2, units)
-        if pairs < 1:
-            raise ValueError(f"wgmma.run: cluster={cluster} with programs={programs}; expected at least 2")
-        _cluster_compiled(args, consts, pairs)
-        wgmma_ws_kernel[(pairs,)](*args, **consts, num_warps=4)
-    else:
-        wgmma_ws_kernel[(min(programs, units),)](*args, **consts, num_warps=4)
+                                                promote, group_m, split_k, rem)
+    wgmma_ws_kernel[(min(programs, units),)](*args, **consts, num_warps=4)
     if partials is not None:
         sum_slices(partials, c)
     return c
@@ -567,7 +408,7 @@ _partials = {}
 
 
 def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, scale_a=None, scale_b=None,
-                promote=False, group_m=8, split_k=1, rem=0, cluster=0):
+                promote=False, group_m=8, split_k=1, rem=0):
     """(arguments, constexprs, units of work, fp32 partials or None) of wgmma_ws_kernel for run()'s call (the CPU
     tests compile it from these)."""
     rows, cols = (block_n, block_m) if swap else (block_m, block_n)
@@ -579,9 +420,6 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
         raise ValueError(f"wgmma.run: block_m={cols} with swap; expected a power of two from 16 to 256")
     if not isinstance(split_k, int) or split_k < 1:
         raise ValueError(f"wgmma.run: split_k={split_k!r}; expected a positive integer")
-    if cluster not in (0, 1, 2, 3, 4):  # 3, 4: as 1, 2 without multicast (each CTA loads all)
-        raise ValueError(f"wgmma.run: cluster={cluster!r}; expected 0 (none), 1 (pairs along M sharing B) or 2 "
-                         f"(pairs along N sharing A)")
     if rem and rem not in REMS:
         raise ValueError(f"wgmma.run: rem={rem!r}; expected 0 or one of {REMS}")
     if stages < 2:  # a consumer releases a stage once the next block's MMAs are issued: one stage would deadlock
@@ -623,86 +461,11 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
         scale_a = scale_b = c  # not read
     descs = (desc(a, a_t, [64, block_k]), desc(b, b_t, [block_k, cols]), desc(c, c_t, [64, cols]))
     rest = (desc(b, b_t, [block_k, rem]), desc(c, c_t, [64, rem])) if rem else descs[1:]  # REM's boxes, else unread
-    args = descs + rest + (scale_a, scale_b, m, n, k, m_pad, _cluster_flags(c.device) if cluster else c)
+    args = descs + rest + (scale_a, scale_b, m, n, k, m_pad)
     consts = dict(GROUP_M=group_m, NUM_BUFFERS=stages, A_T=a_t, B_T=b_t, C_T=c_t, SCALES=scales,
                   PROMOTE=bool(promote), CONSUMER_REGS=CONSUMER_REGS[rows // 64], LOAD_REGS=LOAD_REGS[rows // 64],
-                  CONSUMERS=rows // 64, SPLIT_K=split, INSIDE=KEEP_INSIDE, REM=rem, CLUSTER=cluster)
-    tiles_m, tiles_n = triton.cdiv(m, rows), triton.cdiv(n, cols + rem)
-    if cluster % 2 == 1:
-        tiles_m = triton.cdiv(tiles_m, 2)
-    elif cluster:
-        tiles_n = triton.cdiv(tiles_n, 2)
-    return args, consts, tiles_m * tiles_n * split, partials  # units: pairs of tiles in a cluster
-
-
-_flags = {}
-
-
-def _cluster_flags(device):
-    """The clusters' handshake counters on `device` (one per cluster, zeroed once, never reset: cluster_handshake
-    counts in twos, so launches in stream order share them; launches on two streams at once must not, as with
-    split-K's partials)."""
-    if device not in _flags:
-        flags = torch.zeros(1024, device=device, dtype=torch.int32)
-        if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
-            return flags  # the graph's pool owns it: not kept
-        _flags[device] = flags
-    return _flags[device]
-
-
-_offsets = {}
-ALLOCS = ("a_bufs", "b_bufs", "b2_bufs", "ready", "empty")  # the allocations ws_loads and release() address
-
-
-def shared_offsets(ttgir, capability=90):
-    """{allocation name: shared offset} of a compiled wgmma_ws_kernel's ring and barriers, by the compiler's own
-    shared-memory allocation pass run on its TTGIR (the offsets depend on the allocations alone, not on the
-    constexprs that carry them, so a second compile with them keeps them: _cluster_compiled checks)."""
-    import re
-    import tempfile
-    from triton._C.libtriton import ir, nvidia, passes
-    from triton.backends.compiler import GPUTarget
-    from triton.backends.nvidia.compiler import CUDABackend
-
-    ctx = ir.context()
-    ir.load_dialects(ctx)
-    CUDABackend(GPUTarget("cuda", capability, 32)).load_dialects(ctx)
-    with tempfile.NamedTemporaryFile("w", suffix=".ttgir") as f:
-        f.write(ttgir)
-        f.flush()
-        mod = ir.parse_mlir_module(f.name, ctx)
-    mod.context = ctx
-    pm = ir.pass_manager(ctx)
-    passes.ttgpuir.add_combine_tensor_select_and_if(pm)
-    passes.ttgpuir.add_allocate_warp_groups(pm)
-    passes.convert.add_scf_to_cf(pm)
-    passes.gluon.add_inliner(pm)
-    nvidia.passes.ttgpuir.add_allocate_shared_memory_nv(pm, capability, 80)
-    pm.run(mod, "shared_offsets")
-    found = dict(re.findall(r"%(\w+) = ttg.local_alloc \{allocation.offset = (\d+)", str(mod)))
-    return {name: int(found[name]) for name in ALLOCS if name in found}
-
-
-def offset_name(alloc):
-    """The constexpr of wgmma_ws_kernel that carries allocation `alloc`'s shared offset (a_bufs: OFF_A)."""
-    return "OFF_" + alloc.replace("_bufs", "").upper()
-
-
-def _cluster_compiled(args, consts, pairs):
-    """Compile wgmma_ws_kernel for a cluster launch: once to learn the ring's shared offsets, again with them as
-    constexprs (consts gains them), its launch set to clusters of 2 CTAs along x (grid: `pairs` clusters)."""
-    key = tuple(sorted(consts.items())) + tuple((t.base.dtype, tuple(t.block_shape), repr(t.layout))
-                                                for t in args[:5])
-    if key not in _offsets:
-        first = wgmma_ws_kernel.warmup(*args, **consts, num_warps=4, grid=(pairs,))
-        _offsets[key] = {offset_name(n): v for n, v in shared_offsets(first.asm["ttgir"]).items()}
-    consts.update(_offsets[key])
-    kernel = wgmma_ws_kernel.warmup(*args, **consts, num_warps=4, grid=(pairs,))
-    if kernel.packed_metadata[1] != 2:
-        again = shared_offsets(kernel.asm["ttgir"])
-        assert all(consts[offset_name(n)] == v for n, v in again.items()), again
-        warps, _, shared = kernel.packed_metadata
-        kernel.packed_metadata = (warps, 2, shared)
+                  CONSUMERS=rows // 64, SPLIT_K=split, INSIDE=KEEP_INSIDE, REM=rem)
+    return args, consts, triton.cdiv(m, rows) * triton.cdiv(n, cols + rem) * split, partials
 
 
 @triton.jit

@@ -624,32 +624,10 @@ for stage in "$@"; do
              gemm_gpu_tests pytest_flips6.log "192x64 or few_tiles_run or gpu_defaults_pick or fp8_wgmma_matches"
              cool_hot flips6 --fp8 --shapes 1024x1280x8192 1024x1152x3584 1024x1280x2880 1024x1280x4096 \
                --configs default 'wgmma fp8 128x128x128 s6' ;;
-    cluster)  # one GPU: clusters of 2 CTAs sharing an operand by TMA multicast: a smoke run, timed against the
-             # defaults at bf16 GEMMs below their floors (1024 rows of 72-132 tiles; 128 rows), then their GPU tests
-             run cluster_smoke.log timeout 90 python3 -c "
-import torch; from fused_ops import wgmma
-for cl in (1, 2):
-    a = torch.randn(1024, 1024, device='cuda', dtype=torch.bfloat16); b = torch.randn(1024, 1280, device='cuda', dtype=torch.bfloat16)
-    c = torch.full((1024, 1280), float('nan'), device='cuda', dtype=torch.bfloat16)
-    wgmma.run(a, b, c, 128, 64, 4, 132, cluster=cl); torch.cuda.synchronize()
-    print('cluster', cl, 'rel err', ((c.double() - a.double() @ b.double()).norm() / (a.double() @ b.double()).norm()).item())
-"
-             grep -q "cluster 2 rel err" "$OUT/cluster_smoke.log" || continue  # hung or failed: nothing more
-             run gemm_cluster.log timeout ${X_TIMEOUT:-300} python3 benchmarks/gemm.py --shapes 1024x2304x3584 \
-               1024x1536x4096 1024x2560x2880 4096x640x2880 128x3584x5120 128x9216x7168 --configs matmul \
-               'wgmma 128x128x64 s4 rem32' 'wgmma 128x128x64 s4 rem32 clB' 'wgmma 128x128x64 s4 rem32 clA' \
-               'wgmma 128x64x64 s6 rem32' 'wgmma 128x64x64 s6 rem32 clB' 'wgmma 128x128x64 s6' \
-               'wgmma 128x128x64 s6 clA' --out "$OUT/cluster" ;;
     sq128)   # one GPU: whole 128x128 tiles (72-96 of them) against the defaults' 96- and 160-wide ones at 1024 rows,
              # cool and right after heavy GEMMs
              cool_hot sq128 --shapes 1024x1536x4096 1024x1280x8192 1024x1280x2880 1024x1152x3584 1024x1280x4096 \
                1024x2304x3584 --configs matmul 'wgmma 128x128x64 s6' ;;
-    clhot)   # one GPU: clusters of 2 against the same tiles alone, cool and right after heavy GEMMs
-             cool_hot clhot --shapes 1024x2304x3584 1024x2560x2880 4096x640x2880 1024x1536x4096 --configs \
-               'wgmma 128x128x64 s4 rem32' 'wgmma 128x128x64 s4 rem32 clB' 'wgmma 128x128x64 s4 rem32 clA' \
-               'wgmma 128x64x64 s6 rem32' 'wgmma 128x64x64 s6 rem32 clB' ;;
-    clprobe)  # one GPU: where clusters of 2 cost time (scripts/cluster_probe.py)
-             run cluster_probe.log timeout 120 python3 scripts/cluster_probe.py ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;

@@ -30,10 +30,9 @@ def _tile(cfg):
 
 
 def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.float8_e4m3fn, b_t=True, block_m=128,
-                 swap=False, split_k=1, rem=0, cluster=0):
+                 swap=False, split_k=1, rem=0):
     """(PTX, shared bytes, ptxas's report) of wgmma_ws_kernel for sm_90a, compiled here without a GPU, with the
-    arguments wgmma.run would pass (cluster: twice, as wgmma._cluster_compiled does, the second time with the ring's
-    shared offsets that the first one's allocation gave)."""
+    arguments wgmma.run would pass."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -45,22 +44,14 @@ def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.fl
     b = b.t() if b_t else b
     sa = sb = torch.ones(1 if scales < 2 else 256) if scales else None
     args, consts, _, _ = wgmma.kernel_args(a, b, c, bn, bk, stages, block_m, swap, sa, sb, promote, split_k=split_k,
-                                           rem=rem, cluster=cluster)
-    assert consts["SPLIT_K"] == split_k and consts["REM"] == rem and consts["CLUSTER"] == cluster
+                                           rem=rem)
+    assert consts["SPLIT_K"] == split_k and consts["REM"] == rem
     fn = wgmma.wgmma_ws_kernel
-    sig = dict(zip(fn.arg_names, [mangle_type(x) for x in args[:5]] + ["*fp32", "*fp32"] + ["i32"] * 4 + ["*i32"]))
-
-    def build(consts):
-        sig.update({k: "constexpr" for k in consts})
-        src = GluonASTSource(fn=fn, signature=sig, attrs={},
-                             constexprs={(fn.arg_names.index(k),): v for k, v in consts.items()})
-        return triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
-    consts = {**{wgmma.offset_name(n): 0 for n in wgmma.ALLOCS}, **consts}  # the defaults, said
-    kernel = build(consts)
-    if cluster:
-        offsets = wgmma.shared_offsets(kernel.asm["ttgir"])
-        kernel = build({**consts, **{wgmma.offset_name(k): v for k, v in offsets.items()}})
-        assert wgmma.shared_offsets(kernel.asm["ttgir"]) == offsets, (wgmma.shared_offsets(kernel.asm["ttgir"]), offsets)
+    sig = dict(zip(fn.arg_names, [mangle_type(x) for x in args[:5]] + ["*fp32", "*fp32"] + ["i32"] * 4))
+    sig.update({k: "constexpr" for k in consts})
+    src = GluonASTSource(fn=fn, signature=sig, constexprs={(fn.arg_names.index(k),): v for k, v in consts.items()},
+                         attrs={})
+    kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
     ptxas = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "k.ptx")
@@ -121,12 +112,6 @@ COMPILE_CASES = {
     "fp8-fast-rem32": (False, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 128, False, 1, 32)),
     "fp8-fast-rem32-256-rows": (False, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 3, 256, False, 1, 32)),
     "fp8-precise-rem32": (True, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 128, False, 1, 32)),  # default
-    # clusters of 2 CTAs sharing B (1) or A (2) by TMA multicast: the ring's offsets from a first compile
-    "bf16-rem32-cluster-b": (False, 0, "bfloat16", "bfloat16", False, (128, 64, 4, 128, False, 1, 32, 1)),
-    "bf16-rem32-cluster-a": (False, 0, "bfloat16", "bfloat16", False, (128, 64, 4, 128, False, 1, 32, 2)),
-    "bf16-192-rows-b-k-major-cluster-b": (False, 0, "bfloat16", "bfloat16", True, (128, 64, 4, 192, False, 1, 0, 1)),
-    "fp8-precise-cluster-a": (True, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 128, False, 1, 0, 2)),
-    "bf16-swap-split-k-cluster-a": (False, 0, "bfloat16", "bfloat16", False, (64, 64, 6, 128, True, 2, 0, 2)),
 }
 
 
@@ -137,14 +122,12 @@ def compile_cases(names=None):
     for name in names or COMPILE_CASES:
         promote, scales, out_dtype, dtype, b_t, tile = COMPILE_CASES[name]
         out_dtype, dtype = getattr(torch, out_dtype), getattr(torch, dtype)
-        tile, (block_m, swap, split_k, rem, cluster) = tile[:3], (tile[3:] + (128, False, 1, 0, 0)[len(tile) - 3:])
+        tile, (block_m, swap, split_k, rem) = tile[:3], (tile[3:] + (128, False, 1, 0)[len(tile) - 3:])
         staged = 4 if split_k > 1 else out_dtype.itemsize  # split-K stages fp32 partials
         while not wgmma.fits(*tile, dtype.itemsize, staged, block_m, rem):
             tile = (tile[0], tile[1], tile[2] - 1)  # fp32 C staging tiles take a stage's worth
-        ptx, shared, report = compile_sm90(tile, promote, scales, out_dtype, dtype, b_t, block_m, swap, split_k, rem,
-                                           cluster)
-        out[name] = dict(shared=shared, report=report, setmaxnreg="setmaxnreg" in ptx, cluster=cluster,
-                         multicast=ptx.count(".multicast::cluster"), remote_release=ptx.count("mapa.shared::cluster"),
+        ptx, shared, report = compile_sm90(tile, promote, scales, out_dtype, dtype, b_t, block_m, swap, split_k, rem)
+        out[name] = dict(shared=shared, report=report, setmaxnreg="setmaxnreg" in ptx,
                          mma_and_tma="wgmma.mma_async" in ptx and "cp.async.bulk.tensor" in ptx,
                          in_flight=re.search(r"wgmma\.wait_group\.sync\.aligned [12]\b", ptx) is not None)
     return out
@@ -177,8 +160,6 @@ def test_default_tile_compiles_for_sm90_specialized_without_spills(compiled, nam
     assert facts["mma_and_tma"]
     if not promote:  # one block's MMAs stay in flight while the next one's issue
         assert facts["in_flight"]
-    # clusters: the shared operand's copies multicast, and every consumer's releases reach the other CTA too
-    assert (facts["multicast"] > 0) == (facts["remote_release"] > 0) == bool(facts["cluster"]), facts
 
 
 def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_why():
@@ -601,17 +582,6 @@ def test_rem_widths_the_kernel_has_none_of_are_refused_and_units_count_the_wider
     assert units == 3 * 1 * 2 and partials.shape == (2, 384, 192)
 
 
-def test_clusters_count_pairs_of_tiles_and_refuse_what_they_are_not():
-    a, b, c = torch.empty(300, 64, dtype=BF16), torch.empty(64, 1000, dtype=BF16), torch.empty(300, 1000, dtype=BF16)
-    with pytest.raises(ValueError, match=r"cluster=3; expected 0 \(none\), 1 \(pairs along M sharing B\) or 2"):
-        wgmma.kernel_args(a, b, c, 128, 64, 4, 128, cluster=3)
-    assert wgmma.kernel_args(a, b, c, 128, 64, 4, 128)[2] == 3 * 8
-    assert wgmma.kernel_args(a, b, c, 128, 64, 4, 128, cluster=1)[2] == 2 * 8  # 3 row-tiles: 2 pairs (one lone)
-    assert wgmma.kernel_args(a, b, c, 128, 64, 4, 128, cluster=2)[2] == 3 * 4  # 8 column-tiles: 4 pairs
-    with pytest.raises(ValueError, match=r"cluster=1 with programs=1; expected at least 2"):
-        wgmma.run(a, b, c, 128, 64, 4, 1, cluster=1)
-
-
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
 @pytest.mark.parametrize("operands", ["bf16-b-row-major", "bf16-b-k-major", "fp8-precise", "fp8-fast"])
 def test_rem_cols_tiles_match_float64(operands):
@@ -648,36 +618,6 @@ def test_rem_cols_tiles_match_float64(operands):
             wgmma.run(a, b, c, block_n, bk, stages, sms, sa, sb, promote=operands == "fp8-precise",
                       block_m=block_m, split_k=split, rem=rem)
         calls.append(((m, n, k, block_m, block_n, rem, split), c, ref))
-    _check_all(calls, operands)
-
-
-@pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
-@pytest.mark.parametrize("operands", ["bf16-b-row-major", "bf16-b-k-major", "fp8-precise", "fp8-fast"])
-def test_cluster_tiles_match_float64(operands):
-    # clusters of two CTAs sharing B (pairs along M) or A (along N) by TMA multicast: odd tile counts (a pair's second
-    # tile past the last), more pairs than programs (each cluster loops), rem columns, slices of K, one to three
-    # consumers; each case three times in a row with fresh data and a poisoned output (the handshake counters and
-    # the barriers' phases carry over between launches), all checked after the last
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    fp8_ops = operands.startswith("fp8")
-    bk = 128 if fp8_ops else 64
-    calls = []
-    cases = ((1024, 2304, 3584, 128, 128, 32, 1, 1, sms), (1024, 2304, 3584, 128, 128, 32, 1, 2, sms),
-             (640, 1040, 640, 128, 128, 0, 1, 1, sms), (640, 1040, 640, 128, 128, 0, 1, 2, sms),
-             (1024, 1536, 1024, 128, 64, 32, 1, 1, 8), (129, 2048, 1024, 192, 64, 0, 1, 2, sms),
-             (300, 1280, 2048, 64, 128, 0, 2, 2, sms), (2048, 4096, 512, 128, 256, 0, 1, 1, 10))
-    for m, n, k, block_m, block_n, rem, split, cluster, programs in cases:
-        if operands == "fp8-precise" and block_n == 256:
-            block_n = 128
-        stages = 4
-        while not wgmma.fits(block_n, bk, stages, 1 if fp8_ops else 2, 4 if split > 1 else 2, block_m, rem):
-            stages -= 1
-        for _ in range(3):
-            c = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
-            a, b, sa, sb, ref = _operands(operands, m, n, k, split != 1)
-            wgmma.run(a, b, c, block_n, bk, stages, programs, sa, sb, promote=operands == "fp8-precise",
-                      block_m=block_m, split_k=split, rem=rem, cluster=cluster)
-            calls.append(((m, n, k, block_m, block_n, rem, split, cluster, programs), c, ref))
     _check_all(calls, operands)
 
 
