@@ -624,6 +624,24 @@ for stage in "$@"; do
              gemm_gpu_tests pytest_flips6.log "192x64 or few_tiles_run or gpu_defaults_pick or fp8_wgmma_matches"
              cool_hot flips6 --fp8 --shapes 1024x1280x8192 1024x1152x3584 1024x1280x2880 1024x1280x4096 \
                --configs default 'wgmma fp8 128x128x128 s6' ;;
+    missprof)  # one GPU: the GEMMs still below their floors, torch's side and ours: cuBLAS's kernels (names carry tile,
+             # cluster and split-K), then Nsight Compute's sections of both kernels where this machine has ncu
+             miss="1024x2304x3584 1024x1536x4096 1024x1440x2880 4096x720x2880 128x3584x5120 128x9216x7168 \
+               128x12288x1536 1x3584x4736"
+             run torch_kernels_miss_bf16.log timeout 200 python3 benchmarks/torch_kernels.py --shapes $miss \
+               --out "$OUT/torch_kernels_bf16"
+             run torch_kernels_miss_fp8.log timeout 200 python3 benchmarks/torch_kernels.py --fp8 --shapes \
+               128x5120x8192 128x8192x3696 128x4608x7168 1024x1536x4096 1024x1152x3584 1024x3584x896 \
+               --out "$OUT/torch_kernels_fp8"
+             NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+             if [ -n "$NCU" ]; then
+               run ncu_miss_bf16.log timeout 400 "$NCU" --clock-control none --section SpeedOfLight \
+                 --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy --section WarpStateStats \
+                 -k 'regex:wgmma_ws_kernel|gemm_kernel|nvjet|sm90' python3 benchmarks/gemm_profile.py \
+                 --shapes 1024x2304x3584 1024x1536x4096 128x3584x5120
+             else
+               echo "no ncu on this machine" | tee "$OUT/ncu_miss_bf16.log"
+             fi ;;
     sq128)   # one GPU: whole 128x128 tiles (72-96 of them) against the defaults' 96- and 160-wide ones at 1024 rows,
              # cool and right after heavy GEMMs
              cool_hot sq128 --shapes 1024x1536x4096 1024x1280x8192 1024x1280x2880 1024x1152x3584 1024x1280x4096 \
