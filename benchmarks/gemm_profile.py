@@ -1,6 +1,6 @@
 """One call of torch's GEMM and one of the library's per shape, for a kernel profiler to compare (Nsight Compute's
 `ncu -k regex:...` replays each kernel it matches): torch.matmul and fused_ops.matmul in bf16, or torch._scaled_mm and
-fused_ops.fp8.scaled_mm with per-tensor scales (--fp8), on operands as benchmarks/gemm.py makes them. Each is called
+fused_ops.fp8.scaled_mm with per-tensor scales (--fp8), on torch_kernels.operands. Each is called
 once first to compile, then --calls times.
 
     ncu --clock-control none --section SpeedOfLight -k 'regex:wgmma_ws_kernel|gemm_kernel|nvjet|sm90' \
@@ -14,17 +14,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import torch  # noqa: E402
 
+from benchmarks.torch_kernels import operands  # noqa: E402
 from fused_ops import fp8, matmul  # noqa: E402
-
-
-def operands(m, n, k, use_fp8):
-    """(a, b, scale_a, scale_b): bf16 row-major, or FP8 with B column-major (K-major) and fp32 scales per tensor."""
-    a = torch.randn(m, k, device="cuda")
-    b = torch.randn(k, n, device="cuda")
-    if not use_fp8:
-        return a.bfloat16(), b.bfloat16(), None, None
-    one = torch.ones((), device="cuda")
-    return a.to(torch.float8_e4m3fn), b.t().contiguous().t().to(torch.float8_e4m3fn), one, one
 
 
 def main():
@@ -35,10 +26,10 @@ def main():
     args = p.parse_args()
     for shape in args.shapes:
         m, n, k = map(int, shape.lower().split("x"))
-        a, b, sa, sb = operands(m, n, k, args.fp8)
+        a, b, one = operands(m, n, k, args.fp8)
         if args.fp8:
-            calls = (lambda: torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16),
-                     lambda: fp8.scaled_mm(a, b, sa, sb))
+            calls = (lambda: torch._scaled_mm(a, b, one, one, out_dtype=torch.bfloat16),
+                     lambda: fp8.scaled_mm(a, b, one, one))
         else:
             calls = (lambda: torch.matmul(a, b), lambda: matmul(a, b))
         for fn in calls:

@@ -22,18 +22,23 @@ from benchmarks.harness import stamp  # noqa: E402
 CALLS = 20
 
 
-def call(m, n, k, fp8):
-    """One torch call on operands as benchmarks/gemm.py makes them: bf16 row-major; FP8: B column-major with fp32
-    scales per tensor, as torch._scaled_mm takes it."""
+def operands(m, n, k, fp8):
+    """(a, b, scale) as benchmarks/gemm.py makes them: bf16 row-major (scale None); FP8: B column-major with one fp32
+    scale for both, per tensor, as torch._scaled_mm takes it."""
     g = torch.Generator(device="cuda").manual_seed(m + n + k)
     a = torch.randn(m, k, device="cuda", generator=g)
     b = torch.randn(k, n, device="cuda", generator=g)
     if not fp8:
-        a, b = a.bfloat16(), b.bfloat16()
+        return a.bfloat16(), b.bfloat16(), None
+    return a.to(torch.float8_e4m3fn), b.t().contiguous().to(torch.float8_e4m3fn).t(), torch.ones((), device="cuda")
+
+
+def call(m, n, k, fp8):
+    """One torch call on operands(m, n, k, fp8)."""
+    a, b, one = operands(m, n, k, fp8)
+    if not fp8:
         return lambda: torch.matmul(a, b)
-    one = torch.ones((), device="cuda")
-    a8, b8 = a.to(torch.float8_e4m3fn), b.t().contiguous().to(torch.float8_e4m3fn).t()
-    return lambda: torch._scaled_mm(a8, b8, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    return lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
 
 
 def kernels(m, n, k, fp8):
