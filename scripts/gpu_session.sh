@@ -635,10 +635,13 @@ for stage in "$@"; do
                --out "$OUT/torch_kernels_fp8"
              NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
              if [ -n "$NCU" ]; then
-               run ncu_miss_bf16.log timeout 400 "$NCU" --clock-control none --section SpeedOfLight \
-                 --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy --section WarpStateStats \
-                 -k 'regex:wgmma_ws_kernel|gemm_kernel|nvjet|sm90' python3 benchmarks/gemm_profile.py \
-                 --shapes 1024x2304x3584 1024x1536x4096 128x3584x5120
+               sections="--section SpeedOfLight --section MemoryWorkloadAnalysis --section LaunchStats \
+                 --section Occupancy --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis"
+               kernels='regex:wgmma_ws_kernel|gemm_kernel|sum_slices|nvjet|sm90|cutlass'
+               run ncu_miss_bf16.log timeout 300 "$NCU" --clock-control none $sections -k "$kernels" \
+                 python3 benchmarks/gemm_profile.py --shapes 1024x2304x3584 1024x1536x4096 128x3584x5120
+               run ncu_miss_fp8.log timeout 240 "$NCU" --clock-control none $sections -k "$kernels" \
+                 python3 benchmarks/gemm_profile.py --fp8 --shapes 1024x1152x3584 128x5120x8192
              else
                echo "no ncu on this machine" | tee "$OUT/ncu_miss_bf16.log"
              fi ;;
