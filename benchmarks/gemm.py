@@ -125,6 +125,11 @@ WGMMA_CANDIDATES = {"wgmma 128x256x64 s3": tile(128, 256, 64, 3, 4),
                     # 64-wide tiles: N of 64, and tile counts that fill whole waves where 128-wide ones do not
                     "wgmma 128x64x64 s8": tile(128, 64, 64, 8, 4),
                     "wgmma 192x64x64 s6": tile(192, 64, 64, 6, 4),
+                    # 64-row tiles (one consumer), deep rings: 128 rows of many columns in twice the programs
+                    "wgmma 64x64x64 s12": tile(64, 64, 64, 12, 4),
+                    "wgmma 64x64x64 s12 rem16": tile(64, 64, 64, 12, 4),
+                    "wgmma 64x64x64 s12 rem32": tile(64, 64, 64, 12, 4),
+                    "wgmma 64x128x64 s8": tile(64, 128, 64, 8, 4),
                     # swap AB: the MMAs run on C's transpose, B's 64-192 columns per tile as their rows (one to three
                     # consumers) and A's 16-256 rows as their N, so tiles narrow along M cost no padded MMA rows
                     "wgmma swap 256x64x64 s4": tile(256, 64, 64, 4, 4),
@@ -374,6 +379,16 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   # 128 rows of many columns (bound by B's bytes): whole 128x64 tiles, and swapped tiles (A's 128
                   # rows as the MMAs' N, one or two consumers of 64 columns of B), whole and in slices of K
                   "wgmma fp8 128x64x128 s8 fast accum": tile(128, 64, 128, 8, 4),
+                  # ... 64-row tiles (one consumer), 72-144 columns wide, deep rings: twice the programs of
+                  # 128-row ones where 128 rows of many columns leave SMs idle (cuBLAS's 64x72-80 tiles there)
+                  "wgmma fp8 64x64x128 s12 rem8": tile(64, 64, 128, 12, 4),
+                  "wgmma fp8 64x64x128 s12 rem16": tile(64, 64, 128, 12, 4),
+                  "wgmma fp8 64x128x128 s8": tile(64, 128, 128, 8, 4),
+                  "wgmma fp8 64x128x128 s8 rem16": tile(64, 128, 128, 8, 4),
+                  "wgmma fp8 64x64x128 s12 rem8 fast accum": tile(64, 64, 128, 12, 4),
+                  "wgmma fp8 64x64x128 s12 rem16 fast accum": tile(64, 64, 128, 12, 4),
+                  "wgmma fp8 64x128x128 s8 fast accum": tile(64, 128, 128, 8, 4),
+                  "wgmma fp8 64x128x128 s8 rem16 fast accum": tile(64, 128, 128, 8, 4),
                   "wgmma fp8 swap 128x64x128 s6": tile(128, 64, 128, 6, 4),
                   "wgmma fp8 swap 128x64x128 s6 k2": tile(128, 64, 128, 6, 4),
                   "wgmma fp8 swap 128x64x128 s6 kfill": tile(128, 64, 128, 6, 4),

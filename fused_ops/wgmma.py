@@ -339,7 +339,7 @@ if _GLUON:
 _GL_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32",
               torch.float8_e4m3fn: "float8e4nv"}
 BLOCK_M = 128  # two consumer warpgroups of 64 rows; 192, 256: three, four (tile counts that fill one wave where 128
-BLOCK_MS = (128, 192, 256)  # rows need two)
+BLOCK_MS = (64, 128, 192, 256)  # rows need two); 64: one (128 rows in two tiles, each streaming its own columns of B)
 SWAP_BLOCK_NS = (64, 128, 192)  # swap: B's columns per tile, one to three consumers
 REMS = (8, 16, 32, 64)  # run(rem=...): the second MMA's N (a power of two, at least 16 bytes of a row)
 # registers per thread of wgmma_ws_kernel's worker consumer warpgroups and of its load warp (setmaxnreg), by the
@@ -378,8 +378,8 @@ def supports(a, b, c):
 def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None, promote=False, group_m=8,
         block_m=BLOCK_M, swap=False, split_k=1, rem=0):
     """c = a @ b (FP8: * scales) on one GPU with wgmma_ws_kernel: block_m x block_n tiles, `stages` ring stages, at
-    most `programs` persistent programs; `supports(a, b, c)` must hold. block_m 128, 192 or 256: two to four consumer
-    warpgroups of 64 rows. swap: the MMAs run on C's transpose, B's columns as their rows: block_n 64, 128 or 192
+    most `programs` persistent programs; `supports(a, b, c)` must hold. block_m 64, 128, 192 or 256: one to four
+    consumer warpgroups of 64 rows. swap: the MMAs run on C's transpose, B's columns as their rows: block_n 64, 128 or 192
     (one to three consumers of 64 columns) and block_m any power of two from 16 to 256 (the MMAs' N), as cuBLAS does
     for few rows. promote (FP8): precise accumulation (fp32 every block of K), else the tensor cores' own
     accumulation across K. split_k: each tile's K in that many slices (as many as have a block of K each), one unit

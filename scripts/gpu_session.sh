@@ -649,6 +649,20 @@ for stage in "$@"; do
              # cool and right after heavy GEMMs
              cool_hot sq128 --shapes 1024x1536x4096 1024x1280x8192 1024x1280x2880 1024x1152x3584 1024x1280x4096 \
                1024x2304x3584 --configs matmul 'wgmma 128x128x64 s6' ;;
+    rows64)  # one GPU: 64-row Gluon tiles (one consumer, deep rings, 72-144 wide) at the 128-row GEMMs below their
+             # floors (bf16, FP8 precise and fast) and FP8's 1024-row ones, against the defaults; their GPU tests first
+             gemm_gpu_tests pytest_rows64.log "rem_cols_tiles or refused"
+             run gemm_rows64_bf16.log timeout 280 python3 benchmarks/gemm.py --shapes 128x3584x5120 128x3456x5120 \
+               128x3584x4736 128x3584x4096 128x3072x4096 128x4736x3584 128x3584x9472 128x4096x7168 128x12288x1536 \
+               128x5120x6912 --configs matmul 'wgmma 64x64x64 s12' 'wgmma 64x64x64 s12 rem16' \
+               'wgmma 64x64x64 s12 rem32' 'wgmma 64x128x64 s8' --out "$OUT/rows64_bf16"
+             run gemm_rows64_fp8.log timeout 400 python3 benchmarks/gemm.py --fp8 --shapes 128x5120x8192 \
+               128x4736x3584 128x5120x2560 128x5120x6912 128x4608x7168 128x9472x3584 128x5120x3456 128x8192x3696 \
+               128x14784x8192 1024x1152x3584 1024x1536x4096 1024x1440x2880 --configs default 'default, fast accum' \
+               'wgmma fp8 64x64x128 s12 rem8' 'wgmma fp8 64x64x128 s12 rem16' 'wgmma fp8 64x128x128 s8' \
+               'wgmma fp8 64x128x128 s8 rem16' 'wgmma fp8 64x64x128 s12 rem8 fast accum' \
+               'wgmma fp8 64x64x128 s12 rem16 fast accum' 'wgmma fp8 64x128x128 s8 fast accum' \
+               'wgmma fp8 64x128x128 s8 rem16 fast accum' --out "$OUT/rows64_fp8" ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;

@@ -112,6 +112,10 @@ COMPILE_CASES = {
     "fp8-fast-rem32": (False, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 128, False, 1, 32)),
     "fp8-fast-rem32-256-rows": (False, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 3, 256, False, 1, 32)),
     "fp8-precise-rem32": (True, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 128, False, 1, 32)),  # default
+    # 64-row tiles, one consumer warpgroup, deep rings (128 rows in two tiles, each streaming its own columns of B)
+    "bf16-64-rows": (False, 0, "bfloat16", "bfloat16", False, (64, 64, 12, 64)),
+    "fp8-precise-64-rows-rem8": (True, 1, "bfloat16", "float8_e4m3fn", True, (64, 128, 12, 64, False, 1, 8)),
+    "fp8-fast-64-rows-rem16": (False, 1, "bfloat16", "float8_e4m3fn", True, (64, 128, 12, 64, False, 1, 16)),
 }
 
 
@@ -598,7 +602,8 @@ def test_rem_cols_tiles_match_float64(operands):
     cases = ((1024, 2560, 2880, 128, 128, 32, 1), (300, 2112, 1040, 128, 128, 16, 1),
              (129, 1000, 2048, 192, 128, 32, 2), (64, 152, 640, 128, 128, 8, 1), (500, 1280, 576, 128, 256, 64, 1),
              (200, 96, 4096, 128, 64, 32, 3), (1024, 2880, 1008, 128, 128, 64, 1), (300, 1440, 640, 128, 64, 32, 1),
-             (1024, 1152, 1008, 256, 128, 16, 1))
+             (1024, 1152, 1008, 256, 128, 16, 1), (128, 4608, 1024, 64, 64, 8, 1), (200, 1000, 640, 64, 128, 16, 1),
+             (128, 960, 2048, 64, 64, 16, 2))
     for m, n, k, block_m, block_n, rem, split in cases:  # ... block_m, block_n, rem, split_k
         if operands == "fp8-precise" and block_n == 256:
             block_n = 128  # precise accumulation keeps a block's sum beside the total: 64x320 of each would spill
@@ -687,8 +692,8 @@ def test_swap_ab_tiles_are_refused_where_the_kernel_has_no_such_tile():
         wgmma.kernel_args(a, b, c, 256, 64, 4, 64, swap=True)
     with pytest.raises(ValueError, match="block_m=48 with swap; expected a power of two from 16 to 256"):
         wgmma.kernel_args(a, b, c, 64, 64, 4, 48, swap=True)
-    with pytest.raises(ValueError, match=r"block_m=64; expected one of \(128, 192, 256\)"):
-        wgmma.kernel_args(a, b, c, 64, 64, 4, 64)
+    with pytest.raises(ValueError, match=r"block_m=96; expected one of \(64, 128, 192, 256\)"):
+        wgmma.kernel_args(a, b, c, 64, 64, 4, 96)
 
 
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
