@@ -156,8 +156,8 @@ def check_kernel(kernel, where, config=None):
 def pick_kernel(a, b, c, cfg, config, fast, kernel, where, row_scales=False):
     """(kernel, Config) a call runs: "wgmma" where it takes the operands and config.wgmma_config picks it, else
     "tile_loop". kernel="wgmma" runs it wherever it takes the operands, with the caller's block_n, block_k, stages and
-    programs if a config is given (block_m 64 or 128, or config.swap_ab with wgmma.run's swap tiles). row_scales: FP8 with
-    row-wise scales (config.wgmma_config). Host only."""
+    programs if a config is given (block_m 64 or 128, or config.swap_ab with wgmma.run's swap tiles). row_scales:
+    FP8 with row-wise scales (config.wgmma_config). Host only."""
     check_kernel(kernel, where, cfg)
     if cfg.swap_ab or cfg.rem_cols:  # the caller's: only the Gluon kernel has swapped or widened tiles
         kernel = "wgmma"
@@ -177,8 +177,9 @@ def pick_kernel(a, b, c, cfg, config, fast, kernel, where, row_scales=False):
             wgmma.kernel_args(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.block_m, bool(cfg.swap_ab),
                               split_k=cfg.split_k, rem=rem(cfg))  # refusals
         elif cfg.block_m not in (64, wgmma.BLOCK_M) or cfg.split_tail:
-            raise ValueError(f"{where}: kernel='wgmma' with a config runs 64- or 128-row tiles (whole or in split_k "
-                             f"slices), or swap_ab tiles (192-row ones are the defaults' to pick), got {cfg.describe()}")
+            raise ValueError(f"{where}: kernel='wgmma' with a config runs 64- or 128-row tiles (whole or in "
+                             f"split_k slices), or swap_ab tiles (192-row ones are the defaults' to pick), got "
+                             f"{cfg.describe()}")
         if not _fits(cfg, a, c):
             raise ValueError(f"{where}: kernel='wgmma': {cfg.describe()} needs more shared memory than an SM has")
         return kernel, cfg
