@@ -379,8 +379,8 @@ def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None,
         block_m=BLOCK_M, swap=False, split_k=1, rem=0):
     """c = a @ b (FP8: * scales) on one GPU with wgmma_ws_kernel: block_m x block_n tiles, `stages` ring stages, at
     most `programs` persistent programs; `supports(a, b, c)` must hold. block_m 64, 128, 192 or 256: one to four
-    consumer warpgroups of 64 rows. swap: the MMAs run on C's transpose, B's columns as their rows: block_n 64, 128 or 192
-    (one to three consumers of 64 columns) and block_m any power of two from 16 to 256 (the MMAs' N), as cuBLAS does
+    consumer warpgroups of 64 rows. swap: the MMAs run on C's transpose, B's columns as their rows: block_n 64, 128 or
+    192 (one to three consumers of 64 columns) and block_m any power of two from 16 to 256 (the MMAs' N), as cuBLAS does
     for few rows. promote (FP8): precise accumulation (fp32 every block of K), else the tensor cores' own
     accumulation across K. split_k: each tile's K in that many slices (as many as have a block of K each), one unit
     of work apiece, whose fp32 partials a second kernel adds into c (where tiles are too few for the SMs; the
