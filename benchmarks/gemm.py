@@ -77,6 +77,16 @@ def per_sm(name, cfg, sms):
     return dataclasses.replace(cfg, gemm_sms=int(more.group(1)) * sms) if more and cfg is not None else cfg
 
 
+ROWS64 = _config.WGMMA_ROW64_TILES, _config.WGMMA_FP8_FAST_ROW64_TILES
+
+
+def rows64(name):
+    """The defaults' 64-row Gluon tiles (config.WGMMA_ROW64_TILES) off for a candidate named "..., no 64-row tiles"
+    (the picks before them, timed beside the current ones), on for every other."""
+    off = name.endswith(", no 64-row tiles")
+    _config.WGMMA_ROW64_TILES, _config.WGMMA_FP8_FAST_ROW64_TILES = ((), ()) if off else ROWS64
+
+
 # tile(block_m, block_n, block_k, num_stages, num_warps, split_k=..., split_tail=...); unset fields: the device
 # default. 64-row tiles run up to M = 4096.
 CANDIDATES = {"default": None,
@@ -204,6 +214,7 @@ CANDIDATES["matmul, as given"] = None
 CANDIDATES["matmul, always copied"] = None
 CANDIDATES["matmul, edges past"] = None
 CANDIDATES["matmul, decode tile loop"] = None
+CANDIDATES["matmul, no 64-row tiles"] = None  # the picks before config.WGMMA_ROW64_TILES (rows64())
 # Alternatives where the C row stride is not a multiple of 16 elements: the store without the alignment hint (C_VEC=1).
 CANDIDATES["default, no vec"] = None
 # Where B's rows are not 128-byte aligned: B through fused_ops.pad_weight (done once per weight, outside the timing),
@@ -445,6 +456,7 @@ def run(ctx, args, run_stamp):
         for name, cfg in {**CANDIDATES, **(SMALL_M_CANDIDATES if m <= 1024 else {})}.items():
             if args.configs and name not in args.configs:
                 continue
+            rows64(name)
             if cfg is not None and "swap" not in name and (cfg.block_m <= 64 and m > 4096 or
                                                            cfg.block_m < 64 and m >= 128):
                 continue  # 64-row tiles are for small M, narrower ones for decode (M < 128)
@@ -544,7 +556,7 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, hot=0.0):
     ptr, dec = local_gemm.PTR_FLOPS, _config.WGMMA_DECODE_TILE
     toggles = {"matmul": (True, ptr, True, dec), "matmul, as given": (False, ptr, True, dec),
                "matmul, always copied": (True, 1.0, True, dec), "matmul, edges past": (True, ptr, False, dec),
-               "matmul, decode tile loop": (True, ptr, True, None)}
+               "matmul, decode tile loop": (True, ptr, True, None), "matmul, no 64-row tiles": (True, ptr, True, dec)}
 
     def with_toggles(fn):
         saved = local_gemm.ALIGN_OPERANDS, local_gemm.PTR_FLOPS, wgmma.KEEP_INSIDE, _config.WGMMA_DECODE_TILE
@@ -647,6 +659,7 @@ def quantize(x, rowwise, dim):
 
 
 FP8_DEFAULTS = ("default", "default, fast accum", "default, tile loop", "default, fast accum, tile loop")
+FP8_BEFORE = ("default, no 64-row tiles", "default, fast accum, no 64-row tiles")  # rows64()
 
 
 def run_fp8(ctx, args, run_stamp):
@@ -659,6 +672,7 @@ def run_fp8(ctx, args, run_stamp):
     rows = []
     named = [name for name in FP8_DEFAULTS if name in (args.configs or ())]  # the defaults named, else all four
     configs = {**{name: None for name in named or FP8_DEFAULTS},
+               **{name: None for name in FP8_BEFORE if name in (args.configs or ())},
                **{name: cfg for name, cfg in FP8_CANDIDATES.items() if args.configs and name in args.configs}}
     for m, n, k, tag in per_shape(ctx, args):
         if n % 16 or k % 16:
@@ -677,6 +691,7 @@ def run_fp8(ctx, args, run_stamp):
             c_torch = torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16)
             err_torch = ((c_torch.double() - ref).norm() / ref.norm()).item()
             for name, cfg in configs.items():
+                rows64(name)
                 if scaling == "row" and name not in ("default", "default, tile loop"):
                     continue  # the alternatives on per-tensor scales only
                 if name != "default" and m < 128 and cfg is not None and cfg.block_m > 64:
@@ -757,7 +772,7 @@ def main():
     p.add_argument("--configs", nargs="+", help="only these candidate names (e.g. default '64x128x64 s8 w4'), or "
                                                 "shell-style patterns of them ('16x64x256 s4 w4*')")
     args = p.parse_args()
-    known = set(CANDIDATES) | set(SMALL_M_CANDIDATES) | set(FP8_CANDIDATES) | set(FP8_DEFAULTS)
+    known = set(CANDIDATES) | set(SMALL_M_CANDIDATES) | set(FP8_CANDIDATES) | set(FP8_DEFAULTS) | set(FP8_BEFORE)
     patterns = [c for c in args.configs or () if any(ch in c for ch in "*?[")]
     unknown = {c for c in args.configs or () if c not in known and c not in patterns}
     unknown |= {c for c in patterns if not fnmatch.filter(known, c)}

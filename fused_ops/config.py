@@ -248,6 +248,14 @@ WGMMA_REM_ROWS = (16, 32)
 # FP8 (precise accumulation): the same swapped tiles only where they number at most a FEW_TILES-th of the SMs; with
 # more they lost to the tile loop (H200, results/current/gemm/remcols_e9ef942/fp8_rows_f534825.*).
 WGMMA_FP8_REM_TILE = (128, 64, 128, 6)
+# 64-row tiles (one consumer warpgroup, deep rings) where they fill most of one wave: twice the programs of 128-row
+# tiles, each streaming its own columns of B, as cuBLAS's 64-row tiles there. bf16 64x64 at 65-128 rows, K of 4096 or
+# more, from 80% of the SMs (128x3456-4096: 0.78-0.88 -> 0.89-0.99x on an H100; 96 tiles, or two waves, lost); FP8 at
+# 65-1024 rows with fast accumulation and per-tensor scales, 144 wide (128 + 16) from 90% of the SMs (114 tiles lost),
+# else 80 wide (64 + 16) from 85% at K of 6144 or more (shorter K lost). With precise accumulation they lost: a lone
+# consumer waits on its MMAs every block (results/current/gemm/rows64_fa9ce15/).
+WGMMA_ROW64_TILES = ((64, 64, 64, 12, 4096, 0.8),)  # (rows, width, block_k, stages, K from, fill of the SMs from)
+WGMMA_FP8_FAST_ROW64_TILES = ((64, 144, 128, 8, 2048, 0.9), (64, 80, 128, 12, 6144, 0.85))
 # Rows past a multiple of 64 at 129-255 rows, where whole 128x64 Gluon tiles fill one wave to at least
 # WGMMA_NARROW_FILL: its edge boxes move back inside A (wgmma.inside), where the tile loop's 64-row tiles load past
 # A's last row, which TMA serves far slower (results/current/gemm/README.md, "Rows past the edge").
@@ -269,6 +277,21 @@ def few_split(tiles, sms, k, block_k, thirds=False, third_blocks=None):
     if tiles * FEW_TILES > sms:
         return 1
     return max(1, min(sms // tiles, -(-k // block_k) // MIN_SLICE_BLOCKS))
+
+
+def row64_tile(m, n, k, sms, fp8, fast, row_scales, b_aligned):
+    """(rows, width, block_k, stages) of the Gluon kernel's 64-row tiles where they fill most of one wave (see
+    WGMMA_ROW64_TILES), else None."""
+    if fp8 and fast and not row_scales and 64 < m <= 1024:
+        tiles = WGMMA_FP8_FAST_ROW64_TILES
+    elif not fp8 and 64 < m <= 128:
+        tiles = WGMMA_ROW64_TILES
+    else:
+        return None
+    for tile in tiles:
+        if b_aligned and k >= tile[4] and tile[5] * sms <= tile_count(m, n, tile) <= sms:
+            return tile[:4]
+    return None
 
 
 def tile_count(m, n, tile):
@@ -627,6 +650,9 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
         else:
             split = few_split(tiles, sms, k, few_rows[2], m <= DECODE_ROWS)
         return replace(tile, split_k=split) if split > 1 else tile
+    rows64 = None if k is None else row64_tile(m, n, k, sms, fp8, fast, row_scales, b_aligned)
+    if rows64 is not None:
+        return gluon_tile(cfg, *rows64, swap=False)
     if fp8 and fast:
         tiles = WGMMA_FP8_FAST_TILES + (() if row_scales else (WGMMA_FP8_FAST_FOUR_TILE,))
         tiles += (WGMMA_FP8_FAST_96_TILE,) if m > WGMMA_FP8_FAST_96_TILE[0] else ()

@@ -663,6 +663,14 @@ for stage in "$@"; do
                'wgmma fp8 64x128x128 s8 rem16' 'wgmma fp8 64x64x128 s12 rem8 fast accum' \
                'wgmma fp8 64x64x128 s12 rem16 fast accum' 'wgmma fp8 64x128x128 s8 fast accum' \
                'wgmma fp8 64x128x128 s8 rem16 fast accum' --out "$OUT/rows64_fp8" ;;
+    flips64)  # one GPU: every public GEMM that config.WGMMA_ROW64_TILES moved, the new pick against the one before
+             # (", no 64-row tiles"), cool and right after heavy GEMMs; the 64-row tiles' GPU tests first
+             gemm_gpu_tests pytest_flips64.log "64_row or rem_cols or refused"
+             cool_hot flips64_bf16 --shapes 128x4096x7168 128x3584x4096 128x3584x9472 128x3584x4736 128x3584x5120 \
+               128x3456x5120 --configs matmul 'matmul, no 64-row tiles'
+             cool_hot flips64_fp8 --fp8 --shapes 128x5120x8192 128x9216x16384 128x4608x16384 1024x1152x3584 \
+               128x9472x3584 128x5120x6912 128x9216x7168 128x4608x7168 --configs 'default, fast accum' \
+               'default, fast accum, no 64-row tiles' ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;

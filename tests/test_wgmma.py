@@ -217,7 +217,9 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
     assert C.wgmma_config(cfg, 8192, 8192, 132, FP8, fast=True).block_n == 256  # many waves: the 128x256 tile
     assert C.wgmma_config(cfg, 128, 8192, 132, FP8) is None  # 64 tiles for 132 SMs (no k: nothing for few tiles)
     assert _tile(C.wgmma_config(cfg, 128, 9216, 132, FP8, k=7168))[:2] == (128, 128)  # 72 of 132, precise
-    assert C.wgmma_config(cfg, 128, 9216, 132, FP8, fast=True, k=7168) is None  # fast: the tile loop's one fp32 sum
+    # fast: 64-row tiles 144 wide, 128 of them (WGMMA_FP8_FAST_ROW64_TILES)
+    fast_rows64 = C.wgmma_config(cfg, 128, 9216, 132, FP8, fast=True, k=7168)
+    assert (_tile(fast_rows64), fast_rows64.rem_cols) == ((64, 128, 128), 16)
     assert C.wgmma_config(cfg, 128, 12288, 132, FP8) is not None  # 96 tiles
     assert C.wgmma_config(cfg, 16, 19008, 132, FP8) is None  # decode rows: 16-row tiles where swapped ones need 3 waves
     decode = C.wgmma_config(cfg, 16, 6912, 132, FP8)  # 108 swapped 16x64 tiles: one wave
@@ -257,10 +259,12 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
     assert (_tile(picked), picked.num_stages, picked.rem_cols) == ((256, 128, 32), 5, 16)
     assert C.wgmma_config(cfg, 4096, 1280, 132, FP8).block_m < 256  # precise FP8 keeps a second accumulator
     assert C.wgmma_config(cfg, 1024, 5120, 132, FP8).rem_cols == 32  # (FP8's won on both GPUs)
-    # FP8 fast accumulation: 96-wide tiles (64 + 32) where 128x128 ones leave SMs idle; precise keeps 128x128
+    # FP8 fast accumulation: 96-wide tiles (64 + 32) where 128x128 ones leave SMs idle, but 64x144 ones (128 + 16)
+    # where those fill 90% of the SMs (1152: 128 tiles); precise keeps 128x128
     for n in (1152, 1280, 1536):
         picked = C.wgmma_config(cfg, 1024, n, 132, FP8, fast=True, k=4096)
-        assert (_tile(picked)[:2], picked.rem_cols) == ((128, 64), 32), (n, picked)
+        want = ((64, 128), 16) if n == 1152 else ((128, 64), 32)
+        assert (_tile(picked)[:2], picked.rem_cols) == want, (n, picked)
         # precise: one wave of 192x64 tiles where it fits (108-120 of them), else 128x128; row-wise scales: 128x128
         want = (192, 64) if n < 1536 else (128, 128)
         assert _tile(C.wgmma_config(cfg, 1024, n, 132, FP8, k=4096))[:2] == want, n
@@ -803,8 +807,9 @@ def test_few_tiles_pick_the_gluon_kernels_split_k_and_edge_row_tiles():
     assert pick(128, 8192, 16384) is None  # 64 tiles of 128 columns: no thirds
     for n, k in ((4608, 7168), (5120, 6912)):  # 72-80 whole 128x64 tiles at long K
         assert pick(128, n, k) == ((128, 64, 64), False, 1), (n, k)
-    for n, k in ((5120, 3456), (4096, 7168), (3584, 9472)):  # short K; 64 and 56 tiles
-        assert pick(128, n, k) is None, (n, k)
+    assert pick(128, 5120, 3456) is None  # short K
+    for n, k in ((4096, 7168), (3584, 9472)):  # 112-128 64x64 tiles (WGMMA_ROW64_TILES)
+        assert pick(128, n, k) == ((64, 64, 64), False, 1), (n, k)
     assert pick(128, 1536, 512) is None  # 8 blocks of K: nothing to split
     assert pick(129, 4096, 4096) == ((128, 64, 64), True, 2, 16)  # 64 tiles of 144 rows of A, 2 slices
     assert pick(160, 4096, 4096) == ((128, 64, 64), True, 2, 32) and pick(140, 1024, 8192) == ((128, 64, 64), True, 8,
@@ -863,3 +868,67 @@ def test_few_tiles_run_split_k_by_default_and_match_float64(dtype):
         for out, ref in calls:
             err = ((out.double() - ref).norm() / ref.norm()).item()
             assert err < 5e-3, (m, n, k, err)
+
+
+def test_64_row_tiles_where_they_fill_most_of_a_wave():
+    # WGMMA_ROW64_TILES: bf16 at 65-128 rows, 64x64 tiles from 80% of the SMs to one wave, K of 4096 or more, B's rows
+    # aligned; FP8 fast accumulation with per-tensor scales at 65-1024 rows: 64x144 from 90%, else 64x80 from 85% at K
+    # of 6144 or more; never precise, row-wise, decode rows or two waves
+    cfg = C.Config(block_m=64, block_n=64, block_k=128, group_m=8, gemm_sms=132, comm_sms=1, num_stages=4,
+                   num_warps=4, tma=None, split_k=1, split_tail=False)
+
+    def pick(m, n, k, dtype=BF16, **kw):
+        got = C.wgmma_config(cfg, m, n, 132, dtype, k=k, **kw)
+        return got and (_tile(got), got.num_stages, got.rem_cols) if got is not None and got.block_m == 64 else None
+
+    for m, n, k in ((128, 3584, 5120), (128, 3456, 5120), (100, 4096, 7168), (128, 3584, 4096)):
+        assert pick(m, n, k) == ((64, 64, 64), 12, 0), (m, n, k)
+    for m, n, k in ((128, 3072, 4096), (128, 4736, 3584), (128, 3584, 3584), (64, 3584, 5120), (256, 1792, 5120)):
+        assert pick(m, n, k) is None, (m, n, k)  # 96 tiles, two waves, short K, 64 rows, 4 rows of tiles
+    assert pick(128, 3584, 5120, b_aligned=False) is None
+    assert pick(1024, 1152, 3584, FP8, fast=True) == ((64, 128, 128), 8, 16)  # 128 tiles of 144
+    assert pick(128, 9472, 3584, FP8, fast=True) == ((64, 128, 128), 8, 16)  # 132
+    assert pick(128, 4608, 7168, FP8, fast=True) == ((64, 64, 128), 12, 16)  # 116 tiles of 80
+    for m, n, k in ((128, 4608, 3584), (128, 8192, 3696), (16, 9216, 16384), (128, 14784, 8192)):
+        assert pick(m, n, k, FP8, fast=True) is None, (m, n, k)  # short K, 114 of 144, decode rows, two waves
+    assert pick(1024, 1152, 3584, FP8) is None and pick(1024, 1152, 3584, FP8, fast=True, row_scales=True) is None
+
+
+@pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
+@pytest.mark.parametrize("dtype", [BF16, FP8], ids=["bf16", "fp8-fast"])
+def test_64_row_tiles_run_by_default_and_match_float64(dtype):
+    # matmul's and fast scaled_mm's own pick where 64-row tiles fill most of a wave (80 and 144 wide with FP8): 6
+    # calls in a row each, fresh data and a poisoned output, checked after the last
+    import fused_ops
+    from fused_ops import local_gemm
+
+    shapes = (((128, 3584, 4096, 64, 0), (100, 3456, 4096, 64, 0)) if dtype == BF16 else
+              ((128, 4608, 6144, 64, 16), (1024, 1152, 2048, 128, 16), (120, 9472, 3584, 128, 16)))
+    for m, n, k, width, rem in shapes:
+        calls = []
+        for i in range(6):
+            if dtype == FP8:
+                a, b, sa, sb = _quantized(m, n, k, False)
+                ref = (a.double() * sa.double()) @ (b.double() * sb.double())
+            else:
+                a = torch.randn(m, k, device="cuda", dtype=BF16)
+                b = torch.randn(k, n, device="cuda", dtype=BF16)
+                ref = a.double() @ b.double()
+            out = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
+            if i == 0:
+                if dtype == FP8:
+                    cfg, _ = fp8.plan(a, b, None, True)
+                    kernel, cfg = fp8.pick_kernel(a, b, out, cfg, None, True, None)
+                else:
+                    cfg, _ = local_gemm.tile_loop_plan(a, b, None, lambda dev, m, n, k: local_gemm.defaults(
+                        dev, m, n, k, BF16), "test")
+                    kernel, cfg = local_gemm.pick_kernel(a, b, out, cfg, None, False, None, "test")
+                assert (kernel, cfg.block_m, cfg.block_n, cfg.rem_cols or 0) == ("wgmma", 64, width, rem), cfg
+            if dtype == FP8:
+                fp8.scaled_mm(a, b, sa, sb, out=out, use_fast_accum=True)
+            else:
+                fused_ops.matmul(a, b, out=out)
+            calls.append((out, ref))
+        for out, ref in calls:
+            err = ((out.double() - ref).norm() / ref.norm()).item()
+            assert err < (2e-2 if dtype == FP8 else 5e-3), (m, n, k, err)
