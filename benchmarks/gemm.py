@@ -573,7 +573,8 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, hot=0.0):
     if name in toggles:
         a2, b2 = with_toggles(lambda: local_gemm.aligned_operands(a, b))
         copied = a2 is not a or b2 is not b
-        if name not in ("matmul", "matmul, edges past", "matmul, decode tile loop") and copied == any(
+        if name not in ("matmul", "matmul, edges past", "matmul, decode tile loop",
+                        "matmul, no 64-row tiles") and copied == any(
                 x is not y for x, y in zip(local_gemm.aligned_operands(a, b), (a, b))):
             return []  # the same run as "matmul"
         plan, _ = local_gemm.tile_loop_plan(a2, b2, None, lambda dev, m, n, k: local_gemm.defaults(
