@@ -871,7 +871,7 @@ def test_few_tiles_run_split_k_by_default_and_match_float64(dtype):
 
 
 def test_64_row_tiles_where_they_fill_most_of_a_wave():
-    # WGMMA_ROW64_TILES: bf16 at 65-128 rows, 64x64 tiles from 80% of the SMs to one wave, K of 4096 or more, B's rows
+    # WGMMA_ROW64_TILES: bf16 at 65-128 rows, 64x64 tiles from 80% of the SMs to one wave, K of 4608 or more, B's rows
     # aligned; FP8 fast accumulation with per-tensor scales at 65-1024 rows: 64x144 from 90%, else 64x80 from 85% at K
     # of 6144 or more; never precise, row-wise, decode rows or two waves
     cfg = C.Config(block_m=64, block_n=64, block_k=128, group_m=8, gemm_sms=132, comm_sms=1, num_stages=4,
@@ -881,9 +881,9 @@ def test_64_row_tiles_where_they_fill_most_of_a_wave():
         got = C.wgmma_config(cfg, m, n, 132, dtype, k=k, **kw)
         return got and (_tile(got), got.num_stages, got.rem_cols) if got is not None and got.block_m == 64 else None
 
-    for m, n, k in ((128, 3584, 5120), (128, 3456, 5120), (100, 4096, 7168), (128, 3584, 4096)):
+    for m, n, k in ((128, 3584, 5120), (128, 3456, 5120), (100, 4096, 7168), (128, 3584, 4608)):
         assert pick(m, n, k) == ((64, 64, 64), 12, 0), (m, n, k)
-    for m, n, k in ((128, 3072, 4096), (128, 4736, 3584), (128, 3584, 3584), (64, 3584, 5120), (256, 1792, 5120)):
+    for m, n, k in ((128, 3072, 5120), (128, 4736, 5120), (128, 3584, 4096), (64, 3584, 5120), (256, 1792, 5120)):
         assert pick(m, n, k) is None, (m, n, k)  # 96 tiles, two waves, short K, 64 rows, 4 rows of tiles
     assert pick(128, 3584, 5120, b_aligned=False) is None
     assert pick(1024, 1152, 3584, FP8, fast=True) == ((64, 128, 128), 8, 16)  # 128 tiles of 144
@@ -902,7 +902,7 @@ def test_64_row_tiles_run_by_default_and_match_float64(dtype):
     import fused_ops
     from fused_ops import local_gemm
 
-    shapes = (((128, 3584, 4096, 64, 0), (100, 3456, 4096, 64, 0)) if dtype == BF16 else
+    shapes = (((128, 3584, 4608, 64, 0), (100, 3456, 5120, 64, 0)) if dtype == BF16 else
               ((128, 4608, 6144, 64, 16), (1024, 1152, 2048, 128, 16), (120, 9472, 3584, 128, 16)))
     for m, n, k, width, rem in shapes:
         calls = []
