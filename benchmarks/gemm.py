@@ -42,8 +42,8 @@ def tile(block_m, block_n, block_k, num_stages, num_warps, **more):
 def gluon_candidate(name, cfg, a, c, sms):
     """A Gluon-kernel candidate as run: every SM's program, group_m 8; "kfill": split_k = the SMs over the tiles
     (wgmma.slices keeps those with a block of K); "remR": tiles R wider (wgmma.run(rem=R)): block_m + R rows of A
-    (swapped), else block_n + R columns of B; "kS": S slices of K (fewer where K has fewer blocks); its stages cut to
-    what fits beside the staging tiles."""
+    (swapped), else block_n + R columns of B; "kS": S slices of K (fewer where K has fewer blocks); "turns": two
+    consumers on each 64-row tile (wgmma.run(turns=True)); its stages cut to what fits beside the staging tiles."""
     swap = "swap" in name
     cfg = dataclasses.replace(cfg, gemm_sms=sms, group_m=8, split_k=1, swap_ab=swap, rem_rows=rem(name) if swap else 0,
                               rem_cols=0 if swap else rem(name))
@@ -51,6 +51,10 @@ def gluon_candidate(name, cfg, a, c, sms):
         tiles = -(-c.shape[0] // (cfg.block_m + cfg.rem_rows)) * -(-c.shape[1] // (cfg.block_n + cfg.rem_cols))
         want = named_slices(name) or max(1, sms // tiles)  # C's tiles: "kfill" fills the SMs once
         cfg = dataclasses.replace(cfg, split_k=wgmma.slices(a.shape[1], cfg.block_k, want))
+    while " turns" in name and not wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, a.element_size(),
+                                               4 if cfg.split_k > 1 else c.element_size(), cfg.block_m,
+                                               local_gemm.rem(cfg), True):
+        cfg = dataclasses.replace(cfg, num_stages=cfg.num_stages - 1)
     return local_gemm._fit(cfg, a, c)
 
 
@@ -400,6 +404,14 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "wgmma fp8 64x64x128 s12 rem16 fast accum": tile(64, 64, 128, 12, 4),
                   "wgmma fp8 64x128x128 s8 fast accum": tile(64, 128, 128, 8, 4),
                   "wgmma fp8 64x128x128 s8 rem16 fast accum": tile(64, 128, 128, 8, 4),
+                  # ... two consumers taking turns on each 64-row tile's blocks of K: precise accumulation's waits
+                  # overlap the other consumer's MMAs
+                  "wgmma fp8 64x64x128 s10 rem16 turns": tile(64, 64, 128, 10, 4),
+                  "wgmma fp8 64x64x128 s11 rem8 turns": tile(64, 64, 128, 11, 4),
+                  "wgmma fp8 64x128x128 s7 turns": tile(64, 128, 128, 7, 4),
+                  "wgmma fp8 64x128x128 s6 rem16 turns": tile(64, 128, 128, 6, 4),
+                  "wgmma fp8 64x64x128 s10 rem16 turns fast accum": tile(64, 64, 128, 10, 4),
+                  "wgmma fp8 64x128x128 s6 rem16 turns fast accum": tile(64, 128, 128, 6, 4),
                   "wgmma fp8 swap 128x64x128 s6": tile(128, 64, 128, 6, 4),
                   "wgmma fp8 swap 128x64x128 s6 k2": tile(128, 64, 128, 6, 4),
                   "wgmma fp8 swap 128x64x128 s6 kfill": tile(128, 64, 128, 6, 4),
@@ -595,7 +607,7 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, hot=0.0):
         if name in toggles:
             return with_toggles(lambda: local_gemm.matmul(a, b, out=c))
         return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, block_m=cfg.block_m,
-                         swap=swap, split_k=cfg.split_k, rem=local_gemm.rem(cfg))
+                         swap=swap, split_k=cfg.split_k, rem=local_gemm.rem(cfg), turns=" turns" in name)
     c.fill_(float("nan"))
     call()
     err = ((c.double() - ref).norm() / ref.norm()).item()
@@ -725,7 +737,7 @@ def run_fp8(ctx, args, run_stamp):
                     if kernel == "wgmma":
                         return wgmma.run(a, b, c, used.block_n, used.block_k, used.num_stages, used.gemm_sms, sa, sb,
                                          promote=not fast, block_m=used.block_m, swap="swap" in name,
-                                         split_k=used.split_k, rem=local_gemm.rem(used))
+                                         split_k=used.split_k, rem=local_gemm.rem(used), turns=" turns" in name)
                     return fp8.scaled_mm(a, b, sa, sb, out=c, config=cfg, use_fast_accum=fast, kernel=kernel)
                 c.fill_(float("nan"))
                 try:

@@ -61,6 +61,11 @@ if _GLUON:
         n = min(256, block_n // warps[1])
         return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=warps, instr_shape=[16, n, 256 // bits])
 
+    @gluon.constexpr_function
+    def sums_layout(shape):
+        """Shared layout of TURNS's fp32 sums handed between consumers (the MMAs' own swizzle for fp32)."""
+        return gl.NVMMASharedLayout.get_default_for(list(shape), gl.float32)
+
     @gluon.jit
     def tile_coords(tile, num_pid_m, num_pid_n, GROUP_M: gl.constexpr):
         """Grouped order, as gemm.tile_coords: GROUP_M row-tiles share B's columns while they are hot in L2."""
@@ -93,12 +98,13 @@ if _GLUON:
         a_bufs, b_bufs, b2_bufs, ready, empty,          # the ring's stages and barriers
         M, N, K,                                        # problem size
         GROUP_M: gl.constexpr, NUM_BUFFERS: gl.constexpr, A_T: gl.constexpr, B_T: gl.constexpr,
-        CONSUMERS: gl.constexpr, SPLIT_K: gl.constexpr, INSIDE: gl.constexpr, REM: gl.constexpr,
+        BOXES: gl.constexpr, SPLIT_K: gl.constexpr, INSIDE: gl.constexpr, REM: gl.constexpr,
     ):
         """The load warp of wgmma_ws_kernel: every K block of every (tile, slice of K) of this program into the ring
-        (A as one 64-row box per consumer), each stage once every consumer has released it."""
+        (A as BOXES boxes of 64 rows: one per consumer, or one that two consumers take turns on), each stage once its
+        consumers have released it."""
         HALF_M: gl.constexpr = a_desc.block_type.shape[1] if A_T else a_desc.block_type.shape[0]
-        BLOCK_M: gl.constexpr = CONSUMERS * HALF_M
+        BLOCK_M: gl.constexpr = BOXES * HALF_M
         BLOCK_K: gl.constexpr = a_desc.block_type.shape[0] if A_T else a_desc.block_type.shape[1]
         BLOCK_N: gl.constexpr = b_desc.block_type.shape[0] if B_T else b_desc.block_type.shape[1]
         num_pid_m = gl.cdiv(M, BLOCK_M)
@@ -115,18 +121,18 @@ if _GLUON:
                 mbarrier.wait(empty.index(s), ((p // NUM_BUFFERS) & 1) ^ 1)  # a fresh barrier passes parity 1
                 bar = ready.index(s)
                 if REM > 0:
-                    mbarrier.expect(bar, CONSUMERS * a_desc.block_type.nbytes + b_desc.block_type.nbytes
+                    mbarrier.expect(bar, BOXES * a_desc.block_type.nbytes + b_desc.block_type.nbytes
                                     + b2_desc.block_type.nbytes)
                 else:
-                    mbarrier.expect(bar, CONSUMERS * a_desc.block_type.nbytes + b_desc.block_type.nbytes)
-                for h in gl.static_range(CONSUMERS):
+                    mbarrier.expect(bar, BOXES * a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+                for h in gl.static_range(BOXES):
                     row0 = inside(pid_m * BLOCK_M + h * HALF_M, HALF_M, M, INSIDE)
                     if A_T:
                         tma.async_copy_global_to_shared(a_desc, [kk * BLOCK_K, row0], bar,
-                                                        a_bufs.index(s * CONSUMERS + h))
+                                                        a_bufs.index(s * BOXES + h))
                     else:
                         tma.async_copy_global_to_shared(a_desc, [row0, kk * BLOCK_K], bar,
-                                                        a_bufs.index(s * CONSUMERS + h))
+                                                        a_bufs.index(s * BOXES + h))
                 if B_T:
                     tma.async_copy_global_to_shared(b_desc, [col0, kk * BLOCK_K], bar, b_bufs.index(s))
                 else:
@@ -177,6 +183,7 @@ if _GLUON:
         SCALES: gl.constexpr,                           # 0: none; 1: per-tensor; 2: row-wise
         PROMOTE: gl.constexpr,                          # FP8: add each block's sum into the fp32 accumulator
         CONSUMERS: gl.constexpr,                        # consumer warpgroups (64 rows each)
+        TURNS: gl.constexpr,                            # two consumers, one 64-row tile: alternate blocks of K
         SPLIT_K: gl.constexpr,                          # slices of K per tile (> 1: c_desc holds fp32 partials)
         INSIDE: gl.constexpr,                           # edge boxes moved back inside the operands (inside())
         REM: gl.constexpr,                              # a second MMA of REM more columns of B per tile (16-bit)
@@ -184,16 +191,23 @@ if _GLUON:
         """A consumer warpgroup of wgmma_ws_kernel: waits for a block, multiplies its 64 rows of A by B and releases
         the stage once its MMAs are done. PROMOTE: waits for them at every block and adds the block's sum into fp32
         (the other warpgroups' MMAs keep the tensor cores busy meanwhile, so they drift into turns); else one block's
-        MMAs stay in flight while the next block's issue."""
-        a_bufs, b_bufs, b2_bufs, ready, empty, c_desc, c2_desc, SA, SB, M, N, K, M_PAD = ops
+        MMAs stay in flight while the next block's issue. TURNS: the two consumers share the tile's 64 rows and take
+        alternate blocks of K, each into its own sum, the second handing its sum to the first through shared memory
+        at the tile's end (so precise FP8 keeps one warpgroup's MMAs running while the other adds, at 64-row tiles)."""
+        a_bufs, b_bufs, b2_bufs, ready, empty, c_desc, c2_desc, SA, SB, M, N, K, M_PAD, red, red2, handoff = ops
+        BOXES: gl.constexpr = 1 if TURNS else CONSUMERS  # 64-row boxes of A per stage
+        BOX: gl.constexpr = 0 if TURNS else HALF  # ... and this consumer's
+        FIRST: gl.constexpr = HALF if TURNS else 0  # this consumer's first block of a tile, and its stride
+        STEP: gl.constexpr = 2 if TURNS else 1
         HALF_M: gl.constexpr = a_bufs.type.shape[2] if A_T else a_bufs.type.shape[1]
         BLOCK_N: gl.constexpr = b_bufs.type.shape[1] if B_T else b_bufs.type.shape[2]
         BLOCK_K: gl.constexpr = a_bufs.type.shape[1] if A_T else a_bufs.type.shape[2]
         layout: gl.constexpr = mma_layout(HALF_M, BLOCK_N, a_bufs.dtype.primitive_bitwidth, 4)
-        num_pid_m = gl.cdiv(M, CONSUMERS * HALF_M)
+        num_pid_m = gl.cdiv(M, BOXES * HALF_M)
         num_pid_n = gl.cdiv(N, BLOCK_N + REM)
         per = gl.cdiv(gl.cdiv(K, BLOCK_K), SPLIT_K)
         zero = gl.zeros([HALF_M, BLOCK_N], gl.float32, layout)
+        t = 0  # TURNS: tiles handed over so far (the handoff barriers' phase)
         if REM > 0:
             layout2: gl.constexpr = mma_layout(HALF_M, REM, a_bufs.dtype.primitive_bitwidth, 4)
             zero2 = gl.zeros([HALF_M, REM], gl.float32, layout2)
@@ -204,10 +218,11 @@ if _GLUON:
             acc = zero
             if REM > 0:
                 acc2 = zero2
-            for kk in range(k0, k1):
-                s = c % NUM_BUFFERS
-                mbarrier.wait(ready.index(s), (c // NUM_BUFFERS) & 1)
-                a = a_bufs.index(s * CONSUMERS + HALF)
+            for kk in range(k0 + FIRST, k1, STEP):
+                q = c + kk - k0  # the block's place in the ring's sequence
+                s = q % NUM_BUFFERS
+                mbarrier.wait(ready.index(s), (q // NUM_BUFFERS) & 1)
+                a = a_bufs.index(s * BOXES + BOX)
                 if A_T:
                     a = a.permute((1, 0))
                 b = b_bufs.index(s)
@@ -227,31 +242,56 @@ if _GLUON:
                         part = warpgroup_mma_wait(0, deps=(part, ))
                     acc += part
                     mbarrier.arrive(empty.index(s), count=1)
+                elif TURNS:  # each block's MMAs waited for: the stage is this consumer's alone
+                    acc = warpgroup_mma(a, b, acc, use_acc=kk > k0 + FIRST, is_async=True)
+                    if REM > 0:
+                        acc2 = warpgroup_mma(a, b2, acc2, use_acc=kk > k0 + FIRST, is_async=True)
+                        acc, acc2 = warpgroup_mma_wait(0, deps=(acc, acc2))
+                    else:
+                        acc = warpgroup_mma_wait(0, deps=(acc, ))
+                    mbarrier.arrive(empty.index(s), count=1)
                 elif REM > 0:  # two MMAs a block: wait until only this block's two are in flight
                     acc = warpgroup_mma(a, b, acc, use_acc=kk > k0, is_async=True)
                     acc2 = warpgroup_mma(a, b2, acc2, use_acc=kk > k0, is_async=True)
                     acc, acc2 = warpgroup_mma_wait(2, deps=(acc, acc2))
-                    mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1, pred=kk > k0)
+                    mbarrier.arrive(empty.index((q + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1, pred=kk > k0)
                 else:
                     acc = warpgroup_mma(a, b, acc, use_acc=kk > k0, is_async=True)
                     acc = warpgroup_mma_wait(1, deps=(acc, ))  # the previous block's MMAs are done: release it
-                    mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1, pred=kk > k0)
-                c += 1
-            if REM > 0 and not PROMOTE:
+                    mbarrier.arrive(empty.index((q + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1, pred=kk > k0)
+            c += k1 - k0
+            if REM > 0 and not PROMOTE and not TURNS:
                 acc, acc2 = warpgroup_mma_wait(0, deps=(acc, acc2))
                 mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1)
-            elif not PROMOTE:
+            elif not PROMOTE and not TURNS:
                 acc = warpgroup_mma_wait(0, deps=(acc, ))
                 mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1)
-            row0 = inside((pid_m * CONSUMERS + HALF) * HALF_M, HALF_M, M, INSIDE)  # as the load warp loaded them
-            col0 = inside(pid_n * (BLOCK_N + REM), BLOCK_N, N, INSIDE)
-            acc = scaled(acc, SA, SB, row0, col0, M, N, SCALES)
-            first = (unit // (num_pid_m * num_pid_n)) * M_PAD  # split-K: this slice's rows of the fp32 partials
-            store_tile(acc, c_smem, c_desc, first, row0, col0, C_T)
-            if REM > 0:
-                col2 = inside(pid_n * (BLOCK_N + REM) + BLOCK_N, REM, N, INSIDE)
-                acc2 = scaled(acc2, SA, SB, row0, col2, M, N, SCALES)
-                store_tile(acc2, c2_smem, c2_desc, first, row0, col2, C_T)
+            if TURNS and HALF == 1:  # hand this sum to the first consumer, once it has taken the previous one
+                mbarrier.wait(handoff.index(1), (t & 1) ^ 1)
+                red.store(acc)
+                if REM > 0:
+                    red2.store(acc2)
+                gl.thread_barrier()  # every thread's part stored before the arrive releases them
+                mbarrier.arrive(handoff.index(0), count=1)
+                t += 1
+            else:
+                if TURNS:  # the second consumer's sum of the other blocks of K
+                    mbarrier.wait(handoff.index(0), t & 1)
+                    acc += red.load(layout)
+                    if REM > 0:
+                        acc2 += red2.load(layout2)
+                    gl.thread_barrier()  # every thread's part read before the arrive lets the next one in
+                    mbarrier.arrive(handoff.index(1), count=1)
+                    t += 1
+                row0 = inside((pid_m * BOXES + BOX) * HALF_M, HALF_M, M, INSIDE)  # as the load warp loaded them
+                col0 = inside(pid_n * (BLOCK_N + REM), BLOCK_N, N, INSIDE)
+                acc = scaled(acc, SA, SB, row0, col0, M, N, SCALES)
+                first = (unit // (num_pid_m * num_pid_n)) * M_PAD  # split-K: this slice's rows of the fp32 partials
+                store_tile(acc, c_smem, c_desc, first, row0, col0, C_T)
+                if REM > 0:
+                    col2 = inside(pid_n * (BLOCK_N + REM) + BLOCK_N, REM, N, INSIDE)
+                    acc2 = scaled(acc2, SA, SB, row0, col2, M, N, SCALES)
+                    store_tile(acc2, c2_smem, c2_desc, first, row0, col2, C_T)
         tma.store_wait(pendings=0)
 
     @gluon.jit
@@ -274,14 +314,16 @@ if _GLUON:
         SPLIT_K: gl.constexpr,                          # slices of K per tile; > 1: c_desc is the fp32 partials'
         INSIDE: gl.constexpr,                           # edge tiles' boxes moved back inside A, B and C (inside())
         REM: gl.constexpr = 0,                          # tiles BLOCK_N + REM wide: a second MMA of N = REM (16-bit)
+        TURNS: gl.constexpr = False,                    # two consumers on one 64-row tile, alternate blocks of K
     ):
         """Warp-specialized: one warp loads, one to four warpgroups of 4 warps (this kernel's own, and workers)
-        each compute 64 rows of every tile, synchronized only through the ring's mbarriers (no CTA-wide barrier), so
-        one can wait on its MMAs and add while another's run."""
-        a_bufs = gl.allocate_shared_memory(a_desc.dtype, [NUM_BUFFERS * CONSUMERS] + a_desc.block_type.shape,
+        each compute 64 rows of every tile (TURNS: two take turns on one 64-row tile's blocks of K), synchronized
+        only through mbarriers (no CTA-wide barrier), so one can wait on its MMAs and add while another's run."""
+        BOXES: gl.constexpr = 1 if TURNS else CONSUMERS  # 64-row boxes of A per stage, and C staging tiles
+        a_bufs = gl.allocate_shared_memory(a_desc.dtype, [NUM_BUFFERS * BOXES] + a_desc.block_type.shape,
                                            a_desc.layout)
         b_bufs = gl.allocate_shared_memory(b_desc.dtype, [NUM_BUFFERS] + b_desc.block_type.shape, b_desc.layout)
-        c_bufs = gl.allocate_shared_memory(c_desc.dtype, [CONSUMERS] + c_desc.block_type.shape, c_desc.layout)
+        c_bufs = gl.allocate_shared_memory(c_desc.dtype, [BOXES] + c_desc.block_type.shape, c_desc.layout)
         if REM > 0:  # REM's columns of C leave through the same staging tile, after the first part has left it
             b2_bufs = gl.allocate_shared_memory(b2_desc.dtype, [NUM_BUFFERS] + b2_desc.block_type.shape,
                                                 b2_desc.layout)
@@ -291,49 +333,61 @@ if _GLUON:
         empty = gl.allocate_shared_memory(gl.int64, [NUM_BUFFERS, 1], mbarrier.MBarrierLayout())
         for i in gl.static_range(NUM_BUFFERS):
             mbarrier.init(ready.index(i), count=1)
-            mbarrier.init(empty.index(i), count=CONSUMERS)
+            mbarrier.init(empty.index(i), count=BOXES)  # TURNS: each stage is one consumer's
+        if TURNS:  # the second consumer's fp32 sums, handed to the first (handoff 0: stored, 1: taken)
+            red = gl.allocate_shared_memory(gl.float32, c_desc.block_type.shape, sums_layout(c_desc.block_type.shape))
+            if REM > 0:
+                red2 = gl.allocate_shared_memory(gl.float32, c2_desc.block_type.shape,
+                                                 sums_layout(c2_desc.block_type.shape))
+            else:  # not read
+                red2 = red
+            handoff = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+            mbarrier.init(handoff.index(0), count=1)
+            mbarrier.init(handoff.index(1), count=1)
+        else:  # not read
+            red, red2, handoff = c_bufs, c_bufs, ready
         # what every consumer reads; one branch per consumer count, since Gluon holds no (function, arguments) pair
         # in a variable and a tuple of constexprs does not pass into a partition
-        ops = (a_bufs, b_bufs, b2_bufs, ready, empty, c_desc, c2_desc, SA, SB, M, N, K, M_PAD)
+        ops = (a_bufs, b_bufs, b2_bufs, ready, empty, c_desc, c2_desc, SA, SB, M, N, K, M_PAD, red, red2, handoff)
         if CONSUMERS == 1:
             gl.warp_specialize([
                 (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM)),
+                               CONSUMERS, TURNS, SPLIT_K, INSIDE, REM)),
                 (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
-                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM)),
+                            NUM_BUFFERS, A_T, B_T, BOXES, SPLIT_K, INSIDE, REM)),
             ], [1], [LOAD_REGS])
         elif CONSUMERS == 2:
             gl.warp_specialize([
                 (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM)),
-                (ws_consumer, (1, c_bufs.index(1), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM)),
+                               CONSUMERS, TURNS, SPLIT_K, INSIDE, REM)),
+                (ws_consumer, (1, c_bufs.index(BOXES - 1), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES,
+                               PROMOTE, CONSUMERS, TURNS, SPLIT_K, INSIDE, REM)),
                 (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
-                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM)),
+                            NUM_BUFFERS, A_T, B_T, BOXES, SPLIT_K, INSIDE, REM)),
             ], [4, 1], [CONSUMER_REGS, LOAD_REGS])
         elif CONSUMERS == 3:
             gl.warp_specialize([
                 (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM)),
+                               CONSUMERS, TURNS, SPLIT_K, INSIDE, REM)),
                 (ws_consumer, (1, c_bufs.index(1), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM)),
+                               CONSUMERS, TURNS, SPLIT_K, INSIDE, REM)),
                 (ws_consumer, (2, c_bufs.index(2), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM)),
+                               CONSUMERS, TURNS, SPLIT_K, INSIDE, REM)),
                 (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
-                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM)),
+                            NUM_BUFFERS, A_T, B_T, BOXES, SPLIT_K, INSIDE, REM)),
             ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, LOAD_REGS])
         else:
             gl.warp_specialize([
                 (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM)),
+                               CONSUMERS, TURNS, SPLIT_K, INSIDE, REM)),
                 (ws_consumer, (1, c_bufs.index(1), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM)),
+                               CONSUMERS, TURNS, SPLIT_K, INSIDE, REM)),
                 (ws_consumer, (2, c_bufs.index(2), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM)),
+                               CONSUMERS, TURNS, SPLIT_K, INSIDE, REM)),
                 (ws_consumer, (3, c_bufs.index(3), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, SPLIT_K, INSIDE, REM)),
+                               CONSUMERS, TURNS, SPLIT_K, INSIDE, REM)),
                 (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
-                            NUM_BUFFERS, A_T, B_T, CONSUMERS, SPLIT_K, INSIDE, REM)),
+                            NUM_BUFFERS, A_T, B_T, BOXES, SPLIT_K, INSIDE, REM)),
             ], [4, 4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, CONSUMER_REGS, LOAD_REGS])
 
 _GL_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32",
@@ -352,10 +406,12 @@ KEEP_INSIDE = True  # edge boxes moved back inside the operands (inside(); False
 SMEM_BYTES = 232448 - 1024  # shared memory a program may use on an H100/H200, less the barriers' and the compiler's
 
 
-def fits(block_n, block_k, stages, in_bytes, out_bytes, block_m=BLOCK_M, rem=0):
+def fits(block_n, block_k, stages, in_bytes, out_bytes, block_m=BLOCK_M, rem=0, turns=False):
     """Whether the ring of `stages` A/B stages (rem: its extra rows of A or columns of B) plus the consumers' C
-    staging tiles (which REM's part of C passes through in turn) fit in shared memory."""
-    return stages * (block_m + block_n + rem) * block_k * in_bytes + block_m * block_n * out_bytes <= SMEM_BYTES
+    staging tiles (which REM's part of C passes through in turn) fit in shared memory (turns: and the fp32 sums one
+    consumer hands the other, 64 x (block_n + rem))."""
+    sums = block_m * (block_n + rem) * 4 if turns else 0
+    return stages * (block_m + block_n + rem) * block_k * in_bytes + block_m * block_n * out_bytes + sums <= SMEM_BYTES
 
 
 def supports(a, b, c):
@@ -376,7 +432,7 @@ def supports(a, b, c):
 
 
 def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None, promote=False, group_m=8,
-        block_m=BLOCK_M, swap=False, split_k=1, rem=0):
+        block_m=BLOCK_M, swap=False, split_k=1, rem=0, turns=False):
     """c = a @ b (FP8: * scales) on one GPU with wgmma_ws_kernel: block_m x block_n tiles, `stages` ring stages, at
     most `programs` persistent programs; `supports(a, b, c)` must hold. block_m 64, 128, 192 or 256: one to four
     consumer warpgroups of 64 rows. swap: the MMAs run on C's transpose, B's columns as their rows: block_n 64, 128 or
@@ -388,10 +444,11 @@ def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None,
     share one). rem: a second MMA of N = rem (8 to 64) per tile, past the first's: with swap, tiles
     block_m + rem rows of A wide, so that 129-144 rows run as one 144-row tile rather than two of 128; without,
     block_n + rem columns of B wide (128 + 32: 160), tile counts between those of powers of two (Gluon's tensors are
-    powers of two). One launch (two with split_k); host cost: three TMA descriptors (five with rem). Not
-    collective."""
+    powers of two). turns (block_m 64): two consumer warpgroups on each 64-row tile, taking alternate blocks of K and
+    adding their sums at the tile's end (FP8 precise accumulation: one's MMAs run while the other adds). One launch
+    (two with split_k); host cost: three TMA descriptors (five with rem). Not collective."""
     args, consts, units, partials = kernel_args(a, b, c, block_n, block_k, stages, block_m, swap, scale_a, scale_b,
-                                                promote, group_m, split_k, rem)
+                                                promote, group_m, split_k, rem, turns)
     wgmma_ws_kernel[(min(programs, units),)](*args, **consts, num_warps=4)
     if partials is not None:
         sum_slices(partials, c)
@@ -408,7 +465,7 @@ _partials = {}
 
 
 def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, scale_a=None, scale_b=None,
-                promote=False, group_m=8, split_k=1, rem=0):
+                promote=False, group_m=8, split_k=1, rem=0, turns=False):
     """(arguments, constexprs, units of work, fp32 partials or None) of wgmma_ws_kernel for run()'s call (the CPU
     tests compile it from these)."""
     rows, cols = (block_n, block_m) if swap else (block_m, block_n)
@@ -422,6 +479,9 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
         raise ValueError(f"wgmma.run: split_k={split_k!r}; expected a positive integer")
     if rem and rem not in REMS:
         raise ValueError(f"wgmma.run: rem={rem!r}; expected 0 or one of {REMS}")
+    if turns and (swap or rows != 64):
+        raise ValueError(f"wgmma.run: turns=True with {'swap=True' if swap else f'block_m={rows}'}; expected "
+                         f"block_m=64, not swapped (two consumers taking turns on one 64-row tile)")
     if stages < 2:  # a consumer releases a stage once the next block's MMAs are issued: one stage would deadlock
         raise ValueError(f"wgmma.run: stages={stages}; expected at least 2 (a smaller block_k frees shared memory)")
     if promote and rows > 192:
@@ -462,9 +522,10 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
     descs = (desc(a, a_t, [64, block_k]), desc(b, b_t, [block_k, cols]), desc(c, c_t, [64, cols]))
     rest = (desc(b, b_t, [block_k, rem]), desc(c, c_t, [64, rem])) if rem else descs[1:]  # REM's boxes, else unread
     args = descs + rest + (scale_a, scale_b, m, n, k, m_pad)
+    consumers = 2 if turns else rows // 64
     consts = dict(GROUP_M=group_m, NUM_BUFFERS=stages, A_T=a_t, B_T=b_t, C_T=c_t, SCALES=scales,
-                  PROMOTE=bool(promote), CONSUMER_REGS=CONSUMER_REGS[rows // 64], LOAD_REGS=LOAD_REGS[rows // 64],
-                  CONSUMERS=rows // 64, SPLIT_K=split, INSIDE=KEEP_INSIDE, REM=rem)
+                  PROMOTE=bool(promote), CONSUMER_REGS=CONSUMER_REGS[consumers], LOAD_REGS=LOAD_REGS[consumers],
+                  CONSUMERS=consumers, SPLIT_K=split, INSIDE=KEEP_INSIDE, REM=rem, TURNS=bool(turns))
     return args, consts, triton.cdiv(m, rows) * triton.cdiv(n, cols + rem) * split, partials
 
 

@@ -671,6 +671,16 @@ for stage in "$@"; do
              cool_hot flips64_fp8 --fp8 --shapes 128x5120x8192 128x9216x16384 128x4608x16384 1024x1152x3584 \
                128x9472x3584 128x5120x6912 128x9216x7168 128x4608x7168 --configs 'default, fast accum' \
                'default, fast accum, no 64-row tiles' ;;
+    turns)   # one GPU: two consumers taking turns on each 64-row Gluon tile's blocks of K, at the FP8 GEMMs below
+             # their floors with precise accumulation (and two with fast), against the defaults; their GPU tests first
+             gemm_gpu_tests pytest_turns.log "turns or 64_row"
+             run gemm_turns_fp8.log timeout 400 python3 benchmarks/gemm.py --fp8 --shapes 128x5120x8192 \
+               128x4736x3584 128x5120x2560 128x5120x6912 128x4608x7168 128x9472x3584 128x5120x3456 128x8192x3696 \
+               128x14784x8192 128x9216x16384 1024x1152x3584 1024x1536x4096 1024x1440x2880 1024x1280x8192 \
+               1024x1280x2880 --configs default 'default, fast accum' 'wgmma fp8 64x64x128 s10 rem16 turns' \
+               'wgmma fp8 64x64x128 s11 rem8 turns' 'wgmma fp8 64x128x128 s7 turns' \
+               'wgmma fp8 64x128x128 s6 rem16 turns' 'wgmma fp8 64x64x128 s10 rem16 turns fast accum' \
+               'wgmma fp8 64x128x128 s6 rem16 turns fast accum' --out "$OUT/turns_fp8" ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;

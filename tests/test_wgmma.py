@@ -30,7 +30,7 @@ def _tile(cfg):
 
 
 def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.float8_e4m3fn, b_t=True, block_m=128,
-                 swap=False, split_k=1, rem=0):
+                 swap=False, split_k=1, rem=0, turns=False):
     """(PTX, shared bytes, ptxas's report) of wgmma_ws_kernel for sm_90a, compiled here without a GPU, with the
     arguments wgmma.run would pass."""
     import triton
@@ -44,7 +44,7 @@ def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.fl
     b = b.t() if b_t else b
     sa = sb = torch.ones(1 if scales < 2 else 256) if scales else None
     args, consts, _, _ = wgmma.kernel_args(a, b, c, bn, bk, stages, block_m, swap, sa, sb, promote, split_k=split_k,
-                                           rem=rem)
+                                           rem=rem, turns=turns)
     assert consts["SPLIT_K"] == split_k and consts["REM"] == rem
     fn = wgmma.wgmma_ws_kernel
     sig = dict(zip(fn.arg_names, [mangle_type(x) for x in args[:5]] + ["*fp32", "*fp32"] + ["i32"] * 4))
@@ -66,7 +66,7 @@ FP8, BF16 = torch.float8_e4m3fn, torch.bfloat16
 
 
 # id: (promote, scales, out dtype, operand dtype, B K-major,
-#      (block_n, block_k, stages[, block_m[, swap[, split_k[, rem]]]]))
+#      (block_n, block_k, stages[, block_m[, swap[, split_k[, rem[, turns]]]]]))
 COMPILE_CASES = {
     "fp8-precise-tensor": (True, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 6)),
     "fp8-precise-row": (True, 2, "bfloat16", "float8_e4m3fn", True, (128, 128, 6)),
@@ -116,6 +116,11 @@ COMPILE_CASES = {
     "bf16-64-rows": (False, 0, "bfloat16", "bfloat16", False, (64, 64, 12, 64)),
     "fp8-precise-64-rows-rem8": (True, 1, "bfloat16", "float8_e4m3fn", True, (64, 128, 12, 64, False, 1, 8)),
     "fp8-fast-64-rows-rem16": (False, 1, "bfloat16", "float8_e4m3fn", True, (64, 128, 12, 64, False, 1, 16)),
+    # ... two consumers taking turns on a 64-row tile's blocks of K (precise FP8: one's MMAs run while the other adds)
+    "fp8-precise-64-rows-turns-rem16": (True, 1, "bfloat16", "float8_e4m3fn", True,
+                                        (128, 128, 8, 64, False, 1, 16, True)),
+    "fp8-precise-row-64-rows-turns": (True, 2, "bfloat16", "float8_e4m3fn", True, (64, 128, 12, 64, False, 1, 16, True)),
+    "bf16-64-rows-turns-split-k": (False, 0, "bfloat16", "bfloat16", False, (64, 64, 8, 64, False, 2, 0, True)),
 }
 
 
@@ -126,11 +131,12 @@ def compile_cases(names=None):
     for name in names or COMPILE_CASES:
         promote, scales, out_dtype, dtype, b_t, tile = COMPILE_CASES[name]
         out_dtype, dtype = getattr(torch, out_dtype), getattr(torch, dtype)
-        tile, (block_m, swap, split_k, rem) = tile[:3], (tile[3:] + (128, False, 1, 0)[len(tile) - 3:])
+        tile, (block_m, swap, split_k, rem, turns) = tile[:3], (tile[3:] + (128, False, 1, 0, False)[len(tile) - 3:])
         staged = 4 if split_k > 1 else out_dtype.itemsize  # split-K stages fp32 partials
-        while not wgmma.fits(*tile, dtype.itemsize, staged, block_m, rem):
+        while not wgmma.fits(*tile, dtype.itemsize, staged, block_m, rem, turns):
             tile = (tile[0], tile[1], tile[2] - 1)  # fp32 C staging tiles take a stage's worth
-        ptx, shared, report = compile_sm90(tile, promote, scales, out_dtype, dtype, b_t, block_m, swap, split_k, rem)
+        ptx, shared, report = compile_sm90(tile, promote, scales, out_dtype, dtype, b_t, block_m, swap, split_k, rem,
+                                           turns)
         out[name] = dict(shared=shared, report=report, setmaxnreg="setmaxnreg" in ptx,
                          mma_and_tma="wgmma.mma_async" in ptx and "cp.async.bulk.tensor" in ptx,
                          in_flight=re.search(r"wgmma\.wait_group\.sync\.aligned [12]\b", ptx) is not None)
@@ -162,8 +168,9 @@ def test_default_tile_compiles_for_sm90_specialized_without_spills(compiled, nam
     assert "C7514" not in facts["report"] and "serialized" not in facts["report"], facts["report"]  # MMAs in turn
     assert facts["setmaxnreg"]  # the load warp gives its registers to the consumer warpgroups
     assert facts["mma_and_tma"]
-    if not promote:  # one block's MMAs stay in flight while the next one's issue
-        assert facts["in_flight"]
+    turns = COMPILE_CASES[name][5][7:] == (True,)
+    if not promote and not turns:  # one block's MMAs stay in flight while the next one's issue (turns: the other
+        assert facts["in_flight"]  # consumer's run while one waits)
 
 
 def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_why():
@@ -932,3 +939,31 @@ def test_64_row_tiles_run_by_default_and_match_float64(dtype):
         for out, ref in calls:
             err = ((out.double() - ref).norm() / ref.norm()).item()
             assert err < (2e-2 if dtype == FP8 else 5e-3), (m, n, k, err)
+
+
+@pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
+@pytest.mark.parametrize("operands", ["bf16-b-row-major", "fp8-precise", "fp8-fast"])
+def test_turns_tiles_match_float64(operands):
+    # two consumers taking turns on a 64-row tile's blocks of K (wgmma.run(turns=True)): K of one block (the second
+    # consumer hands over zeros), odd and even block counts, edge rows and columns, rem widths, slices of K, more tiles
+    # than programs (the handoff's phases over many tiles); a poisoned output and fresh data per call, all calls
+    # checked after the last
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    fp8_ops = operands.startswith("fp8")
+    bk = 128 if fp8_ops else 64
+    calls = []
+    cases = ((128, 4608, 7168, 64, 16, 1), (100, 1000, bk, 128, 0, 1), (64, 640, 3 * bk, 64, 8, 1),
+             (1000, 1152, 2048, 128, 16, 1), (128, 960, 8 * bk, 64, 16, 3), (300, 3000, 640, 128, 0, 1))
+    for m, n, k, block_n, rem, split in cases:
+        stages = 12
+        while not wgmma.fits(block_n, bk, stages, 1 if fp8_ops else 2, 4 if split > 1 else 2, 64, rem, True):
+            stages -= 1
+        for _ in range(2):
+            c = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
+            a, b, sa, sb, ref = _operands(operands, m, n, k, m == 300)
+            wgmma.run(a, b, c, block_n, bk, stages, sms, sa, sb, promote=operands == "fp8-precise", block_m=64,
+                      split_k=split, rem=rem, turns=True)
+            calls.append(((m, n, k, block_n, rem, split), c, ref))
+    _check_all(calls, operands)
+    with pytest.raises(ValueError, match="turns=True with block_m=128; expected block_m=64"):
+        wgmma.run(a, b, c, 64, bk, 4, sms, sa, sb, block_m=128, turns=True)
