@@ -119,7 +119,8 @@ COMPILE_CASES = {
     # ... two consumers taking turns on a 64-row tile's blocks of K (precise FP8: one's MMAs run while the other adds)
     "fp8-precise-64-rows-turns-rem16": (True, 1, "bfloat16", "float8_e4m3fn", True,
                                         (128, 128, 8, 64, False, 1, 16, True)),
-    "fp8-precise-row-64-rows-turns": (True, 2, "bfloat16", "float8_e4m3fn", True, (64, 128, 12, 64, False, 1, 16, True)),
+    "fp8-precise-row-64-rows-turns": (True, 2, "bfloat16", "float8_e4m3fn", True,
+                                      (64, 128, 12, 64, False, 1, 16, True)),
     "bf16-64-rows-turns-split-k": (False, 0, "bfloat16", "bfloat16", False, (64, 64, 8, 64, False, 2, 0, True)),
 }
 
