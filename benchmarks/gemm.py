@@ -51,9 +51,9 @@ def gluon_candidate(name, cfg, a, c, sms):
         tiles = -(-c.shape[0] // (cfg.block_m + cfg.rem_rows)) * -(-c.shape[1] // (cfg.block_n + cfg.rem_cols))
         want = named_slices(name) or max(1, sms // tiles)  # C's tiles: "kfill" fills the SMs once
         cfg = dataclasses.replace(cfg, split_k=wgmma.slices(a.shape[1], cfg.block_k, want))
-    while " turns" in name and not wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, a.element_size(),
-                                               4 if cfg.split_k > 1 else c.element_size(), cfg.block_m,
-                                               local_gemm.rem(cfg), True):
+    while " turns" in name and (cfg.num_stages % 2 or not wgmma.fits(
+            cfg.block_n, cfg.block_k, cfg.num_stages, a.element_size(), 4 if cfg.split_k > 1 else c.element_size(),
+            cfg.block_m, local_gemm.rem(cfg), True)):
         cfg = dataclasses.replace(cfg, num_stages=cfg.num_stages - 1)
     return local_gemm._fit(cfg, a, c)
 
@@ -407,8 +407,8 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   # ... two consumers taking turns on each 64-row tile's blocks of K: precise accumulation's waits
                   # overlap the other consumer's MMAs
                   "wgmma fp8 64x64x128 s10 rem16 turns": tile(64, 64, 128, 10, 4),
-                  "wgmma fp8 64x64x128 s11 rem8 turns": tile(64, 64, 128, 11, 4),
-                  "wgmma fp8 64x128x128 s7 turns": tile(64, 128, 128, 7, 4),
+                  "wgmma fp8 64x64x128 s10 rem8 turns": tile(64, 64, 128, 10, 4),
+                  "wgmma fp8 64x128x128 s6 turns": tile(64, 128, 128, 6, 4),
                   "wgmma fp8 64x128x128 s6 rem16 turns": tile(64, 128, 128, 6, 4),
                   "wgmma fp8 64x64x128 s10 rem16 turns fast accum": tile(64, 64, 128, 10, 4),
                   "wgmma fp8 64x128x128 s6 rem16 turns fast accum": tile(64, 128, 128, 6, 4),

@@ -197,8 +197,7 @@ if _GLUON:
         a_bufs, b_bufs, b2_bufs, ready, empty, c_desc, c2_desc, SA, SB, M, N, K, M_PAD, red, red2, handoff = ops
         BOXES: gl.constexpr = 1 if TURNS else CONSUMERS  # 64-row boxes of A per stage
         BOX: gl.constexpr = 0 if TURNS else HALF  # ... and this consumer's
-        FIRST: gl.constexpr = HALF if TURNS else 0  # this consumer's first block of a tile, and its stride
-        STEP: gl.constexpr = 2 if TURNS else 1
+        STEP: gl.constexpr = 2 if TURNS else 1  # TURNS: every other block of the ring's sequence
         HALF_M: gl.constexpr = a_bufs.type.shape[2] if A_T else a_bufs.type.shape[1]
         BLOCK_N: gl.constexpr = b_bufs.type.shape[1] if B_T else b_bufs.type.shape[2]
         BLOCK_K: gl.constexpr = a_bufs.type.shape[1] if A_T else a_bufs.type.shape[2]
@@ -218,7 +217,10 @@ if _GLUON:
             acc = zero
             if REM > 0:
                 acc2 = zero2
-            for kk in range(k0 + FIRST, k1, STEP):
+            first = 0
+            if TURNS:  # the blocks whose place in the ring's sequence has this consumer's parity: with an even
+                first = (c + HALF) % 2  # number of stages, the same stages every time, so neither consumer can
+            for kk in range(k0 + first, k1, STEP):  # wait on a stage a lap behind the other's (a phase apart)
                 q = c + kk - k0  # the block's place in the ring's sequence
                 s = q % NUM_BUFFERS
                 mbarrier.wait(ready.index(s), (q // NUM_BUFFERS) & 1)
@@ -243,9 +245,9 @@ if _GLUON:
                     acc += part
                     mbarrier.arrive(empty.index(s), count=1)
                 elif TURNS:  # each block's MMAs waited for: the stage is this consumer's alone
-                    acc = warpgroup_mma(a, b, acc, use_acc=kk > k0 + FIRST, is_async=True)
+                    acc = warpgroup_mma(a, b, acc, use_acc=kk > k0 + first, is_async=True)
                     if REM > 0:
-                        acc2 = warpgroup_mma(a, b2, acc2, use_acc=kk > k0 + FIRST, is_async=True)
+                        acc2 = warpgroup_mma(a, b2, acc2, use_acc=kk > k0 + first, is_async=True)
                         acc, acc2 = warpgroup_mma_wait(0, deps=(acc, acc2))
                     else:
                         acc = warpgroup_mma_wait(0, deps=(acc, ))
@@ -444,9 +446,9 @@ def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None,
     share one). rem: a second MMA of N = rem (8 to 64) per tile, past the first's: with swap, tiles
     block_m + rem rows of A wide, so that 129-144 rows run as one 144-row tile rather than two of 128; without,
     block_n + rem columns of B wide (128 + 32: 160), tile counts between those of powers of two (Gluon's tensors are
-    powers of two). turns (block_m 64): two consumer warpgroups on each 64-row tile, taking alternate blocks of K and
-    adding their sums at the tile's end (FP8 precise accumulation: one's MMAs run while the other adds). One launch
-    (two with split_k); host cost: three TMA descriptors (five with rem). Not collective."""
+    powers of two). turns (block_m 64, stages even): two consumer warpgroups on each 64-row tile, taking alternate
+    blocks of K and adding their sums at the tile's end (FP8 precise accumulation: one's MMAs run while the other
+    adds). One launch (two with split_k); host cost: three TMA descriptors (five with rem). Not collective."""
     args, consts, units, partials = kernel_args(a, b, c, block_n, block_k, stages, block_m, swap, scale_a, scale_b,
                                                 promote, group_m, split_k, rem, turns)
     wgmma_ws_kernel[(min(programs, units),)](*args, **consts, num_warps=4)
@@ -482,6 +484,8 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
     if turns and (swap or rows != 64):
         raise ValueError(f"wgmma.run: turns=True with {'swap=True' if swap else f'block_m={rows}'}; expected "
                          f"block_m=64, not swapped (two consumers taking turns on one 64-row tile)")
+    if turns and stages % 2:  # each consumer keeps to its own stages (the ring's odd or even blocks)
+        raise ValueError(f"wgmma.run: turns=True with stages={stages}; expected an even number")
     if stages < 2:  # a consumer releases a stage once the next block's MMAs are issued: one stage would deadlock
         raise ValueError(f"wgmma.run: stages={stages}; expected at least 2 (a smaller block_k frees shared memory)")
     if promote and rows > 192:

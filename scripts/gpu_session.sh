@@ -678,7 +678,7 @@ for stage in "$@"; do
                128x4736x3584 128x5120x2560 128x5120x6912 128x4608x7168 128x9472x3584 128x5120x3456 128x8192x3696 \
                128x14784x8192 128x9216x16384 1024x1152x3584 1024x1536x4096 1024x1440x2880 1024x1280x8192 \
                1024x1280x2880 --configs default 'default, fast accum' 'wgmma fp8 64x64x128 s10 rem16 turns' \
-               'wgmma fp8 64x64x128 s11 rem8 turns' 'wgmma fp8 64x128x128 s7 turns' \
+               'wgmma fp8 64x64x128 s10 rem8 turns' 'wgmma fp8 64x128x128 s6 turns' \
                'wgmma fp8 64x128x128 s6 rem16 turns' 'wgmma fp8 64x64x128 s10 rem16 turns fast accum' \
                'wgmma fp8 64x128x128 s6 rem16 turns fast accum' --out "$OUT/turns_fp8" ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)

@@ -134,8 +134,8 @@ def compile_cases(names=None):
         out_dtype, dtype = getattr(torch, out_dtype), getattr(torch, dtype)
         tile, (block_m, swap, split_k, rem, turns) = tile[:3], (tile[3:] + (128, False, 1, 0, False)[len(tile) - 3:])
         staged = 4 if split_k > 1 else out_dtype.itemsize  # split-K stages fp32 partials
-        while not wgmma.fits(*tile, dtype.itemsize, staged, block_m, rem, turns):
-            tile = (tile[0], tile[1], tile[2] - 1)  # fp32 C staging tiles take a stage's worth
+        while not wgmma.fits(*tile, dtype.itemsize, staged, block_m, rem, turns) or turns and tile[2] % 2:
+            tile = (tile[0], tile[1], tile[2] - 1)  # fp32 C staging tiles take a stage's worth (turns: even)
         ptx, shared, report = compile_sm90(tile, promote, scales, out_dtype, dtype, b_t, block_m, swap, split_k, rem,
                                            turns)
         out[name] = dict(shared=shared, report=report, setmaxnreg="setmaxnreg" in ptx,
@@ -954,10 +954,12 @@ def test_turns_tiles_match_float64(operands):
     bk = 128 if fp8_ops else 64
     calls = []
     cases = ((128, 4608, 7168, 64, 16, 1), (100, 1000, bk, 128, 0, 1), (64, 640, 3 * bk, 64, 8, 1),
-             (1000, 1152, 2048, 128, 16, 1), (128, 960, 8 * bk, 64, 16, 3), (300, 3000, 640, 128, 0, 1))
+             (1000, 1152, 2048, 128, 16, 1), (128, 960, 8 * bk, 64, 16, 3), (300, 3000, 640, 128, 0, 1),
+             (128, 14720, 8192, 128, 0, 1), (256, 8192, 9 * bk, 128, 16, 1))  # 230-256 tiles: 1-2 per program
     for m, n, k, block_n, rem, split in cases:
         stages = 12
-        while not wgmma.fits(block_n, bk, stages, 1 if fp8_ops else 2, 4 if split > 1 else 2, 64, rem, True):
+        while not wgmma.fits(block_n, bk, stages, 1 if fp8_ops else 2, 4 if split > 1 else 2, 64, rem, True) or (
+                stages % 2):
             stages -= 1
         for _ in range(2):
             c = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
@@ -968,3 +970,5 @@ def test_turns_tiles_match_float64(operands):
     _check_all(calls, operands)
     with pytest.raises(ValueError, match="turns=True with block_m=128; expected block_m=64"):
         wgmma.run(a, b, c, 64, bk, 4, sms, sa, sb, block_m=128, turns=True)
+    with pytest.raises(ValueError, match="turns=True with stages=5; expected an even number"):
+        wgmma.run(a, b, c, 64, bk, 5, sms, sa, sb, block_m=64, turns=True)

@@ -1,0 +1,44 @@
+"""Probe: wgmma.run(turns=True) over many tiles per program, repeated and graph-replayed, checked against float64."""
+import os
+import sys
+import torch
+from fused_ops import wgmma
+
+def quant(m, n, k):
+    a = torch.randn(m, k, device="cuda")
+    w = torch.randn(n, k, device="cuda")
+    sa = (a.abs().max() / 448).float().reshape(1)
+    sb = (w.abs().max() / 448).float().reshape(1)
+    return (a / sa).to(torch.float8_e4m3fn), (w / sb).to(torch.float8_e4m3fn).t(), sa, sb
+
+cases = [(128, 14784, 8192, 128, 0, 6, True), (128, 14784, 8192, 64, 16, 10, True), (256, 8192, 1024, 128, 0, 6, True),
+         (256, 8192, 1024, 64, 16, 10, True), (256, 8192, 1024, 128, 0, 6, False), (128, 14784, 8192, 128, 16, 6, True),
+         (128, 14720, 8192, 128, 0, 6, True), (128, 14784, 1024, 128, 0, 6, True), (256, 8192, 8192, 128, 0, 6, True)]
+which = [int(x) for x in sys.argv[1:]] or range(len(cases))
+for i in which:
+    m, n, k, bn, rem, st, promote = cases[i]
+    a, b, sa, sb = quant(m, n, k)
+    ref = (a.double() * sa.double()) @ (b.double() * sb.double())
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    ok = True
+    for it in range(int(os.environ.get('CALLS', 20))):
+        c.fill_(float("nan"))
+        wgmma.run(a, b, c, bn, 128, st, 132, sa, sb, promote=promote, block_m=64, rem=rem, turns=True)
+        torch.cuda.synchronize()
+        err = ((c.double() - ref).norm() / ref.norm()).item()
+        if not err < 5e-3:
+            ok = False
+            print(f"case {i} call {it}: err {err}", flush=True)
+            break
+    if os.environ.get('NOGRAPH'):
+        print(f"case {i} {cases[i]}: calls ok={ok}", flush=True)
+        continue
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(10):
+            wgmma.run(a, b, c, bn, 128, st, 132, sa, sb, promote=promote, block_m=64, rem=rem, turns=True)
+    for _ in range(5):
+        g.replay()
+    torch.cuda.synchronize()
+    err = ((c.double() - ref).norm() / ref.norm()).item()
+    print(f"case {i} {cases[i]}: 20 calls ok={ok}, graph err {err:.2e}", flush=True)
