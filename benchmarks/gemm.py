@@ -81,14 +81,15 @@ def per_sm(name, cfg, sms):
     return dataclasses.replace(cfg, gemm_sms=int(more.group(1)) * sms) if more and cfg is not None else cfg
 
 
-ROWS64 = _config.WGMMA_ROW64_TILES, _config.WGMMA_FP8_FAST_ROW64_TILES
+ROWS64 = _config.WGMMA_ROW64_TILES, _config.WGMMA_FP8_FAST_ROW64_TILES, _config.WGMMA_FP8_PRECISE_ROW64_TILES
 
 
 def rows64(name):
     """The defaults' 64-row Gluon tiles (config.WGMMA_ROW64_TILES) off for a candidate named "..., no 64-row tiles"
     (the picks before them, timed beside the current ones), on for every other."""
     off = name.endswith(", no 64-row tiles")
-    _config.WGMMA_ROW64_TILES, _config.WGMMA_FP8_FAST_ROW64_TILES = ((), ()) if off else ROWS64
+    (_config.WGMMA_ROW64_TILES, _config.WGMMA_FP8_FAST_ROW64_TILES,
+     _config.WGMMA_FP8_PRECISE_ROW64_TILES) = ((), (), ()) if off else ROWS64
 
 
 # tile(block_m, block_n, block_k, num_stages, num_warps, split_k=..., split_tail=...); unset fields: the device

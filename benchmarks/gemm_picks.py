@@ -49,7 +49,8 @@ def describe(kernel, cfg):
     swap = " swap" if cfg.swap_ab else ""
     rem = cfg.rem_rows or cfg.rem_cols or 0
     return (f"{kernel}{swap} {cfg.block_m}x{cfg.block_n}{f'+{rem}' if rem else ''}x{cfg.block_k} s{cfg.num_stages}"
-            f" w{cfg.num_warps} k{cfg.split_k}{' tail' if cfg.split_tail else ''} p{cfg.gemm_sms}")
+            f" w{cfg.num_warps} k{cfg.split_k}{' tail' if cfg.split_tail else ''} p{cfg.gemm_sms}"
+            f"{' turns' if cfg.turns else ''}")
 
 
 def main():

@@ -29,6 +29,8 @@ class Config:
                            # so that 129-160 rows run as one tile rather than two of 128 (wgmma.run(rem=...))
     rem_cols: int = None   # ... without swap_ab: a second MMA over rem_cols (8, 16, 32 or 64) more columns of B, so
                            # tiles are block_n + rem_cols wide (128 + 32: 160), between powers of two
+    turns: bool = None     # ... block_m 64, not swapped: two consumer warpgroups take turns on each tile's blocks of K
+                           # (even num_stages), so FP8's precise sums add while the other's MMAs run
 
     def describe(self):
         """One line for logs and CSVs: tiles, pipeline, programs, split."""
@@ -37,7 +39,7 @@ class Config:
         if self.split_k > 1:
             text += f", split_k {self.split_k}" + (" (last wave)" if self.split_tail else "")
         return (text + (", swap AB" if self.swap_ab else "") + (f" + {self.rem_rows} rows" if self.rem_rows else "")
-                + (f" + {self.rem_cols} columns" if self.rem_cols else ""))
+                + (f" + {self.rem_cols} columns" if self.rem_cols else "") + (", K in turns" if self.turns else ""))
 
     def merged(self, defaults):
         return replace(defaults, **{f.name: getattr(self, f.name) for f in fields(self)
@@ -257,6 +259,11 @@ WGMMA_FP8_REM_TILE = (128, 64, 128, 6)
 # consumer waits on its MMAs every block (results/current/gemm/rows64_fa9ce15/).
 WGMMA_ROW64_TILES = ((64, 64, 64, 12, 4608, 0.8),)  # (rows, width, block_k, stages, K from, fill of the SMs from)
 WGMMA_FP8_FAST_ROW64_TILES = ((64, 144, 128, 8, 2048, 0.9), (64, 80, 128, 12, 6144, 0.85))
+# ... and with precise accumulation (per-tensor scales) the same tiles with two consumers taking turns on each tile's
+# blocks of K (Config.turns: one adds its block's sum while the other's MMAs run; a lone consumer lost there), 80 wide
+# from K of 3072 (128x4608-5120 at K 3456-8192: 0.73-0.87 -> 0.87-0.92x; at 2560 a tie; 144 wide: 128x9472x3584 0.80
+# -> 0.91x, 1024x1152x3584 0.88 -> 0.99x on an H100; results/current/gemm/rows64_fa9ce15/turns_*)
+WGMMA_FP8_PRECISE_ROW64_TILES = ((64, 144, 128, 6, 2048, 0.9), (64, 80, 128, 10, 3072, 0.85))
 # Rows past a multiple of 64 at 129-255 rows, where whole 128x64 Gluon tiles fill one wave to at least
 # WGMMA_NARROW_FILL: its edge boxes move back inside A (wgmma.inside), where the tile loop's 64-row tiles load past
 # A's last row, which TMA serves far slower (results/current/gemm/README.md, "Rows past the edge").
@@ -283,8 +290,8 @@ def few_split(tiles, sms, k, block_k, thirds=False, third_blocks=None):
 def row64_tile(m, n, k, sms, fp8, fast, row_scales, b_aligned):
     """(rows, width, block_k, stages) of the Gluon kernel's 64-row tiles where they fill most of one wave (see
     WGMMA_ROW64_TILES), else None."""
-    if fp8 and fast and not row_scales and 64 < m <= 1024:
-        tiles = WGMMA_FP8_FAST_ROW64_TILES
+    if fp8 and not row_scales and 64 < m <= 1024:
+        tiles = WGMMA_FP8_FAST_ROW64_TILES if fast else WGMMA_FP8_PRECISE_ROW64_TILES
     elif not fp8 and 64 < m <= 128:
         tiles = WGMMA_ROW64_TILES
     else:
@@ -652,8 +659,8 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
             split = few_split(tiles, sms, k, few_rows[2], m <= DECODE_ROWS)
         return replace(tile, split_k=split) if split > 1 else tile
     rows64 = None if k is None else row64_tile(m, n, k, sms, fp8, fast, row_scales, b_aligned)
-    if rows64 is not None:
-        return gluon_tile(cfg, *rows64, swap=False)
+    if rows64 is not None:  # precise FP8: two consumers taking turns on the tile's blocks of K
+        return replace(gluon_tile(cfg, *rows64, swap=False), turns=fp8 and not fast)
     if fp8 and fast:
         tiles = WGMMA_FP8_FAST_TILES + (() if row_scales else (WGMMA_FP8_FAST_FOUR_TILE,))
         tiles += (WGMMA_FP8_FAST_96_TILE,) if m > WGMMA_FP8_FAST_96_TILE[0] else ()
@@ -697,7 +704,7 @@ def gluon_tile(cfg, block_m, block_n, block_k, stages, swap):
     the largest power of two below it plus rem_cols (160: 128 + 32)."""
     width = 1 << (block_n.bit_length() - 1)
     return replace(cfg, block_m=block_m, block_n=width, block_k=block_k, num_stages=stages, num_warps=4, split_k=1,
-                   split_tail=False, swap_ab=swap, rem_rows=0, rem_cols=block_n - width)
+                   split_tail=False, swap_ab=swap, rem_rows=0, rem_cols=block_n - width, turns=False)
 
 
 def candidates(ctx, dtype):
@@ -724,9 +731,9 @@ def check(cfg, ctx, variant):
             raise ValueError(f"config.{name}={v!r}: expected a positive integer")
     if not isinstance(cfg.split_tail, bool):
         raise ValueError(f"config.split_tail={cfg.split_tail!r}: expected True or False")
-    if (cfg.swap_ab or cfg.rem_rows or cfg.rem_cols) and variant is not None:
+    if (cfg.swap_ab or cfg.rem_rows or cfg.rem_cols or cfg.turns) and variant is not None:
         what = ("swap_ab=True" if cfg.swap_ab else f"rem_rows={cfg.rem_rows}" if cfg.rem_rows
-                else f"rem_cols={cfg.rem_cols}")
+                else f"rem_cols={cfg.rem_cols}" if cfg.rem_cols else "turns=True")
         raise ValueError(f"config.{what}: the Gluon kernel's tiles (fused_ops.matmul, fp8.scaled_mm); "
                          f"{variant.op}/{variant.name} runs the tile loop")
     if cfg.split_k > cfg.gemm_sms:

@@ -148,8 +148,9 @@ def check_kernel(kernel, where, config=None):
     if config.rem_cols and config.swap_ab:
         raise ValueError(f"{where}: config.rem_cols={config.rem_cols} widens the Gluon kernel's tiles that are not "
                          f"swapped; with swap_ab=True, rem_rows widens them along A's rows")
-    if (config.swap_ab or config.rem_cols) and kernel == "tile_loop":
-        what = "swap_ab=True" if config.swap_ab else f"rem_cols={config.rem_cols}"
+    if (config.swap_ab or config.rem_cols or config.turns) and kernel == "tile_loop":
+        what = ("swap_ab=True" if config.swap_ab else f"rem_cols={config.rem_cols}" if config.rem_cols else
+                "turns=True")
         raise ValueError(f"{where}: config.{what} runs the Gluon kernel; kernel='tile_loop' has no such tiles")
 
 
@@ -159,7 +160,7 @@ def pick_kernel(a, b, c, cfg, config, fast, kernel, where, row_scales=False):
     programs if a config is given (block_m 64 or 128, or config.swap_ab with wgmma.run's swap tiles). row_scales:
     FP8 with row-wise scales (config.wgmma_config). Host only."""
     check_kernel(kernel, where, cfg)
-    if cfg.swap_ab or cfg.rem_cols:  # the caller's: only the Gluon kernel has swapped or widened tiles
+    if cfg.swap_ab or cfg.rem_cols or cfg.turns:  # the caller's: only the Gluon kernel has such tiles
         kernel = "wgmma"
     if kernel == "tile_loop":
         return kernel, cfg
@@ -173,9 +174,9 @@ def pick_kernel(a, b, c, cfg, config, fast, kernel, where, row_scales=False):
         if config is None:
             return kernel, _fit(gluon_pick(cfg, m, n, None, a.dtype, fast, _Device(a.device).sms, b_aligned,
                                            row_scales, force=True), a, c)
-        if cfg.swap_ab or cfg.rem_cols:
+        if cfg.swap_ab or cfg.rem_cols or cfg.turns:
             wgmma.kernel_args(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.block_m, bool(cfg.swap_ab),
-                              split_k=cfg.split_k, rem=rem(cfg))  # refusals
+                              split_k=cfg.split_k, rem=rem(cfg), turns=bool(cfg.turns))  # refusals
         elif cfg.block_m not in (64, wgmma.BLOCK_M) or cfg.split_tail:
             raise ValueError(f"{where}: kernel='wgmma' with a config runs 64- or 128-row tiles (whole or in "
                              f"split_k slices), or swap_ab tiles (192-row ones are the defaults' to pick), got "
@@ -204,8 +205,9 @@ def _staged(c, cfg):
 
 
 def _fit(cfg, a, c):
-    """cfg with as many of its stages as fit beside c's staging tiles (fp32 C takes a stage's worth)."""
-    while not _fits(cfg, a, c):
+    """cfg with as many of its stages as fit beside c's staging tiles (fp32 C takes a stage's worth; turns: an even
+    number)."""
+    while not _fits(cfg, a, c) or cfg.turns and cfg.num_stages % 2:
         cfg = replace(cfg, num_stages=cfg.num_stages - 1)
     return cfg
 
@@ -213,7 +215,7 @@ def _fit(cfg, a, c):
 def _fits(cfg, a, c):
     """Whether cfg's ring and C staging tiles fit in shared memory (rem: its tiles' extra rows or columns)."""
     return wgmma.fits(cfg.block_n, cfg.block_k, cfg.num_stages, a.element_size(), _staged(c, cfg), cfg.block_m,
-                      rem(cfg))
+                      rem(cfg), bool(cfg.turns))
 
 
 def rem(cfg):
@@ -226,7 +228,7 @@ def launch(a, b, c, cfg, tma, kernel, scale_a=None, scale_b=None, promote=False)
     if kernel == "wgmma":
         return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, scale_a, scale_b,
                          promote=promote, group_m=cfg.group_m, block_m=cfg.block_m, swap=bool(cfg.swap_ab),
-                         split_k=cfg.split_k, rem=rem(cfg))
+                         split_k=cfg.split_k, rem=rem(cfg), turns=bool(cfg.turns))
     m, k = a.shape
     n = b.shape[1]
     bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k

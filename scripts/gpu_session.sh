@@ -681,6 +681,12 @@ for stage in "$@"; do
                'wgmma fp8 64x64x128 s10 rem8 turns' 'wgmma fp8 64x128x128 s6 turns' \
                'wgmma fp8 64x128x128 s6 rem16 turns' 'wgmma fp8 64x64x128 s10 rem16 turns fast accum' \
                'wgmma fp8 64x128x128 s6 rem16 turns fast accum' --out "$OUT/turns_fp8" ;;
+    flips64p)  # one GPU: the FP8 GEMMs whose precise pick config.WGMMA_FP8_PRECISE_ROW64_TILES moved (64-row tiles, two
+             # consumers taking turns on K), against the pick before, cool and right after heavy GEMMs; GPU tests first
+             gemm_gpu_tests pytest_flips64p.log "turns or 64_row or pick"
+             cool_hot flips64p --fp8 --shapes 128x5120x8192 128x9216x16384 128x4608x16384 1024x1152x3584 \
+               128x9472x3584 1024x640x3584 128x4736x3584 128x5120x6912 128x5120x3456 128x9216x7168 128x4608x7168 \
+               --configs default 'default, no 64-row tiles' ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;

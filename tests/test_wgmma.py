@@ -224,10 +224,11 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
         assert C.wgmma_config(cfg, 16, 2560, 132, FP8, fast=fast, k=2880).split_k == 1  # too few blocks for 3
     assert C.wgmma_config(cfg, 8192, 8192, 132, FP8, fast=True).block_n == 256  # many waves: the 128x256 tile
     assert C.wgmma_config(cfg, 128, 8192, 132, FP8) is None  # 64 tiles for 132 SMs (no k: nothing for few tiles)
-    assert _tile(C.wgmma_config(cfg, 128, 9216, 132, FP8, k=7168))[:2] == (128, 128)  # 72 of 132, precise
-    # fast: 64-row tiles 144 wide, 128 of them (WGMMA_FP8_FAST_ROW64_TILES)
-    fast_rows64 = C.wgmma_config(cfg, 128, 9216, 132, FP8, fast=True, k=7168)
-    assert (_tile(fast_rows64), fast_rows64.rem_cols) == ((64, 128, 128), 16)
+    assert _tile(C.wgmma_config(cfg, 128, 9216, 132, FP8))[:2] == (128, 128)  # 72 of 132, precise (no k)
+    # with k: 64-row tiles 144 wide, 128 of them (WGMMA_FP8_*_ROW64_TILES); precise: two consumers taking turns on K
+    for fast in (False, True):
+        rows64 = C.wgmma_config(cfg, 128, 9216, 132, FP8, fast=fast, k=7168)
+        assert (_tile(rows64), rows64.rem_cols, rows64.turns) == ((64, 128, 128), 16, not fast)
     assert C.wgmma_config(cfg, 128, 12288, 132, FP8) is not None  # 96 tiles
     assert C.wgmma_config(cfg, 16, 19008, 132, FP8) is None  # decode rows: 16-row tiles where swapped ones need 3 waves
     decode = C.wgmma_config(cfg, 16, 6912, 132, FP8)  # 108 swapped 16x64 tiles: one wave
@@ -273,8 +274,9 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
         picked = C.wgmma_config(cfg, 1024, n, 132, FP8, fast=True, k=4096)
         want = ((64, 128), 16) if n == 1152 else ((128, 64), 32)
         assert (_tile(picked)[:2], picked.rem_cols) == want, (n, picked)
-        # precise: one wave of 192x64 tiles where it fits (108-120 of them), else 128x128; row-wise scales: 128x128
-        want = (192, 64) if n < 1536 else (128, 128)
+        # precise: 64x144 tiles in turns (128 of them), one wave of 192x64 tiles where it fits (108-120 of them),
+        # else 128x128; row-wise scales: 128x128
+        want = (64, 128) if n == 1152 else (192, 64) if n < 1536 else (128, 128)
         assert _tile(C.wgmma_config(cfg, 1024, n, 132, FP8, k=4096))[:2] == want, n
         assert _tile(C.wgmma_config(cfg, 1024, n, 132, FP8, k=4096, row_scales=True))[:2] == (128, 128), n
     assert _tile(C.wgmma_config(wide, 4096, 3584, 132, BF16)) == (128, 128, 64)  # 448 wide tiles: 3.4 waves
@@ -785,7 +787,7 @@ def test_bf16_few_rows_run_swapped_tiles_by_default_and_match_float64(rows, b_t)
             assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-2, (m, n, k)
 
 
-def test_few_tiles_pick_the_gluon_kernels_split_k_and_edge_row_tiles():
+def test_few_tiles_pick_the_gluon_kernels_split_k_and_edge_row_tiles(monkeypatch):
     # where the 128x128 tiles are too few for the SMs (k given): split-K at 33-128 rows while the tiles leave at
     # least FEW_TILES-fold SMs (bf16 swapped, 64 rows of A where K dominates; FP8 128x64 at 65-128 rows); bf16 at
     # 129-160 rows, swapped tiles 16 or 32 rows of A wider in slices filling the SMs where they are at most half of
@@ -797,6 +799,9 @@ def test_few_tiles_pick_the_gluon_kernels_split_k_and_edge_row_tiles():
     def pick(m, n, k, dtype=BF16):
         got = C.wgmma_config(cfg, m, n, 132, dtype, k=k)
         return got and (_tile(got), got.swap_ab, got.split_k) + ((got.rem_rows,) if got.rem_rows else ())
+
+    # FP8's 64-row tiles where they fill most of a wave come first (test_64_row_tiles_where_they_fill_most_of_a_wave)
+    monkeypatch.setattr(C, "WGMMA_FP8_PRECISE_ROW64_TILES", ())
 
     assert pick(128, 1536, 8192) == ((128, 64, 64), True, 5)  # 24 tiles: 5 slices of 25-26 blocks
     assert pick(128, 1536, 8192, FP8) == ((128, 64, 128), False, 5)
@@ -899,14 +904,18 @@ def test_64_row_tiles_where_they_fill_most_of_a_wave():
     assert pick(128, 4608, 7168, FP8, fast=True) == ((64, 64, 128), 12, 16)  # 116 tiles of 80
     for m, n, k in ((128, 4608, 3584), (128, 8192, 3696), (16, 9216, 16384), (128, 14784, 8192)):
         assert pick(m, n, k, FP8, fast=True) is None, (m, n, k)  # short K, 114 of 144, decode rows, two waves
-    assert pick(1024, 1152, 3584, FP8) is None and pick(1024, 1152, 3584, FP8, fast=True, row_scales=True) is None
+    # precise: the same tiles, two consumers taking turns on K; 80 wide from K of 3072 (WGMMA_FP8_PRECISE_ROW64_TILES)
+    assert pick(1024, 1152, 3584, FP8) == ((64, 128, 128), 6, 16) and pick(128, 4608, 3584, FP8) == ((64, 64, 128),
+                                                                                                      10, 16)
+    assert C.wgmma_config(cfg, 128, 4608, 132, FP8, k=3584).turns
+    assert pick(128, 4608, 2560, FP8) is None and pick(1024, 1152, 3584, FP8, fast=True, row_scales=True) is None
 
 
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
-@pytest.mark.parametrize("dtype", [BF16, FP8], ids=["bf16", "fp8-fast"])
-def test_64_row_tiles_run_by_default_and_match_float64(dtype):
-    # matmul's and fast scaled_mm's own pick where 64-row tiles fill most of a wave (80 and 144 wide with FP8): 6
-    # calls in a row each, fresh data and a poisoned output, checked after the last
+@pytest.mark.parametrize("dtype,fast", [(BF16, False), (FP8, True), (FP8, False)], ids=["bf16", "fp8-fast", "fp8"])
+def test_64_row_tiles_run_by_default_and_match_float64(dtype, fast):
+    # matmul's and scaled_mm's own pick where 64-row tiles fill most of a wave (80 and 144 wide with FP8; precise:
+    # two consumers taking turns on K): 6 calls in a row each, fresh data and a poisoned output, checked after the last
     import fused_ops
     from fused_ops import local_gemm
 
@@ -925,15 +934,16 @@ def test_64_row_tiles_run_by_default_and_match_float64(dtype):
             out = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
             if i == 0:
                 if dtype == FP8:
-                    cfg, _ = fp8.plan(a, b, None, True)
-                    kernel, cfg = fp8.pick_kernel(a, b, out, cfg, None, True, None)
+                    cfg, _ = fp8.plan(a, b, None, fast)
+                    kernel, cfg = fp8.pick_kernel(a, b, out, cfg, None, fast, None)
                 else:
                     cfg, _ = local_gemm.tile_loop_plan(a, b, None, lambda dev, m, n, k: local_gemm.defaults(
                         dev, m, n, k, BF16), "test")
                     kernel, cfg = local_gemm.pick_kernel(a, b, out, cfg, None, False, None, "test")
-                assert (kernel, cfg.block_m, cfg.block_n, cfg.rem_cols or 0) == ("wgmma", 64, width, rem), cfg
+                assert (kernel, cfg.block_m, cfg.block_n, cfg.rem_cols or 0, bool(cfg.turns)) == (
+                    "wgmma", 64, width, rem, dtype == FP8 and not fast), cfg
             if dtype == FP8:
-                fp8.scaled_mm(a, b, sa, sb, out=out, use_fast_accum=True)
+                fp8.scaled_mm(a, b, sa, sb, out=out, use_fast_accum=fast)
             else:
                 fused_ops.matmul(a, b, out=out)
             calls.append((out, ref))
