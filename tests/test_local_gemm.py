@@ -92,8 +92,10 @@ def test_gpu_defaults_pick_per_shape_and_match_float64():
                           (1, 9216, 4096, "tile_loop"), (16, 26624, 1024, "tile_loop"),
                           # ... within it, the swapped tiles whole or in slices of K
                           (1, 2560, 8192, "wgmma"), (16, 5120, 3456, "wgmma"), (1, 3072, 4096, "wgmma"),
-                          # 64-row tiles in slices; Gluon tiles 192, 96 and 144 (256 rows) wide
-                          (128, 4096, 7168, "tile_loop"), (1024, 2880, 1024, "wgmma"), (1024, 1280, 2880, "wgmma"),
+                          # 64-row tiles in slices, and the Gluon kernel's where they fill most of a wave; Gluon
+                          # tiles 192, 96 and 144 (256 rows) wide
+                          (128, 4096, 3584, "tile_loop"), (128, 4096, 7168, "wgmma"), (1024, 2880, 1024, "wgmma"),
+                          (1024, 1280, 2880, "wgmma"),
                           (4096, 1152, 3584, "wgmma"), (128, 38016, 1024, "wgmma"),  # 288 wide
                           (1024, 1440, 1024, "wgmma")):  # 96 wide, B's rows not 128-byte aligned
         for col_major in (False, True):
