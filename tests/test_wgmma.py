@@ -840,44 +840,53 @@ def test_few_tiles_pick_the_gluon_kernels_split_k_and_edge_row_tiles(monkeypatch
     assert C.few_split(24, 132, 8192, 64) == 5 and C.few_split(40, 132, 8192, 64) == 1
 
 
+def _default_calls(dtype, m, n, k, check_pick, fast=False, row_scales_too=False, calls=6):
+    """[(output, float64 reference)] of `calls` calls through matmul's or scaled_mm's own pick (no kernel, no config),
+    fresh data and a poisoned output each (FP8: row-wise scales every other call where row_scales_too);
+    check_pick(kernel, config) sees the first call's pick."""
+    import fused_ops
+    from fused_ops import local_gemm
+
+    out = []
+    for i in range(calls):
+        if dtype == FP8:
+            a, b, sa, sb = _quantized(m, n, k, row_scales_too and i % 2 == 1)
+            ref = (a.double() * sa.double()) @ (b.double() * sb.double())
+        else:
+            a = torch.randn(m, k, device="cuda", dtype=BF16)
+            b = torch.randn(k, n, device="cuda", dtype=BF16)
+            ref = a.double() @ b.double()
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
+        if i == 0:
+            if dtype == FP8:
+                cfg, _ = fp8.plan(a, b, None, fast)
+                check_pick(*fp8.pick_kernel(a, b, c, cfg, None, fast, None))
+            else:
+                cfg, _ = local_gemm.tile_loop_plan(a, b, None, lambda dev, m, n, k: local_gemm.defaults(
+                    dev, m, n, k, BF16), "test")
+                check_pick(*local_gemm.pick_kernel(a, b, c, cfg, None, False, None, "test"))
+        if dtype == FP8:
+            fp8.scaled_mm(a, b, sa, sb, out=c, use_fast_accum=fast)
+        else:
+            fused_ops.matmul(a, b, out=c)
+        out.append((c, ref))
+    return out
+
+
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
 @pytest.mark.parametrize("dtype", [BF16, FP8], ids=["bf16", "fp8"])
 def test_few_tiles_run_split_k_by_default_and_match_float64(dtype):
     # matmul's and scaled_mm's own pick (no kernel, no config) where tiles are few: the Gluon kernel in slices of K,
     # swapped tiles 16 or 32 rows of A wider at 129-160 rows (FP8: where fewer), or whole 128x64 tiles with the
     # edge rows moved inside (FP8); 6 calls in a row each, fresh data and a poisoned output, checked after the last
-    import fused_ops
-    from fused_ops import local_gemm
-
     shapes = ((100, 1536, 4096, 5, 0), (128, 128, 32768, 33, 0), (129, 4096, 1024, 2, 16), (72, 1000, 8192, 8, 0),
               (150, 1000, 4096, 8, 32), (128, 2304, 3584, 3, 0), (128, 4608, 12288, 3, 0), (128, 4608, 7168, 1, 0))
     for m, n, k, split, rem in shapes if dtype == BF16 else ((100, 1536, 8192, 5, 0), (128, 128, 32768, 32, 0),
                                                              (129, 4096, 1024, 1, 0), (140, 1024, 8192, 8, 16),
                                                              (128, 4608, 12288, 1, 0)):
-        calls = []
-        for i in range(6):
-            if dtype == FP8:
-                a, b, sa, sb = _quantized(m, n, k, i % 2 == 1)
-                ref = (a.double() * sa.double()) @ (b.double() * sb.double())
-            else:
-                a = torch.randn(m, k, device="cuda", dtype=BF16)
-                b = torch.randn(k, n, device="cuda", dtype=BF16)
-                ref = a.double() @ b.double()
-            out = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
-            if i == 0:
-                if dtype == FP8:
-                    cfg, _ = fp8.plan(a, b, None, False)
-                    kernel, cfg = fp8.pick_kernel(a, b, out, cfg, None, False, None)
-                else:
-                    cfg, _ = local_gemm.tile_loop_plan(a, b, None, lambda dev, m, n, k: local_gemm.defaults(
-                        dev, m, n, k, BF16), "test")
-                    kernel, cfg = local_gemm.pick_kernel(a, b, out, cfg, None, False, None, "test")
-                assert kernel == "wgmma" and cfg.split_k == split and (cfg.rem_rows or 0) == rem, (m, n, k, cfg)
-            if dtype == FP8:
-                fp8.scaled_mm(a, b, sa, sb, out=out)
-            else:
-                fused_ops.matmul(a, b, out=out)
-            calls.append((out, ref))
+        def check(kernel, cfg):
+            assert kernel == "wgmma" and cfg.split_k == split and (cfg.rem_rows or 0) == rem, (m, n, k, cfg)
+        calls = _default_calls(dtype, m, n, k, check, row_scales_too=True)
         for out, ref in calls:
             err = ((out.double() - ref).norm() / ref.norm()).item()
             assert err < 5e-3, (m, n, k, err)
@@ -916,37 +925,13 @@ def test_64_row_tiles_where_they_fill_most_of_a_wave():
 def test_64_row_tiles_run_by_default_and_match_float64(dtype, fast):
     # matmul's and scaled_mm's own pick where 64-row tiles fill most of a wave (80 and 144 wide with FP8; precise:
     # two consumers taking turns on K): 6 calls in a row each, fresh data and a poisoned output, checked after the last
-    import fused_ops
-    from fused_ops import local_gemm
-
     shapes = (((128, 3584, 4608, 64, 0), (100, 3456, 5120, 64, 0)) if dtype == BF16 else
               ((128, 4608, 6144, 64, 16), (1024, 1152, 2048, 128, 16), (120, 9472, 3584, 128, 16)))
     for m, n, k, width, rem in shapes:
-        calls = []
-        for i in range(6):
-            if dtype == FP8:
-                a, b, sa, sb = _quantized(m, n, k, False)
-                ref = (a.double() * sa.double()) @ (b.double() * sb.double())
-            else:
-                a = torch.randn(m, k, device="cuda", dtype=BF16)
-                b = torch.randn(k, n, device="cuda", dtype=BF16)
-                ref = a.double() @ b.double()
-            out = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
-            if i == 0:
-                if dtype == FP8:
-                    cfg, _ = fp8.plan(a, b, None, fast)
-                    kernel, cfg = fp8.pick_kernel(a, b, out, cfg, None, fast, None)
-                else:
-                    cfg, _ = local_gemm.tile_loop_plan(a, b, None, lambda dev, m, n, k: local_gemm.defaults(
-                        dev, m, n, k, BF16), "test")
-                    kernel, cfg = local_gemm.pick_kernel(a, b, out, cfg, None, False, None, "test")
-                assert (kernel, cfg.block_m, cfg.block_n, cfg.rem_cols or 0, bool(cfg.turns)) == (
-                    "wgmma", 64, width, rem, dtype == FP8 and not fast), cfg
-            if dtype == FP8:
-                fp8.scaled_mm(a, b, sa, sb, out=out, use_fast_accum=fast)
-            else:
-                fused_ops.matmul(a, b, out=out)
-            calls.append((out, ref))
+        def check(kernel, cfg):
+            assert (kernel, cfg.block_m, cfg.block_n, cfg.rem_cols or 0, bool(cfg.turns)) == (
+                "wgmma", 64, width, rem, dtype == FP8 and not fast), cfg
+        calls = _default_calls(dtype, m, n, k, check, fast)
         for out, ref in calls:
             err = ((out.double() - ref).norm() / ref.norm()).item()
             assert err < (2e-2 if dtype == FP8 else 5e-3), (m, n, k, err)
