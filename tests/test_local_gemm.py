@@ -48,7 +48,8 @@ def test_matmul_matches_float64_at_the_edges(m, n, k, cfg, col_major):
     ("swap_tile_loop", ValueError, "config.swap_ab=True runs the Gluon kernel; kernel='tile_loop' has no such"),
     ("rem_unswapped", ValueError, "config.rem_rows=16 widens the Gluon kernel's swapped tiles: pass swap_ab=True"),
     ("rem_cols_swapped", ValueError, "config.rem_cols=32 widens the Gluon kernel's tiles that are not swapped"),
-    ("rem_cols_tile_loop", ValueError, "config.rem_cols=32 runs the Gluon kernel; kernel='tile_loop' has no such")])
+    ("rem_cols_tile_loop", ValueError, "config.rem_cols=32 runs the Gluon kernel; kernel='tile_loop' has no such"),
+    ("turns_tile_loop", ValueError, "config.turns=True runs the Gluon kernel; kernel='tile_loop' has no such")])
 def test_matmul_refusals_say_what_was_expected(case, error, words):
     a, b, kw = torch.randn(4, 8, dtype=torch.bfloat16), torch.randn(8, 6, dtype=torch.bfloat16), {}
     # (CPU tensors: every refusal comes before anything would run; on a GPU machine CPU tensors need the interpreter)
@@ -78,6 +79,8 @@ def test_matmul_refusals_say_what_was_expected(case, error, words):
     elif case.startswith("rem_cols"):
         kw["config"] = fused_ops.Config(rem_cols=32, swap_ab=case == "rem_cols_swapped")
         kw["kernel"] = "tile_loop" if case == "rem_cols_tile_loop" else None
+    elif case == "turns_tile_loop":
+        kw["config"], kw["kernel"] = fused_ops.Config(block_m=64, turns=True), "tile_loop"
     with pytest.raises(error, match=words):
         fused_ops.matmul(a, b, **kw)
 

@@ -700,6 +700,24 @@ def test_split_k_partials_add_up_into_c_of_any_row_stride(split, m, n, m_pad, n_
     assert (wide[:, n:] == 7).all()
 
 
+def test_turns_are_refused_where_the_kernel_has_no_such_tile():
+    # two consumers taking turns on K: 64-row tiles, not swapped, an even number of stages (each keeps to its own);
+    # the fused ops' tile loop has no such tiles
+    a, b, c = torch.empty(128, 256, dtype=BF16), torch.empty(256, 128, dtype=BF16), torch.empty(128, 128, dtype=BF16)
+    assert wgmma.kernel_args(a, b, c, 64, 64, 6, 64, turns=True)[1]["TURNS"]
+    with pytest.raises(ValueError, match="turns=True with block_m=128; expected block_m=64, not swapped"):
+        wgmma.kernel_args(a, b, c, 64, 64, 6, 128, turns=True)
+    with pytest.raises(ValueError, match="turns=True with swap=True; expected block_m=64, not swapped"):
+        wgmma.kernel_args(a, b, c, 64, 64, 6, 64, swap=True, turns=True)
+    with pytest.raises(ValueError, match="turns=True with stages=7; expected an even number"):
+        wgmma.kernel_args(a, b, c, 64, 64, 7, 64, turns=True)
+    assert not wgmma.fits(128, 128, 7, 1, 2, 64, 16, True) and wgmma.fits(128, 128, 7, 1, 2, 64, 16)  # the sums' room
+    variant = __import__("fused_ops").registry.OPS["gemm_all_reduce"].variants["one_shot"]
+    with pytest.raises(ValueError, match="config.turns=True: the Gluon kernel's tiles"):
+        C.check(C.Config(block_m=64, block_n=64, block_k=64, group_m=8, gemm_sms=8, comm_sms=1, num_stages=2,
+                         num_warps=4, split_k=1, split_tail=False, turns=True), None, variant)
+
+
 def test_swap_ab_tiles_are_refused_where_the_kernel_has_no_such_tile():
     a, b, c = torch.empty(64, 64, dtype=BF16), torch.empty(64, 64, dtype=BF16), torch.empty(64, 64, dtype=BF16)
     with pytest.raises(ValueError, match=r"block_n=256; expected one of \(64, 128, 192\)"):
