@@ -2,33 +2,41 @@
 captured in a CUDA graph and replayed, each checked against float64: the reproducer of the first turns version's
 launch failures (results/current/gemm/README.md, "64-row tiles"). One GPU (Hopper).
 
-    IRIS_BACKEND=cuda python scripts/turns_probe.py [CASE ...]      # CALLS=N, NOGRAPH=1: fewer calls, no graph
+    IRIS_BACKEND=cuda python scripts/turns_probe.py [CASE ...] [--calls N] [--no-graph]
 """
-import os
-import sys
+import argparse
 
 import torch
 
 from fused_ops import wgmma
 
+
 def quant(m, n, k):
+    """FP8 A (m x k) and column-major B (k x n) with per-tensor scales."""
     a = torch.randn(m, k, device="cuda")
     w = torch.randn(n, k, device="cuda")
     sa = (a.abs().max() / 448).float().reshape(1)
     sb = (w.abs().max() / 448).float().reshape(1)
     return (a / sa).to(torch.float8_e4m3fn), (w / sb).to(torch.float8_e4m3fn).t(), sa, sb
 
+
+# (m, n, k, block_n, rem, stages, precise accumulation): 64-row tiles in turns, 115-256 tiles of them
 cases = [(128, 14784, 8192, 128, 0, 6, True), (128, 14784, 8192, 64, 16, 10, True), (256, 8192, 1024, 128, 0, 6, True),
          (256, 8192, 1024, 64, 16, 10, True), (256, 8192, 1024, 128, 0, 6, False), (128, 14784, 8192, 128, 16, 6, True),
          (128, 14720, 8192, 128, 0, 6, True), (128, 14784, 1024, 128, 0, 6, True), (256, 8192, 8192, 128, 0, 6, True)]
-which = [int(x) for x in sys.argv[1:]] or range(len(cases))
+p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+p.add_argument("cases", nargs="*", type=int, help="indices into cases (default: all)")
+p.add_argument("--calls", type=int, default=20, help="calls in a row, each checked")
+p.add_argument("--no-graph", action="store_true", help="skip the captured graph's replays")
+args = p.parse_args()
+which = args.cases or range(len(cases))
 for i in which:
     m, n, k, bn, rem, st, promote = cases[i]
     a, b, sa, sb = quant(m, n, k)
     ref = (a.double() * sa.double()) @ (b.double() * sb.double())
     c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
     ok = True
-    for it in range(int(os.environ.get('CALLS', 20))):
+    for it in range(args.calls):
         c.fill_(float("nan"))
         wgmma.run(a, b, c, bn, 128, st, 132, sa, sb, promote=promote, block_m=64, rem=rem, turns=True)
         torch.cuda.synchronize()
@@ -37,7 +45,7 @@ for i in which:
             ok = False
             print(f"case {i} call {it}: err {err}", flush=True)
             break
-    if os.environ.get('NOGRAPH'):
+    if args.no_graph:
         print(f"case {i} {cases[i]}: calls ok={ok}", flush=True)
         continue
     g = torch.cuda.CUDAGraph()
@@ -48,4 +56,4 @@ for i in which:
         g.replay()
     torch.cuda.synchronize()
     err = ((c.double() - ref).norm() / ref.norm()).item()
-    print(f"case {i} {cases[i]}: 20 calls ok={ok}, graph err {err:.2e}", flush=True)
+    print(f"case {i} {cases[i]}: {args.calls} calls ok={ok}, graph err {err:.2e}", flush=True)

@@ -556,7 +556,8 @@ def test_gemm_picks_lists_the_hosts_choice_and_the_picks_a_change_moves(tmp_path
     from benchmarks import gemm_picks as P
     assert P.pick(128, 38016, 8192, "bf16")[1].rem_cols == 32  # the one-wave 128x288 tile
     assert P.pick(128, 2304, 3584, "bf16")[1].split_k == 3  # thirds of K
-    assert P.pick(4096, 4096, 4096, "fp8 fast")[0] == "wgmma" and P.pick(128, 4608, 7168, "fp8")[0] == "tile_loop"
+    assert P.pick(4096, 4096, 4096, "fp8 fast")[0] == "wgmma" and P.pick(128, 8192, 3696, "fp8")[0] == "tile_loop"
+    assert P.pick(128, 4608, 7168, "fp8")[1].turns  # 64x80 tiles, two consumers taking turns on K
     before, after = tmp_path / "before.csv", tmp_path / "after.csv"
     monkeypatch.setattr(sys, "argv", ["gemm_picks", "--shapes", "128x2304x3584", "4096x4096x4096", "--out",
                                       str(before)])
