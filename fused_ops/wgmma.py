@@ -217,10 +217,10 @@ if _GLUON:
             acc = zero
             if REM > 0:
                 acc2 = zero2
-            first = 0
+            skip = 0
             if TURNS:  # the blocks whose place in the ring's sequence has this consumer's parity: with an even
-                first = (c + HALF) % 2  # number of stages, the same stages every time, so neither consumer can
-            for kk in range(k0 + first, k1, STEP):  # wait on a stage a lap behind the other's (a phase apart)
+                skip = (c + HALF) % 2  # number of stages, the same stages every time, so neither consumer can
+            for kk in range(k0 + skip, k1, STEP):  # wait on a stage a lap behind the other's (a phase apart)
                 q = c + kk - k0  # the block's place in the ring's sequence
                 s = q % NUM_BUFFERS
                 mbarrier.wait(ready.index(s), (q // NUM_BUFFERS) & 1)
@@ -245,9 +245,9 @@ if _GLUON:
                     acc += part
                     mbarrier.arrive(empty.index(s), count=1)
                 elif TURNS:  # each block's MMAs waited for: the stage is this consumer's alone
-                    acc = warpgroup_mma(a, b, acc, use_acc=kk > k0 + first, is_async=True)
+                    acc = warpgroup_mma(a, b, acc, use_acc=kk > k0 + skip, is_async=True)
                     if REM > 0:
-                        acc2 = warpgroup_mma(a, b2, acc2, use_acc=kk > k0 + first, is_async=True)
+                        acc2 = warpgroup_mma(a, b2, acc2, use_acc=kk > k0 + skip, is_async=True)
                         acc, acc2 = warpgroup_mma_wait(0, deps=(acc, acc2))
                     else:
                         acc = warpgroup_mma_wait(0, deps=(acc, ))
