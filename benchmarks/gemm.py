@@ -46,15 +46,11 @@ def gluon_candidate(name, cfg, a, c, sms):
     consumers on each 64-row tile (wgmma.run(turns=True)); its stages cut to what fits beside the staging tiles."""
     swap = "swap" in name
     cfg = dataclasses.replace(cfg, gemm_sms=sms, group_m=8, split_k=1, swap_ab=swap, rem_rows=rem(name) if swap else 0,
-                              rem_cols=0 if swap else rem(name))
+                              rem_cols=0 if swap else rem(name), turns=" turns" in name)
     if name.endswith("kfill") or named_slices(name):
         tiles = -(-c.shape[0] // (cfg.block_m + cfg.rem_rows)) * -(-c.shape[1] // (cfg.block_n + cfg.rem_cols))
         want = named_slices(name) or max(1, sms // tiles)  # C's tiles: "kfill" fills the SMs once
         cfg = dataclasses.replace(cfg, split_k=wgmma.slices(a.shape[1], cfg.block_k, want))
-    while " turns" in name and (cfg.num_stages % 2 or not wgmma.fits(
-            cfg.block_n, cfg.block_k, cfg.num_stages, a.element_size(), 4 if cfg.split_k > 1 else c.element_size(),
-            cfg.block_m, local_gemm.rem(cfg), True)):
-        cfg = dataclasses.replace(cfg, num_stages=cfg.num_stages - 1)
     return local_gemm._fit(cfg, a, c)
 
 
@@ -608,7 +604,7 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, hot=0.0):
         if name in toggles:
             return with_toggles(lambda: local_gemm.matmul(a, b, out=c))
         return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, block_m=cfg.block_m,
-                         swap=swap, split_k=cfg.split_k, rem=local_gemm.rem(cfg), turns=" turns" in name)
+                         swap=swap, split_k=cfg.split_k, rem=local_gemm.rem(cfg), turns=bool(cfg.turns))
     c.fill_(float("nan"))
     call()
     err = ((c.double() - ref).norm() / ref.norm()).item()
@@ -738,7 +734,7 @@ def run_fp8(ctx, args, run_stamp):
                     if kernel == "wgmma":
                         return wgmma.run(a, b, c, used.block_n, used.block_k, used.num_stages, used.gemm_sms, sa, sb,
                                          promote=not fast, block_m=used.block_m, swap="swap" in name,
-                                         split_k=used.split_k, rem=local_gemm.rem(used), turns=" turns" in name)
+                                         split_k=used.split_k, rem=local_gemm.rem(used), turns=bool(used.turns))
                     return fp8.scaled_mm(a, b, sa, sb, out=c, config=cfg, use_fast_accum=fast, kernel=kernel)
                 c.fill_(float("nan"))
                 try:

@@ -253,10 +253,10 @@ WGMMA_FP8_REM_TILE = (128, 64, 128, 6)
 # 64-row tiles (one consumer warpgroup, deep rings) where they fill most of one wave: twice the programs of 128-row
 # tiles, each streaming its own columns of B, as cuBLAS's 64-row tiles there. bf16 64x64 at 65-128 rows, K of 4608 or
 # more, from 80% of the SMs (128x3456-4096: 0.79-0.89 -> 0.87-1.02x on an H100, cool and hot; at K of 4096 they tied
-# cool and lost hot; 96 tiles, or two waves, lost); FP8 at
-# 65-1024 rows with fast accumulation and per-tensor scales, 144 wide (128 + 16) from 90% of the SMs (114 tiles lost),
-# else 80 wide (64 + 16) from 85% at K of 6144 or more (shorter K lost). With precise accumulation they lost: a lone
-# consumer waits on its MMAs every block (results/current/gemm/rows64_fa9ce15/).
+# cool and lost hot; 96 tiles, or two waves, lost); FP8 at 65-1024 rows with fast accumulation and per-tensor scales,
+# 144 wide (128 + 16) from 90% of the SMs (114 tiles lost), else 80 wide (64 + 16) from 85% at K of 6144 or more
+# (shorter K lost). With precise accumulation they lost: a lone consumer waits on its MMAs every block
+# (results/current/gemm/rows64_fa9ce15/).
 WGMMA_ROW64_TILES = ((64, 64, 64, 12, 4608, 0.8),)  # (rows, width, block_k, stages, K from, fill of the SMs from)
 WGMMA_FP8_FAST_ROW64_TILES = ((64, 144, 128, 8, 2048, 0.9), (64, 80, 128, 12, 6144, 0.85))
 # ... and with precise accumulation (per-tensor scales) the same tiles with two consumers taking turns on each tile's

@@ -5,19 +5,20 @@ launch failures (results/current/gemm/README.md, "64-row tiles"). One GPU (Hoppe
     IRIS_BACKEND=cuda python scripts/turns_probe.py [CASE ...] [--calls N] [--no-graph]
 """
 import argparse
+import os
+import sys
 
-import torch
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import torch  # noqa: E402
 
-from fused_ops import wgmma
+from benchmarks.gemm import quantize  # noqa: E402
+from fused_ops import wgmma  # noqa: E402
 
 
 def quant(m, n, k):
-    """FP8 A (m x k) and column-major B (k x n) with per-tensor scales."""
-    a = torch.randn(m, k, device="cuda")
-    w = torch.randn(n, k, device="cuda")
-    sa = (a.abs().max() / 448).float().reshape(1)
-    sb = (w.abs().max() / 448).float().reshape(1)
-    return (a / sa).to(torch.float8_e4m3fn), (w / sb).to(torch.float8_e4m3fn).t(), sa, sb
+    """FP8 A (m x k) and column-major B (k x n) with per-tensor scales, as benchmarks/gemm.py makes them."""
+    (a, sa), (w, sb) = (quantize(torch.randn(*shape, device="cuda"), False, 1) for shape in ((m, k), (n, k)))
+    return a, w.t(), sa, sb
 
 
 # (m, n, k, block_n, rem, stages, precise accumulation): 64-row tiles in turns, 115-256 tiles of them
