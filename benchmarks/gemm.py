@@ -175,6 +175,10 @@ WGMMA_CANDIDATES = {"wgmma 128x256x64 s3": tile(128, 256, 64, 3, 4),
                     "wgmma swap 128x64x64 s6 rem32 kfill": tile(128, 64, 64, 6, 4),
                     "wgmma swap 128x128x64 s4 rem32 kfill": tile(128, 128, 64, 4, 4),
                     "wgmma swap 128x192x64 s4 rem16": tile(128, 192, 64, 4, 4),
+                    # swapped tiles 96 rows of A (64 + 32) by 128 or 192 columns of B: one wave of 132 at 1024 rows
+                    # of 1440-2304 columns, as cuBLAS's 96x128 and 192x96 kernels there
+                    "wgmma swap 64x128x64 s6 rem32": tile(64, 128, 64, 6, 4),
+                    "wgmma swap 64x192x64 s5 rem32": tile(64, 192, 64, 5, 4),
                     # tiles R columns of B wider (a second MMA of N = R): widths between powers of two, whose tile
                     # counts fill one wave where 128- and 256-wide ones leave SMs idle or need two
                     "wgmma 128x128x64 s4 rem16": tile(128, 128, 64, 4, 4),
@@ -346,6 +350,11 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "wgmma fp8 swap 128x64x128 s6 rem16 kfill": tile(128, 64, 128, 6, 4),
                   "wgmma fp8 swap 128x64x128 s6 rem32 kfill": tile(128, 64, 128, 6, 4),
                   "wgmma fp8 swap 128x128x128 s4 rem16 kfill": tile(128, 128, 128, 4, 4),
+                  # swapped tiles 96 rows of A by 128 or 192 columns of B (bf16's "wgmma swap 64x128x64 s6 rem32")
+                  "wgmma fp8 swap 64x128x128 s6 rem32": tile(64, 128, 128, 6, 4),
+                  "wgmma fp8 swap 64x128x128 s6 rem32 fast accum": tile(64, 128, 128, 6, 4),
+                  "wgmma fp8 swap 64x192x128 s4 rem32": tile(64, 192, 128, 4, 4),
+                  "wgmma fp8 swap 64x192x128 s4 rem32 fast accum": tile(64, 192, 128, 4, 4),
                   "wgmma fp8 128x128x128 s6 fast accum": tile(128, 128, 128, 6, 4),
                   "wgmma fp8 128x256x128 s3 fast accum": tile(128, 256, 128, 3, 4),
                   # four consumers, 256x160 (fast accumulation, per-tensor: precise keeps a second accumulator, and

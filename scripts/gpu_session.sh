@@ -687,6 +687,18 @@ for stage in "$@"; do
              cool_hot flips64p --fp8 --shapes 128x5120x8192 128x9216x16384 128x4608x16384 1024x1152x3584 \
                128x9472x3584 1024x640x3584 128x4736x3584 128x5120x6912 128x5120x3456 128x9216x7168 128x4608x7168 \
                --configs default 'default, no 64-row tiles' ;;
+    swap96)  # one GPU: swapped Gluon tiles 96 rows of A (64 + 32) by 128 or 192 columns of B, one wave of 110-132 at
+             # the 1024-row GEMMs of few tiles still below their floors (cuBLAS's 96x128, 192x96), against the defaults
+             gemm_gpu_tests pytest_swap96.log "rem_rows or swap"
+             run gemm_swap96_bf16.log timeout 280 python3 benchmarks/gemm.py --shapes 1024x2304x3584 1024x1536x4096 \
+               1024x1440x2880 1024x1280x8192 1024x1280x2880 1024x2560x2880 1024x1152x3584 4096x720x2880 \
+               --configs matmul 'wgmma swap 64x128x64 s6 rem32' 'wgmma swap 64x192x64 s5 rem32' \
+               'wgmma 128x128x64 s4 rem64' --out "$OUT/swap96_bf16"
+             run gemm_swap96_fp8.log timeout 300 python3 benchmarks/gemm.py --fp8 --shapes 1024x1536x4096 \
+               1024x1280x8192 1024x1440x2880 1024x2304x3584 1024x1280x2880 1024x2560x2880 1024x1152x3584 \
+               --configs default 'default, fast accum' 'wgmma fp8 swap 64x128x128 s6 rem32' \
+               'wgmma fp8 swap 64x128x128 s6 rem32 fast accum' 'wgmma fp8 swap 64x192x128 s4 rem32' \
+               'wgmma fp8 swap 64x192x128 s4 rem32 fast accum' --out "$OUT/swap96_fp8" ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;

@@ -561,22 +561,24 @@ def test_split_k_tiles_match_float64(operands):
 @pytest.mark.parametrize("b_t", [False, True], ids=["b-row-major", "b-k-major"])
 def test_swap_rem_tiles_match_float64(b_t):
     # swapped tiles block_m + rem rows of A wide (a second MMA of N = rem): rows just past 128 (the second box moved
-    # inside), exactly 144, fewer than the tile; one to three consumers, whole and in slices of K; a poisoned output
-    # and fresh data per call, all calls checked after the last
+    # inside), exactly 144, fewer than the tile; one to three consumers, whole and in slices of K; 96-row tiles
+    # (64 + 32) over many rows of tiles, the last one partial; a poisoned output and fresh data per call, all calls
+    # checked after the last
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     calls = []
-    for m, n, k, block_n, rem, split in ((129, 4096, 1024, 64, 16, 1), (140, 1000, 2048, 64, 16, 2),
-                                         (144, 384, 4160, 128, 16, 3), (150, 520, 1024, 64, 32, 1),
-                                         (160, 4096, 512, 192, 32, 2), (100, 256, 640, 64, 8, 1),
-                                         (130, 272, 8192, 128, 64, 4)):
+    for m, n, k, block_n, rem, split, block_m in (
+            (129, 4096, 1024, 64, 16, 1, 128), (140, 1000, 2048, 64, 16, 2, 128), (144, 384, 4160, 128, 16, 3, 128),
+            (150, 520, 1024, 64, 32, 1, 128), (160, 4096, 512, 192, 32, 2, 128), (100, 256, 640, 64, 8, 1, 128),
+            (130, 272, 8192, 128, 64, 4, 128), (1000, 1536, 512, 128, 32, 1, 64), (1024, 2304, 384, 192, 32, 1, 64),
+            (300, 520, 1024, 64, 32, 2, 64)):
         a = torch.randn(m, k, device="cuda", dtype=BF16)
         b = torch.randn(n, k, device="cuda", dtype=BF16).t() if b_t else torch.randn(k, n, device="cuda", dtype=BF16)
         c = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
         stages = 6 if block_n == 64 else 4
-        while not wgmma.fits(block_n, 64, stages, 2, 4 if split > 1 else 2, 128, rem):
+        while not wgmma.fits(block_n, 64, stages, 2, 4 if split > 1 else 2, block_m, rem):
             stages -= 1
-        wgmma.run(a, b, c, block_n, 64, stages, sms, block_m=128, swap=True, split_k=split, rem=rem)
-        calls.append(((m, n, k, block_n, rem, split), c, a.double() @ b.double()))
+        wgmma.run(a, b, c, block_n, 64, stages, sms, block_m=block_m, swap=True, split_k=split, rem=rem)
+        calls.append(((m, n, k, block_n, rem, split, block_m), c, a.double() @ b.double()))
     for case, c, ref in calls:
         err = ((c.double() - ref).norm() / ref.norm()).item()
         assert err < 5e-3, (case, err)
