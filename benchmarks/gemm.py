@@ -141,6 +141,12 @@ WGMMA_CANDIDATES = {"wgmma 128x256x64 s3": tile(128, 256, 64, 3, 4),
                     "wgmma 64x64x64 s12 rem16": tile(64, 64, 64, 12, 4),
                     "wgmma 64x64x64 s12 rem32": tile(64, 64, 64, 12, 4),
                     "wgmma 64x128x64 s8": tile(64, 128, 64, 8, 4),
+                    # ... 160 and 192 wide (128 + 32, 128 + 64): 128 tiles at 1024 rows of 1280-1536 columns, one
+                    # consumer or two taking turns on K
+                    "wgmma 64x128x64 s8 rem32": tile(64, 128, 64, 8, 4),
+                    "wgmma 64x128x64 s8 rem64": tile(64, 128, 64, 8, 4),
+                    "wgmma 64x128x64 s8 rem32 turns": tile(64, 128, 64, 8, 4),
+                    "wgmma 64x128x64 s8 rem64 turns": tile(64, 128, 64, 8, 4),
                     # swap AB: the MMAs run on C's transpose, B's 64-192 columns per tile as their rows (one to three
                     # consumers) and A's 16-256 rows as their N, so tiles narrow along M cost no padded MMA rows
                     "wgmma swap 256x64x64 s4": tile(256, 64, 64, 4, 4),
@@ -418,6 +424,13 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "wgmma fp8 64x128x128 s6 rem16 turns": tile(64, 128, 128, 6, 4),
                   "wgmma fp8 64x64x128 s10 rem16 turns fast accum": tile(64, 64, 128, 10, 4),
                   "wgmma fp8 64x128x128 s6 rem16 turns fast accum": tile(64, 128, 128, 6, 4),
+                  # ... 160 and 192 wide: 128 tiles at 1024 rows of 1280-1536 columns
+                  "wgmma fp8 64x128x128 s6 rem32 turns": tile(64, 128, 128, 6, 4),
+                  "wgmma fp8 64x128x128 s6 rem64 turns": tile(64, 128, 128, 6, 4),
+                  "wgmma fp8 64x128x128 s6 rem32 turns fast accum": tile(64, 128, 128, 6, 4),
+                  "wgmma fp8 64x128x128 s6 rem64 turns fast accum": tile(64, 128, 128, 6, 4),
+                  "wgmma fp8 64x128x128 s8 rem32 fast accum": tile(64, 128, 128, 8, 4),
+                  "wgmma fp8 64x128x128 s8 rem64 fast accum": tile(64, 128, 128, 8, 4),
                   "wgmma fp8 swap 128x64x128 s6": tile(128, 64, 128, 6, 4),
                   "wgmma fp8 swap 128x64x128 s6 k2": tile(128, 64, 128, 6, 4),
                   "wgmma fp8 swap 128x64x128 s6 kfill": tile(128, 64, 128, 6, 4),

@@ -699,6 +699,17 @@ for stage in "$@"; do
                --configs default 'default, fast accum' 'wgmma fp8 swap 64x128x128 s6 rem32' \
                'wgmma fp8 swap 64x128x128 s6 rem32 fast accum' 'wgmma fp8 swap 64x192x128 s4 rem32' \
                'wgmma fp8 swap 64x192x128 s4 rem32 fast accum' --out "$OUT/swap96_fp8" ;;
+    wide64)  # one GPU: 64-row Gluon tiles 160 and 192 wide (128 + 32, 128 + 64), one consumer or two taking turns on
+             # K, 128 of them at the 1024-row GEMMs of 1280-1536 columns still below their floors, against the defaults
+             run gemm_wide64_bf16.log timeout 250 python3 benchmarks/gemm.py --shapes 1024x1536x4096 1024x1440x2880 \
+               1024x1280x2880 1024x1280x8192 --configs matmul 'wgmma 64x128x64 s8 rem32' 'wgmma 64x128x64 s8 rem64' \
+               'wgmma 64x128x64 s8 rem32 turns' 'wgmma 64x128x64 s8 rem64 turns' --out "$OUT/wide64_bf16"
+             run gemm_wide64_fp8.log timeout 300 python3 benchmarks/gemm.py --fp8 --shapes 1024x1536x4096 \
+               1024x1280x8192 1024x1440x2880 1024x1280x2880 1024x1280x4096 --configs default 'default, fast accum' \
+               'wgmma fp8 64x128x128 s6 rem32 turns' 'wgmma fp8 64x128x128 s6 rem64 turns' \
+               'wgmma fp8 64x128x128 s6 rem32 turns fast accum' 'wgmma fp8 64x128x128 s6 rem64 turns fast accum' \
+               'wgmma fp8 64x128x128 s8 rem32 fast accum' 'wgmma fp8 64x128x128 s8 rem64 fast accum' \
+               --out "$OUT/wide64_fp8" ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;
