@@ -78,14 +78,19 @@ def per_sm(name, cfg, sms):
 
 
 ROWS64 = _config.WGMMA_ROW64_TILES, _config.WGMMA_FP8_FAST_ROW64_TILES, _config.WGMMA_FP8_PRECISE_ROW64_TILES
+# ... as at git 8371e95: 64 and 80-144 wide only, FP8 fast 80 wide from K of 6144
+ROWS64_NARROW = (((64, 64, 64, 12, 4608, 0.8, 128),),
+                 ((64, 144, 128, 8, 2048, 0.9, 1024), (64, 80, 128, 12, 6144, 0.85, 1024)),
+                 ((64, 144, 128, 6, 2048, 0.9, 1024), (64, 80, 128, 10, 3072, 0.85, 1024)))
 
 
 def rows64(name):
-    """The defaults' 64-row Gluon tiles (config.WGMMA_ROW64_TILES) off for a candidate named "..., no 64-row tiles"
-    (the picks before them, timed beside the current ones), on for every other."""
-    off = name.endswith(", no 64-row tiles")
+    """The defaults' 64-row Gluon tiles (config.WGMMA_ROW64_TILES) off for a candidate named "..., no 64-row tiles",
+    as at 8371e95 for one named "..., narrow 64-row tiles" (the picks before them, timed beside the current ones), as
+    they are for every other."""
+    off, narrow = name.endswith(", no 64-row tiles"), name.endswith(", narrow 64-row tiles")
     (_config.WGMMA_ROW64_TILES, _config.WGMMA_FP8_FAST_ROW64_TILES,
-     _config.WGMMA_FP8_PRECISE_ROW64_TILES) = ((), (), ()) if off else ROWS64
+     _config.WGMMA_FP8_PRECISE_ROW64_TILES) = ((), (), ()) if off else ROWS64_NARROW if narrow else ROWS64
 
 
 # tile(block_m, block_n, block_k, num_stages, num_warps, split_k=..., split_tail=...); unset fields: the device
@@ -226,6 +231,7 @@ CANDIDATES["matmul, always copied"] = None
 CANDIDATES["matmul, edges past"] = None
 CANDIDATES["matmul, decode tile loop"] = None
 CANDIDATES["matmul, no 64-row tiles"] = None  # the picks before config.WGMMA_ROW64_TILES (rows64())
+CANDIDATES["matmul, narrow 64-row tiles"] = None  # ... before its 160- and 192-wide tiles
 # Alternatives where the C row stride is not a multiple of 16 elements: the store without the alignment hint (C_VEC=1).
 CANDIDATES["default, no vec"] = None
 # Where B's rows are not 128-byte aligned: B through fused_ops.pad_weight (done once per weight, outside the timing),
@@ -587,7 +593,8 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, hot=0.0):
     ptr, dec = local_gemm.PTR_FLOPS, _config.WGMMA_DECODE_TILE
     toggles = {"matmul": (True, ptr, True, dec), "matmul, as given": (False, ptr, True, dec),
                "matmul, always copied": (True, 1.0, True, dec), "matmul, edges past": (True, ptr, False, dec),
-               "matmul, decode tile loop": (True, ptr, True, None), "matmul, no 64-row tiles": (True, ptr, True, dec)}
+               "matmul, decode tile loop": (True, ptr, True, None), "matmul, no 64-row tiles": (True, ptr, True, dec),
+               "matmul, narrow 64-row tiles": (True, ptr, True, dec)}
 
     def with_toggles(fn):
         saved = local_gemm.ALIGN_OPERANDS, local_gemm.PTR_FLOPS, wgmma.KEEP_INSIDE, _config.WGMMA_DECODE_TILE
@@ -604,8 +611,8 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, hot=0.0):
     if name in toggles:
         a2, b2 = with_toggles(lambda: local_gemm.aligned_operands(a, b))
         copied = a2 is not a or b2 is not b
-        if name not in ("matmul", "matmul, edges past", "matmul, decode tile loop",
-                        "matmul, no 64-row tiles") and copied == any(
+        if name not in ("matmul", "matmul, edges past", "matmul, decode tile loop", "matmul, no 64-row tiles",
+                        "matmul, narrow 64-row tiles") and copied == any(
                 x is not y for x, y in zip(local_gemm.aligned_operands(a, b), (a, b))):
             return []  # the same run as "matmul"
         plan, _ = local_gemm.tile_loop_plan(a2, b2, None, lambda dev, m, n, k: local_gemm.defaults(
@@ -691,7 +698,8 @@ def quantize(x, rowwise, dim):
 
 
 FP8_DEFAULTS = ("default", "default, fast accum", "default, tile loop", "default, fast accum, tile loop")
-FP8_BEFORE = ("default, no 64-row tiles", "default, fast accum, no 64-row tiles")  # rows64()
+FP8_BEFORE = ("default, no 64-row tiles", "default, fast accum, no 64-row tiles",  # rows64()
+              "default, narrow 64-row tiles", "default, fast accum, narrow 64-row tiles")
 
 
 def run_fp8(ctx, args, run_stamp):

@@ -253,17 +253,23 @@ WGMMA_FP8_REM_TILE = (128, 64, 128, 6)
 # 64-row tiles (one consumer warpgroup, deep rings) where they fill most of one wave: twice the programs of 128-row
 # tiles, each streaming its own columns of B, as cuBLAS's 64-row tiles there. bf16 64x64 at 65-128 rows, K of 4608 or
 # more, from 80% of the SMs (128x3456-4096: 0.79-0.89 -> 0.87-1.02x on an H100, cool and hot; at K of 4096 they tied
-# cool and lost hot; 96 tiles, or two waves, lost); FP8 at 65-1024 rows with fast accumulation and per-tensor scales,
-# 144 wide (128 + 16) from 90% of the SMs (114 tiles lost), else 80 wide (64 + 16) from 85% at K of 6144 or more
-# (shorter K lost). With precise accumulation they lost: a lone consumer waits on its MMAs every block
-# (results/current/gemm/rows64_fa9ce15/).
-WGMMA_ROW64_TILES = ((64, 64, 64, 12, 4608, 0.8),)  # (rows, width, block_k, stages, K from, fill of the SMs from)
-WGMMA_FP8_FAST_ROW64_TILES = ((64, 144, 128, 8, 2048, 0.9), (64, 80, 128, 12, 6144, 0.85))
+# cool and lost hot; 96 tiles, or two waves, lost; on an H200 they won cool and lost hot); FP8 with fast accumulation
+# and per-tensor scales, 144 wide (128 + 16) from 90% of the SMs (114 tiles lost), else 80 wide (64 + 16) from 85% at
+# K of 8192 or more (shorter K lost, and at 6912-7168 an H200 lost where an H100 won cool). With precise accumulation
+# they lost: a lone consumer waits on its MMAs every block (results/current/gemm/rows64_fa9ce15/, flips64_h200_*).
+# 160 and 192 wide (128 + 32, 128 + 64) up to 1024 rows, where 112-128 of them fill the SMs (1024 rows of 1280-1536
+# columns; bf16 192 wide only): bf16 0.89-0.98 -> 1.02-1.11x, FP8 fast 0.79-0.88 -> 0.91-0.96x, precise in turns
+# 0.77-0.81 -> 0.89-0.92x on an H200 (results/current/gemm/wide64_*/). Each entry: (rows, width, block_k, stages,
+# K from, fill of the SMs from, M up to); the first that applies wins.
+WGMMA_ROW64_TILES = ((64, 64, 64, 12, 4608, 0.8, 128), (64, 192, 64, 6, 2880, 0.8, 1024))
+WGMMA_FP8_FAST_ROW64_TILES = ((64, 144, 128, 8, 2048, 0.9, 1024), (64, 80, 128, 12, 8192, 0.85, 1024),
+                              (64, 160, 128, 7, 2880, 0.85, 1024), (64, 192, 128, 6, 2880, 0.85, 1024))
 # ... and with precise accumulation (per-tensor scales) the same tiles with two consumers taking turns on each tile's
 # blocks of K (Config.turns: one adds its block's sum while the other's MMAs run; a lone consumer lost there), 80 wide
 # from K of 3072 (128x4608-5120 at K 3456-8192: 0.73-0.87 -> 0.87-0.92x; at 2560 a tie; 144 wide: 128x9472x3584 0.80
 # -> 0.91x, 1024x1152x3584 0.88 -> 0.99x on an H100; results/current/gemm/rows64_fa9ce15/turns_*)
-WGMMA_FP8_PRECISE_ROW64_TILES = ((64, 144, 128, 6, 2048, 0.9), (64, 80, 128, 10, 3072, 0.85))
+WGMMA_FP8_PRECISE_ROW64_TILES = ((64, 144, 128, 6, 2048, 0.9, 1024), (64, 80, 128, 10, 3072, 0.85, 1024),
+                                 (64, 160, 128, 6, 2880, 0.85, 1024), (64, 192, 128, 4, 2880, 0.85, 1024))
 # Rows past a multiple of 64 at 129-255 rows, where whole 128x64 Gluon tiles fill one wave to at least
 # WGMMA_NARROW_FILL: its edge boxes move back inside A (wgmma.inside), where the tile loop's 64-row tiles load past
 # A's last row, which TMA serves far slower (results/current/gemm/README.md, "Rows past the edge").
@@ -290,14 +296,11 @@ def few_split(tiles, sms, k, block_k, thirds=False, third_blocks=None):
 def row64_tile(m, n, k, sms, fp8, fast, row_scales, b_aligned):
     """(rows, width, block_k, stages) of the Gluon kernel's 64-row tiles where they fill most of one wave (see
     WGMMA_ROW64_TILES), else None."""
-    if fp8 and not row_scales and 64 < m <= 1024:
-        tiles = WGMMA_FP8_FAST_ROW64_TILES if fast else WGMMA_FP8_PRECISE_ROW64_TILES
-    elif not fp8 and 64 < m <= 128:
-        tiles = WGMMA_ROW64_TILES
-    else:
+    if fp8 and row_scales or m <= 64 or not b_aligned:
         return None
+    tiles = (WGMMA_FP8_FAST_ROW64_TILES if fast else WGMMA_FP8_PRECISE_ROW64_TILES) if fp8 else WGMMA_ROW64_TILES
     for tile in tiles:
-        if b_aligned and k >= tile[4] and tile[5] * sms <= tile_count(m, n, tile) <= sms:
+        if m <= tile[6] and k >= tile[4] and tile[5] * sms <= tile_count(m, n, tile) <= sms:
             return tile[:4]
     return None
 

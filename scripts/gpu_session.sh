@@ -710,6 +710,15 @@ for stage in "$@"; do
                'wgmma fp8 64x128x128 s6 rem32 turns fast accum' 'wgmma fp8 64x128x128 s6 rem64 turns fast accum' \
                'wgmma fp8 64x128x128 s8 rem32 fast accum' 'wgmma fp8 64x128x128 s8 rem64 fast accum' \
                --out "$OUT/wide64_fp8" ;;
+    flips64w)  # one GPU: the GEMMs whose pick 64-row tiles 160 and 192 wide moved (and FP8 fast 80-wide ones at K under
+             # 8192, back to the tile loop), against the picks before (", narrow 64-row tiles"), cool and right after
+             # heavy GEMMs; the 64-row tiles' GPU tests first
+             gemm_gpu_tests pytest_flips64w.log "64_row or turns or fill_most"
+             cool_hot flips64w_bf16 --shapes 1024x1536x4096 1024x1280x8192 1024x1280x2880 --configs matmul \
+               'matmul, narrow 64-row tiles'
+             cool_hot flips64w_fp8 --fp8 --shapes 1024x1536x4096 1024x1280x8192 128x5120x6912 128x4608x7168 \
+               --configs default 'default, narrow 64-row tiles' 'default, fast accum' \
+               'default, fast accum, narrow 64-row tiles' ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;

@@ -122,6 +122,11 @@ COMPILE_CASES = {
     "fp8-precise-row-64-rows-turns": (True, 2, "bfloat16", "float8_e4m3fn", True,
                                       (64, 128, 12, 64, False, 1, 16, True)),
     "bf16-64-rows-turns-split-k": (False, 0, "bfloat16", "bfloat16", False, (64, 64, 8, 64, False, 2, 0, True)),
+    # ... 160 and 192 wide (128 + 32, 128 + 64) at 1024 rows of 1280-1536 columns
+    "bf16-64-rows-rem64-192-wide": (False, 0, "bfloat16", "bfloat16", False, (128, 64, 6, 64, False, 1, 64)),  # default
+    "fp8-fast-64-rows-rem32-160-wide": (False, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 7, 64, False, 1, 32)),
+    "fp8-precise-64-rows-turns-rem64-192-wide": (True, 1, "bfloat16", "float8_e4m3fn", True,
+                                                 (128, 128, 4, 64, False, 1, 64, True)),  # default
 }
 
 
@@ -210,8 +215,8 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
         assert (_tile(wave)[:2], wave.rem_cols) == ((128, 128), 64), (fast, wave)
         assert C.wgmma_config(cfg, 1024, 3584, 132, FP8, fast=fast, k=5120).rem_cols != 64
         # beyond 128 rows, Gluon tiles from half the SMs (80 128x128 at 1024x1280: precise, one wave of 120 192x64
-        # ones; fast accumulation: 112 96-wide ones); not with 40 (1024x640)
-        few = C.wgmma_config(cfg, 1024, 1280, 132, FP8, fast=fast, k=2880)
+        # ones; fast accumulation: 112 96-wide ones, at K under 2880: from there 64x160 ones); not with 40 (1024x640)
+        few = C.wgmma_config(cfg, 1024, 1280, 132, FP8, fast=fast, k=2048)
         assert (_tile(few)[:2], few.rem_cols) == (((128, 64), 32) if fast else ((192, 64), 0)), (fast, few)
         assert C.wgmma_config(cfg, 1024, 640, 132, FP8, fast=fast, k=2880) is None
     # 65-128 rows, long K: the FP8 split tile in 3 slices where its tiles leave 3-fold SMs (36 at 128x2304)
@@ -269,16 +274,18 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
     assert C.wgmma_config(cfg, 4096, 1280, 132, FP8).block_m < 256  # precise FP8 keeps a second accumulator
     assert C.wgmma_config(cfg, 1024, 5120, 132, FP8).rem_cols == 32  # (FP8's won on both GPUs)
     # FP8 fast accumulation: 96-wide tiles (64 + 32) where 128x128 ones leave SMs idle, but 64x144 ones (128 + 16)
-    # where those fill 90% of the SMs (1152: 128 tiles); precise keeps 128x128
+    # where those fill 90% of the SMs (1152: 128 tiles), and from K of 2880 64x160 and 64x192 ones (128 of them);
+    # precise keeps 128x128 under 2880
     for n in (1152, 1280, 1536):
-        picked = C.wgmma_config(cfg, 1024, n, 132, FP8, fast=True, k=4096)
-        want = ((64, 128), 16) if n == 1152 else ((128, 64), 32)
-        assert (_tile(picked)[:2], picked.rem_cols) == want, (n, picked)
-        # precise: 64x144 tiles in turns (128 of them), one wave of 192x64 tiles where it fits (108-120 of them),
-        # else 128x128; row-wise scales: 128x128
-        want = (64, 128) if n == 1152 else (192, 64) if n < 1536 else (128, 128)
-        assert _tile(C.wgmma_config(cfg, 1024, n, 132, FP8, k=4096))[:2] == want, n
-        assert _tile(C.wgmma_config(cfg, 1024, n, 132, FP8, k=4096, row_scales=True))[:2] == (128, 128), n
+        for k in (2048, 4096):
+            picked = C.wgmma_config(cfg, 1024, n, 132, FP8, fast=True, k=k)
+            want = ((64, 128), 16) if n == 1152 else ((128, 64), 32) if k < 2880 else ((64, 128), n // 8 - 128)
+            assert (_tile(picked)[:2], picked.rem_cols) == want, (n, k, picked)
+            # precise: 64-row tiles in turns where they fit (128 of them), one wave of 192x64 tiles where it fits
+            # (108-120 of them), else 128x128; row-wise scales: 128x128
+            want = (64, 128) if n == 1152 or k >= 2880 else (192, 64) if n < 1536 else (128, 128)
+            assert _tile(C.wgmma_config(cfg, 1024, n, 132, FP8, k=k))[:2] == want, (n, k)
+            assert _tile(C.wgmma_config(cfg, 1024, n, 132, FP8, k=k, row_scales=True))[:2] == (128, 128), (n, k)
     assert _tile(C.wgmma_config(wide, 4096, 3584, 132, BF16)) == (128, 128, 64)  # 448 wide tiles: 3.4 waves
     split = dataclasses.replace(cfg, split_k=2, split_tail=True)  # the tile loop's split last wave: the Gluon kernel
     # one whole wave of 132 swapped 256x64 tiles, where 102 192x128 tiles leave 30 SMs idle
@@ -914,8 +921,9 @@ def test_few_tiles_run_split_k_by_default_and_match_float64(dtype):
 
 def test_64_row_tiles_where_they_fill_most_of_a_wave():
     # WGMMA_ROW64_TILES: bf16 at 65-128 rows, 64x64 tiles from 80% of the SMs to one wave, K of 4608 or more, B's rows
-    # aligned; FP8 fast accumulation with per-tensor scales at 65-1024 rows: 64x144 from 90%, else 64x80 from 85% at K
-    # of 6144 or more; never precise, row-wise, decode rows or two waves
+    # aligned, and 64x192 ones up to 1024 rows at K of 2880 or more; FP8 fast accumulation with per-tensor scales at
+    # 65-1024 rows: 64x144 from 90%, else 64x80 from 85% at K of 8192 or more, else 64x160 or 64x192 from 85% at K of
+    # 2880 or more; never row-wise, decode rows or two waves
     cfg = C.Config(block_m=64, block_n=64, block_k=128, group_m=8, gemm_sms=132, comm_sms=1, num_stages=4,
                    num_warps=4, tma=None, split_k=1, split_tail=False)
 
@@ -928,25 +936,39 @@ def test_64_row_tiles_where_they_fill_most_of_a_wave():
     for m, n, k in ((128, 3072, 5120), (128, 4736, 5120), (128, 3584, 4096), (64, 3584, 5120), (256, 1792, 5120)):
         assert pick(m, n, k) is None, (m, n, k)  # 96 tiles, two waves, short K, 64 rows, 4 rows of tiles
     assert pick(128, 3584, 5120, b_aligned=False) is None
+    for m, n, k in ((1024, 1536, 4096), (1024, 1280, 2880), (1000, 1280, 8192)):  # 112-128 tiles of 192
+        assert pick(m, n, k) == ((64, 128, 64), 6, 64), (m, n, k)
+    for m, n, k in ((1024, 1536, 2048), (1024, 2304, 4096), (2048, 1536, 4096)):
+        assert pick(m, n, k) is None, (m, n, k)  # short K, two waves, past 1024 rows
+    assert pick(1024, 1440, 2880, b_aligned=False) is None
     assert pick(1024, 1152, 3584, FP8, fast=True) == ((64, 128, 128), 8, 16)  # 128 tiles of 144
     assert pick(128, 9472, 3584, FP8, fast=True) == ((64, 128, 128), 8, 16)  # 132
-    assert pick(128, 4608, 7168, FP8, fast=True) == ((64, 64, 128), 12, 16)  # 116 tiles of 80
-    for m, n, k in ((128, 4608, 3584), (128, 8192, 3696), (16, 9216, 16384), (128, 14784, 8192)):
+    assert pick(128, 4608, 8192, FP8, fast=True) == ((64, 64, 128), 12, 16)  # 116 tiles of 80
+    assert pick(1024, 1280, 8192, FP8, fast=True) == ((64, 128, 128), 7, 32)  # 128 tiles of 160
+    assert pick(1024, 1536, 4096, FP8, fast=True) == ((64, 128, 128), 6, 64)  # 128 tiles of 192
+    for m, n, k in ((128, 4608, 3584), (128, 4608, 7168), (128, 8192, 3696), (16, 9216, 16384), (128, 14784, 8192),
+                    (1024, 1536, 2048)):
         assert pick(m, n, k, FP8, fast=True) is None, (m, n, k)  # short K, 114 of 144, decode rows, two waves
     # precise: the same tiles, two consumers taking turns on K; 80 wide from K of 3072 (WGMMA_FP8_PRECISE_ROW64_TILES)
     assert pick(1024, 1152, 3584, FP8) == ((64, 128, 128), 6, 16) and pick(128, 4608, 3584, FP8) == ((64, 64, 128),
                                                                                                       10, 16)
+    assert pick(1024, 1280, 8192, FP8) == ((64, 128, 128), 6, 32) and pick(1024, 1536, 4096, FP8) == (
+        (64, 128, 128), 4, 64)
     assert C.wgmma_config(cfg, 128, 4608, 132, FP8, k=3584).turns
+    assert C.wgmma_config(cfg, 1024, 1536, 132, FP8, k=4096).turns
     assert pick(128, 4608, 2560, FP8) is None and pick(1024, 1152, 3584, FP8, fast=True, row_scales=True) is None
 
 
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
 @pytest.mark.parametrize("dtype,fast", [(BF16, False), (FP8, True), (FP8, False)], ids=["bf16", "fp8-fast", "fp8"])
 def test_64_row_tiles_run_by_default_and_match_float64(dtype, fast):
-    # matmul's and scaled_mm's own pick where 64-row tiles fill most of a wave (80 and 144 wide with FP8; precise:
-    # two consumers taking turns on K): 6 calls in a row each, fresh data and a poisoned output, checked after the last
-    shapes = (((128, 3584, 4608, 64, 0), (100, 3456, 5120, 64, 0)) if dtype == BF16 else
-              ((128, 4608, 6144, 64, 16), (1024, 1152, 2048, 128, 16), (120, 9472, 3584, 128, 16)))
+    # matmul's and scaled_mm's own pick where 64-row tiles fill most of a wave (bf16 64 and 192 wide, FP8 80 to 192;
+    # precise: two consumers taking turns on K): 6 calls in a row each, fresh data and a poisoned output, checked after
+    # the last
+    shapes = (((128, 3584, 4608, 64, 0), (100, 3456, 5120, 64, 0), (1024, 1536, 2880, 128, 64),
+               (1000, 1280, 3072, 128, 64)) if dtype == BF16 else
+              ((128, 4608, 8192, 64, 16), (1024, 1152, 2048, 128, 16), (120, 9472, 3584, 128, 16),
+               (1024, 1280, 3072, 128, 32), (1000, 1536, 2944, 128, 64)))
     for m, n, k, width, rem in shapes:
         def check(kernel, cfg):
             assert (kernel, cfg.block_m, cfg.block_n, cfg.rem_cols or 0, bool(cfg.turns)) == (
