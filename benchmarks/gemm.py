@@ -78,7 +78,7 @@ def per_sm(name, cfg, sms):
 
 
 ROWS64 = _config.WGMMA_ROW64_TILES, _config.WGMMA_FP8_FAST_ROW64_TILES, _config.WGMMA_FP8_PRECISE_ROW64_TILES
-# ... as at git 8371e95: 64 and 80-144 wide only, FP8 fast 80 wide from K of 6144
+# ... as at git 8371e95: 64 and 80-144 wide only
 ROWS64_NARROW = (((64, 64, 64, 12, 4608, 0.8, 128),),
                  ((64, 144, 128, 8, 2048, 0.9, 1024), (64, 80, 128, 12, 6144, 0.85, 1024)),
                  ((64, 144, 128, 6, 2048, 0.9, 1024), (64, 80, 128, 10, 3072, 0.85, 1024)))

@@ -255,14 +255,16 @@ WGMMA_FP8_REM_TILE = (128, 64, 128, 6)
 # more, from 80% of the SMs (128x3456-4096: 0.79-0.89 -> 0.87-1.02x on an H100, cool and hot; at K of 4096 they tied
 # cool and lost hot; 96 tiles, or two waves, lost; on an H200 they won cool and lost hot); FP8 with fast accumulation
 # and per-tensor scales, 144 wide (128 + 16) from 90% of the SMs (114 tiles lost), else 80 wide (64 + 16) from 85% at
-# K of 8192 or more (shorter K lost, and at 6912-7168 an H200 lost where an H100 won cool). With precise accumulation
-# they lost: a lone consumer waits on its MMAs every block (results/current/gemm/rows64_fa9ce15/, flips64_h200_*).
+# K of 6144 or more (shorter K lost; at 6912-7168 the GPUs disagree: an H100 gained 7-12% cool, an H200 lost 3-9%).
+# With precise accumulation they lost: a lone consumer waits on its MMAs every block
+# (results/current/gemm/rows64_fa9ce15/, wide64_91d3d11/).
 # 160 and 192 wide (128 + 32, 128 + 64) up to 1024 rows, where 112-128 of them fill the SMs (1024 rows of 1280-1536
-# columns; bf16 192 wide only): bf16 0.89-0.98 -> 1.02-1.11x, FP8 fast 0.79-0.88 -> 0.91-0.96x, precise in turns
-# 0.77-0.81 -> 0.89-0.92x on an H200 (results/current/gemm/wide64_*/). Each entry: (rows, width, block_k, stages,
-# K from, fill of the SMs from, M up to); the first that applies wins.
+# columns; bf16 192 wide only): against the picks before, cool and hot, on an H200 and an H100, bf16 0.78-1.00 ->
+# 0.84-1.22x, FP8 fast 0.75-0.88 -> 0.91-1.01x, precise in turns 0.73-0.79 -> 0.88-0.97x
+# (results/current/gemm/wide64_91d3d11/). Each entry: (rows, width, block_k, stages, K from, fill of the SMs from, M
+# up to); the first that applies wins.
 WGMMA_ROW64_TILES = ((64, 64, 64, 12, 4608, 0.8, 128), (64, 192, 64, 6, 2880, 0.8, 1024))
-WGMMA_FP8_FAST_ROW64_TILES = ((64, 144, 128, 8, 2048, 0.9, 1024), (64, 80, 128, 12, 8192, 0.85, 1024),
+WGMMA_FP8_FAST_ROW64_TILES = ((64, 144, 128, 8, 2048, 0.9, 1024), (64, 80, 128, 12, 6144, 0.85, 1024),
                               (64, 160, 128, 7, 2880, 0.85, 1024), (64, 192, 128, 6, 2880, 0.85, 1024))
 # ... and with precise accumulation (per-tensor scales) the same tiles with two consumers taking turns on each tile's
 # blocks of K (Config.turns: one adds its block's sum while the other's MMAs run; a lone consumer lost there), 80 wide
