@@ -62,6 +62,11 @@ def fp8_tables(paths):
     return tables
 
 
+def commits(paths):
+    """The commits of these CSVs' rows, joined ("c7cbccc+91d3d11" where parts of one set ran at two commits)."""
+    return "+".join(dict.fromkeys(c for p in paths for c in pd.read_csv(p).commit.astype(str)))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--before", required=True, nargs="+", help="one CSV, or several runs (the median per shape)")
@@ -86,20 +91,20 @@ def main():
         table = table.join(padded[["geomean", "min", "below_floor"]].add_suffix("_padded_b"))
     a = pd.read_csv(args.after[0]).iloc[0]
     runs = f" (median of {len(args.after)} runs)" if len(args.after) > 1 else ""
-    print(f"bf16 vs torch.matmul, {a.device}, {a.date}, commit {a.commit}: `{a.command}`{runs}; before: "
+    print(f"bf16 vs torch.matmul, {a.device}, {a.date}, commit {commits(args.after)}: `{a.command}`{runs}; before: "
           f"{args.before_config}, after: {args.after_config}")
     print(table.to_string())
     fp8 = fp8_tables(args.fp8) if args.fp8 else {}
     fp8_before = fp8_tables(args.fp8_before) if args.fp8_before else {}
     for name, t in fp8.items():
         f = pd.read_csv(args.fp8[0]).iloc[0]
-        print(f"{name} vs torch._scaled_mm, {f.device}, {f.date}, commit {f.commit}:")
+        print(f"{name} vs torch._scaled_mm, {f.device}, {f.date}, commit {commits(args.fp8)}:")
         cols = ["shapes", "geomean", "min", "below_floor"]
         if name in fp8_before:
-            b = pd.read_csv(args.fp8_before[0]).iloc[0].commit
+            b = commits(args.fp8_before)
             t = fp8_before[name].set_index("shape_class")[cols].merge(
                 t.set_index("shape_class")[cols[1:] + ["worst"]], left_index=True, right_index=True,
-                suffixes=(f"_{b}", f"_{f.commit}"))
+                suffixes=(f"_{b}", f"_{commits(args.fp8)}"))
             print(t.to_string())
         else:
             print(t[["shape_class"] + cols].to_string(index=False))
@@ -110,12 +115,11 @@ def main():
 
         classes = list(table.index)
         label = {"default": "tile loop (what the fused ops run)", "matmul": "fused_ops.matmul"}.get
-        b = pd.read_csv(args.before[0]).iloc[0].commit
-        series = {f"bf16 {label(args.before_config, args.before_config)}, {b}": table.geomean_before,
-                  f"bf16 {label(args.after_config, args.after_config)}, {a.commit}": table.geomean_after}
+        series = {f"bf16 {label(args.before_config, args.before_config)}, {commits(args.before)}": table.geomean_before,
+                  f"bf16 {label(args.after_config, args.after_config)}, {commits(args.after)}": table.geomean_after}
         if padded is not None:
             series["bf16 after, B via pad_weight"] = table.geomean_padded_b
-        commit = pd.read_csv(args.fp8[0]).iloc[0].commit if args.fp8 else ""
+        commit = commits(args.fp8) if args.fp8 else ""
         series.update({f"{name}, {commit}": t.set_index("shape_class").geomean.reindex(classes)
                        for name, t in fp8.items()})
         fig, ax = plt.subplots(figsize=(12, 5.2))
