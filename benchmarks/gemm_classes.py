@@ -1,6 +1,7 @@
 """Before/after table and plot per shape class of benchmarks/gemm.py CSVs (rows of one config each side, `default`
 unless named; FP8 CSVs per scaling and accumulation, with the tile loop alone beside them), against issue 31's
-targets. CPU only: reads the CSVs. Several CSVs on a side: runs of the same command, the median per shape.
+targets. CPU only: reads the CSVs. Several CSVs on a side: runs of the same command (the lower median per shape), or
+parts of one set (each shape from the part that has it; the tables name every commit).
 
     G=results/current/gemm; python benchmarks/gemm_classes.py --before $G/final_5acd177/h200/gemm_models_run*.csv \
         --after $G/final_5acd177/h200/gemm_models_run*.csv --after-config matmul \

@@ -572,3 +572,41 @@ def test_gemm_picks_lists_the_hosts_choice_and_the_picks_a_change_moves(tmp_path
     P.main()
     out = capsys.readouterr().out
     assert "1 of 6 picks moved" in out and "2304" in out and "4096  4096" not in out
+
+
+def test_gemm_classes_tables_the_targets_per_class_over_runs_and_parts(tmp_path, capsys, monkeypatch):
+    # benchmarks/gemm_classes.py: per-class geomean, minimum and GEMMs below issue 31's floors; several runs of a set
+    # give the lower median per shape, parts of a set (two commits) each shape from its part, both commits named
+    import sys
+
+    import pandas as pd
+
+    from benchmarks import gemm_classes as G
+    stamp = dict(device="1x test GPU", date="2026-11-28", command="python benchmarks/gemm.py")
+
+    def rows(ratios, commit, **more):
+        return pd.DataFrame([dict(m=m, n=n, k=k, config=more.get("config", "matmul"), vs_torch=r, commit=commit,
+                                  **stamp, **{k: v for k, v in more.items() if k != "config"})
+                             for (m, n, k), r in ratios.items()])
+    shapes = [(1, 4096, 4096), (1024, 1536, 4096), (4096, 4096, 4096)]
+    paths = {}
+    for name, ratios, commit in (("before", (0.80, 0.85, 1.0), "b0"), ("run1", (0.90, 0.89, 1.1), "a1"),
+                                 ("run2", (0.84, 0.95, 1.2), "a1")):
+        paths[name] = tmp_path / f"{name}.csv"
+        rows(dict(zip(shapes, ratios)), commit).to_csv(paths[name], index=False)
+    fp8 = dict(config="default", scaling="tensor", dtype="float8_e4m3fn", shape_class="aligned")
+    for part, shape, ratio, commit in ((1, shapes[1], 0.80, "c1"), (2, shapes[2], 0.95, "c2")):
+        paths[f"fp8_{part}"] = tmp_path / f"fp8_{part}.csv"
+        rows({shape: ratio}, commit, **fp8).to_csv(paths[f"fp8_{part}"], index=False)
+    monkeypatch.setattr(sys, "argv", ["gemm_classes", "--before", str(paths["before"]), "--before-config", "matmul",
+                                      "--after", str(paths["run1"]), str(paths["run2"]), "--after-config", "matmul",
+                                      "--fp8", str(paths["fp8_1"]), str(paths["fp8_2"])])
+    G.main()
+    out = capsys.readouterr().out
+    assert "commit a1:" in out and "(median of 2 runs)" in out and "commit c1+c2:" in out
+    bf16, fp8_part = out.split("fp8 scaled_mm")[0], out.split("fp8 scaled_mm")[1]
+    last = [line.split() for line in bf16.splitlines() if line.startswith("all")][0]
+    # the slower run per shape: 0.84 (decode, below 0.85), 0.89 (below 0.90), 1.1
+    assert [float(x) for x in last[1:7]] == [3, 0.879, 0.8, 0.937, 0.84, 2], last
+    last = [line.split() for line in fp8_part.splitlines() if line.split()[:1] == ["all"]][0]
+    assert [float(x) for x in last[1:5]] == [2, 0.872, 0.8, 1], last
