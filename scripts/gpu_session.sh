@@ -719,6 +719,12 @@ for stage in "$@"; do
              cool_hot flips64w_fp8 --fp8 --shapes 1024x1536x4096 1024x1280x8192 128x5120x6912 128x4608x7168 \
                --configs default 'default, narrow 64-row tiles' 'default, fast accum' \
                'default, fast accum, narrow 64-row tiles' ;;
+    xprecise)  # one GPU: FP8 precise accumulation at 1024 rows of 1792-8192 columns (two waves or more, 0.78-0.84x on
+             # both GPUs): 64-row tiles 128-192 wide in turns against the defaults' 128x128 and 192x128 tiles
+             run gemm_xprecise.log timeout 400 python3 benchmarks/gemm.py --fp8 --shapes 1024x3584x4736 \
+               1024x3584x5120 1024x3584x9472 1024x8192x3696 1024x8192x14784 1024x1792x5120 1024x6912x5120 \
+               --configs default 'wgmma fp8 128x128x128 s6' 'wgmma fp8 192x128x128 s4' 'wgmma fp8 64x128x128 s6 turns' \
+               'wgmma fp8 64x128x128 s6 rem32 turns' 'wgmma fp8 64x128x128 s6 rem64 turns' --out "$OUT/xprecise" ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;
