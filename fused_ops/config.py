@@ -255,12 +255,11 @@ WGMMA_FP8_REM_TILE = (128, 64, 128, 6)
 # more, from 80% of the SMs (128x3456-4096: 0.79-0.89 -> 0.87-1.02x on an H100, cool and hot; at K of 4096 they tied
 # cool and lost hot; 96 tiles, or two waves, lost; on an H200 they won cool and lost hot); FP8 with fast accumulation
 # and per-tensor scales, 144 wide (128 + 16) from 90% of the SMs (114 tiles lost), else 80 wide (64 + 16) from 85% at
-# K of 6144 or more (shorter K lost; at 6912-7168 the GPUs disagree: an H100 gained 7-12% cool, an H200 lost 3-9%).
+# K of 6144 or more (shorter K lost; at 6912-7168 the GPUs disagree: an H100 gained cool, an H200 lost).
 # With precise accumulation they lost: a lone consumer waits on its MMAs every block
 # (results/current/gemm/rows64_fa9ce15/, wide64_91d3d11/).
 # 160 and 192 wide (128 + 32, 128 + 64) up to 1024 rows, where 112-128 of them fill the SMs (1024 rows of 1280-1536
-# columns; bf16 192 wide only): against the picks before, cool and hot, on an H200 and an H100, bf16 0.78-1.00 ->
-# 0.84-1.22x, FP8 fast 0.75-0.88 -> 0.91-1.01x, precise in turns 0.73-0.79 -> 0.88-0.97x
+# columns; bf16 192 wide only): each GEMM they moved gained on an H200 and an H100, cool and hot
 # (results/current/gemm/wide64_91d3d11/). Each entry: (rows, width, block_k, stages, K from, fill of the SMs from, M
 # up to); the first that applies wins.
 WGMMA_ROW64_TILES = ((64, 64, 64, 12, 4608, 0.8, 128), (64, 192, 64, 6, 2880, 0.8, 1024))
