@@ -78,10 +78,8 @@ def per_sm(name, cfg, sms):
 
 
 ROWS64 = _config.WGMMA_ROW64_TILES, _config.WGMMA_FP8_FAST_ROW64_TILES, _config.WGMMA_FP8_PRECISE_ROW64_TILES
-# ... as at git 8371e95: 64 and 80-144 wide only
-ROWS64_NARROW = (((64, 64, 64, 12, 4608, 0.8, 128),),
-                 ((64, 144, 128, 8, 2048, 0.9, 1024), (64, 80, 128, 12, 6144, 0.85, 1024)),
-                 ((64, 144, 128, 6, 2048, 0.9, 1024), (64, 80, 128, 10, 3072, 0.85, 1024)))
+ROWS64_NARROW = tuple(tuple(t for t in tiles if t[1] <= 144) for tiles in ROWS64)  # as at git 8371e95
+ROWS64_TOGGLES = ("matmul, no 64-row tiles", "matmul, narrow 64-row tiles")  # matmul, with rows64() applied
 
 
 def rows64(name):
@@ -230,8 +228,8 @@ CANDIDATES["matmul, as given"] = None
 CANDIDATES["matmul, always copied"] = None
 CANDIDATES["matmul, edges past"] = None
 CANDIDATES["matmul, decode tile loop"] = None
-CANDIDATES["matmul, no 64-row tiles"] = None  # the picks before config.WGMMA_ROW64_TILES (rows64())
-CANDIDATES["matmul, narrow 64-row tiles"] = None  # ... before its 160- and 192-wide tiles
+CANDIDATES.update(dict.fromkeys(ROWS64_TOGGLES))  # the picks before config.WGMMA_ROW64_TILES, and before its 160-
+# and 192-wide tiles (rows64())
 # Alternatives where the C row stride is not a multiple of 16 elements: the store without the alignment hint (C_VEC=1).
 CANDIDATES["default, no vec"] = None
 # Where B's rows are not 128-byte aligned: B through fused_ops.pad_weight (done once per weight, outside the timing),
@@ -593,8 +591,8 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, hot=0.0):
     ptr, dec = local_gemm.PTR_FLOPS, _config.WGMMA_DECODE_TILE
     toggles = {"matmul": (True, ptr, True, dec), "matmul, as given": (False, ptr, True, dec),
                "matmul, always copied": (True, 1.0, True, dec), "matmul, edges past": (True, ptr, False, dec),
-               "matmul, decode tile loop": (True, ptr, True, None), "matmul, no 64-row tiles": (True, ptr, True, dec),
-               "matmul, narrow 64-row tiles": (True, ptr, True, dec)}
+               "matmul, decode tile loop": (True, ptr, True, None),
+               **dict.fromkeys(ROWS64_TOGGLES, (True, ptr, True, dec))}
 
     def with_toggles(fn):
         saved = local_gemm.ALIGN_OPERANDS, local_gemm.PTR_FLOPS, wgmma.KEEP_INSIDE, _config.WGMMA_DECODE_TILE
@@ -611,8 +609,7 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, hot=0.0):
     if name in toggles:
         a2, b2 = with_toggles(lambda: local_gemm.aligned_operands(a, b))
         copied = a2 is not a or b2 is not b
-        if name not in ("matmul", "matmul, edges past", "matmul, decode tile loop", "matmul, no 64-row tiles",
-                        "matmul, narrow 64-row tiles") and copied == any(
+        if name not in ("matmul", "matmul, edges past", "matmul, decode tile loop") + ROWS64_TOGGLES and copied == any(
                 x is not y for x, y in zip(local_gemm.aligned_operands(a, b), (a, b))):
             return []  # the same run as "matmul"
         plan, _ = local_gemm.tile_loop_plan(a2, b2, None, lambda dev, m, n, k: local_gemm.defaults(

@@ -97,15 +97,15 @@ def main():
     print(table.to_string())
     fp8 = fp8_tables(args.fp8) if args.fp8 else {}
     fp8_before = fp8_tables(args.fp8_before) if args.fp8_before else {}
+    fp8_commits = commits(args.fp8) if args.fp8 else ""
     for name, t in fp8.items():
         f = pd.read_csv(args.fp8[0]).iloc[0]
-        print(f"{name} vs torch._scaled_mm, {f.device}, {f.date}, commit {commits(args.fp8)}:")
+        print(f"{name} vs torch._scaled_mm, {f.device}, {f.date}, commit {fp8_commits}:")
         cols = ["shapes", "geomean", "min", "below_floor"]
         if name in fp8_before:
-            b = commits(args.fp8_before)
             t = fp8_before[name].set_index("shape_class")[cols].merge(
                 t.set_index("shape_class")[cols[1:] + ["worst"]], left_index=True, right_index=True,
-                suffixes=(f"_{b}", f"_{commits(args.fp8)}"))
+                suffixes=(f"_{commits(args.fp8_before)}", f"_{fp8_commits}"))
             print(t.to_string())
         else:
             print(t[["shape_class"] + cols].to_string(index=False))
@@ -120,8 +120,7 @@ def main():
                   f"bf16 {label(args.after_config, args.after_config)}, {commits(args.after)}": table.geomean_after}
         if padded is not None:
             series["bf16 after, B via pad_weight"] = table.geomean_padded_b
-        commit = commits(args.fp8) if args.fp8 else ""
-        series.update({f"{name}, {commit}": t.set_index("shape_class").geomean.reindex(classes)
+        series.update({f"{name}, {fp8_commits}": t.set_index("shape_class").geomean.reindex(classes)
                        for name, t in fp8.items()})
         fig, ax = plt.subplots(figsize=(12, 5.2))
         width = 0.8 / len(series)
