@@ -144,6 +144,14 @@ WGMMA_CANDIDATES = {"wgmma 128x256x64 s3": tile(128, 256, 64, 3, 4),
                     "wgmma 64x64x64 s12 rem16": tile(64, 64, 64, 12, 4),
                     "wgmma 64x64x64 s12 rem32": tile(64, 64, 64, 12, 4),
                     "wgmma 64x128x64 s8": tile(64, 128, 64, 8, 4),
+                    # 128-deep blocks of K (two TMA boxes of 64 per operand and stage): half the ring's barrier
+                    # waits and arrivals per tile
+                    "wgmma 64x64x128 s6": tile(64, 64, 128, 6, 4),
+                    "wgmma 64x128x128 s4": tile(64, 128, 128, 4, 4),
+                    "wgmma 64x128x128 s3 rem64": tile(64, 128, 128, 3, 4),
+                    "wgmma 128x64x128 s4": tile(128, 64, 128, 4, 4),
+                    "wgmma 128x64x128 s3 rem32": tile(128, 64, 128, 3, 4),
+                    "wgmma 128x128x128 s3": tile(128, 128, 128, 3, 4),
                     # ... 160 and 192 wide (128 + 32, 128 + 64): 128 tiles at 1024 rows of 1280-1536 columns, one
                     # consumer or two taking turns on K
                     "wgmma 64x128x64 s8 rem32": tile(64, 128, 64, 8, 4),
@@ -367,6 +375,8 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "wgmma fp8 swap 64x192x128 s4 rem32 fast accum": tile(64, 192, 128, 4, 4),
                   "wgmma fp8 128x128x128 s6 fast accum": tile(128, 128, 128, 6, 4),
                   "wgmma fp8 128x256x128 s3 fast accum": tile(128, 256, 128, 3, 4),
+                  "wgmma fp8 128x128x256 s3 fast accum": tile(128, 128, 256, 3, 4),
+                  "wgmma fp8 64x128x256 s4 fast accum": tile(64, 128, 256, 4, 4),
                   # four consumers, 256x160 (fast accumulation, per-tensor: precise keeps a second accumulator, and
                   # row-wise scales spill in the epilogue)
                   "wgmma fp8 256x128x128 s3 rem32 fast accum": tile(256, 128, 128, 3, 4),

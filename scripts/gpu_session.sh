@@ -725,6 +725,18 @@ for stage in "$@"; do
                1024x3584x5120 1024x3584x9472 1024x8192x3696 1024x8192x14784 1024x1792x5120 1024x6912x5120 \
                --configs default 'wgmma fp8 128x128x128 s6' 'wgmma fp8 192x128x128 s4' 'wgmma fp8 64x128x128 s6 turns' \
                'wgmma fp8 64x128x128 s6 rem32 turns' 'wgmma fp8 64x128x128 s6 rem64 turns' --out "$OUT/xprecise" ;;
+    deepk)   # one GPU: 128-deep blocks of K for bf16 (FP8: 256) in the Gluon kernel, half the ring's barrier waits and
+             # arrivals per tile, at the GEMMs still below their floors, against the defaults
+             run gemm_deepk_rows128.log timeout 200 python3 benchmarks/gemm.py --shapes 128x3584x5120 128x3584x4736 \
+               128x3456x5120 128x3072x4096 128x3584x9472 128x4096x7168 128x12288x1536 128x9216x7168 --configs matmul \
+               'wgmma 64x64x64 s12' 'wgmma 64x64x128 s6' '64x64x128 s4 w4' --out "$OUT/deepk_rows128"
+             run gemm_deepk_rows1024.log timeout 250 python3 benchmarks/gemm.py --shapes 1024x2304x3584 1024x1440x2880 \
+               1024x2560x2880 1024x5120x640 1024x768x4096 4096x640x2880 4096x640x3584 4096x1280x2880 1024x7392x8192 \
+               1024x2304x16384 --configs matmul 'wgmma 128x128x128 s3' 'wgmma 128x64x128 s4' 'wgmma 64x128x128 s4' \
+               'wgmma 64x128x128 s3 rem64' 'wgmma 128x64x128 s3 rem32' --out "$OUT/deepk_rows1024"
+             run gemm_deepk_fp8.log timeout 150 python3 benchmarks/gemm.py --fp8 --shapes 1024x3584x4736 \
+               1024x8192x3696 1024x1792x5120 128x8192x3696 1024x2304x7168 --configs default 'default, fast accum' \
+               'wgmma fp8 128x128x256 s3 fast accum' 'wgmma fp8 64x128x256 s4 fast accum' --out "$OUT/deepk_fp8" ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;
