@@ -251,18 +251,18 @@ WGMMA_REM_ROWS = (16, 32)
 # more they lost to the tile loop (H200, results/current/gemm/remcols_e9ef942/fp8_rows_f534825.*).
 WGMMA_FP8_REM_TILE = (128, 64, 128, 6)
 # 64-row tiles (one consumer warpgroup, deep rings) where they fill most of one wave: twice the programs of 128-row
-# tiles, each streaming its own columns of B, as cuBLAS's 64-row tiles there. bf16 64x64 at 65-128 rows, K of 4608 or
-# more, from 80% of the SMs (128x3456-4096: 0.79-0.89 -> 0.87-1.02x on an H100, cool and hot; at K of 4096 they tied
-# cool and lost hot; 96 tiles, or two waves, lost; on an H200 they won cool and lost hot); FP8 with fast accumulation
-# and per-tensor scales, 144 wide (128 + 16) from 90% of the SMs (114 tiles lost), else 80 wide (64 + 16) from 85% at
-# K of 6144 or more (shorter K lost; at 6912-7168 the GPUs disagree: an H100 gained cool, an H200 lost).
+# tiles, each streaming its own columns of B, as cuBLAS's 64-row tiles there. bf16 64x64 at 65-128 rows, K of 4096 or
+# more, from 70% of the SMs, in 128-deep blocks of K (two TMA boxes a stage: half the ring's barrier waits and
+# arrivals; 64-deep ones lost hot at K of 4096, with 96 tiles, and on an H200; two waves lost); FP8 with fast
+# accumulation and per-tensor scales, 144 wide (128 + 16) from 90% of the SMs (114 tiles lost), else 80 wide (64 + 16)
+# from 85% at K of 6144 or more (shorter K lost; at 6912-7168 the GPUs disagree: an H100 gained cool, an H200 lost).
 # With precise accumulation they lost: a lone consumer waits on its MMAs every block
 # (results/current/gemm/rows64_fa9ce15/, wide64_91d3d11/).
 # 160 and 192 wide (128 + 32, 128 + 64) up to 1024 rows, where 112-128 of them fill the SMs (1024 rows of 1280-1536
 # columns; bf16 192 wide only): each GEMM they moved gained on an H200 and an H100, cool and hot
 # (results/current/gemm/wide64_91d3d11/). Each entry: (rows, width, block_k, stages, K from, fill of the SMs from, M
 # up to); the first that applies wins.
-WGMMA_ROW64_TILES = ((64, 64, 64, 12, 4608, 0.8, 128), (64, 192, 64, 6, 2880, 0.8, 1024))
+WGMMA_ROW64_TILES = ((64, 64, 128, 6, 4096, 0.7, 128), (64, 192, 64, 6, 2880, 0.8, 1024))
 WGMMA_FP8_FAST_ROW64_TILES = ((64, 144, 128, 8, 2048, 0.9, 1024), (64, 80, 128, 12, 6144, 0.85, 1024),
                               (64, 160, 128, 7, 2880, 0.85, 1024), (64, 192, 128, 6, 2880, 0.85, 1024))
 # ... and with precise accumulation (per-tensor scales) the same tiles with two consumers taking turns on each tile's

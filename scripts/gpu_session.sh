@@ -737,6 +737,15 @@ for stage in "$@"; do
              run gemm_deepk_fp8.log timeout 150 python3 benchmarks/gemm.py --fp8 --shapes 1024x3584x4736 \
                1024x8192x3696 1024x1792x5120 128x8192x3696 1024x2304x7168 --configs default 'default, fast accum' \
                'wgmma fp8 128x128x256 s3 fast accum' 'wgmma fp8 64x128x256 s4 fast accum' --out "$OUT/deepk_fp8" ;;
+    flipsdk)  # one GPU: the bf16 GEMMs whose pick 128-deep 64x64 tiles moved, against the picks before (", 64-deep
+             # 64-row tiles"), cool and right after heavy GEMMs; then the same tiles at shorter K (not picked there); the
+             # 64-row tiles' GPU tests first
+             gemm_gpu_tests pytest_flipsdk.log "64_row or fill_most"
+             cool_hot flipsdk_bf16 --shapes 128x3072x4096 128x3584x4096 128x3456x5120 128x3584x4736 128x3584x5120 \
+               128x3584x9472 128x4096x7168 --configs matmul 'matmul, 64-deep 64-row tiles'
+             run gemm_deepk_shortk.log timeout 150 python3 benchmarks/gemm.py --shapes 128x3584x2368 128x4096x3584 \
+               128x3584x3584 128x2880x2880 128x4096x2048 128x3072x1536 --configs matmul 'wgmma 64x64x128 s6' \
+               --out "$OUT/deepk_shortk" ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;

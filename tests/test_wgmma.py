@@ -114,6 +114,7 @@ COMPILE_CASES = {
     "fp8-precise-rem32": (True, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 128, False, 1, 32)),  # default
     # 64-row tiles, one consumer warpgroup, deep rings (128 rows in two tiles, each streaming its own columns of B)
     "bf16-64-rows": (False, 0, "bfloat16", "bfloat16", False, (64, 64, 12, 64)),
+    "bf16-64-rows-128-deep": (False, 0, "bfloat16", "bfloat16", False, (64, 128, 6, 64)),  # default
     "fp8-precise-64-rows-rem8": (True, 1, "bfloat16", "float8_e4m3fn", True, (64, 128, 12, 64, False, 1, 8)),
     "fp8-fast-64-rows-rem16": (False, 1, "bfloat16", "float8_e4m3fn", True, (64, 128, 12, 64, False, 1, 16)),
     # ... two consumers taking turns on a 64-row tile's blocks of K (precise FP8: one's MMAs run while the other adds)
@@ -848,8 +849,8 @@ def test_few_tiles_pick_the_gluon_kernels_split_k_and_edge_row_tiles(monkeypatch
     for n, k in ((4608, 7168), (5120, 6912)):  # 72-80 whole 128x64 tiles at long K
         assert pick(128, n, k) == ((128, 64, 64), False, 1), (n, k)
     assert pick(128, 5120, 3456) is None  # short K
-    for n, k in ((4096, 7168), (3584, 9472)):  # 112-128 64x64 tiles (WGMMA_ROW64_TILES)
-        assert pick(128, n, k) == ((64, 64, 64), False, 1), (n, k)
+    for n, k in ((4096, 7168), (3584, 9472), (3072, 4096)):  # 96-128 64x64 tiles (WGMMA_ROW64_TILES)
+        assert pick(128, n, k) == ((64, 64, 128), False, 1), (n, k)
     assert pick(128, 1536, 512) is None  # 8 blocks of K: nothing to split
     assert pick(129, 4096, 4096) == ((128, 64, 64), True, 2, 16)  # 64 tiles of 144 rows of A, 2 slices
     assert pick(160, 4096, 4096) == ((128, 64, 64), True, 2, 32) and pick(140, 1024, 8192) == ((128, 64, 64), True, 8,
@@ -920,10 +921,10 @@ def test_few_tiles_run_split_k_by_default_and_match_float64(dtype):
 
 
 def test_64_row_tiles_where_they_fill_most_of_a_wave():
-    # WGMMA_ROW64_TILES: bf16 at 65-128 rows, 64x64 tiles from 80% of the SMs to one wave, K of 4608 or more, B's rows
-    # aligned, and 64x192 ones up to 1024 rows at K of 2880 or more; FP8 fast accumulation with per-tensor scales at
-    # 65-1024 rows: 64x144 from 90%, else 64x80 from 85% at K of 6144 or more, else 64x160 or 64x192 from 85% at K of
-    # 2880 or more; never row-wise, decode rows or two waves
+    # WGMMA_ROW64_TILES: bf16 at 65-128 rows, 64x64 tiles 128 deep from 70% of the SMs to one wave, K of 4096 or more,
+    # B's rows aligned, and 64x192 ones up to 1024 rows at K of 2880 or more; FP8 fast accumulation with per-tensor
+    # scales at 65-1024 rows: 64x144 from 90%, else 64x80 from 85% at K of 6144 or more, else 64x160 or 64x192 from 85%
+    # at K of 2880 or more; never row-wise, decode rows or two waves
     cfg = C.Config(block_m=64, block_n=64, block_k=128, group_m=8, gemm_sms=132, comm_sms=1, num_stages=4,
                    num_warps=4, tma=None, split_k=1, split_tail=False)
 
@@ -931,10 +932,10 @@ def test_64_row_tiles_where_they_fill_most_of_a_wave():
         got = C.wgmma_config(cfg, m, n, 132, dtype, k=k, **kw)
         return got and (_tile(got), got.num_stages, got.rem_cols) if got is not None and got.block_m == 64 else None
 
-    for m, n, k in ((128, 3584, 5120), (128, 3456, 5120), (100, 4096, 7168), (128, 3584, 4608)):
-        assert pick(m, n, k) == ((64, 64, 64), 12, 0), (m, n, k)
-    for m, n, k in ((128, 3072, 5120), (128, 4736, 5120), (128, 3584, 4096), (64, 3584, 5120), (256, 1792, 5120)):
-        assert pick(m, n, k) is None, (m, n, k)  # 96 tiles, two waves, short K, 64 rows, 4 rows of tiles
+    for m, n, k in ((128, 3584, 5120), (128, 3456, 5120), (100, 4096, 7168), (128, 3584, 4096), (128, 3072, 5120)):
+        assert pick(m, n, k) == ((64, 64, 128), 6, 0), (m, n, k)
+    for m, n, k in ((128, 2816, 5120), (128, 4736, 5120), (128, 3584, 3584), (64, 3584, 5120), (256, 1792, 5120)):
+        assert pick(m, n, k) is None, (m, n, k)  # 88 tiles, two waves, short K, 64 rows, 4 rows of tiles
     assert pick(128, 3584, 5120, b_aligned=False) is None
     for m, n, k in ((1024, 1536, 4096), (1024, 1280, 2880), (1000, 1280, 8192)):  # 112-128 tiles of 192
         assert pick(m, n, k) == ((64, 128, 64), 6, 64), (m, n, k)
@@ -965,8 +966,8 @@ def test_64_row_tiles_run_by_default_and_match_float64(dtype, fast):
     # matmul's and scaled_mm's own pick where 64-row tiles fill most of a wave (bf16 64 and 192 wide, FP8 80 to 192;
     # precise: two consumers taking turns on K): 6 calls in a row each, fresh data and a poisoned output, checked after
     # the last
-    shapes = (((128, 3584, 4608, 64, 0), (100, 3456, 5120, 64, 0), (1024, 1536, 2880, 128, 64),
-               (1000, 1280, 3072, 128, 64)) if dtype == BF16 else
+    shapes = (((128, 3584, 4608, 64, 0), (100, 3456, 5120, 64, 0), (128, 3072, 4160, 64, 0),
+               (1024, 1536, 2880, 128, 64), (1000, 1280, 3072, 128, 64)) if dtype == BF16 else
               ((128, 4608, 6144, 64, 16), (1024, 1152, 2048, 128, 16), (120, 9472, 3584, 128, 16),
                (1024, 1280, 3072, 128, 32), (1000, 1536, 2944, 128, 64)))
     for m, n, k, width, rem in shapes:
