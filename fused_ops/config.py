@@ -257,7 +257,7 @@ WGMMA_FP8_REM_TILE = (128, 64, 128, 6)
 # accumulation and per-tensor scales, 144 wide (128 + 16) from 90% of the SMs (114 tiles lost), else 80 wide (64 + 16)
 # from 85% at K of 6144 or more (shorter K lost; at 6912-7168 the GPUs disagree: an H100 gained cool, an H200 lost).
 # With precise accumulation they lost: a lone consumer waits on its MMAs every block
-# (results/current/gemm/rows64_fa9ce15/, wide64_91d3d11/).
+# (results/current/gemm/rows64_fa9ce15/, wide64_91d3d11/, deepk_7a3b36f/).
 # 160 and 192 wide (128 + 32, 128 + 64) up to 1024 rows, where 112-128 of them fill the SMs (1024 rows of 1280-1536
 # columns; bf16 192 wide only): each GEMM they moved gained on an H200 and an H100, cool and hot
 # (results/current/gemm/wide64_91d3d11/). Each entry: (rows, width, block_k, stages, K from, fill of the SMs from, M

@@ -746,6 +746,11 @@ for stage in "$@"; do
              run gemm_deepk_shortk.log timeout 150 python3 benchmarks/gemm.py --shapes 128x3584x2368 128x4096x3584 \
                128x3584x3584 128x2880x2880 128x4096x2048 128x3072x1536 --configs matmul 'wgmma 64x64x128 s6' \
                --out "$OUT/deepk_shortk" ;;
+    flipsu)  # one GPU: FP8 1024x1280x2880 (B's K-major rows of 2880 bytes, off 128-byte alignment) on 64x160 tiles
+             # against the defaults (192x64 precise, 128x96 fast: 64-row tiles are refused on unaligned B), cool and
+             # right after heavy GEMMs; 1024x1280x3200 (aligned rows: 64x160 is the default there) beside it
+             cool_hot flipsu_fp8 --fp8 --shapes 1024x1280x2880 1024x1280x3200 --configs default \
+               'wgmma fp8 64x128x128 s6 rem32 turns' 'default, fast accum' 'wgmma fp8 64x128x128 s8 rem32 fast accum' ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;
