@@ -497,7 +497,9 @@ def run(ctx, args, run_stamp):
     for m, n, k, tag in per_shape(ctx, args):
         g = torch.Generator(device=ctx.get_device()).manual_seed(m + n + k)
         a = torch.randn(m, k, device=ctx.get_device(), dtype=torch.bfloat16, generator=g)
-        b = torch.randn(k, n, device=ctx.get_device(), dtype=torch.bfloat16, generator=g)
+        b = (torch.randn(n, k, device=ctx.get_device(), dtype=torch.bfloat16, generator=g).t()
+             if args.weights == "k-major" else torch.randn(k, n, device=ctx.get_device(), dtype=torch.bfloat16,
+                                                           generator=g))
         c = torch.empty(m, n, device=ctx.get_device(), dtype=torch.bfloat16)
         ref = a.double() @ b.double()
         torch.matmul(a, b, out=c)
@@ -520,7 +522,8 @@ def run(ctx, args, run_stamp):
                     odd_rows and local_gemm.copies_pay(m, n, k, b.element_size(), True, False))):
                 continue  # the default does not copy B here: the same run as "default"
             if name in WGMMA_CANDIDATES or name.startswith("matmul"):
-                rows += direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, args.hot)
+                rows += direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, dict(run_stamp, b_layout=args.weights),
+                                   args.hot)
                 continue
             if cfg is not None and cfg.split_k is None and not cfg.split_tail:  # whole tiles: not the default's
                 cfg = dataclasses.replace(cfg, split_k=1, split_tail=False)  # split (the default may split a tail)
@@ -821,7 +824,14 @@ def main():
                         "the GPU's power cap leaves after heavy work, as in a whole-set run; 0: as it comes)")
     p.add_argument("--configs", nargs="+", help="only these candidate names (e.g. default '64x128x64 s8 w4'), or "
                                                 "shell-style patterns of them ('16x64x256 s4 w4*')")
+    p.add_argument("--weights", choices=("row-major", "k-major"), default="row-major",
+                   help="bf16 B's layout: K x N row-major, or K-major (an N x K weight transposed, as F.linear and "
+                        "the torch ops pass nn.Linear's); fused_ops.matmul and the Gluon candidates only")
     args = p.parse_args()
+    if args.weights == "k-major" and (args.fp8 or not args.configs or any(
+            not (c.startswith("matmul") or c in WGMMA_CANDIDATES) for c in args.configs)):
+        raise SystemExit("--weights k-major times bf16 fused_ops.matmul and the Gluon candidates only: name them with "
+                         "--configs (e.g. matmul 'wgmma 64x64x128 s6'); FP8's B is K-major already")
     known = set(CANDIDATES) | set(SMALL_M_CANDIDATES) | set(FP8_CANDIDATES) | set(FP8_DEFAULTS) | set(FP8_BEFORE)
     patterns = [c for c in args.configs or () if any(ch in c for ch in "*?[")]
     unknown = {c for c in args.configs or () if c not in known and c not in patterns}

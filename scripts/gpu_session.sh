@@ -751,6 +751,12 @@ for stage in "$@"; do
              # right after heavy GEMMs; 1024x1280x3200 (aligned rows: 64x160 is the default there) beside it
              cool_hot flipsu_fp8 --fp8 --shapes 1024x1280x2880 1024x1280x3200 --configs default \
                'wgmma fp8 64x128x128 s6 rem32 turns' 'default, fast accum' 'wgmma fp8 64x128x128 s8 rem32 fast accum' ;;
+    kmajor)  # one GPU: bf16 with B K-major (nn.Linear's weight.t(), as F.linear and the torch ops pass it) on the
+             # public sample, fused_ops.matmul against torch.matmul on the same operands; the row-major run beside it
+             run gemm_kmajor.log timeout 300 python3 benchmarks/gemm.py --shapes models --weights k-major \
+               --configs matmul --out "$OUT/kmajor"
+             run gemm_rowmajor.log timeout 300 python3 benchmarks/gemm.py --shapes models --configs matmul \
+               --out "$OUT/rowmajor" ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;

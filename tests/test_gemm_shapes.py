@@ -610,3 +610,16 @@ def test_gemm_classes_tables_the_targets_per_class_over_runs_and_parts(tmp_path,
     assert [float(x) for x in last[1:7]] == [3, 0.879, 0.8, 0.937, 0.84, 2], last
     last = [line.split() for line in fp8_part.splitlines() if line.split()[:1] == ["all"]][0]
     assert [float(x) for x in last[1:5]] == [2, 0.872, 0.8, 1], last
+
+
+@pytest.mark.parametrize("argv", [["--weights", "k-major", "--configs", "64x64x128 s4 w4"],
+                                  ["--weights", "k-major"], ["--weights", "k-major", "--fp8", "--configs", "default"]])
+def test_gemm_benchmark_times_k_major_weights_on_matmul_and_gluon_candidates_only(argv, monkeypatch):
+    # bf16 B K-major (nn.Linear's weight.t()) goes through fused_ops.matmul or a Gluon candidate; a tile-loop
+    # candidate, no candidate named, or FP8 (K-major already) is refused before any GPU work, saying what to pass
+    import sys
+
+    from benchmarks import gemm as B
+    monkeypatch.setattr(sys, "argv", ["gemm.py", *argv])
+    with pytest.raises(SystemExit, match="--weights k-major times bf16 fused_ops.matmul and the Gluon candidates"):
+        B.main()

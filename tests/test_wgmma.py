@@ -115,6 +115,7 @@ COMPILE_CASES = {
     # 64-row tiles, one consumer warpgroup, deep rings (128 rows in two tiles, each streaming its own columns of B)
     "bf16-64-rows": (False, 0, "bfloat16", "bfloat16", False, (64, 64, 12, 64)),
     "bf16-64-rows-128-deep": (False, 0, "bfloat16", "bfloat16", False, (64, 128, 6, 64)),  # default
+    "bf16-64-rows-128-deep-b-k-major": (False, 0, "bfloat16", "bfloat16", True, (64, 128, 6, 64)),
     "fp8-precise-64-rows-rem8": (True, 1, "bfloat16", "float8_e4m3fn", True, (64, 128, 12, 64, False, 1, 8)),
     "fp8-fast-64-rows-rem16": (False, 1, "bfloat16", "float8_e4m3fn", True, (64, 128, 12, 64, False, 1, 16)),
     # ... two consumers taking turns on a 64-row tile's blocks of K (precise FP8: one's MMAs run while the other adds)
@@ -868,10 +869,10 @@ def test_few_tiles_pick_the_gluon_kernels_split_k_and_edge_row_tiles(monkeypatch
     assert C.few_split(24, 132, 8192, 64) == 5 and C.few_split(40, 132, 8192, 64) == 1
 
 
-def _default_calls(dtype, m, n, k, check_pick, fast=False, row_scales_too=False, calls=6):
+def _default_calls(dtype, m, n, k, check_pick, fast=False, row_scales_too=False, calls=6, b_t=False):
     """[(output, float64 reference)] of `calls` calls through matmul's or scaled_mm's own pick (no kernel, no config),
-    fresh data and a poisoned output each (FP8: row-wise scales every other call where row_scales_too);
-    check_pick(kernel, config) sees the first call's pick."""
+    fresh data and a poisoned output each (FP8: row-wise scales every other call where row_scales_too; bf16 B K-major
+    where b_t, as nn.Linear's weight.t()); check_pick(kernel, config) sees the first call's pick."""
     import fused_ops
     from fused_ops import local_gemm
 
@@ -882,7 +883,8 @@ def _default_calls(dtype, m, n, k, check_pick, fast=False, row_scales_too=False,
             ref = (a.double() * sa.double()) @ (b.double() * sb.double())
         else:
             a = torch.randn(m, k, device="cuda", dtype=BF16)
-            b = torch.randn(k, n, device="cuda", dtype=BF16)
+            b = torch.randn(n, k, device="cuda", dtype=BF16).t() if b_t else torch.randn(k, n, device="cuda",
+                                                                                             dtype=BF16)
             ref = a.double() @ b.double()
         c = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
         if i == 0:
@@ -978,6 +980,18 @@ def test_64_row_tiles_run_by_default_and_match_float64(dtype, fast):
         for out, ref in calls:
             err = ((out.double() - ref).norm() / ref.norm()).item()
             assert err < (2e-2 if dtype == FP8 else 5e-3), (m, n, k, err)
+
+
+@pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
+def test_64_row_tiles_on_k_major_weights_run_by_default_and_match_float64():
+    # bf16 B K-major (nn.Linear's weight.t()): the 128-deep 64x64 tiles and the 64x192 ones through matmul's own pick,
+    # each stage's 256-byte rows of both operands in two TMA boxes; 6 calls in a row, poisoned outputs
+    for m, n, k, width, rem in ((128, 3584, 4608, 64, 0), (128, 3072, 4160, 64, 0), (1024, 1536, 2880, 128, 64)):
+        def check(kernel, cfg):
+            assert (kernel, cfg.block_m, cfg.block_n, cfg.rem_cols or 0) == ("wgmma", 64, width, rem), cfg
+        for out, ref in _default_calls(BF16, m, n, k, check, b_t=True):
+            err = ((out.double() - ref).norm() / ref.norm()).item()
+            assert err < 5e-3, (m, n, k, err)
 
 
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
