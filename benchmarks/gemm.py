@@ -494,12 +494,13 @@ def run(ctx, args, run_stamp):
     rows = []
     if args.fp8:
         return run_fp8(ctx, args, run_stamp)
+    run_stamp = dict(run_stamp, b_layout=args.weights)
     for m, n, k, tag in per_shape(ctx, args):
         g = torch.Generator(device=ctx.get_device()).manual_seed(m + n + k)
         a = torch.randn(m, k, device=ctx.get_device(), dtype=torch.bfloat16, generator=g)
-        b = (torch.randn(n, k, device=ctx.get_device(), dtype=torch.bfloat16, generator=g).t()
-             if args.weights == "k-major" else torch.randn(k, n, device=ctx.get_device(), dtype=torch.bfloat16,
-                                                           generator=g))
+        k_major = args.weights == "k-major"  # B as an N x K weight transposed
+        b = torch.randn(*((n, k) if k_major else (k, n)), device=ctx.get_device(), dtype=torch.bfloat16, generator=g)
+        b = b.t() if k_major else b
         c = torch.empty(m, n, device=ctx.get_device(), dtype=torch.bfloat16)
         ref = a.double() @ b.double()
         torch.matmul(a, b, out=c)
@@ -522,8 +523,7 @@ def run(ctx, args, run_stamp):
                     odd_rows and local_gemm.copies_pay(m, n, k, b.element_size(), True, False))):
                 continue  # the default does not copy B here: the same run as "default"
             if name in WGMMA_CANDIDATES or name.startswith("matmul"):
-                rows += direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, dict(run_stamp, b_layout=args.weights),
-                                   args.hot)
+                rows += direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, args.hot)
                 continue
             if cfg is not None and cfg.split_k is None and not cfg.split_tail:  # whole tiles: not the default's
                 cfg = dataclasses.replace(cfg, split_k=1, split_tail=False)  # split (the default may split a tail)
