@@ -757,6 +757,8 @@ for stage in "$@"; do
                --configs matmul --out "$OUT/kmajor"
              run gemm_rowmajor.log timeout 300 python3 benchmarks/gemm.py --shapes models --configs matmul \
                --out "$OUT/rowmajor" ;;
+    rows64tests)  # one GPU: the 64-row Gluon tiles' GPU tests (defaults, K-major weights, FP8) against float64
+             gemm_gpu_tests pytest_rows64tests.log "64_row or refused or pick" ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;
