@@ -271,6 +271,10 @@ WGMMA_FP8_FAST_ROW64_TILES = ((64, 144, 128, 8, 2048, 0.9, 1024), (64, 80, 128, 
 # -> 0.91x, 1024x1152x3584 0.88 -> 0.99x on an H100; results/current/gemm/rows64_fa9ce15/turns_*)
 WGMMA_FP8_PRECISE_ROW64_TILES = ((64, 144, 128, 6, 2048, 0.9, 1024), (64, 80, 128, 10, 3072, 0.85, 1024),
                                  (64, 160, 128, 6, 2880, 0.85, 1024), (64, 192, 128, 4, 2880, 0.85, 1024))
+# FP8's 64-row tiles where B's rows (K of them, K-major) are not 128-byte aligned: up to this width (1024x1280x2880,
+# 128 tiles of 160: precise 0.81-0.84 -> 0.89-0.92x, fast 0.81-0.92 -> 0.93-0.95x; 192 wide at 1024x1440x2880 the
+# GPUs disagreed; results/current/gemm/wide64_91d3d11/explore_wide64_fp8_*, deepk_7a3b36f/). bf16's: none.
+ROW64_FP8_UNALIGNED_WIDTH = 160
 # Rows past a multiple of 64 at 129-255 rows, where whole 128x64 Gluon tiles fill one wave to at least
 # WGMMA_NARROW_FILL: its edge boxes move back inside A (wgmma.inside), where the tile loop's 64-row tiles load past
 # A's last row, which TMA serves far slower (results/current/gemm/README.md, "Rows past the edge").
@@ -296,12 +300,14 @@ def few_split(tiles, sms, k, block_k, thirds=False, third_blocks=None):
 
 def row64_tile(m, n, k, sms, fp8, fast, row_scales, b_aligned):
     """(rows, width, block_k, stages) of the Gluon kernel's 64-row tiles where they fill most of one wave (see
-    WGMMA_ROW64_TILES), else None."""
-    if fp8 and row_scales or m <= 64 or not b_aligned:
+    WGMMA_ROW64_TILES; B's rows not 128-byte aligned: FP8 ones up to ROW64_FP8_UNALIGNED_WIDTH wide only), else
+    None."""
+    if fp8 and row_scales or m <= 64 or not (b_aligned or fp8):
         return None
     tiles = (WGMMA_FP8_FAST_ROW64_TILES if fast else WGMMA_FP8_PRECISE_ROW64_TILES) if fp8 else WGMMA_ROW64_TILES
     for tile in tiles:
-        if m <= tile[6] and k >= tile[4] and tile[5] * sms <= tile_count(m, n, tile) <= sms:
+        if (m <= tile[6] and k >= tile[4] and tile[5] * sms <= tile_count(m, n, tile) <= sms
+                and (b_aligned or tile[1] <= ROW64_FP8_UNALIGNED_WIDTH)):
             return tile[:4]
     return None
 

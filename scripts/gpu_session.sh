@@ -759,6 +759,16 @@ for stage in "$@"; do
                --out "$OUT/rowmajor" ;;
     rows64tests)  # one GPU: the 64-row Gluon tiles' GPU tests (defaults, K-major weights, FP8) against float64
              gemm_gpu_tests pytest_rows64tests.log "64_row or refused or pick" ;;
+    flipsu2)  # one GPU: FP8 1024x1280x2880 (B's rows off 128 bytes) on its 64-row default against its picks before
+             # (192x64 precise, 128x96 fast), cool and right after heavy GEMMs
+             cool_hot flipsu2_fp8 --fp8 --shapes 1024x1280x2880 --configs default 'wgmma fp8 192x64x128 s6' \
+               'default, fast accum' 'wgmma fp8 128x64x128 s6 rem32 fast accum' ;;
+    kmajorx)  # one GPU: bf16 on K-major B (nn.Linear's weight.t()) whose rows of K are off 128 bytes, where the
+             # defaults take swap-AB tiles (UNALIGNED_B_COST, measured on row-major B), against unswapped tiles
+             run gemm_kmajorx.log timeout 200 python3 benchmarks/gemm.py --weights k-major --shapes 4096x4096x3000 \
+               4096x1280x2880 1024x2560x2880 16384x1440x2880 4096x1440x2880 4096x2880x360 16384x2880x2880 \
+               --configs matmul 'wgmma 128x256x64 s3' 'wgmma 192x128x64 s4' 'wgmma 128x128x64 s6' \
+               'wgmma swap 256x128x64 s3' 'wgmma swap 256x64x64 s4' --out "$OUT/kmajorx" ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;

@@ -943,7 +943,11 @@ def test_64_row_tiles_where_they_fill_most_of_a_wave():
         assert pick(m, n, k) == ((64, 128, 64), 6, 64), (m, n, k)
     for m, n, k in ((1024, 1536, 2048), (1024, 2304, 4096), (2048, 1536, 4096)):
         assert pick(m, n, k) is None, (m, n, k)  # short K, two waves, past 1024 rows
-    assert pick(1024, 1440, 2880, b_aligned=False) is None
+    assert pick(1024, 1440, 2880, b_aligned=False) is None and pick(1024, 1280, 2880, b_aligned=False) is None
+    # FP8 where B's rows (K-major) are off 128 bytes: up to 160 wide (ROW64_FP8_UNALIGNED_WIDTH)
+    assert pick(1024, 1280, 2880, FP8, b_aligned=False) == ((64, 128, 128), 6, 32)
+    assert pick(1024, 1280, 2880, FP8, fast=True, b_aligned=False) == ((64, 128, 128), 7, 32)
+    assert pick(1024, 1440, 2880, FP8, b_aligned=False) is None  # 128 tiles of 192
     assert pick(1024, 1152, 3584, FP8, fast=True) == ((64, 128, 128), 8, 16)  # 128 tiles of 144
     assert pick(128, 9472, 3584, FP8, fast=True) == ((64, 128, 128), 8, 16)  # 132
     assert pick(128, 4608, 7168, FP8, fast=True) == ((64, 64, 128), 12, 16)  # 116 tiles of 80
@@ -971,7 +975,7 @@ def test_64_row_tiles_run_by_default_and_match_float64(dtype, fast):
     shapes = (((128, 3584, 4608, 64, 0), (100, 3456, 5120, 64, 0), (128, 3072, 4160, 64, 0),
                (1024, 1536, 2880, 128, 64), (1000, 1280, 3072, 128, 64)) if dtype == BF16 else
               ((128, 4608, 6144, 64, 16), (1024, 1152, 2048, 128, 16), (120, 9472, 3584, 128, 16),
-               (1024, 1280, 3072, 128, 32), (1000, 1536, 2944, 128, 64)))
+               (1024, 1280, 3072, 128, 32), (1000, 1536, 2944, 128, 64), (1024, 1280, 2880, 128, 32)))
     for m, n, k, width, rem in shapes:
         def check(kernel, cfg):
             assert (kernel, cfg.block_m, cfg.block_n, cfg.rem_cols or 0, bool(cfg.turns)) == (
