@@ -161,6 +161,11 @@ WGMMA_CANDIDATES = {"wgmma 128x256x64 s3": tile(128, 256, 64, 3, 4),
                     "wgmma 64x128x64 s8 rem64": tile(64, 128, 64, 8, 4),
                     "wgmma 64x128x64 s8 rem32 turns": tile(64, 128, 64, 8, 4),
                     "wgmma 64x128x64 s8 rem64 turns": tile(64, 128, 64, 8, 4),
+                    # ... 288 and 320 wide (256 + 32, 256 + 64): 128 tiles at 1024 rows of 2304-2560 columns
+                    "wgmma 64x256x64 s4 rem32": tile(64, 256, 64, 4, 4),
+                    "wgmma 64x256x32 s8 rem32": tile(64, 256, 32, 8, 4),
+                    "wgmma 64x256x64 s4 rem64": tile(64, 256, 64, 4, 4),
+                    "wgmma 64x256x32 s8 rem64": tile(64, 256, 32, 8, 4),
                     # swap AB: the MMAs run on C's transpose, B's 64-192 columns per tile as their rows (one to three
                     # consumers) and A's 16-256 rows as their N, so tiles narrow along M cost no padded MMA rows
                     "wgmma swap 256x64x64 s4": tile(256, 64, 64, 4, 4),

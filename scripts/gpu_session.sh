@@ -769,6 +769,11 @@ for stage in "$@"; do
                4096x1280x2880 1024x2560x2880 16384x1440x2880 4096x1440x2880 4096x2880x360 16384x2880x2880 \
                --configs matmul 'wgmma 128x256x64 s3' 'wgmma 192x128x64 s4' 'wgmma 128x128x64 s6' \
                'wgmma swap 256x128x64 s3' 'wgmma swap 256x64x64 s4' --out "$OUT/kmajorx" ;;
+    wide64b)  # one GPU: bf16 64-row tiles 288 and 320 wide (256 + 32, 256 + 64; one consumer), 128 tiles at 1024 rows
+             # of 2304-2560 columns where the defaults run 120 of 128x160, cool and right after heavy GEMMs
+             cool_hot wide64b --shapes 1024x2304x3584 1024x2304x16384 1024x2560x2880 1024x2560x8192 128x19008x3584 \
+               --configs matmul 'wgmma 64x256x64 s4 rem32' 'wgmma 64x256x32 s8 rem32' 'wgmma 64x256x64 s4 rem64' \
+               'wgmma 64x256x32 s8 rem64' ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;
