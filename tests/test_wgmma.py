@@ -126,6 +126,7 @@ COMPILE_CASES = {
     "bf16-64-rows-turns-split-k": (False, 0, "bfloat16", "bfloat16", False, (64, 64, 8, 64, False, 2, 0, True)),
     # ... 160 and 192 wide (128 + 32, 128 + 64) at 1024 rows of 1280-1536 columns
     "bf16-64-rows-rem64-192-wide": (False, 0, "bfloat16", "bfloat16", False, (128, 64, 6, 64, False, 1, 64)),  # default
+    "bf16-64-rows-rem64-320-wide": (False, 0, "bfloat16", "bfloat16", False, (256, 64, 4, 64, False, 1, 64)),  # default
     "fp8-fast-64-rows-rem32-160-wide": (False, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 7, 64, False, 1, 32)),
     "fp8-precise-64-rows-turns-rem64-192-wide": (True, 1, "bfloat16", "float8_e4m3fn", True,
                                                  (128, 128, 4, 64, False, 1, 64, True)),  # default
@@ -924,7 +925,7 @@ def test_few_tiles_run_split_k_by_default_and_match_float64(dtype):
 
 def test_64_row_tiles_where_they_fill_most_of_a_wave():
     # WGMMA_ROW64_TILES: bf16 at 65-128 rows, 64x64 tiles 128 deep from 70% of the SMs to one wave, K of 4096 or more,
-    # B's rows aligned, and 64x192 ones up to 1024 rows at K of 2880 or more; FP8 fast accumulation with per-tensor
+    # B's rows aligned, and 64x192 then 64x320 ones up to 1024 rows at K of 2880 or more; FP8 fast accumulation with per-tensor
     # scales at 65-1024 rows: 64x144 from 90%, else 64x80 from 85% at K of 6144 or more, else 64x160 or 64x192 from 85%
     # at K of 2880 or more; never row-wise, decode rows or two waves
     cfg = C.Config(block_m=64, block_n=64, block_k=128, group_m=8, gemm_sms=132, comm_sms=1, num_stages=4,
@@ -941,8 +942,11 @@ def test_64_row_tiles_where_they_fill_most_of_a_wave():
     assert pick(128, 3584, 5120, b_aligned=False) is None
     for m, n, k in ((1024, 1536, 4096), (1024, 1280, 2880), (1000, 1280, 8192)):  # 112-128 tiles of 192
         assert pick(m, n, k) == ((64, 128, 64), 6, 64), (m, n, k)
-    for m, n, k in ((1024, 1536, 2048), (1024, 2304, 4096), (2048, 1536, 4096)):
+    for m, n, k in ((1024, 2304, 3584), (1024, 2560, 2880), (1000, 2560, 8192), (1024, 2304, 4096)):
+        assert pick(m, n, k) == ((64, 256, 64), 4, 64), (m, n, k)  # 128 tiles of 320 (the last of 2304 a fifth full)
+    for m, n, k in ((1024, 1536, 2048), (1024, 2560, 2048), (1024, 3072, 4096), (2048, 1536, 4096), (2048, 2304, 4096)):
         assert pick(m, n, k) is None, (m, n, k)  # short K, two waves, past 1024 rows
+    assert pick(1024, 2560, 2880, b_aligned=False) is None
     assert pick(1024, 1440, 2880, b_aligned=False) is None and pick(1024, 1280, 2880, b_aligned=False) is None
     # FP8 where B's rows (K-major) are off 128 bytes: up to 160 wide (ROW64_FP8_UNALIGNED_WIDTH)
     assert pick(1024, 1280, 2880, FP8, b_aligned=False) == ((64, 128, 128), 6, 32)
@@ -969,11 +973,12 @@ def test_64_row_tiles_where_they_fill_most_of_a_wave():
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
 @pytest.mark.parametrize("dtype,fast", [(BF16, False), (FP8, True), (FP8, False)], ids=["bf16", "fp8-fast", "fp8"])
 def test_64_row_tiles_run_by_default_and_match_float64(dtype, fast):
-    # matmul's and scaled_mm's own pick where 64-row tiles fill most of a wave (bf16 64 and 192 wide, FP8 80 to 192;
+    # matmul's and scaled_mm's own pick where 64-row tiles fill most of a wave (bf16 64, 192, 320 wide, FP8 80 to 192;
     # precise: two consumers taking turns on K): 6 calls in a row each, fresh data and a poisoned output, checked after
     # the last
     shapes = (((128, 3584, 4608, 64, 0), (100, 3456, 5120, 64, 0), (128, 3072, 4160, 64, 0),
-               (1024, 1536, 2880, 128, 64), (1000, 1280, 3072, 128, 64)) if dtype == BF16 else
+               (1024, 1536, 2880, 128, 64), (1000, 1280, 3072, 128, 64), (1024, 2304, 2880, 256, 64),
+               (1000, 2560, 3000, 256, 64)) if dtype == BF16 else
               ((128, 4608, 6144, 64, 16), (1024, 1152, 2048, 128, 16), (120, 9472, 3584, 128, 16),
                (1024, 1280, 3072, 128, 32), (1000, 1536, 2944, 128, 64), (1024, 1280, 2880, 128, 32)))
     for m, n, k, width, rem in shapes:
@@ -988,9 +993,10 @@ def test_64_row_tiles_run_by_default_and_match_float64(dtype, fast):
 
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
 def test_64_row_tiles_on_k_major_weights_run_by_default_and_match_float64():
-    # bf16 B K-major (nn.Linear's weight.t()): the 128-deep 64x64 tiles and the 64x192 ones through matmul's own pick,
+    # bf16 B K-major (nn.Linear's weight.t()): the 128-deep 64x64 tiles and the 64x192 and 64x320 ones through matmul's own pick,
     # each stage's 256-byte rows of both operands in two TMA boxes; 6 calls in a row, poisoned outputs
-    for m, n, k, width, rem in ((128, 3584, 4608, 64, 0), (128, 3072, 4160, 64, 0), (1024, 1536, 2880, 128, 64)):
+    for m, n, k, width, rem in ((128, 3584, 4608, 64, 0), (128, 3072, 4160, 64, 0), (1024, 1536, 2880, 128, 64),
+                                (1024, 2304, 2944, 256, 64)):
         def check(kernel, cfg):
             assert (kernel, cfg.block_m, cfg.block_n, cfg.rem_cols or 0) == ("wgmma", 64, width, rem), cfg
         for out, ref in _default_calls(BF16, m, n, k, check, b_t=True):
