@@ -260,11 +260,12 @@ WGMMA_FP8_REM_TILE = (128, 64, 128, 6)
 # (results/current/gemm/rows64_fa9ce15/, wide64_91d3d11/, deepk_7a3b36f/).
 # 160 and 192 wide (128 + 32, 128 + 64) up to 1024 rows, where 112-128 of them fill the SMs (1024 rows of 1280-1536
 # columns; bf16 192 wide only): each GEMM they moved gained on an H200 and an H100, cool and hot
-# (results/current/gemm/wide64_91d3d11/); bf16 320 wide (256 + 64) where 288-wide ones (256 + 32) lost by 10-50%: 128
-# tiles at 1024 rows of 2304-2560 columns (results/current/gemm/wide320_8e2ed2a/). Each entry: (rows, width, block_k,
+# (results/current/gemm/wide64_91d3d11/); bf16 320 wide (256 + 64; 288-wide ones, 256 + 32, lost by 10-50%) from 95%
+# of the SMs: 128 tiles at 1024 rows of 2304-2560 columns (112 at 1024x2112 lost; 116-120 at 128 rows tied;
+# results/current/gemm/wide320_8e2ed2a/). Each entry: (rows, width, block_k,
 # stages, K from, fill of the SMs from, M up to); the first that applies wins.
 WGMMA_ROW64_TILES = ((64, 64, 128, 6, 4096, 0.7, 128), (64, 192, 64, 6, 2880, 0.8, 1024),
-                     (64, 320, 64, 4, 2880, 0.8, 1024))
+                     (64, 320, 64, 4, 2880, 0.95, 1024))
 WGMMA_FP8_FAST_ROW64_TILES = ((64, 144, 128, 8, 2048, 0.9, 1024), (64, 80, 128, 12, 6144, 0.85, 1024),
                               (64, 160, 128, 7, 2880, 0.85, 1024), (64, 192, 128, 6, 2880, 0.85, 1024))
 # ... and with precise accumulation (per-tensor scales) the same tiles with two consumers taking turns on each tile's
