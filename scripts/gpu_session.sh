@@ -780,6 +780,10 @@ for stage in "$@"; do
              cool_hot flips320 --shapes 1024x2304x3584 1024x2304x16384 1024x2560x2880 1024x2560x8192 \
                --configs matmul 'wgmma 128x128x64 s4 rem32'
              gemm_gpu_tests pytest_flips320.log "64_row or pick" ;;
+    tall320)  # one GPU: bf16 64x320 tiles at 4096-16384 rows of 640 columns (as many tiles as the defaults' 128x160 at
+             # 4096 rows: 128), cool and right after heavy GEMMs
+             cool_hot tall320 --shapes 4096x640x2880 4096x640x3584 16384x640x2880 16384x640x3584 4096x1280x2880 \
+               --configs matmul 'wgmma 64x256x64 s4 rem64' 'wgmma 64x256x32 s8 rem64' ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;

@@ -925,9 +925,9 @@ def test_few_tiles_run_split_k_by_default_and_match_float64(dtype):
 
 def test_64_row_tiles_where_they_fill_most_of_a_wave():
     # WGMMA_ROW64_TILES: bf16 at 65-128 rows, 64x64 tiles 128 deep from 70% of the SMs to one wave, K of 4096 or more,
-    # B's rows aligned, and 64x192 then 64x320 ones up to 1024 rows at K of 2880 or more; FP8 fast accumulation with per-tensor
-    # scales at 65-1024 rows: 64x144 from 90%, else 64x80 from 85% at K of 6144 or more, else 64x160 or 64x192 from 85%
-    # at K of 2880 or more; never row-wise, decode rows or two waves
+    # B's rows aligned, and 64x192 (from 80%) then 64x320 (from 95%) ones up to 1024 rows at K of 2880 or more; FP8
+    # fast accumulation with per-tensor scales at 65-1024 rows: 64x144 from 90%, else 64x80 from 85% at K of 6144 or
+    # more, else 64x160 or 64x192 from 85% at K of 2880 or more; never row-wise, decode rows or two waves
     cfg = C.Config(block_m=64, block_n=64, block_k=128, group_m=8, gemm_sms=132, comm_sms=1, num_stages=4,
                    num_warps=4, tma=None, split_k=1, split_tail=False)
 
@@ -993,8 +993,9 @@ def test_64_row_tiles_run_by_default_and_match_float64(dtype, fast):
 
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
 def test_64_row_tiles_on_k_major_weights_run_by_default_and_match_float64():
-    # bf16 B K-major (nn.Linear's weight.t()): the 128-deep 64x64 tiles and the 64x192 and 64x320 ones through matmul's own pick,
-    # each stage's 256-byte rows of both operands in two TMA boxes; 6 calls in a row, poisoned outputs
+    # bf16 B K-major (nn.Linear's weight.t()): the 128-deep 64x64 tiles and the 64x192 and 64x320 ones through
+    # matmul's own pick, each stage's 256-byte rows of both operands in two TMA boxes; 6 calls in a row, poisoned
+    # outputs
     for m, n, k, width, rem in ((128, 3584, 4608, 64, 0), (128, 3072, 4160, 64, 0), (1024, 1536, 2880, 128, 64),
                                 (1024, 2304, 2944, 256, 64)):
         def check(kernel, cfg):
