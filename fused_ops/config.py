@@ -227,7 +227,7 @@ WGMMA_SPLIT_TILE = (128, 64, 64, 6)         # bf16, swapped: rows of A, columns 
 # deep or more; shallower ones lost (results/current/gemm/x128wide_85e3013/, rows128_7900906/). FP8's 128x128 tiles in
 # thirds won on an H200 and lost on an H100: the partials add a tenth to the bytes of a GEMM bound by them.
 THIRDS_MIN_BLOCKS = 16
-WGMMA_WIDE_SPLIT_TILE = (128, 128, 64, 6)   # bf16, swapped
+WGMMA_WIDE_SPLIT_TILE = (128, 128, 64, 5)   # bf16, swapped (5 stages beside the slices' fp32 staging tiles)
 WIDE_THIRDS_MIN_K = 4096
 # Between those and a full wave, whole 128x64 tiles (WGMMA_NARROW_TILE; FP8's too) where they are WGMMA_ROWS128_FILL of
 # the SMs and a row of A holds WGMMA_ROWS128_MIN_BYTES or more (bf16 K of 6144, FP8 12288): TMA loads and warpgroup

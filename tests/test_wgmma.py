@@ -923,6 +923,28 @@ def test_few_tiles_run_split_k_by_default_and_match_float64(dtype):
             assert err < 5e-3, (m, n, k, err)
 
 
+def test_every_default_tile_fits_shared_memory_with_the_stages_it_lists():
+    # local_gemm._fit cuts stages that do not fit beside C's staging tiles without a word: a config list naming more
+    # stages than run would misstate what was measured. Tiles that run in slices of K stage fp32 partials; precise
+    # FP8's 64-row tiles keep the fp32 sums one consumer hands the other (turns)
+    sliced = {"WGMMA_SPLIT_TILE", "WGMMA_FP8_SPLIT_TILE", "WGMMA_WIDE_SPLIT_TILE", "WGMMA_SPLIT_KDOM_TILE",
+              "WGMMA_DECODE_TILE", "WGMMA_FP8_DECODE_TILE", "WGMMA_ROWS_TILE", "WGMMA_FP8_ROWS_TILE"}
+    names = [n for n in dir(C) if n.startswith("WGMMA") and n.endswith(("_TILE", "_TILES"))
+             and isinstance(getattr(C, n), tuple)]  # (WGMMA_KDOM_TILES: a count)
+    checked = 0
+    for name in names:
+        value = getattr(C, name)
+        for tile in (value if isinstance(value[0], tuple) else (value,)):
+            rows, width, block_k, stages = tile[:4]
+            base = 1 << (width.bit_length() - 1)  # a width between powers of two: base + rem (gluon_tile)
+            in_bytes = 1 if "FP8" in name else 2
+            out_bytes = 4 if name in sliced else 2
+            turns = name == "WGMMA_FP8_PRECISE_ROW64_TILES"
+            assert wgmma.fits(base, block_k, stages, in_bytes, out_bytes, rows, width - base, turns), (name, tile)
+            checked += 1
+    assert checked >= 40 and "WGMMA_ROW64_TILES" in names
+
+
 def test_64_row_tiles_where_they_fill_most_of_a_wave():
     # WGMMA_ROW64_TILES: bf16 at 65-128 rows, 64x64 tiles 128 deep from 70% of the SMs to one wave, K of 4096 or more,
     # B's rows aligned, and 64x192 (from 80%) then 64x320 (from 95%) ones up to 1024 rows at K of 2880 or more; FP8
