@@ -251,6 +251,7 @@ CANDIDATES["default, no vec"] = None
 # Where B's rows are not 128-byte aligned: B through fused_ops.pad_weight (done once per weight, outside the timing),
 # against torch.matmul on the unpadded B (what a user gets who pads vs one who does not; torch ran as fast on either).
 CANDIDATES["default, padded B"] = None
+CANDIDATES["matmul, padded B"] = None  # ... fused_ops.matmul's own pick on it (K-major B: its rows of K padded)
 # The default with B as given where the call would copy it into aligned rows itself (fused_ops/problem.py pads_b):
 # what the default ran before that copy.
 CANDIDATES["default, B as given"] = None
@@ -520,7 +521,8 @@ def run(ctx, args, run_stamp):
                 continue  # Triton aligns the stores itself: nothing to compare
             bb = b
             if name.endswith("padded B"):
-                if (n * b.element_size()) % 128 == 0 or (n * b.element_size()) % 16:
+                row_bytes = (k if k_major else n) * b.element_size()
+                if row_bytes % 128 == 0 or row_bytes % 16:
                     continue  # aligned already, or rows TMA cannot describe at all (the pointer path)
                 bb = pad_weight(b)
             odd_rows = (n * b.element_size()) % 16 and (k * a.element_size()) % 16 == 0  # only B's: TMA on a copy
@@ -528,7 +530,7 @@ def run(ctx, args, run_stamp):
                     odd_rows and local_gemm.copies_pay(m, n, k, b.element_size(), True, False))):
                 continue  # the default does not copy B here: the same run as "default"
             if name in WGMMA_CANDIDATES or name.startswith("matmul"):
-                rows += direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, args.hot)
+                rows += direct_row(ctx, a, bb, c, ref, name, cfg, m, n, k, tag, run_stamp, args.hot, torch_b=b)
                 continue
             if cfg is not None and cfg.split_k is None and not cfg.split_tail:  # whole tiles: not the default's
                 cfg = dataclasses.replace(cfg, split_k=1, split_tail=False)  # split (the default may split a tail)
@@ -600,9 +602,10 @@ def run(ctx, args, run_stamp):
     print(f"wrote {args.out}/gemm.csv ({len(df)} rows, all correct: {bool(df.correct.all())})")
 
 
-def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, hot=0.0):
+def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, hot=0.0, torch_b=None):
     """[the CSV row] of fused_ops.matmul ("matmul": its own pick of kernel) or of a candidate forced through the Gluon
-    kernel, or [] where that kernel does not take the operands. hot: seconds of harness.heat before its timing."""
+    kernel, or [] where that kernel does not take the operands. hot: seconds of harness.heat before its timing.
+    torch_b: torch.matmul's B where ours differs ("padded B": torch on the weight as the user has it)."""
 
     swap = "swap" in name  # a swap-AB candidate (wgmma.run(swap=True))
     # matmul's own choice, or with its copies into aligned rows off ("as given") or always made ("always copied")
@@ -612,7 +615,7 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, hot=0.0):
     ptr, dec = local_gemm.PTR_FLOPS, _config.WGMMA_DECODE_TILE
     toggles = {"matmul": (True, ptr, True, dec), "matmul, as given": (False, ptr, True, dec),
                "matmul, always copied": (True, 1.0, True, dec), "matmul, edges past": (True, ptr, False, dec),
-               "matmul, decode tile loop": (True, ptr, True, None),
+               "matmul, decode tile loop": (True, ptr, True, None), "matmul, padded B": (True, ptr, True, dec),
                **dict.fromkeys(ROWS64_TOGGLES, (True, ptr, True, dec))}
 
     def with_toggles(fn):
@@ -630,7 +633,8 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, hot=0.0):
     if name in toggles:
         a2, b2 = with_toggles(lambda: local_gemm.aligned_operands(a, b))
         copied = a2 is not a or b2 is not b
-        if name not in ("matmul", "matmul, edges past", "matmul, decode tile loop") + ROWS64_TOGGLES and copied == any(
+        own = ("matmul", "matmul, edges past", "matmul, decode tile loop", "matmul, padded B") + ROWS64_TOGGLES
+        if name not in own and copied == any(
                 x is not y for x, y in zip(local_gemm.aligned_operands(a, b), (a, b))):
             return []  # the same run as "matmul"
         plan, _ = local_gemm.tile_loop_plan(a2, b2, None, lambda dev, m, n, k: local_gemm.defaults(
@@ -655,7 +659,8 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, hot=0.0):
     c.fill_(float("nan"))
     call()
     err = ((c.double() - ref).norm() / ref.norm()).item()
-    t, t_torch = paired_graph_us(call, lambda: torch.matmul(a, b, out=c), rounds=ROUNDS, hot=hot)
+    tb = b if torch_b is None else torch_b
+    t, t_torch = paired_graph_us(call, lambda: torch.matmul(a, tb, out=c), rounds=ROUNDS, hot=hot)
     print(f"{m:>6d}x{n}x{k} {name:18s} {t:9.1f} µs  torch {t_torch:9.1f}  {t_torch / t:5.2f}x  err {err:.1e}"
           f"  ({kernel})", flush=True)
     return [dict(m=m, n=n, k=k, shape_class=tag["class"], source=tag["source"], config=name, kernel=kernel,

@@ -764,11 +764,12 @@ for stage in "$@"; do
              cool_hot flipsu2_fp8 --fp8 --shapes 1024x1280x2880 --configs default 'wgmma fp8 192x64x128 s6' \
                'default, fast accum' 'wgmma fp8 128x64x128 s6 rem32 fast accum' ;;
     kmajorx)  # one GPU: bf16 on K-major B (nn.Linear's weight.t()) whose rows of K are off 128 bytes, where the
-             # defaults take swap-AB tiles (UNALIGNED_B_COST, measured on row-major B), against unswapped tiles
+             # defaults take swap-AB tiles (UNALIGNED_B_COST, measured on row-major B), against unswapped tiles and
+             # against the weight padded once (fused_ops.pad_weight; 'matmul, padded B' from e.g. 2e1577d on)
              run gemm_kmajorx.log timeout 200 python3 benchmarks/gemm.py --weights k-major --shapes 4096x4096x3000 \
                4096x1280x2880 1024x2560x2880 16384x1440x2880 4096x1440x2880 4096x2880x360 16384x2880x2880 \
-               --configs matmul 'wgmma 128x256x64 s3' 'wgmma 192x128x64 s4' 'wgmma 128x128x64 s6' \
-               'wgmma swap 256x128x64 s3' 'wgmma swap 256x64x64 s4' --out "$OUT/kmajorx" ;;
+               --configs matmul 'matmul, padded B' 'wgmma 128x256x64 s3' 'wgmma 192x128x64 s4' \
+               'wgmma 128x128x64 s6' 'wgmma swap 256x128x64 s3' 'wgmma swap 256x64x64 s4' --out "$OUT/kmajorx" ;;
     wide64b)  # one GPU: bf16 64-row tiles 288 and 320 wide (256 + 32, 256 + 64; one consumer), 128 tiles at 1024 rows
              # of 2304-2560 columns where the defaults run 120 of 128x160, cool and right after heavy GEMMs
              cool_hot wide64b --shapes 1024x2304x3584 1024x2304x16384 1024x2560x2880 1024x2560x8192 128x19008x3584 \
