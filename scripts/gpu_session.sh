@@ -765,7 +765,7 @@ for stage in "$@"; do
                'default, fast accum' 'wgmma fp8 128x64x128 s6 rem32 fast accum' ;;
     kmajorx)  # one GPU: bf16 on K-major B (nn.Linear's weight.t()) whose rows of K are off 128 bytes, where the
              # defaults take swap-AB tiles (UNALIGNED_B_COST, measured on row-major B), against unswapped tiles and
-             # against the weight padded once (fused_ops.pad_weight; 'matmul, padded B' from e.g. 2e1577d on)
+             # against the weight padded once (fused_ops.pad_weight: 'matmul, padded B')
              run gemm_kmajorx.log timeout 200 python3 benchmarks/gemm.py --weights k-major --shapes 4096x4096x3000 \
                4096x1280x2880 1024x2560x2880 16384x1440x2880 4096x1440x2880 4096x2880x360 16384x2880x2880 \
                --configs matmul 'matmul, padded B' 'wgmma 128x256x64 s3' 'wgmma 192x128x64 s4' \
