@@ -1,6 +1,7 @@
 """What fused_ops.matmul and fp8.scaled_mm pick at every GEMM of a shape set, computed on the host (no GPU): the
-kernel, tile, stages, slices of K and widening of each, for an H100/H200's SM count. Two such CSVs, before and after a
-change to fused_ops/config.py, name the GEMMs whose pick it moves, the ones to time against their old pick in one run.
+kernel, tile, stages, slices of K and widening of each, for an H100/H200's SM count, with its units of work (tiles
+times slices) and the waves they make over its programs. Two such CSVs, before and after a change to
+fused_ops/config.py, name the GEMMs whose pick it moves, the ones to time against their old pick in one run.
 
     python benchmarks/gemm_picks.py --shapes models-all --out picks.csv [--sms 132]
     python benchmarks/gemm_picks.py --diff before.csv after.csv
@@ -53,6 +54,14 @@ def describe(kernel, cfg):
             f"{' turns' if cfg.turns else ''}")
 
 
+def waves(m, n, cfg):
+    """(units of work, waves over the programs): tiles (block_m + rem_rows rows of A by block_n + rem_cols columns of
+    B, swapped or not) times slices of K, over cfg.gemm_sms persistent programs."""
+    units = -(-m // (cfg.block_m + (cfg.rem_rows or 0))) * -(-n // (cfg.block_n + (cfg.rem_cols or 0)))
+    units *= cfg.split_k or 1
+    return units, round(units / cfg.gemm_sms, 2)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--shapes", default=["models-all"], help="a named set (models-all, models) or MxNxK ...", nargs="+")
@@ -64,6 +73,7 @@ def main():
         before, after = (pd.read_csv(f).set_index(["mode", "m", "n", "k"]) for f in args.diff)
         both = before.merge(after, left_index=True, right_index=True, suffixes=("_before", "_after"))
         moved = both[both.pick_before != both.pick_after]
+        moved = moved[[c for c in ("pick_before", "waves_before", "pick_after", "waves_after") if c in moved]]
         print(moved.to_string() if len(moved) else "no pick moved")
         print(f"{len(moved)} of {len(both)} picks moved")
         return
@@ -78,7 +88,9 @@ def main():
         for m, n, k in found:
             if mode != "bf16" and (n % 16 or k % 16):
                 continue  # torch._scaled_mm's rule: the FP8 set
-            rows.append(dict(mode=mode, m=m, n=n, k=k, pick=describe(*pick(m, n, k, mode, args.sms))))
+            kernel, cfg = pick(m, n, k, mode, args.sms)
+            units, wave_count = waves(m, n, cfg)
+            rows.append(dict(mode=mode, m=m, n=n, k=k, pick=describe(kernel, cfg), units=units, waves=wave_count))
     df = pd.DataFrame(rows)
     if args.out:
         df.to_csv(args.out, index=False)

@@ -562,6 +562,11 @@ def test_gemm_picks_lists_the_hosts_choice_and_the_picks_a_change_moves(tmp_path
     assert P.pick(128, 2304, 3584, "bf16")[1].split_k == 3  # thirds of K
     assert P.pick(4096, 4096, 4096, "fp8 fast")[0] == "wgmma" and P.pick(128, 8192, 3696, "fp8")[0] == "tile_loop"
     assert P.pick(128, 4608, 7168, "fp8")[1].turns  # 64x80 tiles, two consumers taking turns on K
+    # units of work and waves: 128 tiles of 64x320 at 1024x2304 (the last of each row a fifth full), 36 tiles of
+    # swapped 128x128 in thirds at 128x4608x16384, 128x288 tiles at 128x38016 (132: one wave)
+    assert P.waves(1024, 2304, P.pick(1024, 2304, 3584, "bf16")[1]) == (128, 0.97)
+    assert P.waves(128, 4608, P.pick(128, 4608, 16384, "bf16")[1]) == (108, 0.82)
+    assert P.waves(128, 38016, P.pick(128, 38016, 8192, "bf16")[1]) == (132, 1.0)
     before, after = tmp_path / "before.csv", tmp_path / "after.csv"
     monkeypatch.setattr(sys, "argv", ["gemm_picks", "--shapes", "128x2304x3584", "4096x4096x4096", "--out",
                                       str(before)])
@@ -573,7 +578,7 @@ def test_gemm_picks_lists_the_hosts_choice_and_the_picks_a_change_moves(tmp_path
     monkeypatch.setattr(sys, "argv", ["gemm_picks", "--diff", str(before), str(after)])
     P.main()
     out = capsys.readouterr().out
-    assert "1 of 6 picks moved" in out and "2304" in out and "4096  4096" not in out
+    assert "1 of 6 picks moved" in out and "2304" in out and "4096  4096" not in out and "waves_after" in out
 
 
 def test_gemm_classes_tables_the_targets_per_class_over_runs_and_parts(tmp_path, capsys, monkeypatch):
