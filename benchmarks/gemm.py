@@ -530,7 +530,7 @@ def run(ctx, args, run_stamp):
                     odd_rows and local_gemm.copies_pay(m, n, k, b.element_size(), True, False))):
                 continue  # the default does not copy B here: the same run as "default"
             if name in WGMMA_CANDIDATES or name.startswith("matmul"):
-                rows += direct_row(ctx, a, bb, c, ref, name, cfg, m, n, k, tag, run_stamp, args.hot, torch_b=b)
+                rows += direct_row(ctx, a, bb, c, ref, name, cfg, m, n, k, tag, run_stamp, args.hot, b)
                 continue
             if cfg is not None and cfg.split_k is None and not cfg.split_tail:  # whole tiles: not the default's
                 cfg = dataclasses.replace(cfg, split_k=1, split_tail=False)  # split (the default may split a tail)
@@ -602,10 +602,10 @@ def run(ctx, args, run_stamp):
     print(f"wrote {args.out}/gemm.csv ({len(df)} rows, all correct: {bool(df.correct.all())})")
 
 
-def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, hot=0.0, torch_b=None):
+def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, hot, torch_b):
     """[the CSV row] of fused_ops.matmul ("matmul": its own pick of kernel) or of a candidate forced through the Gluon
     kernel, or [] where that kernel does not take the operands. hot: seconds of harness.heat before its timing.
-    torch_b: torch.matmul's B where ours differs ("padded B": torch on the weight as the user has it)."""
+    torch_b: torch.matmul's B (b itself, or for "padded B" the weight as the user has it)."""
 
     swap = "swap" in name  # a swap-AB candidate (wgmma.run(swap=True))
     # matmul's own choice, or with its copies into aligned rows off ("as given") or always made ("always copied")
@@ -659,8 +659,7 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, hot=0.0, t
     c.fill_(float("nan"))
     call()
     err = ((c.double() - ref).norm() / ref.norm()).item()
-    tb = b if torch_b is None else torch_b
-    t, t_torch = paired_graph_us(call, lambda: torch.matmul(a, tb, out=c), rounds=ROUNDS, hot=hot)
+    t, t_torch = paired_graph_us(call, lambda: torch.matmul(a, torch_b, out=c), rounds=ROUNDS, hot=hot)
     print(f"{m:>6d}x{n}x{k} {name:18s} {t:9.1f} µs  torch {t_torch:9.1f}  {t_torch / t:5.2f}x  err {err:.1e}"
           f"  ({kernel})", flush=True)
     return [dict(m=m, n=n, k=k, shape_class=tag["class"], source=tag["source"], config=name, kernel=kernel,

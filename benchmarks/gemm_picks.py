@@ -57,7 +57,7 @@ def describe(kernel, cfg):
 def waves(m, n, cfg):
     """(units of work, waves over the programs): tiles (block_m + rem_rows rows of A by block_n + rem_cols columns of
     B, swapped or not) times slices of K, over cfg.gemm_sms persistent programs."""
-    units = -(-m // (cfg.block_m + (cfg.rem_rows or 0))) * -(-n // (cfg.block_n + (cfg.rem_cols or 0)))
+    units = C.tile_count(m, n, (cfg.block_m + (cfg.rem_rows or 0), cfg.block_n + (cfg.rem_cols or 0)))
     units *= cfg.split_k or 1
     return units, round(units / cfg.gemm_sms, 2)
 

@@ -262,8 +262,8 @@ WGMMA_FP8_REM_TILE = (128, 64, 128, 6)
 # columns; bf16 192 wide only): each GEMM they moved gained on an H200 and an H100, cool and hot
 # (results/current/gemm/wide64_91d3d11/); bf16 320 wide (256 + 64; 288-wide ones, 256 + 32, lost by 10-50%) from 95%
 # of the SMs: 128 tiles at 1024 rows of 2304-2560 columns (112 at 1024x2112 lost; 116-120 at 128 rows tied;
-# results/current/gemm/wide320_8e2ed2a/). Each entry: (rows, width, block_k,
-# stages, K from, fill of the SMs from, M up to); the first that applies wins.
+# results/current/gemm/wide320_8e2ed2a/). Each entry: (rows, width, block_k, stages, K from, fill of the SMs from,
+# M up to); the first that applies wins.
 WGMMA_ROW64_TILES = ((64, 64, 128, 6, 4096, 0.7, 128), (64, 192, 64, 6, 2880, 0.8, 1024),
                      (64, 320, 64, 4, 2880, 0.95, 1024))
 WGMMA_FP8_FAST_ROW64_TILES = ((64, 144, 128, 8, 2048, 0.9, 1024), (64, 80, 128, 12, 6144, 0.85, 1024),
@@ -275,8 +275,9 @@ WGMMA_FP8_FAST_ROW64_TILES = ((64, 144, 128, 8, 2048, 0.9, 1024), (64, 80, 128, 
 WGMMA_FP8_PRECISE_ROW64_TILES = ((64, 144, 128, 6, 2048, 0.9, 1024), (64, 80, 128, 10, 3072, 0.85, 1024),
                                  (64, 160, 128, 6, 2880, 0.85, 1024), (64, 192, 128, 4, 2880, 0.85, 1024))
 # FP8's 64-row tiles where B's rows (K of them, K-major) are not 128-byte aligned: up to this width (1024x1280x2880,
-# 128 tiles of 160: precise 0.81-0.84 -> 0.89-0.92x, fast 0.81-0.92 -> 0.93-0.95x; 192 wide at 1024x1440x2880 the
-# GPUs disagreed; results/current/gemm/wide64_91d3d11/explore_wide64_fp8_*, deepk_7a3b36f/). bf16's: none.
+# 128 tiles of 160, against its picks before, cool and hot on both GPUs: precise 0.81-0.84 -> 0.88-0.91x, fast
+# 0.78-0.93 -> 0.89-1.00x; 192 wide at 1024x1440x2880 the GPUs disagreed; results/current/gemm/unaligned64_3374160/,
+# wide64_91d3d11/explore_wide64_fp8_*). bf16's: none.
 ROW64_FP8_UNALIGNED_WIDTH = 160
 # Rows past a multiple of 64 at 129-255 rows, where whole 128x64 Gluon tiles fill one wave to at least
 # WGMMA_NARROW_FILL: its edge boxes move back inside A (wgmma.inside), where the tile loop's 64-row tiles load past
