@@ -785,6 +785,12 @@ for stage in "$@"; do
              # 4096 rows: 128), cool and right after heavy GEMMs
              cool_hot tall320 --shapes 4096x640x2880 4096x640x3584 16384x640x2880 16384x640x3584 4096x1280x2880 \
                --configs matmul 'wgmma 64x256x64 s4 rem64' 'wgmma 64x256x32 s8 rem64' ;;
+    unal64)  # one GPU: bf16 64-row Gluon tiles where the defaults refuse them (B's rows off 128 bytes: 1000^3,
+             # 1024x1440x2880, 4096x1440x2880) or where 64x128 ones make 112-128 tiles (1024x896x5120), cool and
+             # right after heavy GEMMs; against the picks and the weight padded once
+             cool_hot unal64 --shapes 1000x1000x1000 1024x1440x2880 1024x896x5120 1024x1000x4096 4096x1440x2880 \
+               --configs matmul 'matmul, padded B' 'wgmma 64x128x64 s8' 'wgmma 64x128x128 s4' \
+               'wgmma 64x128x64 s8 rem64' 'wgmma 64x128x64 s8 rem32' ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;
