@@ -363,9 +363,10 @@ def test_fp8_wgmma_matches_float64_like_torch(fast):
 
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
 def test_fp8_defaults_one_wave_of_192x64_tiles_match_float64():
-    # scaled_mm's own pick at 1024x1280, per-tensor scales, precise: one wave of 120 192x64 tiles (three consumers);
-    # row-wise scales keep 128x128 tiles. Fresh data and a poisoned output each call, many calls in a row
-    m, n, k = 1024, 1280, 2880
+    # scaled_mm's own pick at 1024x1280 below the 64x160 tiles' K (2880), per-tensor scales, precise: one wave of 120
+    # 192x64 tiles (three consumers); row-wise scales keep 128x128 tiles. Fresh data and a poisoned output each call,
+    # many calls in a row
+    m, n, k = 1024, 1280, 2560
     for call in range(8):
         row = call % 4 == 3
         a, b, sa, sb = _quantized(m, n, k, row)
