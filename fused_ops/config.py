@@ -262,10 +262,11 @@ WGMMA_FP8_REM_TILE = (128, 64, 128, 6)
 # columns; bf16 192 wide only): each GEMM they moved gained on an H200 and an H100, cool and hot
 # (results/current/gemm/wide64_91d3d11/); bf16 320 wide (256 + 64; 288-wide ones, 256 + 32, lost by 10-50%) from 95%
 # of the SMs: 128 tiles at 1024 rows of 2304-2560 columns (112 at 1024x2112 lost; 116-120 at 128 rows tied;
-# results/current/gemm/wide320_8e2ed2a/). Each entry: (rows, width, block_k, stages, K from, fill of the SMs from,
-# M up to); the first that applies wins.
+# results/current/gemm/wide320_8e2ed2a/), and in one or two such waves up to 4096 rows (4096 rows of 640-1280 columns,
+# 1024x5120: results/current/gemm/tall320_7553c82/). Each entry: (rows, width, block_k, stages, K from, fill of each
+# wave from, M up to[, waves up to: 1]); the first that applies wins.
 WGMMA_ROW64_TILES = ((64, 64, 128, 6, 4096, 0.7, 128), (64, 192, 64, 6, 2880, 0.8, 1024),
-                     (64, 320, 64, 4, 2880, 0.95, 1024))
+                     (64, 320, 64, 4, 2880, 0.95, 4096, 2))
 WGMMA_FP8_FAST_ROW64_TILES = ((64, 144, 128, 8, 2048, 0.9, 1024), (64, 80, 128, 12, 6144, 0.85, 1024),
                               (64, 160, 128, 7, 2880, 0.85, 1024), (64, 192, 128, 6, 2880, 0.85, 1024))
 # ... and with precise accumulation (per-tensor scales) the same tiles with two consumers taking turns on each tile's
@@ -310,8 +311,10 @@ def row64_tile(m, n, k, sms, fp8, fast, row_scales, b_aligned):
         return None
     tiles = (WGMMA_FP8_FAST_ROW64_TILES if fast else WGMMA_FP8_PRECISE_ROW64_TILES) if fp8 else WGMMA_ROW64_TILES
     for tile in tiles:
-        if (m <= tile[6] and k >= tile[4] and tile[5] * sms <= tile_count(m, n, tile) <= sms
-                and (b_aligned or tile[1] <= ROW64_FP8_UNALIGNED_WIDTH)):
+        count = tile_count(m, n, tile)
+        waves = -(-count // sms)
+        if (m <= tile[6] and k >= tile[4] and waves <= (tile[7] if len(tile) > 7 else 1)
+                and count >= tile[5] * waves * sms and (b_aligned or tile[1] <= ROW64_FP8_UNALIGNED_WIDTH)):
             return tile[:4]
     return None
 

@@ -791,6 +791,13 @@ for stage in "$@"; do
              cool_hot unal64 --shapes 1000x1000x1000 1024x1440x2880 1024x896x5120 1024x1000x4096 4096x1440x2880 \
                --configs matmul 'matmul, padded B' 'wgmma 64x128x64 s8' 'wgmma 64x128x128 s4' \
                'wgmma 64x128x64 s8 rem64' 'wgmma 64x128x64 s8 rem32' ;;
+    flips320b)  # one GPU: the GEMMs whose pick 64x320 tiles in one or two waves up to 4096 rows moved
+             # (gemm_picks.py --diff; three 2048-row ones beside the public set), the default against each one's
+             # pick before, cool and right after heavy GEMMs; then the 64-row tiles' tests
+             cool_hot flips320b --shapes 4096x640x2880 4096x640x3584 4096x1280x2880 4096x1280x8192 4096x1152x3584 \
+               1024x5120x3456 1024x5120x6912 1024x5120x8192 2048x2304x4096 2048x2560x2880 2048x1280x4096 \
+               --configs matmul 'wgmma 256x128x32 s5 rem32' 'wgmma 128x256x32 s5 rem32' 'wgmma 128x128x64 s4 rem32'
+             gemm_gpu_tests pytest_flips320b.log "64_row or pick or between_powers" ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;
