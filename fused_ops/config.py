@@ -263,10 +263,12 @@ WGMMA_FP8_REM_TILE = (128, 64, 128, 6)
 # (results/current/gemm/wide64_91d3d11/); bf16 320 wide (256 + 64; 288-wide ones, 256 + 32, lost by 10-50%) from 95%
 # of the SMs: 128 tiles at 1024 rows of 2304-2560 columns (112 at 1024x2112 lost; 116-120 at 128 rows tied;
 # results/current/gemm/wide320_8e2ed2a/), and in one or two such waves up to 4096 rows (4096 rows of 640-1280 columns,
-# 1024x5120: results/current/gemm/tall320_7553c82/). Each entry: (rows, width, block_k, stages, K from, fill of each
-# wave from, M up to[, waves up to: 1]); the first that applies wins.
+# 1024x5120) where N is a multiple of 320 (at 4096x1152 and 2048x2304, whose last column of tiles is mostly empty,
+# they lost to one wave of 128x288 tiles; results/current/gemm/tall320_05bafa9/). Each entry: (rows, width, block_k,
+# stages, K from, fill of each wave from, M up to[, waves up to, N then a multiple of the width; else one wave]); the
+# first that applies wins.
 WGMMA_ROW64_TILES = ((64, 64, 128, 6, 4096, 0.7, 128), (64, 192, 64, 6, 2880, 0.8, 1024),
-                     (64, 320, 64, 4, 2880, 0.95, 4096, 2))
+                     (64, 320, 64, 4, 2880, 0.95, 1024), (64, 320, 64, 4, 2880, 0.95, 4096, 2))
 WGMMA_FP8_FAST_ROW64_TILES = ((64, 144, 128, 8, 2048, 0.9, 1024), (64, 80, 128, 12, 6144, 0.85, 1024),
                               (64, 160, 128, 7, 2880, 0.85, 1024), (64, 192, 128, 6, 2880, 0.85, 1024))
 # ... and with precise accumulation (per-tensor scales) the same tiles with two consumers taking turns on each tile's
@@ -313,8 +315,9 @@ def row64_tile(m, n, k, sms, fp8, fast, row_scales, b_aligned):
     for tile in tiles:
         count = tile_count(m, n, tile)
         waves = -(-count // sms)
-        if (m <= tile[6] and k >= tile[4] and waves <= (tile[7] if len(tile) > 7 else 1)
-                and count >= tile[5] * waves * sms and (b_aligned or tile[1] <= ROW64_FP8_UNALIGNED_WIDTH)):
+        whole = waves == 1 if len(tile) < 8 else waves <= tile[7] and n % tile[1] == 0
+        if (m <= tile[6] and k >= tile[4] and whole and count >= tile[5] * waves * sms
+                and (b_aligned or tile[1] <= ROW64_FP8_UNALIGNED_WIDTH)):
             return tile[:4]
     return None
 

@@ -798,6 +798,11 @@ for stage in "$@"; do
                1024x5120x3456 1024x5120x6912 1024x5120x8192 2048x2304x4096 2048x2560x2880 2048x1280x4096 \
                --configs matmul 'wgmma 256x128x32 s5 rem32' 'wgmma 128x256x32 s5 rem32' 'wgmma 128x128x64 s4 rem32'
              gemm_gpu_tests pytest_flips320b.log "64_row or pick or between_powers" ;;
+    flips320c)  # ... the same GEMMs where N is a multiple of 320 (the rule kept), and the tests
+             cool_hot flips320c --shapes 4096x640x2880 4096x640x3584 4096x1280x2880 4096x1280x8192 1024x5120x3456 \
+               1024x5120x6912 1024x5120x8192 2048x2560x2880 2048x1280x4096 \
+               --configs matmul 'wgmma 256x128x32 s5 rem32' 'wgmma 128x128x64 s4 rem32'
+             gemm_gpu_tests pytest_flips320c.log "64_row or pick or between_powers" ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;

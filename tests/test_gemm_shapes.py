@@ -136,12 +136,13 @@ def test_64_row_tiles_by_waves_area_and_slices():
 
 
 def test_gluon_tiles_between_powers_of_two_fill_one_wave():
-    # (height, width) of the Gluon kernel's pick: 128x192 (1024x2880: 120 tiles), 128x288 (1024x4608: 128;
+    # (height, width) of the Gluon kernel's pick: 128x192 (1024x2880: 120 tiles), 128x288 (4096x1152, 1024x4608: 128;
     # 128x38016: 132), 256x144 (1024x4736: 132, where 288-wide ones need two waves), 128x96 where 128x128 tiles leave
     # SMs idle (1024x1440: 120 tiles), or 64x192 ones from K of 2880 where B's rows are aligned (1024x1280: 112 tiles),
     # or 64x320 ones where 128 of them fill 95% of the SMs (1024x2304: its last tile a fifth full; at 1024x2112, 112 of
-    # them, the swapped 256x64 tiles stay) and in two waves up to 4096 rows (4096x1152: 256 tiles, 4096x1280)
-    cases = {(1024, 2880): (128, 192), (1024, 3072): (128, 192), (4096, 1152): (64, 320), (1024, 4608): (128, 288),
+    # them, the swapped 256x64 tiles stay) and in one or two waves up to 4096 rows where N is a multiple of 320
+    # (4096x1280: 256 tiles)
+    cases = {(1024, 2880): (128, 192), (1024, 3072): (128, 192), (4096, 1152): (128, 288), (1024, 4608): (128, 288),
              (128, 38016): (128, 288), (1024, 4736): (256, 144),
              (1024, 1280): (64, 192), (1024, 1440): (128, 96), (1024, 2304): (64, 320), (1024, 2112): (256, 64),
              (4096, 1280): (64, 320)}
