@@ -268,7 +268,7 @@ WGMMA_FP8_REM_TILE = (128, 64, 128, 6)
 # stages, K from, fill of each wave from, M up to[, waves up to, N then a multiple of the width; else one wave]); the
 # first that applies wins.
 WGMMA_ROW64_TILES = ((64, 64, 128, 6, 4096, 0.7, 128), (64, 192, 64, 6, 2880, 0.8, 1024),
-                     (64, 320, 64, 4, 2880, 0.95, 1024), (64, 320, 64, 4, 2880, 0.95, 4096, 2))
+                     (64, 320, 64, 4, 2880, 0.95, 1024), (64, 320, 64, 4, 640, 0.95, 4096, 2))
 WGMMA_FP8_FAST_ROW64_TILES = ((64, 144, 128, 8, 2048, 0.9, 1024), (64, 80, 128, 12, 6144, 0.85, 1024),
                               (64, 160, 128, 7, 2880, 0.85, 1024), (64, 192, 128, 6, 2880, 0.85, 1024))
 # ... and with precise accumulation (per-tensor scales) the same tiles with two consumers taking turns on each tile's

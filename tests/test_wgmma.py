@@ -949,7 +949,7 @@ def test_every_default_tile_fits_shared_memory_with_the_stages_it_lists():
 def test_64_row_tiles_where_they_fill_most_of_a_wave():
     # WGMMA_ROW64_TILES: bf16 at 65-128 rows, 64x64 tiles 128 deep from 70% of the SMs to one wave, K of 4096 or more,
     # B's rows aligned, and 64x192 (from 80%) up to 1024 rows then 64x320 (from 95%; up to 4096 rows also two waves
-    # where N is a multiple of 320), at K of 2880 or more; FP8
+    # where N is a multiple of 320, from K of 640), at K of 2880 or more; FP8
     # fast accumulation with per-tensor scales at 65-1024 rows: 64x144 from 90%, else 64x80 from 85% at K of 6144 or
     # more, else 64x160 or 64x192 from 85% at K of 2880 or more; never row-wise, decode rows or two waves
     cfg = C.Config(block_m=64, block_n=64, block_k=128, group_m=8, gemm_sms=132, comm_sms=1, num_stages=4,
@@ -968,7 +968,7 @@ def test_64_row_tiles_where_they_fill_most_of_a_wave():
         assert pick(m, n, k) == ((64, 128, 64), 6, 64), (m, n, k)
     for m, n, k in ((1024, 2304, 3584), (1024, 2560, 2880), (1000, 2560, 8192), (1024, 2304, 4096)):
         assert pick(m, n, k) == ((64, 256, 64), 4, 64), (m, n, k)  # 128 tiles of 320 (the last of 2304 a fifth full)
-    for m, n, k in ((4096, 640, 2880), (4096, 1280, 2880), (1024, 5120, 8192), (2048, 2560, 4096)):
+    for m, n, k in ((4096, 640, 2880), (4096, 1280, 2880), (1024, 5120, 8192), (2048, 2560, 4096), (1024, 5120, 640)):
         assert pick(m, n, k) == ((64, 256, 64), 4, 64), (m, n, k)  # 320 wide, N a multiple: 128 or 256 tiles
     for m, n, k in ((1024, 1536, 2048), (1024, 2560, 2048), (1024, 3072, 4096), (2048, 1536, 4096), (8192, 640, 2880),
                     (4096, 2560, 4096), (4096, 640, 2048), (2048, 2304, 4096), (4096, 1152, 3584)):
