@@ -805,7 +805,8 @@ for stage in "$@"; do
              gemm_gpu_tests pytest_flips320c.log "64_row or pick or between_powers" ;;
     short320)  # one GPU: the 64x320 tiles' two waves at short K (1024x5120 at K of 640-2560), against the picks before
              cool_hot short320 --shapes 1024x5120x640 1024x5120x1280 1024x5120x1728 1024x5120x2560 4096x1280x2048 \
-               --configs matmul 'wgmma 256x128x32 s5 rem32' 'wgmma 64x256x64 s4 rem64' ;;
+               1024x2560x2048 4096x640x2048 --configs matmul 'wgmma 256x128x32 s5 rem32' 'wgmma 128x128x64 s4 rem32' \
+               'wgmma 64x256x64 s4 rem64' ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;
