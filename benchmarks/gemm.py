@@ -463,7 +463,14 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "wgmma fp8 swap 128x128x128 s6 fast accum": tile(128, 128, 128, 6, 4),
                   "wgmma fp8 swap 128x64x128 s6 rem16": tile(128, 64, 128, 6, 4),
                   # 1024 rows of 72-96 128x128 tiles: three consumers of 64x64 (one wave of 120 at 1024x1280)
-                  "wgmma fp8 192x64x128 s6 fast accum": tile(192, 64, 128, 6, 4)}
+                  "wgmma fp8 192x64x128 s6 fast accum": tile(192, 64, 128, 6, 4),
+                  # precise accumulation promoted two blocks at a time (wgmma.run(promote="pairs")): the first
+                  # block's sum added while the second's MMAs run, within each consumer
+                  "wgmma fp8 128x128x128 s6 pairs": tile(128, 128, 128, 6, 4),
+                  "wgmma fp8 128x64x128 s8 pairs": tile(128, 64, 128, 8, 4),
+                  "wgmma fp8 64x128x128 s8 pairs": tile(64, 128, 128, 8, 4),
+                  "wgmma fp8 64x64x128 s12 pairs": tile(64, 64, 128, 12, 4),
+                  "wgmma fp8 128x128x128 s6 pairs kfill": tile(128, 128, 128, 6, 4)}
 
 
 ROUNDS = 11  # paired rounds per configuration (benchmarks.harness.paired_graph_us), medians
@@ -785,7 +792,8 @@ def run_fp8(ctx, args, run_stamp):
                 def call():
                     if kernel == "wgmma":
                         return wgmma.run(a, b, c, used.block_n, used.block_k, used.num_stages, used.gemm_sms, sa, sb,
-                                         promote=not fast, block_m=used.block_m, swap="swap" in name,
+                                         promote=False if fast else "pairs" if " pairs" in name else True,
+                                         block_m=used.block_m, swap="swap" in name,
                                          split_k=used.split_k, rem=local_gemm.rem(used), turns=bool(used.turns))
                     return fp8.scaled_mm(a, b, sa, sb, out=c, config=cfg, use_fast_accum=fast, kernel=kernel)
                 c.fill_(float("nan"))

@@ -172,6 +172,56 @@ if _GLUON:
             tma.async_copy_shared_to_global(c_desc, [first + row0, col0], c_smem)
 
     @gluon.jit
+    def promoted_pairs(acc, zero, a_bufs, b_bufs, ready, empty, c, k0, k1, NUM_BUFFERS: gl.constexpr,
+                       BOXES: gl.constexpr, BOX: gl.constexpr, A_T: gl.constexpr, B_T: gl.constexpr):
+        """acc plus blocks k0..k1 of K with precise FP8 accumulation (PROMOTE 2), two blocks at a time: both blocks'
+        MMAs issued into sums of their own, the first's sum added into fp32 while the second's MMAs run. Nothing stays
+        in flight past a pair (ptxas serializes every MMA where a sum read is carried across the loop: C7514).
+        c: the first block's place in the ring's sequence."""
+        for kk in range(k0, k1 - 1, 2):
+            q = c + kk - k0
+            s = q % NUM_BUFFERS
+            s1 = (q + 1) % NUM_BUFFERS
+            mbarrier.wait(ready.index(s), (q // NUM_BUFFERS) & 1)
+            p0 = warpgroup_mma(stage_a(a_bufs, s, BOXES, BOX, A_T), stage_b(b_bufs, s, B_T), zero, use_acc=False,
+                               is_async=True)
+            mbarrier.wait(ready.index(s1), ((q + 1) // NUM_BUFFERS) & 1)
+            p1 = warpgroup_mma(stage_a(a_bufs, s1, BOXES, BOX, A_T), stage_b(b_bufs, s1, B_T), zero, use_acc=False,
+                               is_async=True)
+            p0, p1 = warpgroup_mma_wait(1, deps=(p0, p1))  # the first block's MMAs are done
+            acc += p0
+            mbarrier.arrive(empty.index(s), count=1)
+            p1 = warpgroup_mma_wait(0, deps=(p1, ))
+            acc += p1
+            mbarrier.arrive(empty.index(s1), count=1)
+        if (k1 - k0) % 2 == 1:  # an odd count: the last block alone
+            q = c + k1 - 1 - k0
+            s = q % NUM_BUFFERS
+            mbarrier.wait(ready.index(s), (q // NUM_BUFFERS) & 1)
+            p0 = warpgroup_mma(stage_a(a_bufs, s, BOXES, BOX, A_T), stage_b(b_bufs, s, B_T), zero, use_acc=False,
+                               is_async=True)
+            p0 = warpgroup_mma_wait(0, deps=(p0, ))
+            acc += p0
+            mbarrier.arrive(empty.index(s), count=1)
+        return acc
+
+    @gluon.jit
+    def stage_a(a_bufs, s, BOXES: gl.constexpr, BOX: gl.constexpr, A_T: gl.constexpr):
+        """This consumer's box of A in stage s, as the MMA reads it."""
+        a = a_bufs.index(s * BOXES + BOX)
+        if A_T:
+            a = a.permute((1, 0))
+        return a
+
+    @gluon.jit
+    def stage_b(b_bufs, s, B_T: gl.constexpr):
+        """B's box in stage s, as the MMA reads it."""
+        b = b_bufs.index(s)
+        if B_T:
+            b = b.permute((1, 0))
+        return b
+
+    @gluon.jit
     def ws_consumer(
         HALF: gl.constexpr,                             # which 64 rows of each tile this warpgroup computes
         c_smem,                                         # its staging tile for C (REM's columns too, in turn)
@@ -181,7 +231,7 @@ if _GLUON:
         B_T: gl.constexpr,                              # B stored N x K (K-major)
         C_T: gl.constexpr,                              # C stored N x M (M-major)
         SCALES: gl.constexpr,                           # 0: none; 1: per-tensor; 2: row-wise
-        PROMOTE: gl.constexpr,                          # FP8: add each block's sum into the fp32 accumulator
+        PROMOTE: gl.constexpr,                          # FP8: add each block's sum into fp32 (2: in pairs)
         CONSUMERS: gl.constexpr,                        # consumer warpgroups (64 rows each)
         TURNS: gl.constexpr,                            # two consumers, one 64-row tile: alternate blocks of K
         SPLIT_K: gl.constexpr,                          # slices of K per tile (> 1: c_desc holds fp32 partials)
@@ -190,8 +240,9 @@ if _GLUON:
     ):
         """A consumer warpgroup of wgmma_ws_kernel: waits for a block, multiplies its 64 rows of A by B and releases
         the stage once its MMAs are done. PROMOTE: waits for them at every block and adds the block's sum into fp32
-        (the other warpgroups' MMAs keep the tensor cores busy meanwhile, so they drift into turns); else one block's
-        MMAs stay in flight while the next block's issue. TURNS: the two consumers share the tile's 64 rows and take
+        (the other warpgroups' MMAs keep the tensor cores busy meanwhile, so they drift into turns; PROMOTE 2: two
+        blocks at a time, promoted_pairs); else one block's MMAs stay in flight while the next block's issue.
+        TURNS: the two consumers share the tile's 64 rows and take
         alternate blocks of K, each into its own sum, the second handing its sum to the first through shared memory
         at the tile's end (so precise FP8 keeps one warpgroup's MMAs running while the other adds, at 64-row tiles)."""
         a_bufs, b_bufs, b2_bufs, ready, empty, c_desc, c2_desc, SA, SB, M, N, K, M_PAD, red, red2, handoff = ops
@@ -219,48 +270,47 @@ if _GLUON:
                 acc2 = zero2
             skip = 0
             if TURNS:  # the blocks whose place in the ring's sequence has this consumer's parity: with an even
-                skip = (c + HALF) % 2  # number of stages, the same stages every time, so neither consumer can
-            for kk in range(k0 + skip, k1, STEP):  # wait on a stage a lap behind the other's (a phase apart)
-                q = c + kk - k0  # the block's place in the ring's sequence
-                s = q % NUM_BUFFERS
-                mbarrier.wait(ready.index(s), (q // NUM_BUFFERS) & 1)
-                a = a_bufs.index(s * BOXES + BOX)
-                if A_T:
-                    a = a.permute((1, 0))
-                b = b_bufs.index(s)
-                if B_T:
-                    b = b.permute((1, 0))
-                if REM > 0:
-                    b2 = b2_bufs.index(s)
-                    if B_T:
-                        b2 = b2.permute((1, 0))
-                if PROMOTE:
-                    part = warpgroup_mma(a, b, zero, use_acc=False, is_async=True)
+                skip = (c + HALF) % 2  # number of stages, the same stages every time, so neither consumer can wait
+                # on a stage a lap behind the other's (a phase apart)
+            if PROMOTE == 2:
+                acc = promoted_pairs(acc, zero, a_bufs, b_bufs, ready, empty, c, k0, k1, NUM_BUFFERS, BOXES, BOX, A_T,
+                                     B_T)
+            else:
+                for kk in range(k0 + skip, k1, STEP):
+                    q = c + kk - k0  # the block's place in the ring's sequence
+                    s = q % NUM_BUFFERS
+                    mbarrier.wait(ready.index(s), (q // NUM_BUFFERS) & 1)
+                    a = stage_a(a_bufs, s, BOXES, BOX, A_T)
+                    b = stage_b(b_bufs, s, B_T)
                     if REM > 0:
-                        part2 = warpgroup_mma(a, b2, zero2, use_acc=False, is_async=True)
-                        part, part2 = warpgroup_mma_wait(0, deps=(part, part2))
-                        acc2 += part2
+                        b2 = stage_b(b2_bufs, s, B_T)
+                    if PROMOTE:
+                        part = warpgroup_mma(a, b, zero, use_acc=False, is_async=True)
+                        if REM > 0:
+                            part2 = warpgroup_mma(a, b2, zero2, use_acc=False, is_async=True)
+                            part, part2 = warpgroup_mma_wait(0, deps=(part, part2))
+                            acc2 += part2
+                        else:
+                            part = warpgroup_mma_wait(0, deps=(part, ))
+                        acc += part
+                        mbarrier.arrive(empty.index(s), count=1)
+                    elif TURNS:  # each block's MMAs waited for: the stage is this consumer's alone
+                        acc = warpgroup_mma(a, b, acc, use_acc=kk > k0 + skip, is_async=True)
+                        if REM > 0:
+                            acc2 = warpgroup_mma(a, b2, acc2, use_acc=kk > k0 + skip, is_async=True)
+                            acc, acc2 = warpgroup_mma_wait(0, deps=(acc, acc2))
+                        else:
+                            acc = warpgroup_mma_wait(0, deps=(acc, ))
+                        mbarrier.arrive(empty.index(s), count=1)
+                    elif REM > 0:  # two MMAs a block: wait until only this block's two are in flight
+                        acc = warpgroup_mma(a, b, acc, use_acc=kk > k0, is_async=True)
+                        acc2 = warpgroup_mma(a, b2, acc2, use_acc=kk > k0, is_async=True)
+                        acc, acc2 = warpgroup_mma_wait(2, deps=(acc, acc2))
+                        mbarrier.arrive(empty.index((q + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1, pred=kk > k0)
                     else:
-                        part = warpgroup_mma_wait(0, deps=(part, ))
-                    acc += part
-                    mbarrier.arrive(empty.index(s), count=1)
-                elif TURNS:  # each block's MMAs waited for: the stage is this consumer's alone
-                    acc = warpgroup_mma(a, b, acc, use_acc=kk > k0 + skip, is_async=True)
-                    if REM > 0:
-                        acc2 = warpgroup_mma(a, b2, acc2, use_acc=kk > k0 + skip, is_async=True)
-                        acc, acc2 = warpgroup_mma_wait(0, deps=(acc, acc2))
-                    else:
-                        acc = warpgroup_mma_wait(0, deps=(acc, ))
-                    mbarrier.arrive(empty.index(s), count=1)
-                elif REM > 0:  # two MMAs a block: wait until only this block's two are in flight
-                    acc = warpgroup_mma(a, b, acc, use_acc=kk > k0, is_async=True)
-                    acc2 = warpgroup_mma(a, b2, acc2, use_acc=kk > k0, is_async=True)
-                    acc, acc2 = warpgroup_mma_wait(2, deps=(acc, acc2))
-                    mbarrier.arrive(empty.index((q + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1, pred=kk > k0)
-                else:
-                    acc = warpgroup_mma(a, b, acc, use_acc=kk > k0, is_async=True)
-                    acc = warpgroup_mma_wait(1, deps=(acc, ))  # the previous block's MMAs are done: release it
-                    mbarrier.arrive(empty.index((q + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1, pred=kk > k0)
+                        acc = warpgroup_mma(a, b, acc, use_acc=kk > k0, is_async=True)
+                        acc = warpgroup_mma_wait(1, deps=(acc, ))  # the previous block's MMAs are done: release it
+                        mbarrier.arrive(empty.index((q + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1, pred=kk > k0)
             c += k1 - k0
             if REM > 0 and not PROMOTE and not TURNS:
                 acc, acc2 = warpgroup_mma_wait(0, deps=(acc, acc2))
@@ -309,7 +359,7 @@ if _GLUON:
         B_T: gl.constexpr,                              # B stored N x K (K-major; FP8 needs it)
         C_T: gl.constexpr,                              # C stored N x M (M-major)
         SCALES: gl.constexpr,                           # 0: none; 1: per-tensor; 2: row-wise
-        PROMOTE: gl.constexpr,                          # FP8: add the partial sums into fp32 every block of K
+        PROMOTE: gl.constexpr,                          # FP8: add each block's sum into fp32 (2: in pairs)
         CONSUMER_REGS: gl.constexpr,                    # registers per thread of the worker consumer warpgroups
         LOAD_REGS: gl.constexpr,                        # ... and of the load warp
         CONSUMERS: gl.constexpr,                        # consumer warpgroups: tiles of 64 x CONSUMERS rows
@@ -439,11 +489,12 @@ def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None,
     most `programs` persistent programs; `supports(a, b, c)` must hold. block_m 64, 128, 192 or 256: one to four
     consumer warpgroups of 64 rows. swap: the MMAs run on C's transpose, B's columns as their rows: block_n 64, 128 or
     192 (one to three consumers of 64 columns) and block_m any power of two from 16 to 256 (the MMAs' N), as cuBLAS does
-    for few rows. promote (FP8): precise accumulation (fp32 every block of K), else the tensor cores' own
-    accumulation across K. split_k: each tile's K in that many slices (as many as have a block of K each), one unit
-    of work apiece, whose fp32 partials a second kernel adds into c (where tiles are too few for the SMs; the
-    partials: split_k x C's size in fp32, a buffer kept per device and size, so calls on two streams at once must not
-    share one). rem: a second MMA of N = rem (8 to 64) per tile, past the first's: with swap, tiles
+    for few rows. promote (FP8): precise accumulation (fp32 every block of K; "pairs": two blocks' MMAs issued
+    at a time, the first's sum added while the second's run, at most 128 rows and no rem or turns), else the tensor
+    cores' own accumulation across K. split_k: each tile's K in that many slices (as many as have a block of K
+    each), one unit of work apiece, whose fp32 partials a second kernel adds into c (where tiles are too few for the
+    SMs; the partials: split_k x C's size in fp32, a buffer kept per device and size, so calls on two streams at
+    once must not share one). rem: a second MMA of N = rem (8 to 64) per tile, past the first's: with swap, tiles
     block_m + rem rows of A wide, so that 129-144 rows run as one 144-row tile rather than two of 128; without,
     block_n + rem columns of B wide (128 + 32: 160), tile counts between those of powers of two (Gluon's tensors are
     powers of two). turns (block_m 64, stages even): two consumer warpgroups on each 64-row tile, taking alternate
@@ -488,6 +539,10 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
         raise ValueError(f"wgmma.run: turns=True with stages={stages}; expected an even number")
     if stages < 2:  # a consumer releases a stage once the next block's MMAs are issued: one stage would deadlock
         raise ValueError(f"wgmma.run: stages={stages}; expected at least 2 (a smaller block_k frees shared memory)")
+    if promote == "pairs" and (rows > 128 or rem or turns):  # a third sum per consumer: 64x128 x 3 fit its registers
+        raise ValueError(f"wgmma.run: promote='pairs' with block_m={rows}, rem={rem}, turns={turns}; expected "
+                         f"block_m of at most 128, rem=0 and turns=False (each consumer keeps two blocks' sums "
+                         f"beside the total)")
     if promote and rows > 192:
         raise ValueError(f"wgmma.run: FP8 precise accumulation with block_m={rows}; expected at most 192 (each "
                          f"consumer keeps a block's sum beside the total: four would spill)")
@@ -527,8 +582,9 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
     rest = (desc(b, b_t, [block_k, rem]), desc(c, c_t, [64, rem])) if rem else descs[1:]  # REM's boxes, else unread
     args = descs + rest + (scale_a, scale_b, m, n, k, m_pad)
     consumers = 2 if turns else rows // 64
+    promote = 2 if promote == "pairs" else int(bool(promote))
     consts = dict(GROUP_M=group_m, NUM_BUFFERS=stages, A_T=a_t, B_T=b_t, C_T=c_t, SCALES=scales,
-                  PROMOTE=bool(promote), CONSUMER_REGS=CONSUMER_REGS[consumers], LOAD_REGS=LOAD_REGS[consumers],
+                  PROMOTE=promote, CONSUMER_REGS=CONSUMER_REGS[consumers], LOAD_REGS=LOAD_REGS[consumers],
                   CONSUMERS=consumers, SPLIT_K=split, INSIDE=KEEP_INSIDE, REM=rem, TURNS=bool(turns))
     return args, consts, triton.cdiv(m, rows) * triton.cdiv(n, cols + rem) * split, partials
 

@@ -807,6 +807,16 @@ for stage in "$@"; do
              cool_hot short320 --shapes 1024x5120x640 1024x5120x1280 1024x5120x1728 1024x5120x2560 4096x1280x2048 \
                1024x2560x2048 4096x640x2048 --configs matmul 'wgmma 256x128x32 s5 rem32' 'wgmma 128x128x64 s4 rem32' \
                'wgmma 64x256x64 s4 rem64' ;;
+    pairs)   # one GPU: FP8 precise accumulation promoted two blocks at a time (wgmma.run(promote="pairs")): its GPU
+             # tests, then at the FP8 precise GEMMs below their floor (1024 rows of 1792-9472 columns, 128 rows in
+             # 64-row tiles) against the defaults and the same tiles promoted per block, cool and right after heavy
+             # GEMMs
+             gemm_gpu_tests pytest_pairs.log "pairs or precise or turns"
+             HOT=0.7 cool_hot pairs --fp8 --shapes 1024x3584x4736 1024x3584x9472 1024x8192x3696 1024x1792x5120 \
+               1024x3584x5120 1024x6912x5120 128x4608x7168 128x5120x6912 128x8192x3696 4096x8192x8192 \
+               --configs default 'wgmma fp8 128x128x128 s6' 'wgmma fp8 128x128x128 s6 pairs' \
+               'wgmma fp8 64x128x128 s8 pairs' 'wgmma fp8 128x64x128 s8 pairs' 'wgmma fp8 64x64x128 s12 pairs' \
+               'wgmma fp8 64x128x128 s6 turns' ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;

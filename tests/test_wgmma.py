@@ -130,6 +130,11 @@ COMPILE_CASES = {
     "fp8-fast-64-rows-rem32-160-wide": (False, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 7, 64, False, 1, 32)),
     "fp8-precise-64-rows-turns-rem64-192-wide": (True, 1, "bfloat16", "float8_e4m3fn", True,
                                                  (128, 128, 4, 64, False, 1, 64, True)),  # default
+    # precise FP8 promoted two blocks at a time (promote="pairs"): a third 64x128 sum per consumer, MMAs not serialized
+    "fp8-precise-pairs": ("pairs", 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 6)),
+    "fp8-precise-row-pairs": ("pairs", 2, "bfloat16", "float8_e4m3fn", True, (128, 128, 6)),
+    "fp8-precise-64-rows-pairs": ("pairs", 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 8, 64)),
+    "fp8-precise-split-k-pairs": ("pairs", 1, "bfloat16", "float8_e4m3fn", True, (64, 128, 6, 128, False, 4)),
 }
 
 
@@ -383,6 +388,39 @@ def test_fp8_defaults_one_wave_of_192x64_tiles_match_float64():
 
 
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
+def test_fp8_precise_pairs_match_float64_and_promote_as_often():
+    # promote="pairs": odd and even block counts (the lone last block), one and two consumers, slices of K (each
+    # slice's own pairs), edge rows and columns, row-wise scales, more tiles than programs; a poisoned output and
+    # fresh data each call, every call checked after the last. Errors as the per-block promotion's (same promotions)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    calls = []
+    for m, n, k, block_m, block_n, split, row in ((1000, 1000, 128, 128, 128, 1, False),
+                                                  (1024, 1792, 5 * 128, 128, 128, 1, False),
+                                                  (1024, 3584, 6144, 128, 128, 1, True),
+                                                  (300, 3000, 7 * 128, 64, 128, 1, False),
+                                                  (128, 4608, 9 * 128, 64, 64, 1, True),
+                                                  (256, 1024, 4608, 128, 128, 3, False)):
+        a, b, sa, sb = _quantized(m, n, k, row)
+        ref = (a.double() * sa.double()) @ (b.double() * sb.double())
+        outs = {}
+        for promote in ("pairs", True):
+            c = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
+            stages = 8 if block_m == 64 else 6
+            wgmma.run(a, b, c, block_n, 128, stages, sms, sa, sb, promote=promote, block_m=block_m, split_k=split)
+            outs[promote] = c
+        calls.append(((m, n, k, block_m, split, row), outs, ref))
+    for case, outs, ref in calls:
+        errs = {p: ((c.double() - ref).norm() / ref.norm()).item() for p, c in outs.items()}
+        assert errs["pairs"] < max(1.05 * errs[True], 5e-3), (case, errs)
+    a, b, sa, sb = _quantized(128, 256, 65536, False)  # long K: promoted as often as per block
+    ref = (a.double() * sa.double()) @ (b.double() * sb.double())
+    out = torch.empty(128, 256, device="cuda", dtype=BF16)
+    wgmma.run(a, b, out, 128, 128, 6, sms, sa, sb, promote="pairs")
+    torch_err = ((torch._scaled_mm(a, b, sa, sb, out_dtype=BF16).double() - ref).norm() / ref.norm()).item()
+    assert ((out.double() - ref).norm() / ref.norm()).item() < 1.5 * torch_err
+
+
+@pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
 def test_fp8_wgmma_precise_accumulation_at_long_k():
     # K = 65536: without promotion the tensor cores' reduced-precision sums drift (fast accumulation errs more)
     a, b, sa, sb = _quantized(128, 256, 65536, False)
@@ -593,6 +631,18 @@ def test_swap_rem_tiles_match_float64(b_t):
     for case, c, ref in calls:
         err = ((c.double() - ref).norm() / ref.norm()).item()
         assert err < 5e-3, (case, err)
+
+
+def test_promotion_in_pairs_is_refused_where_a_third_sum_would_not_fit():
+    # promote="pairs": each consumer keeps two blocks' sums beside its total, so at most 128 rows, no rem, no turns
+    a, b = torch.empty(300, 256, dtype=FP8), torch.empty(1000, 256, dtype=FP8).t()
+    c = torch.empty(300, 1000, dtype=BF16)
+    assert wgmma.kernel_args(a, b, c, 128, 128, 4, 128, promote="pairs")[1]["PROMOTE"] == 2
+    assert wgmma.kernel_args(a, b, c, 128, 128, 4, 64, promote="pairs")[1]["PROMOTE"] == 2
+    assert wgmma.kernel_args(a, b, c, 128, 128, 4, 128, promote=True)[1]["PROMOTE"] == 1
+    for kw in (dict(block_m=192), dict(rem=32), dict(block_m=64, turns=True)):
+        with pytest.raises(ValueError, match=r"promote='pairs' .*expected block_m of at most 128, rem=0 and turns"):
+            wgmma.kernel_args(a, b, c, 128, 128, 4, promote="pairs", **kw)
 
 
 def test_rem_widths_the_kernel_has_none_of_are_refused_and_units_count_the_wider_tiles():
