@@ -212,6 +212,8 @@ for stage in "$@"; do
                  ${fp8[@]+"${fp8[@]}"}; exit $status ) & pids+=($!)
              ( run tp_dp_2d.log timeout 300 python3 examples/tp_dp_2d.py ${tp_dp[@]+"${tp_dp[@]}"}; exit $status ) & pids+=($!)
              for p in "${pids[@]}"; do wait $p || status=1; done ;;
+    fp8cat)  # the FP8 catalog's tests with one GPU per rank (where suite4 on 2 GPUs runs out of time)
+             run pytest_fp8_catalog.log timeout ${TEST_TIMEOUT:-400} python3 -m pytest -v -rfs tests/test_fp8_catalog.py ;;
     groups)  run groups.log timeout ${GROUPS_TIMEOUT:-110} python3 benchmarks/groups.py -n 4 --out "$OUT/groups" ;;
     a2a)     run collectives_a2a.log timeout ${COLL_TIMEOUT:-100} python3 benchmarks/collectives.py -n ${NRANKS:-4} \
                --collectives all_to_all all_to_all_v --max-bytes 268435456 --out "$OUT/coll_a2a_w${NRANKS:-4}" ;;
