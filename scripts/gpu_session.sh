@@ -819,6 +819,12 @@ for stage in "$@"; do
                --configs default 'wgmma fp8 128x128x128 s6' 'wgmma fp8 128x128x128 s6 pairs' \
                'wgmma fp8 64x128x128 s8 pairs' 'wgmma fp8 128x64x128 s8 pairs' 'wgmma fp8 64x64x128 s12 pairs' \
                'wgmma fp8 64x128x128 s6 turns' ;;
+    xmisc)   # one GPU: three bf16 misses of the H100's whole set: 2048x5000x2048 (B's rows unaligned; cuBLAS 160x256:
+             # 256x160 tiles make 256, two waves), 128x4000x4096 (unaligned, the tile loop's 64x64), 16384x2880x360
+             # (K of 5.6 blocks), against their picks, cool and right after heavy GEMMs
+             cool_hot xmisc --shapes 2048x5000x2048 128x4000x4096 16384x2880x360 --configs matmul \
+               'wgmma 256x128x32 s5 rem32' 'wgmma 128x256x64 s3' 'wgmma swap 256x128x64 s3' 'wgmma swap 128x64x64 s6' \
+               'wgmma 128x128x64 s6' 'wgmma 192x128x64 s4' ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;
