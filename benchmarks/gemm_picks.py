@@ -35,13 +35,14 @@ class HostDevice:
         return self.sms
 
 
-def pick(m, n, k, mode, sms=132):
-    """(kernel, Config) the call would run (local_gemm.pick_kernel's choice for row-major bf16 B, K-major FP8 B)."""
+def pick(m, n, k, mode, sms=132, b_k_major=False):
+    """(kernel, Config) the call would run (local_gemm.pick_kernel's choice for row-major bf16 B, or K-major where
+    b_k_major, as nn.Linear's weight.t(); FP8's B is K-major)."""
     dtype, fast = MODES[mode]
     dev = HostDevice(sms)
     cfg = fp8.defaults(dev, m, n, k, fast) if dtype == FP8 else local_gemm.defaults(dev, m, n, k, dtype)
     cfg = C.resolve(cfg, None, m, n, k)  # as local_gemm.tile_loop_plan, with no caller's config
-    row_bytes = k if dtype == FP8 else 2 * n  # B's rows: K-major FP8, row-major bf16
+    row_bytes = k if dtype == FP8 else 2 * (k if b_k_major else n)  # B's rows
     gluon = local_gemm.gluon_pick(cfg, m, n, k, dtype, fast, sms, row_bytes % 128 == 0)
     return ("wgmma", gluon) if gluon is not None else ("tile_loop", cfg)
 

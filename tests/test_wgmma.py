@@ -138,6 +138,43 @@ COMPILE_CASES = {
 }
 
 
+# matmul's and scaled_mm's own picks that the GPU tests below assert, by shape; the CPU test after these tables
+# computes them on the host, so a change to fused_ops/config.py that moves one fails on the CPU, not first on a GPU.
+# 64-row tiles where they fill most of a wave: (m, n, k, block_n, rem_cols)
+ROW64_DEFAULTS = {"bf16": ((128, 3584, 4608, 64, 0), (100, 3456, 5120, 64, 0), (128, 3072, 4160, 64, 0),
+                           (1024, 1536, 2880, 128, 64), (1000, 1280, 3072, 128, 64), (1024, 2304, 2880, 256, 64),
+                           (1000, 2560, 3000, 256, 64), (4096, 640, 2880, 256, 64), (4000, 1280, 2944, 256, 64)),
+                  "fp8": ((128, 4608, 6144, 64, 16), (1024, 1152, 2048, 128, 16), (120, 9472, 3584, 128, 16),
+                          (1024, 1280, 3072, 128, 32), (1000, 1536, 2944, 128, 64), (1024, 1280, 2880, 128, 32))}
+# ... bf16 on K-major B (nn.Linear's weight.t())
+ROW64_K_MAJOR_DEFAULTS = ((128, 3584, 4608, 64, 0), (128, 3072, 4160, 64, 0), (1024, 1536, 2880, 128, 64),
+                          (1024, 2304, 2944, 256, 64))
+# few tiles: the Gluon kernel in slices of K, swapped tiles rem rows of A wider: (m, n, k, split_k, rem_rows)
+FEW_TILE_DEFAULTS = {"bf16": ((100, 1536, 4096, 5, 0), (128, 128, 32768, 33, 0), (129, 4096, 1024, 2, 16),
+                              (72, 1000, 8192, 8, 0), (150, 1000, 4096, 8, 32), (128, 2304, 3584, 3, 0),
+                              (128, 4608, 12288, 3, 0), (128, 4608, 7168, 1, 0)),
+                     "fp8": ((100, 1536, 8192, 5, 0), (128, 128, 32768, 32, 0), (129, 4096, 1024, 1, 0),
+                             (140, 1024, 8192, 8, 16), (128, 4608, 12288, 1, 0))}
+# precise FP8 at 1024x1280 below the 64x160 tiles' K (2880): one wave of 120 192x64 tiles (three consumers)
+FP8_WAVE_192 = (1024, 1280, 2560)
+
+
+def test_gpu_tests_shapes_pick_what_they_assert():
+    from benchmarks.gemm_picks import pick
+    for mode, shapes in (("bf16", ROW64_DEFAULTS["bf16"]), ("fp8", ROW64_DEFAULTS["fp8"]),
+                         ("fp8 fast", ROW64_DEFAULTS["fp8"]), ("bf16 k-major", ROW64_K_MAJOR_DEFAULTS)):
+        for m, n, k, width, rem in shapes:
+            kernel, cfg = pick(m, n, k, mode.split(" k-")[0], b_k_major=mode.endswith("k-major"))
+            assert (kernel, cfg.block_m, cfg.block_n, cfg.rem_cols or 0, bool(cfg.turns)) == (
+                "wgmma", 64, width, rem, mode == "fp8"), (mode, m, n, k, cfg)
+    for mode, shapes in FEW_TILE_DEFAULTS.items():
+        for m, n, k, split, rem in shapes:
+            kernel, cfg = pick(m, n, k, mode)
+            assert (kernel, cfg.split_k, cfg.rem_rows or 0) == ("wgmma", split, rem), (mode, m, n, k, cfg)
+    kernel, cfg = pick(*FP8_WAVE_192, "fp8")
+    assert (kernel, cfg.block_m, cfg.block_n) == ("wgmma", 192, 64), cfg
+
+
 def compile_cases(names=None):
     """{id: facts} of these COMPILE_CASES entries (None: all) compiled for sm_90a (run in a process of its own: once
     the Triton interpreter has run a kernel in a process, compiling there fails)."""
@@ -371,7 +408,7 @@ def test_fp8_defaults_one_wave_of_192x64_tiles_match_float64():
     # scaled_mm's own pick at 1024x1280 below the 64x160 tiles' K (2880), per-tensor scales, precise: one wave of 120
     # 192x64 tiles (three consumers); row-wise scales keep 128x128 tiles. Fresh data and a poisoned output each call,
     # many calls in a row
-    m, n, k = 1024, 1280, 2560
+    m, n, k = FP8_WAVE_192
     for call in range(8):
         row = call % 4 == 3
         a, b, sa, sb = _quantized(m, n, k, row)
@@ -961,11 +998,7 @@ def test_few_tiles_run_split_k_by_default_and_match_float64(dtype):
     # matmul's and scaled_mm's own pick (no kernel, no config) where tiles are few: the Gluon kernel in slices of K,
     # swapped tiles 16 or 32 rows of A wider at 129-160 rows (FP8: where fewer), or whole 128x64 tiles with the
     # edge rows moved inside (FP8); 6 calls in a row each, fresh data and a poisoned output, checked after the last
-    shapes = ((100, 1536, 4096, 5, 0), (128, 128, 32768, 33, 0), (129, 4096, 1024, 2, 16), (72, 1000, 8192, 8, 0),
-              (150, 1000, 4096, 8, 32), (128, 2304, 3584, 3, 0), (128, 4608, 12288, 3, 0), (128, 4608, 7168, 1, 0))
-    for m, n, k, split, rem in shapes if dtype == BF16 else ((100, 1536, 8192, 5, 0), (128, 128, 32768, 32, 0),
-                                                             (129, 4096, 1024, 1, 0), (140, 1024, 8192, 8, 16),
-                                                             (128, 4608, 12288, 1, 0)):
+    for m, n, k, split, rem in FEW_TILE_DEFAULTS["bf16" if dtype == BF16 else "fp8"]:
         def check(kernel, cfg):
             assert kernel == "wgmma" and cfg.split_k == split and (cfg.rem_rows or 0) == rem, (m, n, k, cfg)
         calls = _default_calls(dtype, m, n, k, check, row_scales_too=True)
@@ -1055,13 +1088,7 @@ def test_64_row_tiles_run_by_default_and_match_float64(dtype, fast):
     # matmul's and scaled_mm's own pick where 64-row tiles fill most of a wave (bf16 64, 192, 320 wide, FP8 80 to 192;
     # precise: two consumers taking turns on K): 6 calls in a row each, fresh data and a poisoned output, checked after
     # the last
-    shapes = (((128, 3584, 4608, 64, 0), (100, 3456, 5120, 64, 0), (128, 3072, 4160, 64, 0),
-               (1024, 1536, 2880, 128, 64), (1000, 1280, 3072, 128, 64), (1024, 2304, 2880, 256, 64),
-               (1000, 2560, 3000, 256, 64), (4096, 640, 2880, 256, 64), (4000, 1280, 2944, 256, 64))
-              if dtype == BF16 else
-              ((128, 4608, 6144, 64, 16), (1024, 1152, 2048, 128, 16), (120, 9472, 3584, 128, 16),
-               (1024, 1280, 3072, 128, 32), (1000, 1536, 2944, 128, 64), (1024, 1280, 2880, 128, 32)))
-    for m, n, k, width, rem in shapes:
+    for m, n, k, width, rem in ROW64_DEFAULTS["bf16" if dtype == BF16 else "fp8"]:
         def check(kernel, cfg):
             assert (kernel, cfg.block_m, cfg.block_n, cfg.rem_cols or 0, bool(cfg.turns)) == (
                 "wgmma", 64, width, rem, dtype == FP8 and not fast), cfg
@@ -1076,8 +1103,7 @@ def test_64_row_tiles_on_k_major_weights_run_by_default_and_match_float64():
     # bf16 B K-major (nn.Linear's weight.t()): the 128-deep 64x64 tiles and the 64x192 and 64x320 ones through
     # matmul's own pick, each stage's 256-byte rows of both operands in two TMA boxes; 6 calls in a row, poisoned
     # outputs
-    for m, n, k, width, rem in ((128, 3584, 4608, 64, 0), (128, 3072, 4160, 64, 0), (1024, 1536, 2880, 128, 64),
-                                (1024, 2304, 2944, 256, 64)):
+    for m, n, k, width, rem in ROW64_K_MAJOR_DEFAULTS:
         def check(kernel, cfg):
             assert (kernel, cfg.block_m, cfg.block_n, cfg.rem_cols or 0) == ("wgmma", 64, width, rem), cfg
         for out, ref in _default_calls(BF16, m, n, k, check, b_t=True):
