@@ -1,7 +1,8 @@
 """What fused_ops.matmul and fp8.scaled_mm pick at every GEMM of a shape set, computed on the host (no GPU): the
 kernel, tile, stages, slices of K and widening of each, for an H100/H200's SM count, with its units of work (tiles
-times slices) and the waves they make over its programs. Two such CSVs, before and after a change to
-fused_ops/config.py, name the GEMMs whose pick it moves, the ones to time against their old pick in one run.
+times slices) and the waves they make over its programs, and the benchmarks/gemm.py candidate that runs it by name.
+Two such CSVs, before and after a change to fused_ops/config.py, name the GEMMs whose pick it moves, the ones to time
+against their old pick (that candidate) in one run.
 
     python benchmarks/gemm_picks.py --shapes models-all --out picks.csv [--sms 132]
     python benchmarks/gemm_picks.py --diff before.csv after.csv
@@ -55,6 +56,22 @@ def describe(kernel, cfg):
             f"{' turns' if cfg.turns else ''}")
 
 
+def candidate(kernel, cfg, mode):
+    """The benchmarks/gemm.py candidate that runs this Gluon pick by name (to time a moved GEMM against its pick
+    before), or "" (the tile loop's picks, and Gluon ones no candidate names)."""
+    from benchmarks.gemm import FP8_CANDIDATES, WGMMA_CANDIDATES
+    if kernel != "wgmma":
+        return ""
+    rem = cfg.rem_rows or cfg.rem_cols or 0
+    base = (f"wgmma{' fp8' if mode != 'bf16' else ''}{' swap' if cfg.swap_ab else ''} "
+            f"{cfg.block_m}x{cfg.block_n}x{cfg.block_k} s{cfg.num_stages}{f' rem{rem}' if rem else ''}")
+    split = f" k{cfg.split_k}" if cfg.split_k > 1 else ""
+    fast = " fast accum" if mode == "fp8 fast" else ""
+    turns = " turns" if cfg.turns else ""
+    names = (base + split + turns + fast, base + turns + fast + split, base + fast + split)
+    return next((n for n in names if n in WGMMA_CANDIDATES or n in FP8_CANDIDATES), "")
+
+
 def waves(m, n, cfg):
     """(units of work, waves over the programs): tiles (block_m + rem_rows rows of A by block_n + rem_cols columns of
     B, swapped or not) times slices of K, over cfg.gemm_sms persistent programs."""
@@ -74,7 +91,8 @@ def main():
         before, after = (pd.read_csv(f).set_index(["mode", "m", "n", "k"]) for f in args.diff)
         both = before.merge(after, left_index=True, right_index=True, suffixes=("_before", "_after"))
         moved = both[both.pick_before != both.pick_after]
-        moved = moved[[c for c in ("pick_before", "waves_before", "pick_after", "waves_after") if c in moved]]
+        moved = moved[[c for c in ("pick_before", "waves_before", "candidate_before", "pick_after", "waves_after")
+                       if c in moved]]
         print(moved.to_string() if len(moved) else "no pick moved")
         print(f"{len(moved)} of {len(both)} picks moved")
         return
@@ -91,7 +109,8 @@ def main():
                 continue  # torch._scaled_mm's rule: the FP8 set
             kernel, cfg = pick(m, n, k, mode, args.sms)
             units, wave_count = waves(m, n, cfg)
-            rows.append(dict(mode=mode, m=m, n=n, k=k, pick=describe(kernel, cfg), units=units, waves=wave_count))
+            rows.append(dict(mode=mode, m=m, n=n, k=k, pick=describe(kernel, cfg), units=units, waves=wave_count,
+                             candidate=candidate(kernel, cfg, mode)))
     df = pd.DataFrame(rows)
     if args.out:
         df.to_csv(args.out, index=False)

@@ -568,6 +568,10 @@ def test_gemm_picks_lists_the_hosts_choice_and_the_picks_a_change_moves(tmp_path
     assert P.waves(1024, 2304, P.pick(1024, 2304, 3584, "bf16")[1]) == (128, 0.97)
     assert P.waves(128, 4608, P.pick(128, 4608, 16384, "bf16")[1]) == (108, 0.82)
     assert P.waves(128, 38016, P.pick(128, 38016, 8192, "bf16")[1]) == (132, 1.0)
+    # the benchmark's candidate that runs a pick by name (what a moved GEMM is timed against), "" for the tile loop's
+    assert P.candidate(*P.pick(4096, 1280, 2880, "bf16"), "bf16") == "wgmma 64x256x64 s4 rem64"
+    assert P.candidate(*P.pick(128, 4608, 7168, "fp8"), "fp8") == "wgmma fp8 64x64x128 s10 rem16 turns"
+    assert P.candidate(*P.pick(128, 8192, 3696, "fp8"), "fp8") == ""
     before, after = tmp_path / "before.csv", tmp_path / "after.csv"
     monkeypatch.setattr(sys, "argv", ["gemm_picks", "--shapes", "128x2304x3584", "4096x4096x4096", "--out",
                                       str(before)])
@@ -580,6 +584,7 @@ def test_gemm_picks_lists_the_hosts_choice_and_the_picks_a_change_moves(tmp_path
     P.main()
     out = capsys.readouterr().out
     assert "1 of 6 picks moved" in out and "2304" in out and "4096  4096" not in out and "waves_after" in out
+    assert "candidate_before" in out
 
 
 def test_gemm_classes_tables_the_targets_per_class_over_runs_and_parts(tmp_path, capsys, monkeypatch):
