@@ -825,6 +825,14 @@ for stage in "$@"; do
              cool_hot xmisc --shapes 2048x5000x2048 128x4000x4096 16384x2880x360 --configs matmul \
                'wgmma 256x128x32 s5 rem32' 'wgmma 128x256x64 s3' 'wgmma swap 256x128x64 s3' 'wgmma swap 128x64x64 s6' \
                'wgmma 128x128x64 s6' 'wgmma 192x128x64 s4' ;;
+    x288)    # one GPU: why 64x288 tiles (256 + 32) lose where 64x320 ones win: the same tiles on row-major B (the
+             # 32-column box of B: 64-byte rows, 64-byte swizzle) and on K-major B (its box 128-byte rows of K), at
+             # 1024x2304 (8 x 288 exactly) and 4096x1152 (4 x 288)
+             for w in row-major k-major; do
+               run gemm_x288_$w.log timeout 150 python3 benchmarks/gemm.py --weights $w --shapes 1024x2304x3584 \
+                 1024x2304x16384 4096x1152x3584 --configs matmul 'wgmma 64x256x64 s4 rem32' 'wgmma 64x256x64 s4 rem64' \
+                 'wgmma 128x256x32 s5 rem32' --out "$OUT/x288_$w"
+             done ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;
