@@ -825,6 +825,12 @@ for stage in "$@"; do
              cool_hot xmisc --shapes 2048x5000x2048 128x4000x4096 16384x2880x360 --configs matmul \
                'wgmma 256x128x32 s5 rem32' 'wgmma 128x256x64 s3' 'wgmma swap 256x128x64 s3' 'wgmma swap 128x64x64 s6' \
                'wgmma 128x128x64 s6' 'wgmma 192x128x64 s4' ;;
+    flips320k)  # one GPU: the tenth round's moved GEMMs on K-major B (nn.Linear's weight.t()), the default against
+             # each one's pick before, cool
+             run gemm_flips320k.log timeout 200 python3 benchmarks/gemm.py --weights k-major --shapes 4096x640x2880 \
+               4096x640x3584 4096x1280x2880 4096x1280x8192 1024x5120x640 1024x5120x1280 1024x5120x3456 \
+               1024x5120x8192 --configs matmul 'wgmma 256x128x32 s5 rem32' 'wgmma 128x128x64 s4 rem32' \
+               --out "$OUT/flips320k" ;;
     x288)    # one GPU: why 64x288 tiles (256 + 32) lose where 64x320 ones win: the same tiles on row-major B (the
              # 32-column box of B: 64-byte rows, 64-byte swizzle) and on K-major B (its box 128-byte rows of K), at
              # 1024x2304 (8 x 288 exactly) and 4096x1152 (4 x 288)
