@@ -508,10 +508,10 @@ def run(ctx, args, run_stamp):
     if args.fp8:
         return run_fp8(ctx, args, run_stamp)
     run_stamp = dict(run_stamp, b_layout=args.weights)
+    k_major = args.weights == "k-major"  # B as an N x K weight transposed
     for m, n, k, tag in per_shape(ctx, args):
         g = torch.Generator(device=ctx.get_device()).manual_seed(m + n + k)
         a = torch.randn(m, k, device=ctx.get_device(), dtype=torch.bfloat16, generator=g)
-        k_major = args.weights == "k-major"  # B as an N x K weight transposed
         b = torch.randn(*((n, k) if k_major else (k, n)), device=ctx.get_device(), dtype=torch.bfloat16, generator=g)
         b = b.t() if k_major else b
         c = torch.empty(m, n, device=ctx.get_device(), dtype=torch.bfloat16)

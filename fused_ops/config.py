@@ -306,17 +306,18 @@ def few_split(tiles, sms, k, block_k, thirds=False, third_blocks=None):
 
 
 def row64_tile(m, n, k, sms, fp8, fast, row_scales, b_aligned):
-    """(rows, width, block_k, stages) of the Gluon kernel's 64-row tiles where they fill most of one wave (see
-    WGMMA_ROW64_TILES; B's rows not 128-byte aligned: FP8 ones up to ROW64_FP8_UNALIGNED_WIDTH wide only), else
-    None."""
+    """(rows, width, block_k, stages) of the Gluon kernel's 64-row tiles where they fill most of one wave, or of the
+    waves an entry allows (see WGMMA_ROW64_TILES; B's rows not 128-byte aligned: FP8 ones up to
+    ROW64_FP8_UNALIGNED_WIDTH wide only), else None."""
     if fp8 and row_scales or m <= 64 or not (b_aligned or fp8):
         return None
     tiles = (WGMMA_FP8_FAST_ROW64_TILES if fast else WGMMA_FP8_PRECISE_ROW64_TILES) if fp8 else WGMMA_ROW64_TILES
     for tile in tiles:
         count = tile_count(m, n, tile)
         waves = -(-count // sms)
-        whole = waves == 1 if len(tile) < 8 else waves <= tile[7] and n % tile[1] == 0
-        if (m <= tile[6] and k >= tile[4] and whole and count >= tile[5] * waves * sms
+        several = len(tile) > 7  # up to tile[7] waves, of whole columns of tiles
+        waves_ok = waves <= tile[7] and n % tile[1] == 0 if several else waves == 1
+        if (m <= tile[6] and k >= tile[4] and waves_ok and count >= tile[5] * waves * sms
                 and (b_aligned or tile[1] <= ROW64_FP8_UNALIGNED_WIDTH)):
             return tile[:4]
     return None

@@ -242,9 +242,9 @@ if _GLUON:
         the stage once its MMAs are done. PROMOTE: waits for them at every block and adds the block's sum into fp32
         (the other warpgroups' MMAs keep the tensor cores busy meanwhile, so they drift into turns; PROMOTE 2: two
         blocks at a time, promoted_pairs); else one block's MMAs stay in flight while the next block's issue.
-        TURNS: the two consumers share the tile's 64 rows and take
-        alternate blocks of K, each into its own sum, the second handing its sum to the first through shared memory
-        at the tile's end (so precise FP8 keeps one warpgroup's MMAs running while the other adds, at 64-row tiles)."""
+        TURNS: the two consumers share the tile's 64 rows and take alternate blocks of K, each into its own sum, the
+        second handing its sum to the first through shared memory at the tile's end (so precise FP8 keeps one
+        warpgroup's MMAs running while the other adds, at 64-row tiles)."""
         a_bufs, b_bufs, b2_bufs, ready, empty, c_desc, c2_desc, SA, SB, M, N, K, M_PAD, red, red2, handoff = ops
         BOXES: gl.constexpr = 1 if TURNS else CONSUMERS  # 64-row boxes of A per stage
         BOX: gl.constexpr = 0 if TURNS else HALF  # ... and this consumer's

@@ -161,12 +161,12 @@ FP8_WAVE_192 = (1024, 1280, 2560)
 
 def test_gpu_tests_shapes_pick_what_they_assert():
     from benchmarks.gemm_picks import pick
-    for mode, shapes in (("bf16", ROW64_DEFAULTS["bf16"]), ("fp8", ROW64_DEFAULTS["fp8"]),
-                         ("fp8 fast", ROW64_DEFAULTS["fp8"]), ("bf16 k-major", ROW64_K_MAJOR_DEFAULTS)):
+    for mode, k_major, shapes in (("bf16", False, ROW64_DEFAULTS["bf16"]), ("fp8", False, ROW64_DEFAULTS["fp8"]),
+                                  ("fp8 fast", False, ROW64_DEFAULTS["fp8"]), ("bf16", True, ROW64_K_MAJOR_DEFAULTS)):
         for m, n, k, width, rem in shapes:
-            kernel, cfg = pick(m, n, k, mode.split(" k-")[0], b_k_major=mode.endswith("k-major"))
+            kernel, cfg = pick(m, n, k, mode, b_k_major=k_major)
             assert (kernel, cfg.block_m, cfg.block_n, cfg.rem_cols or 0, bool(cfg.turns)) == (
-                "wgmma", 64, width, rem, mode == "fp8"), (mode, m, n, k, cfg)
+                "wgmma", 64, width, rem, mode == "fp8"), (mode, k_major, m, n, k, cfg)
     for mode, shapes in FEW_TILE_DEFAULTS.items():
         for m, n, k, split, rem in shapes:
             kernel, cfg = pick(m, n, k, mode)
@@ -439,10 +439,9 @@ def test_fp8_precise_pairs_match_float64_and_promote_as_often():
                                                   (256, 1024, 4608, 128, 128, 3, False)):
         a, b, sa, sb = _quantized(m, n, k, row)
         ref = (a.double() * sa.double()) @ (b.double() * sb.double())
-        outs = {}
+        outs, stages = {}, 8 if block_m == 64 else 6
         for promote in ("pairs", True):
             c = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
-            stages = 8 if block_m == 64 else 6
             wgmma.run(a, b, c, block_n, 128, stages, sms, sa, sb, promote=promote, block_m=block_m, split_k=split)
             outs[promote] = c
         calls.append(((m, n, k, block_m, split, row), outs, ref))
@@ -1032,9 +1031,9 @@ def test_every_default_tile_fits_shared_memory_with_the_stages_it_lists():
 def test_64_row_tiles_where_they_fill_most_of_a_wave():
     # WGMMA_ROW64_TILES: bf16 at 65-128 rows, 64x64 tiles 128 deep from 70% of the SMs to one wave, K of 4096 or more,
     # B's rows aligned, and 64x192 (from 80%) up to 1024 rows then 64x320 (from 95%; up to 4096 rows also two waves
-    # where N is a multiple of 320, from K of 640), at K of 2880 or more; FP8
-    # fast accumulation with per-tensor scales at 65-1024 rows: 64x144 from 90%, else 64x80 from 85% at K of 6144 or
-    # more, else 64x160 or 64x192 from 85% at K of 2880 or more; never row-wise, decode rows or two waves
+    # where N is a multiple of 320, from K of 640), at K of 2880 or more; FP8 fast accumulation with per-tensor
+    # scales at 65-1024 rows: 64x144 from 90%, else 64x80 from 85% at K of 6144 or more, else 64x160 or 64x192 from
+    # 85% at K of 2880 or more; never row-wise, decode rows or two waves
     cfg = C.Config(block_m=64, block_n=64, block_k=128, group_m=8, gemm_sms=132, comm_sms=1, num_stages=4,
                    num_warps=4, tma=None, split_k=1, split_tail=False)
 
