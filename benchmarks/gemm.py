@@ -728,7 +728,15 @@ def quantize(x, rowwise, dim):
 
 FP8_DEFAULTS = ("default", "default, fast accum", "default, tile loop", "default, fast accum, tile loop")
 FP8_BEFORE = ("default, no 64-row tiles", "default, fast accum, no 64-row tiles",  # rows64()
-              "default, narrow 64-row tiles", "default, fast accum, narrow 64-row tiles")
+              "default, narrow 64-row tiles", "default, fast accum, narrow 64-row tiles",
+              "default, per-block promotion")  # promotion()
+PAIRS_TILES = _config.FP8_PAIRS_TILES
+
+
+def promotion(name):
+    """The defaults' precise FP8 sums promoted every block (no config.FP8_PAIRS_TILES, as at 7265838) for a candidate
+    named "..., per-block promotion", two blocks at a time on those tiles for every other."""
+    _config.FP8_PAIRS_TILES = () if name.endswith(", per-block promotion") else PAIRS_TILES
 
 
 def run_fp8(ctx, args, run_stamp):
@@ -761,8 +769,9 @@ def run_fp8(ctx, args, run_stamp):
             err_torch = ((c_torch.double() - ref).norm() / ref.norm()).item()
             for name, cfg in configs.items():
                 rows64(name)
-                if scaling == "row" and name not in ("default", "default, tile loop"):
-                    continue  # the alternatives on per-tensor scales only
+                promotion(name)
+                if scaling == "row" and name not in ("default", "default, tile loop") + FP8_BEFORE:
+                    continue  # the alternatives on per-tensor scales only (the defaults before on both)
                 if name != "default" and m < 128 and cfg is not None and cfg.block_m > 64:
                     continue
                 if cfg is not None and cfg.block_m < 64 and m > 64:

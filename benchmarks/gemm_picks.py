@@ -48,12 +48,13 @@ def pick(m, n, k, mode, sms=132, b_k_major=False):
     return ("wgmma", gluon) if gluon is not None else ("tile_loop", cfg)
 
 
-def describe(kernel, cfg):
+def describe(kernel, cfg, mode="bf16"):
     swap = " swap" if cfg.swap_ab else ""
     rem = cfg.rem_rows or cfg.rem_cols or 0
+    pairs = mode == "fp8" and kernel == "wgmma" and C.precise_promotion(cfg) == "pairs"
     return (f"{kernel}{swap} {cfg.block_m}x{cfg.block_n}{f'+{rem}' if rem else ''}x{cfg.block_k} s{cfg.num_stages}"
             f" w{cfg.num_warps} k{cfg.split_k}{' tail' if cfg.split_tail else ''} p{cfg.gemm_sms}"
-            f"{' turns' if cfg.turns else ''}")
+            f"{' turns' if cfg.turns else ''}{' pairs' if pairs else ''}")
 
 
 def candidate(kernel, cfg, mode):
@@ -68,7 +69,8 @@ def candidate(kernel, cfg, mode):
     split = f" k{cfg.split_k}" if cfg.split_k > 1 else ""
     fast = " fast accum" if mode == "fp8 fast" else ""
     turns = " turns" if cfg.turns else ""
-    names = (base + split + turns + fast, base + turns + fast + split, base + fast + split)
+    pairs = " pairs" if mode == "fp8" and C.precise_promotion(cfg) == "pairs" else ""
+    names = (base + pairs + split, base + split + turns + fast, base + turns + fast + split, base + fast + split)
     return next((n for n in names if n in WGMMA_CANDIDATES or n in FP8_CANDIDATES), "")
 
 
@@ -109,7 +111,7 @@ def main():
                 continue  # torch._scaled_mm's rule: the FP8 set
             kernel, cfg = pick(m, n, k, mode, args.sms)
             units, wave_count = waves(m, n, cfg)
-            rows.append(dict(mode=mode, m=m, n=n, k=k, pick=describe(kernel, cfg), units=units, waves=wave_count,
+            rows.append(dict(mode=mode, m=m, n=n, k=k, pick=describe(kernel, cfg, mode), units=units, waves=wave_count,
                              candidate=candidate(kernel, cfg, mode)))
     df = pd.DataFrame(rows)
     if args.out:

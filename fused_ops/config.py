@@ -277,6 +277,12 @@ WGMMA_FP8_FAST_ROW64_TILES = ((64, 144, 128, 8, 2048, 0.9, 1024), (64, 80, 128, 
 # -> 0.91x, 1024x1152x3584 0.88 -> 0.99x on an H100; results/current/gemm/rows64_fa9ce15/turns_*)
 WGMMA_FP8_PRECISE_ROW64_TILES = ((64, 144, 128, 6, 2048, 0.9, 1024), (64, 80, 128, 10, 3072, 0.85, 1024),
                                  (64, 160, 128, 6, 2880, 0.85, 1024), (64, 192, 128, 4, 2880, 0.85, 1024))
+# FP8 precise accumulation on whole 128x128 Gluon tiles: each consumer issues two blocks' MMAs at a time and adds the
+# first's sum into fp32 while the second's run (wgmma.run(promote="pairs")), where promoting each block waits on its
+# MMAs before the next issue. 1024 rows of 1792-9472 columns, per-tensor scales: 0.80-0.86 -> 0.89-0.92x on an H200,
+# cool and hot (results/current/gemm/pairs_7265838/). Other tiles promote each block: 64-row ones take turns instead,
+# and a third sum per consumer does not fit wider or taller tiles' registers.
+FP8_PAIRS_TILES = ((128, 128),)
 # FP8's 64-row tiles where B's rows (K of them, K-major) are not 128-byte aligned: up to this width (1024x1280x2880,
 # 128 tiles of 160, against its picks before, cool and hot on both GPUs: precise 0.81-0.84 -> 0.88-0.91x, fast
 # 0.78-0.93 -> 0.89-1.00x; 192 wide at 1024x1440x2880 the GPUs disagreed; results/current/gemm/unaligned64_3374160/,
@@ -726,6 +732,14 @@ def gluon_tile(cfg, block_m, block_n, block_k, stages, swap):
     width = 1 << (block_n.bit_length() - 1)
     return replace(cfg, block_m=block_m, block_n=width, block_k=block_k, num_stages=stages, num_warps=4, split_k=1,
                    split_tail=False, swap_ab=swap, rem_rows=0, rem_cols=block_n - width, turns=False)
+
+
+def precise_promotion(cfg):
+    """wgmma.run's promote for FP8 precise accumulation on cfg's Gluon tile: "pairs" on FP8_PAIRS_TILES whole and
+    not swapped, else True (every block). Host only, free."""
+    pairs = ((cfg.block_m, cfg.block_n) in FP8_PAIRS_TILES and cfg.split_k == 1 and not cfg.swap_ab
+             and not cfg.rem_cols and not cfg.turns)
+    return "pairs" if pairs else True
 
 
 def candidates(ctx, dtype):

@@ -227,7 +227,8 @@ def launch(a, b, c, cfg, tma, kernel, scale_a=None, scale_b=None, promote=False)
     """c = a @ b [* scales] with the kernel and Config pick_kernel chose (promote: FP8 precise accumulation)."""
     if kernel == "wgmma":
         return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, scale_a, scale_b,
-                         promote=promote, group_m=cfg.group_m, block_m=cfg.block_m, swap=bool(cfg.swap_ab),
+                         promote=promote and _config.precise_promotion(cfg), group_m=cfg.group_m,
+                         block_m=cfg.block_m, swap=bool(cfg.swap_ab),
                          split_k=cfg.split_k, rem=rem(cfg), turns=bool(cfg.turns))
     m, k = a.shape
     n = b.shape[1]
