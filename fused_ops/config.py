@@ -279,9 +279,10 @@ WGMMA_FP8_PRECISE_ROW64_TILES = ((64, 144, 128, 6, 2048, 0.9, 1024), (64, 80, 12
                                  (64, 160, 128, 6, 2880, 0.85, 1024), (64, 192, 128, 4, 2880, 0.85, 1024))
 # FP8 precise accumulation on whole 128x128 Gluon tiles: each consumer issues two blocks' MMAs at a time and adds the
 # first's sum into fp32 while the second's run (wgmma.run(promote="pairs")), where promoting each block waits on its
-# MMAs before the next issue. 1024 rows of 1792-9472 columns, per-tensor scales: 0.80-0.86 -> 0.89-0.92x on an H200,
-# cool and hot (results/current/gemm/pairs_7265838/). Other tiles promote each block: 64-row ones take turns instead,
-# and a third sum per consumer does not fit wider or taller tiles' registers.
+# MMAs before the next issue. At the 111 public GEMMs this moved (H200, against per-block promotion in the same run):
+# x1.06-1.08 at 1024-16384 rows (1024x3584x9472 hot 0.81 -> 0.90x), x1.01 at 128 rows (one row of tiles), either
+# scaling; error unchanged (results/current/gemm/pairs_e897a8d/). Other tiles promote each block: 64-row ones take
+# turns instead, and a third sum per consumer does not fit wider or taller tiles' registers.
 FP8_PAIRS_TILES = ((128, 128),)
 # FP8's 64-row tiles where B's rows (K of them, K-major) are not 128-byte aligned: up to this width (1024x1280x2880,
 # 128 tiles of 160, against its picks before, cool and hot on both GPUs: precise 0.81-0.84 -> 0.88-0.91x, fast

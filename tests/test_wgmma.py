@@ -681,6 +681,27 @@ def test_promotion_in_pairs_is_refused_where_a_third_sum_would_not_fit():
             wgmma.kernel_args(a, b, c, 128, 128, 4, promote="pairs", **kw)
 
 
+def test_defaults_promote_in_pairs_on_whole_128x128_precise_tiles_only(monkeypatch):
+    # config.precise_promotion through local_gemm.launch: the picks' promote as wgmma.run receives it
+    from benchmarks.gemm_picks import pick
+    from fused_ops import local_gemm
+    seen = []
+    monkeypatch.setattr(local_gemm.wgmma, "run", lambda *args, promote, **kw: seen.append(promote))
+    for (m, n, k), mode, want in (((1024, 3584, 4736), "fp8", "pairs"),     # 128x128, whole
+                                  ((1024, 3584, 4736), "fp8 fast", False),
+                                  ((1024, 6912, 5120), "fp8", True),        # 128x128 + 16 columns
+                                  ((4096, 8192, 8192), "fp8", True),        # 192x128
+                                  ((128, 9472, 3584), "fp8", True)):        # 64x144, in turns
+        kernel, cfg = pick(m, n, k, mode)
+        assert kernel == "wgmma", (m, n, k, mode)
+        a, b = torch.empty(m, k, dtype=FP8), torch.empty(n, k, dtype=FP8).t()
+        local_gemm.launch(a, b, torch.empty(m, n, dtype=BF16), cfg, 2, kernel, promote=mode == "fp8")
+        assert seen.pop() == want, ((m, n, k), mode, cfg.describe())
+    cfg = pick(1024, 3584, 4736, "fp8")[1]
+    for other in (dict(split_k=2), dict(swap_ab=True), dict(block_n=64)):
+        assert C.precise_promotion(dataclasses.replace(cfg, **other)) is True, other
+
+
 def test_rem_widths_the_kernel_has_none_of_are_refused_and_units_count_the_wider_tiles():
     a, b, c = torch.empty(300, 64, dtype=BF16), torch.empty(64, 1000, dtype=BF16), torch.empty(300, 1000, dtype=BF16)
     with pytest.raises(ValueError, match=r"rem=24; expected 0 or one of \(8, 16, 32, 64\)"):
