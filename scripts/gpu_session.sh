@@ -839,6 +839,10 @@ for stage in "$@"; do
                  1024x2304x16384 4096x1152x3584 --configs matmul 'wgmma 64x256x64 s4 rem32' 'wgmma 64x256x64 s4 rem64' \
                  'wgmma 128x256x32 s5 rem32' --out "$OUT/x288_$w"
              done ;;
+    x288k)   # one GPU: bf16 64x288 tiles (256 + 32) on K-major B (nn.Linear's layout) at the public GEMMs whose pick
+             # there is 64x320 (1024x2304: 8 x 288 exactly), against that pick, cool and right after heavy GEMMs
+             HOT=0.7 cool_hot x288k --weights k-major --shapes 1024x2304x3584 1024x2304x16384 2048x2304x4096 \
+               --configs matmul 'wgmma 64x256x64 s4 rem32' ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;
