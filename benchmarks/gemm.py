@@ -77,21 +77,23 @@ def per_sm(name, cfg, sms):
     return dataclasses.replace(cfg, gemm_sms=int(more.group(1)) * sms) if more and cfg is not None else cfg
 
 
-ROWS64 = _config.WGMMA_ROW64_TILES, _config.WGMMA_FP8_FAST_ROW64_TILES, _config.WGMMA_FP8_PRECISE_ROW64_TILES
+ROWS64 = (_config.WGMMA_ROW64_TILES, _config.WGMMA_FP8_FAST_ROW64_TILES, _config.WGMMA_FP8_PRECISE_ROW64_TILES,
+          _config.WGMMA_ROW64_KMAJOR_TILES)
 ROWS64_NARROW = tuple(tuple(t for t in tiles if t[1] <= 144) for tiles in ROWS64)  # as at git 8371e95
 ROWS64_SHALLOW = (((64, 64, 64, 12, 4608, 0.8, 128),) + ROWS64[0][1:],) + ROWS64[1:]  # as at git 69dc0bc
-ROWS64_LISTS = {", no 64-row tiles": ((), (), ()), ", narrow 64-row tiles": ROWS64_NARROW,
-                ", 64-deep 64-row tiles": ROWS64_SHALLOW}
+ROWS64_LISTS = {", no 64-row tiles": ((), (), (), ()), ", narrow 64-row tiles": ROWS64_NARROW,
+                ", 64-deep 64-row tiles": ROWS64_SHALLOW, ", no K-major 288-wide tiles": ROWS64[:3] + ((),)}
 ROWS64_TOGGLES = tuple("matmul" + toggle for toggle in ROWS64_LISTS)  # matmul, with rows64() applied
 
 
 def rows64(name):
     """The defaults' 64-row Gluon tiles (config.WGMMA_ROW64_TILES) off for a candidate named "..., no 64-row tiles",
     as at 8371e95 for one named "..., narrow 64-row tiles", bf16's 64x64 ones 64 deep (as at 69dc0bc) for "..., 64-deep
-    64-row tiles" (the picks before them, timed beside the current ones), as they are for every other."""
+    64-row tiles", bf16's K-major 64x288 ones off for "..., no K-major 288-wide tiles" (the picks before them, timed
+    beside the current ones), as they are for every other."""
     lists = [v for toggle, v in ROWS64_LISTS.items() if name.endswith(toggle)]
-    (_config.WGMMA_ROW64_TILES, _config.WGMMA_FP8_FAST_ROW64_TILES,
-     _config.WGMMA_FP8_PRECISE_ROW64_TILES) = lists[0] if lists else ROWS64
+    (_config.WGMMA_ROW64_TILES, _config.WGMMA_FP8_FAST_ROW64_TILES, _config.WGMMA_FP8_PRECISE_ROW64_TILES,
+     _config.WGMMA_ROW64_KMAJOR_TILES) = lists[0] if lists else ROWS64
 
 
 # tile(block_m, block_n, block_k, num_stages, num_warps, split_k=..., split_tail=...); unset fields: the device

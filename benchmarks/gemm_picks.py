@@ -44,7 +44,8 @@ def pick(m, n, k, mode, sms=132, b_k_major=False):
     cfg = fp8.defaults(dev, m, n, k, fast) if dtype == FP8 else local_gemm.defaults(dev, m, n, k, dtype)
     cfg = C.resolve(cfg, None, m, n, k)  # as local_gemm.tile_loop_plan, with no caller's config
     row_bytes = k if dtype == FP8 else 2 * (k if b_k_major else n)  # B's rows
-    gluon = local_gemm.gluon_pick(cfg, m, n, k, dtype, fast, sms, row_bytes % 128 == 0)
+    gluon = local_gemm.gluon_pick(cfg, m, n, k, dtype, fast, sms, row_bytes % 128 == 0,
+                                  b_k_major=b_k_major and dtype != FP8)
     return ("wgmma", gluon) if gluon is not None else ("tile_loop", cfg)
 
 

@@ -269,6 +269,11 @@ WGMMA_FP8_REM_TILE = (128, 64, 128, 6)
 # first that applies wins.
 WGMMA_ROW64_TILES = ((64, 64, 128, 6, 4096, 0.7, 128), (64, 192, 64, 6, 2880, 0.8, 1024),
                      (64, 320, 64, 4, 2880, 0.95, 1024), (64, 320, 64, 4, 640, 0.95, 4096, 2))
+# ... and on K-major B (nn.Linear's weight.t()), ahead of those, bf16 64x288 tiles (256 + 32) in one wave at 1024
+# rows where N is a multiple of 288, from K of 3584: 1024x2304x3584-16384 0.88-0.89 -> 0.93-0.94x against the 64x320
+# pick, cool and hot, in two runs on an H200 (results/current/gemm/x288_7265838/). On row-major B they lose (0.82-0.85
+# against 0.89-0.95x: B's box of 32 columns is 64-byte rows there); at 2048x2304 one wave of 128x288 tiles stays ahead.
+WGMMA_ROW64_KMAJOR_TILES = ((64, 288, 64, 4, 3584, 0.95, 1024, 1),)
 WGMMA_FP8_FAST_ROW64_TILES = ((64, 144, 128, 8, 2048, 0.9, 1024), (64, 80, 128, 12, 6144, 0.85, 1024),
                               (64, 160, 128, 7, 2880, 0.85, 1024), (64, 192, 128, 6, 2880, 0.85, 1024))
 # ... and with precise accumulation (per-tensor scales) the same tiles with two consumers taking turns on each tile's
@@ -312,13 +317,14 @@ def few_split(tiles, sms, k, block_k, thirds=False, third_blocks=None):
     return max(1, min(sms // tiles, -(-k // block_k) // MIN_SLICE_BLOCKS))
 
 
-def row64_tile(m, n, k, sms, fp8, fast, row_scales, b_aligned):
+def row64_tile(m, n, k, sms, fp8, fast, row_scales, b_aligned, b_k_major=False):
     """(rows, width, block_k, stages) of the Gluon kernel's 64-row tiles where they fill most of one wave, or of the
     waves an entry allows (see WGMMA_ROW64_TILES; B's rows not 128-byte aligned: FP8 ones up to
-    ROW64_FP8_UNALIGNED_WIDTH wide only), else None."""
+    ROW64_FP8_UNALIGNED_WIDTH wide only; bf16 B K-major: WGMMA_ROW64_KMAJOR_TILES first), else None."""
     if fp8 and row_scales or m <= 64 or not (b_aligned or fp8):
         return None
-    tiles = (WGMMA_FP8_FAST_ROW64_TILES if fast else WGMMA_FP8_PRECISE_ROW64_TILES) if fp8 else WGMMA_ROW64_TILES
+    tiles = ((WGMMA_FP8_FAST_ROW64_TILES if fast else WGMMA_FP8_PRECISE_ROW64_TILES) if fp8
+             else (WGMMA_ROW64_KMAJOR_TILES if b_k_major else ()) + WGMMA_ROW64_TILES)
     for tile in tiles:
         count = tile_count(m, n, tile)
         waves = -(-count // sms)
@@ -661,7 +667,8 @@ def swapped_rows_tile(m, fp8):
     return None
 
 
-def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True, k=None, row_scales=False):
+def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True, k=None, row_scales=False,
+                 b_k_major=False):
     """The Gluon kernel's config for an m x n output where `cfg` holds the tile loop's defaults: FP8 (either
     accumulation) where 128x128 tiles reach WGMMA_MIN_FILL x `sms`; 16-bit where the defaults chose 128-row tiles
     (whole, or the last wave split: the Gluon kernel's tile choice beat the split tails) and 128x128 tiles reach it;
@@ -671,7 +678,8 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
     dtype's narrow tile where its waves are nearly full). b_aligned: B's rows are 128-byte aligned (else non-swapped
     tiles cost UNALIGNED_B_COST more). k (where given): where the 128x128 tiles are fewer, split-K or edge-row tiles
     (wgmma_few_tiles). None elsewhere: gemm.py's tile loop runs those. force: the dtype's pick wherever
-    (kernel="wgmma"). row_scales: FP8 with row-wise scales (no WGMMA_FP8_FAST_FOUR_TILE). Host only, free."""
+    (kernel="wgmma"). row_scales: FP8 with row-wise scales (no WGMMA_FP8_FAST_FOUR_TILE). b_k_major: B is K-major
+    (WGMMA_ROW64_KMAJOR_TILES). Host only, free."""
     fp8 = dtype == torch.float8_e4m3fn
     few_rows = swapped_rows_tile(m, fp8)
     if few_rows is not None and (force or -(-n // few_rows[1]) <= (1 if m <= DECODE_ROWS else 2) * sms):
@@ -686,7 +694,7 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
         else:
             split = few_split(tiles, sms, k, few_rows[2], m <= DECODE_ROWS)
         return replace(tile, split_k=split) if split > 1 else tile
-    rows64 = None if k is None else row64_tile(m, n, k, sms, fp8, fast, row_scales, b_aligned)
+    rows64 = None if k is None else row64_tile(m, n, k, sms, fp8, fast, row_scales, b_aligned, b_k_major)
     if rows64 is not None:  # precise FP8: two consumers taking turns on the tile's blocks of K
         return replace(gluon_tile(cfg, *rows64, swap=False), turns=fp8 and not fast)
     if fp8 and fast:

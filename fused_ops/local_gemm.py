@@ -166,7 +166,8 @@ def pick_kernel(a, b, c, cfg, config, fast, kernel, where, row_scales=False):
         return kernel, cfg
     ok = wgmma.supports(a, b, c)
     m, n = c.shape
-    b_aligned = (_b_rows(b)[1] * b.element_size()) % 128 == 0
+    b_k_major, b_row = _b_rows(b)
+    b_aligned = (b_row * b.element_size()) % 128 == 0
     if kernel == "wgmma":
         if not ok:
             raise ValueError(f"{where}: kernel='wgmma' needs a Hopper GPU (compute capability 9.x), Triton with Gluon "
@@ -184,19 +185,19 @@ def pick_kernel(a, b, c, cfg, config, fast, kernel, where, row_scales=False):
         if not _fits(cfg, a, c):
             raise ValueError(f"{where}: kernel='wgmma': {cfg.describe()} needs more shared memory than an SM has")
         return kernel, cfg
-    pick = (gluon_pick(cfg, m, n, a.shape[1], a.dtype, fast, _Device(a.device).sms, b_aligned, row_scales)
-            if ok and config is None else None)
+    pick = (gluon_pick(cfg, m, n, a.shape[1], a.dtype, fast, _Device(a.device).sms, b_aligned, row_scales,
+                       b_k_major=b_k_major) if ok and config is None else None)
     return ("wgmma", _fit(pick, a, c)) if pick is not None else ("tile_loop", cfg)
 
 
-def gluon_pick(cfg, m, n, k, dtype, fast, sms, b_aligned, row_scales=False, force=False):
+def gluon_pick(cfg, m, n, k, dtype, fast, sms, b_aligned, row_scales=False, force=False, b_k_major=False):
     """The Gluon kernel's default Config where config.wgmma_config picks it over the tile loop's defaults `cfg`, else
     None, on a GPU of `sms` SMs (force: its pick wherever, for kernel="wgmma"). The picks count SMs, where the tile
     loop's defaults may run several programs on each (config.decode_alone). Host only, free (benchmarks/gemm_picks.py
     lists it for every public GEMM)."""
     sms = min(cfg.gemm_sms, sms)
     return _config.wgmma_config(replace(cfg, gemm_sms=sms), m, n, sms, dtype, fast, force=force, b_aligned=b_aligned,
-                                k=k, row_scales=row_scales)
+                                k=k, row_scales=row_scales, b_k_major=b_k_major)
 
 
 def _staged(c, cfg):

@@ -148,7 +148,7 @@ ROW64_DEFAULTS = {"bf16": ((128, 3584, 4608, 64, 0), (100, 3456, 5120, 64, 0), (
                           (1024, 1280, 3072, 128, 32), (1000, 1536, 2944, 128, 64), (1024, 1280, 2880, 128, 32))}
 # ... bf16 on K-major B (nn.Linear's weight.t())
 ROW64_K_MAJOR_DEFAULTS = ((128, 3584, 4608, 64, 0), (128, 3072, 4160, 64, 0), (1024, 1536, 2880, 128, 64),
-                          (1024, 2304, 2944, 256, 64))
+                          (1024, 2304, 2944, 256, 64), (1024, 2304, 3584, 256, 32))
 # few tiles: the Gluon kernel in slices of K, swapped tiles rem rows of A wider: (m, n, k, split_k, rem_rows)
 FEW_TILE_DEFAULTS = {"bf16": ((100, 1536, 4096, 5, 0), (128, 128, 32768, 33, 0), (129, 4096, 1024, 2, 16),
                               (72, 1000, 8192, 8, 0), (150, 1000, 4096, 8, 32), (128, 2304, 3584, 3, 0),
@@ -679,6 +679,20 @@ def test_promotion_in_pairs_is_refused_where_a_third_sum_would_not_fit():
     for kw in (dict(block_m=192), dict(rem=32), dict(block_m=64, turns=True)):
         with pytest.raises(ValueError, match=r"promote='pairs' .*expected block_m of at most 128, rem=0 and turns"):
             wgmma.kernel_args(a, b, c, 128, 128, 4, promote="pairs", **kw)
+
+
+def test_288_wide_64_row_tiles_only_on_k_major_b_in_one_wave_of_whole_columns():
+    # config.WGMMA_ROW64_KMAJOR_TILES: 1024x2304 (8 x 288) from K of 3584 on K-major B; row-major B, shorter K, a
+    # width no multiple of 288 and 2048 rows keep their picks
+    from benchmarks.gemm_picks import pick
+    def tile(m, n, k, k_major):
+        kernel, cfg = pick(m, n, k, "bf16", b_k_major=k_major)
+        return kernel, cfg.block_m, cfg.block_n + (cfg.rem_cols or 0)
+    assert tile(1024, 2304, 3584, True) == tile(1024, 2304, 16384, True) == ("wgmma", 64, 288)
+    assert tile(1024, 2304, 3584, False) == tile(1024, 2304, 2944, True) == ("wgmma", 64, 320)
+    assert tile(2048, 2304, 4096, True) != ("wgmma", 64, 288)
+    assert tile(1024, 2560, 3584, True) == ("wgmma", 64, 320)
+    assert tile(1024, 2240, 3584, True)[2] != 288  # 2240 = 7.8 x 288
 
 
 def test_defaults_promote_in_pairs_on_whole_128x128_precise_tiles_only(monkeypatch):
