@@ -843,6 +843,24 @@ for stage in "$@"; do
              # there is 64x320 (1024x2304: 8 x 288 exactly), against that pick, cool and right after heavy GEMMs
              HOT=0.7 cool_hot x288k --weights k-major --shapes 1024x2304x3584 1024x2304x16384 2048x2304x4096 \
                --configs matmul 'wgmma 64x256x64 s4 rem32' ;;
+    flips11)  # one GPU (the H100 first: the eleventh round ran on an H200 only): the round's GPU tests (pairs, the
+             # K-major defaults through matmul's door), then its moved GEMMs against their picks before, cool and hot:
+             # FP8 precise pairs (the 111 of pairs_e897a8d/moved_shapes.txt) and bf16 64x288 tiles on K-major B
+             gemm_gpu_tests pytest_flips11.log "pairs or k_major_weights or 288 or precise"
+             X_TIMEOUT=${X_TIMEOUT:-330} HOT=0.7 cool_hot pairs11 --fp8 \
+               --shapes $(cat results/current/gemm/pairs_e897a8d/moved_shapes.txt) \
+               --configs default 'default, per-block promotion'
+             HOT=0.7 cool_hot x288k2 --weights k-major --shapes 1024x2304x3584 1024x2304x16384 \
+               --configs matmul 'matmul, no K-major 288-wide tiles' ;;
+    fp8fast)  # one GPU: FP8 fast accumulation's misses at 1024 rows (3584 columns at short K: 112 128x256 tiles, one
+             # wave of mostly load and store; 256x160 tiles at 1024x4608-4736 and 4096x1152) against other tiles and
+             # the tile loop, cool and right after heavy GEMMs
+             HOT=0.7 cool_hot fp8fast --fp8 --shapes 1024x3584x448 1024x3584x896 1024x3584x1792 1024x3584x2368 \
+               1024x4608x7168 1024x4736x3584 4096x1152x3584 --configs 'default, fast accum' \
+               'default, fast accum, tile loop' 'wgmma fp8 128x128x128 s6 fast accum' \
+               'wgmma fp8 192x128x128 s4 fast accum' 'wgmma fp8 128x128x128 s4 rem32 fast accum' \
+               'wgmma fp8 64x128x128 s8 fast accum' 'wgmma fp8 128x256x128 s3 fast accum' \
+               'fp8 64x128x256 s4 w4 fast accum' ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;
