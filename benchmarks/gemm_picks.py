@@ -1,7 +1,7 @@
 """What fused_ops.matmul and fp8.scaled_mm pick at every GEMM of a shape set, computed on the host (no GPU): the
 kernel, tile, stages, slices of K and widening of each, for an H100/H200's SM count, with its units of work (tiles
-times slices) and the waves they make over its programs, and the benchmarks/gemm.py candidate that runs it by name.
-Two such CSVs, before and after a change to fused_ops/config.py, name the GEMMs whose pick it moves, the ones to time
+times slices) and the waves they make over its programs, and the benchmarks/gemm.py candidate that runs it by name;
+bf16 both on row-major B and on K-major B, nn.Linear's layout (`gemm.py --weights k-major` times those). Two such CSVs, before and after a change to fused_ops/config.py, name the GEMMs whose pick it moves, the ones to time
 against their old pick (that candidate) in one run.
 
     python benchmarks/gemm_picks.py --shapes models-all --out picks.csv [--sms 132]
@@ -23,7 +23,9 @@ from fused_ops import config as C  # noqa: E402
 from fused_ops import fp8, local_gemm  # noqa: E402
 
 FP8 = torch.float8_e4m3fn
-MODES = {"bf16": (torch.bfloat16, False), "fp8": (FP8, False), "fp8 fast": (FP8, True)}
+# mode: (dtype, fast accumulation, B K-major); "bf16 k-major" is nn.Linear's layout (weight.t(), as F.linear passes it)
+MODES = {"bf16": (torch.bfloat16, False, False), "bf16 k-major": (torch.bfloat16, False, True),
+         "fp8": (FP8, False, True), "fp8 fast": (FP8, True, True)}
 
 
 class HostDevice:
@@ -38,14 +40,14 @@ class HostDevice:
 
 def pick(m, n, k, mode, sms=132, b_k_major=False):
     """(kernel, Config) the call would run (local_gemm.pick_kernel's choice for row-major bf16 B, or K-major where
-    b_k_major, as nn.Linear's weight.t(); FP8's B is K-major)."""
-    dtype, fast = MODES[mode]
+    b_k_major or the mode says so, as nn.Linear's weight.t(); FP8's B is K-major)."""
+    dtype, fast, k_major = MODES[mode]
+    b_k_major = b_k_major or k_major
     dev = HostDevice(sms)
     cfg = fp8.defaults(dev, m, n, k, fast) if dtype == FP8 else local_gemm.defaults(dev, m, n, k, dtype)
     cfg = C.resolve(cfg, None, m, n, k)  # as local_gemm.tile_loop_plan, with no caller's config
     row_bytes = k if dtype == FP8 else 2 * (k if b_k_major else n)  # B's rows
-    gluon = local_gemm.gluon_pick(cfg, m, n, k, dtype, fast, sms, row_bytes % 128 == 0,
-                                  b_k_major=b_k_major and dtype != FP8)
+    gluon = local_gemm.gluon_pick(cfg, m, n, k, dtype, fast, sms, row_bytes % 128 == 0, b_k_major=b_k_major)
     return ("wgmma", gluon) if gluon is not None else ("tile_loop", cfg)
 
 
@@ -65,7 +67,7 @@ def candidate(kernel, cfg, mode):
     if kernel != "wgmma":
         return ""
     rem = cfg.rem_rows or cfg.rem_cols or 0
-    base = (f"wgmma{' fp8' if mode != 'bf16' else ''}{' swap' if cfg.swap_ab else ''} "
+    base = (f"wgmma{' fp8' if MODES[mode][0] == FP8 else ''}{' swap' if cfg.swap_ab else ''} "
             f"{cfg.block_m}x{cfg.block_n}x{cfg.block_k} s{cfg.num_stages}{f' rem{rem}' if rem else ''}")
     split = f" k{cfg.split_k}" if cfg.split_k > 1 else ""
     fast = " fast accum" if mode == "fp8 fast" else ""
@@ -108,7 +110,7 @@ def main():
     rows = []
     for mode in MODES:
         for m, n, k in found:
-            if mode != "bf16" and (n % 16 or k % 16):
+            if MODES[mode][0] == FP8 and (n % 16 or k % 16):
                 continue  # torch._scaled_mm's rule: the FP8 set
             kernel, cfg = pick(m, n, k, mode, args.sms)
             units, wave_count = waves(m, n, cfg)

@@ -273,7 +273,9 @@ WGMMA_ROW64_TILES = ((64, 64, 128, 6, 4096, 0.7, 128), (64, 192, 64, 6, 2880, 0.
 # rows where N is a multiple of 288, from K of 3584: 1024x2304x3584-16384 0.88-0.89 -> 0.93-0.94x against the 64x320
 # pick, cool and hot, in two runs on an H200 (results/current/gemm/x288_7265838/). On row-major B they lose (0.82-0.85
 # against 0.89-0.95x: B's box of 32 columns is 64-byte rows there); at 2048x2304 one wave of 128x288 tiles stays ahead.
+# Not below ROW64_KMAJOR_MIN_ROWS: at 128 rows (128x19008, 132 tiles) they were not timed against the 128x160 pick.
 WGMMA_ROW64_KMAJOR_TILES = ((64, 288, 64, 4, 3584, 0.95, 1024, 1),)
+ROW64_KMAJOR_MIN_ROWS = 1024
 WGMMA_FP8_FAST_ROW64_TILES = ((64, 144, 128, 8, 2048, 0.9, 1024), (64, 80, 128, 12, 6144, 0.85, 1024),
                               (64, 160, 128, 7, 2880, 0.85, 1024), (64, 192, 128, 6, 2880, 0.85, 1024))
 # ... and with precise accumulation (per-tensor scales) the same tiles with two consumers taking turns on each tile's
@@ -320,11 +322,12 @@ def few_split(tiles, sms, k, block_k, thirds=False, third_blocks=None):
 def row64_tile(m, n, k, sms, fp8, fast, row_scales, b_aligned, b_k_major=False):
     """(rows, width, block_k, stages) of the Gluon kernel's 64-row tiles where they fill most of one wave, or of the
     waves an entry allows (see WGMMA_ROW64_TILES; B's rows not 128-byte aligned: FP8 ones up to
-    ROW64_FP8_UNALIGNED_WIDTH wide only; bf16 B K-major: WGMMA_ROW64_KMAJOR_TILES first), else None."""
+    ROW64_FP8_UNALIGNED_WIDTH wide only; bf16 B K-major from ROW64_KMAJOR_MIN_ROWS: WGMMA_ROW64_KMAJOR_TILES first),
+    else None."""
     if fp8 and row_scales or m <= 64 or not (b_aligned or fp8):
         return None
     tiles = ((WGMMA_FP8_FAST_ROW64_TILES if fast else WGMMA_FP8_PRECISE_ROW64_TILES) if fp8
-             else (WGMMA_ROW64_KMAJOR_TILES if b_k_major else ()) + WGMMA_ROW64_TILES)
+             else (WGMMA_ROW64_KMAJOR_TILES if b_k_major and m >= ROW64_KMAJOR_MIN_ROWS else ()) + WGMMA_ROW64_TILES)
     for tile in tiles:
         count = tile_count(m, n, tile)
         waves = -(-count // sms)

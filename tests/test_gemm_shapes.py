@@ -572,6 +572,7 @@ def test_gemm_picks_lists_the_hosts_choice_and_the_picks_a_change_moves(tmp_path
     assert P.candidate(*P.pick(4096, 1280, 2880, "bf16"), "bf16") == "wgmma 64x256x64 s4 rem64"
     assert P.candidate(*P.pick(128, 4608, 7168, "fp8"), "fp8") == "wgmma fp8 64x64x128 s10 rem16 turns"
     assert P.candidate(*P.pick(128, 8192, 3696, "fp8"), "fp8") == ""
+    assert P.pick(1024, 2304, 3584, "bf16 k-major")[1].rem_cols == 32  # 64x288 tiles on nn.Linear's layout
     before, after = tmp_path / "before.csv", tmp_path / "after.csv"
     monkeypatch.setattr(sys, "argv", ["gemm_picks", "--shapes", "128x2304x3584", "4096x4096x4096", "--out",
                                       str(before)])
@@ -583,7 +584,8 @@ def test_gemm_picks_lists_the_hosts_choice_and_the_picks_a_change_moves(tmp_path
     monkeypatch.setattr(sys, "argv", ["gemm_picks", "--diff", str(before), str(after)])
     P.main()
     out = capsys.readouterr().out
-    assert "1 of 6 picks moved" in out and "2304" in out and "4096  4096" not in out and "waves_after" in out
+    assert "2 of 8 picks moved" in out and "2304" in out and "4096  4096" not in out and "waves_after" in out
+    assert "bf16 k-major" in out  # nn.Linear's layout listed beside row-major B
     assert "candidate_before" in out
 
 

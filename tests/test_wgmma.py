@@ -693,6 +693,7 @@ def test_288_wide_64_row_tiles_only_on_k_major_b_in_one_wave_of_whole_columns():
     assert tile(2048, 2304, 4096, True) != ("wgmma", 64, 288)
     assert tile(1024, 2560, 3584, True) == ("wgmma", 64, 320)
     assert tile(1024, 2240, 3584, True)[2] != 288  # 2240 = 7.8 x 288
+    assert tile(128, 19008, 3584, True) == tile(128, 19008, 3584, False) == ("wgmma", 128, 160)  # 66 x 288: untimed
 
 
 def test_defaults_promote_in_pairs_on_whole_128x128_precise_tiles_only(monkeypatch):
