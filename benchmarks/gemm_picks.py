@@ -1,8 +1,9 @@
 """What fused_ops.matmul and fp8.scaled_mm pick at every GEMM of a shape set, computed on the host (no GPU): the
 kernel, tile, stages, slices of K and widening of each, for an H100/H200's SM count, with its units of work (tiles
 times slices) and the waves they make over its programs, and the benchmarks/gemm.py candidate that runs it by name;
-bf16 both on row-major B and on K-major B, nn.Linear's layout (`gemm.py --weights k-major` times those). Two such CSVs, before and after a change to fused_ops/config.py, name the GEMMs whose pick it moves, the ones to time
-against their old pick (that candidate) in one run.
+bf16 both on row-major B and on K-major B, nn.Linear's layout (`gemm.py --weights k-major` times those). Two such
+CSVs, before and after a change to fused_ops/config.py, name the GEMMs whose pick it moves, the ones to time against
+their old pick (that candidate) in one run.
 
     python benchmarks/gemm_picks.py --shapes models-all --out picks.csv [--sms 132]
     python benchmarks/gemm_picks.py --diff before.csv after.csv
