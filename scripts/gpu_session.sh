@@ -861,6 +861,17 @@ for stage in "$@"; do
                'wgmma fp8 192x128x128 s4 fast accum' 'wgmma fp8 128x128x128 s4 rem32 fast accum' \
                'wgmma fp8 64x128x128 s8 fast accum' 'wgmma fp8 128x256x128 s3 fast accum' \
                'fp8 64x128x256 s4 w4 fast accum' ;;
+    cat128)  # 2 GPUs: the catalog at 128 rows, where the tile loop's default moved from 64x128x128 to 64x64x128 tiles
+             # (config.row_tile's costs, set for the GEMM alone) since d14fcb5: the default against 64x128x128, graph,
+             # 20 replays, two rounds each (one sweep's 6 replays moved 20-40 us rows by up to 2x)
+             for round in 1 2; do
+               run cat128_default_$round.log timeout 150 python3 -m taxonomy sweep -r ${NRANKS:-2} --shapes \
+                 128x3584x3584 128x4096x4096 128x8192x8192 --timing graph --iters 20 --warmup 3 \
+                 --out "$OUT/cat128_default_$round"
+               run cat128_64x128_$round.log timeout 150 python3 -m taxonomy sweep -r ${NRANKS:-2} --shapes \
+                 128x3584x3584 128x4096x4096 128x8192x8192 --timing graph --iters 20 --warmup 3 --BLK_M 64 \
+                 --BLK_N 128 --BLK_K 128 --num_stages 4 --num_warps 4 --out "$OUT/cat128_64x128_$round"
+             done ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;
