@@ -458,12 +458,17 @@ KEEP_INSIDE = True  # edge boxes moved back inside the operands (inside(); False
 SMEM_BYTES = 232448 - 1024  # shared memory a program may use on an H100/H200, less the barriers' and the compiler's
 
 
-def fits(block_n, block_k, stages, in_bytes, out_bytes, block_m=BLOCK_M, rem=0, turns=False):
-    """Whether the ring of `stages` A/B stages (rem: its extra rows of A or columns of B) plus the consumers' C
-    staging tiles (which REM's part of C passes through in turn) fit in shared memory (turns: and the fp32 sums one
-    consumer hands the other, 64 x (block_n + rem))."""
+def smem_bytes(block_n, block_k, stages, in_bytes, out_bytes, block_m=BLOCK_M, rem=0, turns=False):
+    """Shared memory of the ring of `stages` A/B stages (rem: its extra rows of A or columns of B) plus the consumers'
+    C staging tiles (which REM's part of C passes through in turn; turns: and the fp32 sums one consumer hands the
+    other, 64 x (block_n + rem)), barriers aside (SMEM_BYTES leaves room for them)."""
     sums = block_m * (block_n + rem) * 4 if turns else 0
-    return stages * (block_m + block_n + rem) * block_k * in_bytes + block_m * block_n * out_bytes + sums <= SMEM_BYTES
+    return stages * (block_m + block_n + rem) * block_k * in_bytes + block_m * block_n * out_bytes + sums
+
+
+def fits(block_n, block_k, stages, in_bytes, out_bytes, block_m=BLOCK_M, rem=0, turns=False):
+    """Whether smem_bytes(...) fits in what a program may use (SMEM_BYTES)."""
+    return smem_bytes(block_n, block_k, stages, in_bytes, out_bytes, block_m, rem, turns) <= SMEM_BYTES
 
 
 def supports(a, b, c):
@@ -550,6 +555,12 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
         raise ValueError(f"wgmma.run: rem={rem} past a tile {cols} {'rows of A' if swap else 'columns of B'} wide; "
                          f"expected at most {cols}")
     split = slices(a.shape[1], block_k, split_k)
+    need = smem_bytes(block_n, block_k, stages, a.element_size(), 4 if split > 1 else c.element_size(), block_m, rem,
+                      turns)  # (slices stage fp32 partials)
+    if need > SMEM_BYTES:
+        raise ValueError(f"wgmma.run: {stages} stages of {block_m}x{block_n}x{block_k} tiles (rem={rem}, "
+                         f"{split} slices of K) need {need} bytes of shared memory with C's staging tiles; expected "
+                         f"at most {SMEM_BYTES}: fewer stages or a smaller block_k (local_gemm._fit cuts the stages)")
     partials, m_pad = None, 0
     if split > 1:  # fp32 partials of C's shape per slice, padded to whole tiles (TMA stores never cross), and C's
         # columns to whole blocks of sum_slices (it loads the partials' columns unmasked)

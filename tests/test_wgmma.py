@@ -717,6 +717,18 @@ def test_defaults_promote_in_pairs_on_whole_128x128_precise_tiles_only(monkeypat
         assert C.precise_promotion(dataclasses.replace(cfg, **other)) is True, other
 
 
+def test_stages_past_shared_memory_are_refused_on_the_host_with_the_bytes():
+    # the ring and C's staging tiles (fp32 where slices of K stage partials) against SMEM_BYTES, before a launch
+    a, b = torch.empty(256, 4608, dtype=FP8), torch.empty(1024, 4608, dtype=FP8).t()
+    c = torch.empty(256, 1024, dtype=BF16)
+    wgmma.kernel_args(a, b, c, 128, 128, 6, 128)  # 192 KiB of ring + 32 KiB of bf16 staging
+    wgmma.kernel_args(a, b, c, 128, 128, 5, 128, split_k=3)
+    with pytest.raises(ValueError, match=r"6 stages of 128x128x128 tiles \(rem=0, 3 slices of K\) need 262144 bytes"):
+        wgmma.kernel_args(a, b, c, 128, 128, 6, 128, split_k=3)
+    with pytest.raises(ValueError, match=r"expected at most 231424: fewer stages or a smaller block_k"):
+        wgmma.kernel_args(a, b, c, 128, 128, 7, 128)
+
+
 def test_rem_widths_the_kernel_has_none_of_are_refused_and_units_count_the_wider_tiles():
     a, b, c = torch.empty(300, 64, dtype=BF16), torch.empty(64, 1000, dtype=BF16), torch.empty(300, 1000, dtype=BF16)
     with pytest.raises(ValueError, match=r"rem=24; expected 0 or one of \(8, 16, 32, 64\)"):
