@@ -47,15 +47,20 @@ def pick(m, n, k, mode, sms=132, b_k_major=False):
     dev = HostDevice(sms)
     cfg = fp8.defaults(dev, m, n, k, fast) if dtype == FP8 else local_gemm.defaults(dev, m, n, k, dtype)
     cfg = C.resolve(cfg, None, m, n, k)  # as local_gemm.tile_loop_plan, with no caller's config
-    row_bytes = k if dtype == FP8 else 2 * (k if b_k_major else n)  # B's rows
+    row_bytes = (k if b_k_major else n) * dtype.itemsize  # B's rows
     gluon = local_gemm.gluon_pick(cfg, m, n, k, dtype, fast, sms, row_bytes % 128 == 0, b_k_major=b_k_major)
     return ("wgmma", gluon) if gluon is not None else ("tile_loop", cfg)
+
+
+def in_pairs(kernel, cfg, mode):
+    """Whether the pick promotes FP8 precise sums two blocks at a time (config.precise_promotion)."""
+    return mode == "fp8" and kernel == "wgmma" and C.precise_promotion(cfg) == "pairs"
 
 
 def describe(kernel, cfg, mode="bf16"):
     swap = " swap" if cfg.swap_ab else ""
     rem = cfg.rem_rows or cfg.rem_cols or 0
-    pairs = mode == "fp8" and kernel == "wgmma" and C.precise_promotion(cfg) == "pairs"
+    pairs = in_pairs(kernel, cfg, mode)
     return (f"{kernel}{swap} {cfg.block_m}x{cfg.block_n}{f'+{rem}' if rem else ''}x{cfg.block_k} s{cfg.num_stages}"
             f" w{cfg.num_warps} k{cfg.split_k}{' tail' if cfg.split_tail else ''} p{cfg.gemm_sms}"
             f"{' turns' if cfg.turns else ''}{' pairs' if pairs else ''}")
@@ -73,7 +78,7 @@ def candidate(kernel, cfg, mode):
     split = f" k{cfg.split_k}" if cfg.split_k > 1 else ""
     fast = " fast accum" if mode == "fp8 fast" else ""
     turns = " turns" if cfg.turns else ""
-    pairs = " pairs" if mode == "fp8" and C.precise_promotion(cfg) == "pairs" else ""
+    pairs = " pairs" if in_pairs(kernel, cfg, mode) else ""
     names = (base + pairs + split, base + split + turns + fast, base + turns + fast + split, base + fast + split)
     return next((n for n in names if n in WGMMA_CANDIDATES or n in FP8_CANDIDATES), "")
 
