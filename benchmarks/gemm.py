@@ -732,7 +732,7 @@ FP8_DEFAULTS = ("default", "default, fast accum", "default, tile loop", "default
 FP8_BEFORE = ("default, no 64-row tiles", "default, fast accum, no 64-row tiles",  # rows64()
               "default, narrow 64-row tiles", "default, fast accum, narrow 64-row tiles",
               "default, per-block promotion", "default, no pairs cost")  # promotion()
-PAIRS_TILES, PAIRS_MAX_ROWS = _config.FP8_PAIRS_TILES, _config.FP8_PAIRS_MAX_ROWS
+PAIRS_TILES, PAIRS_ROWS = _config.FP8_PAIRS_TILES, _config.FP8_PAIRS_ROWS
 
 
 def promotion(name):
@@ -740,7 +740,7 @@ def promotion(name):
     named "..., per-block promotion"; the picks before config.FP8_PAIRS_COST (tiles costed as if every block were
     promoted, as at 3ed686d) for "..., no pairs cost"; the defaults for every other."""
     _config.FP8_PAIRS_TILES = () if name.endswith(", per-block promotion") else PAIRS_TILES
-    _config.FP8_PAIRS_MAX_ROWS = 0 if name.endswith(", no pairs cost") else PAIRS_MAX_ROWS
+    _config.FP8_PAIRS_ROWS = (0, 0) if name.endswith(", no pairs cost") else PAIRS_ROWS
 
 
 def run_fp8(ctx, args, run_stamp):

@@ -717,6 +717,23 @@ def test_defaults_promote_in_pairs_on_whole_128x128_precise_tiles_only(monkeypat
         assert C.precise_promotion(dataclasses.replace(cfg, **other)) is True, other
 
 
+def test_fp8_precise_128x128_tiles_in_pairs_cost_less_from_129_to_1024_rows(monkeypatch):
+    # config.FP8_PAIRS_COST: at 1024 rows they displace 192x128 and 128x144-160 tiles; not at 128 rows (one row of
+    # tiles keeps its wider ones), not at 4096 (192-row tiles fill their rows), not with fast accumulation
+    from benchmarks.gemm_picks import pick
+
+    def tile(m, n, k, mode="fp8"):
+        cfg = pick(m, n, k, mode)[1]
+        return cfg.block_m, cfg.block_n + (cfg.rem_cols or 0), C.precise_promotion(cfg)
+    assert tile(1024, 19008, 5120) == tile(1024, 53248, 16384) == (128, 128, "pairs")
+    assert tile(1024, 7168, 4096) == tile(1024, 9216, 16384) == (128, 128, "pairs")
+    assert tile(128, 76032, 5120) == (128, 144, True)
+    assert tile(4096, 19008, 5120) == tile(4096, 7168, 4096) == (192, 128, True)
+    assert tile(1024, 19008, 5120, "fp8 fast")[:2] != (128, 128)
+    monkeypatch.setattr(C, "FP8_PAIRS_ROWS", (0, 0))  # the picks before
+    assert tile(1024, 19008, 5120) == (192, 128, True) and tile(1024, 7168, 4096) == (128, 160, True)
+
+
 def test_stages_past_shared_memory_are_refused_on_the_host_with_the_bytes():
     # the ring and C's staging tiles (fp32 where slices of K stage partials) against SMEM_BYTES, before a launch
     a, b = torch.empty(256, 4608, dtype=FP8), torch.empty(1024, 4608, dtype=FP8).t()
