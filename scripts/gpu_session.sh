@@ -896,14 +896,14 @@ for stage in "$@"; do
                  16384x16384x8192 4096x16384x26624 4096x8192x14784 16384x50272x2880 1024x19008x5120 --configs default \
                  'wgmma fp8 128x128x128 s6 pairs' 'wgmma fp8 128x128x128 s6' --out "$OUT/big128_run$r"
              done ;;
-    flips12)  # one GPU: the FP8 precise picks that config.FP8_PAIRS_COST moved (128x128 tiles in pairs up to 1024 rows,
-             # 20 GEMMs) against their picks before, cool, twice; then the pairs tests
-             for r in 1 2; do
+    flips12)  # one GPU: the FP8 precise picks that config.FP8_PAIRS_COST moved (128x128 tiles in pairs at 1024 rows, 17
+             # GEMMs) against their picks before, cool, RUNS times (2); then the pairs tests
+             for r in $(seq 1 ${RUNS:-2}); do
                run gemm_flips12_run$r.log timeout ${X_TIMEOUT:-150} python3 benchmarks/gemm.py --fp8 --shapes \
-                 1024x7168x4096 1024x7168x8192 1024x9216x16384 1024x53248x16384 1024x13312x16384 128x76032x3584 \
-                 1024x9472x3584 1024x19008x3584 1024x13824x5120 128x76032x5120 1024x19008x5120 128x76032x8192 \
-                 1024x14784x8192 1024x7392x8192 1024x19008x8192 1024x7168x9216 1024x9216x7168 1024x7168x4608 \
-                 1024x7168x2048 1024x7168x2304 --configs default 'default, no pairs cost' --out "$OUT/flips12_run$r"
+                 1024x53248x16384 1024x19008x5120 1024x13312x16384 1024x7168x4096 1024x7168x8192 1024x9216x16384 \
+                 1024x9472x3584 1024x19008x3584 1024x13824x5120 1024x14784x8192 1024x7392x8192 1024x19008x8192 \
+                 1024x7168x9216 1024x9216x7168 1024x7168x4608 1024x7168x2048 1024x7168x2304 \
+                 --configs default 'default, no pairs cost' --out "$OUT/flips12_run$r"
              done ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
