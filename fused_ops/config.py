@@ -291,13 +291,11 @@ WGMMA_FP8_PRECISE_ROW64_TILES = ((64, 144, 128, 6, 2048, 0.9, 1024), (64, 80, 12
 # scaling; error unchanged (results/current/gemm/pairs_e897a8d/). Other tiles promote each block: 64-row ones take
 # turns instead, and a third sum per consumer does not fit wider or taller tiles' registers.
 FP8_PAIRS_TILES = ((128, 128),)
-# ... which makes them cheaper per element from 129 to 1024 rows beyond one wave of them (FP8_PAIRS_COST, in
-# wgmma_config's cost in place of the tile's own; in one wave the one-wave tiles' rules, timed against per-block
-# promotion, stand), where 192-row tiles leave a sixth of their rows empty and 128x144-160 ones a wave part-filled:
-# the 17 public GEMMs of 1024 rows this moved gained x1.05 (per-tensor) and x1.04 (row-wise), none below x0.98,
-# 1024x53248x16384 0.83-0.85 -> 0.90-0.91x (H100, two runs, cool). At 128 rows (one row of tiles) the 144-wide tiles
-# they displaced won (x0.86-0.94), and at 4096-16384 rows, where 192-row tiles fill theirs, 128x128 ones in pairs lost
-# to them (0.71-0.85 against 0.82-0.93x) (results/current/gemm/pairscost_cd377b8/).
+# ... which makes them cheaper per element than their tile cost says (FP8_PAIRS_COST, in wgmma_config's cost in place
+# of the tile's own) from 129 to 1024 rows beyond one wave of them, where 192-row tiles leave a sixth of their rows
+# empty and 128x144-160 ones a wave part-filled. At 128 rows (one row of tiles) the wider tiles won; at 4096-16384
+# rows, where 192-row tiles fill theirs, 128x128 ones in pairs lost to them; in one wave the one-wave tiles' rules
+# (timed against per-block promotion) stand. Timed on an H100: results/current/gemm/pairscost_cd377b8/.
 FP8_PAIRS_COST = 0.94
 FP8_PAIRS_ROWS = (129, 1024)
 # FP8's 64-row tiles where B's rows (K of them, K-major) are not 128-byte aligned: up to this width (1024x1280x2880,
