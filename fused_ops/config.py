@@ -187,7 +187,7 @@ WGMMA_FP8_MIN_FILL = 0.5
 # and where B's rows are not 128-byte aligned: a 256-row tile passes over B half as often, so non-swapped tiles cost
 # UNALIGNED_B_COST more there (not 96-wide ones beyond one row of tiles, which won on both GPUs:
 # results/current/gemm/fifth_c112662/). Elsewhere they tie or lose; the costs served the public sample best
-# (results/current/gemm/README.md, "Swap-AB tiles").
+# (results/current/gemm/ROUNDS.md, "Swap-AB tiles").
 WGMMA_SWAP_TILES = ((256, 128, 64, 3, 1.1), (256, 64, 64, 4, 1.3))
 UNALIGNED_B_COST = 1.3
 # FP8 decode rows (M <= DECODE_ROWS): swap-AB tiles of 16 rows by 64 columns, whose MMAs' N is the 16 rows (the tile
@@ -219,7 +219,7 @@ WGMMA_FP8_ROWS_TILE = (32, 64, 256, 4)
 # rows of A by 64 columns of B (64 rows where m <= 64 or 128-row tiles are under a WGMMA_KDOM_TILES-th of the SMs:
 # K-dominant), FP8 128x64 tiles at 65-128 rows and long K (its swapped tiles lose with precise accumulation), decode and
 # 17-32 rows alike, in slices of MIN_SLICE_BLOCKS or more (few_split). They beat the tile loop's splits on both GPUs;
-# with more tiles or at 129-256 rows they tied or lost (results/current/gemm/README.md, "Split-K in the Gluon kernel").
+# with more tiles or at 129-256 rows they tied or lost (results/current/gemm/ROUNDS.md, "Split-K in the Gluon kernel").
 WGMMA_SPLIT_TILE = (128, 64, 64, 6)         # bf16, swapped: rows of A, columns of B, block_k, stages
 # ... and where those tiles leave 3-fold SMs (34-44 of them), in THIRD_SLICES of THIRDS_MIN_BLOCKS blocks of K or more
 # (128x2304x3584: 19 blocks a slice; at 15 the tile loop's whole 64x64 tiles won). With more tiles (bf16), swapped
@@ -305,7 +305,7 @@ FP8_PAIRS_ROWS = (129, 1024)
 ROW64_FP8_UNALIGNED_WIDTH = 160
 # Rows past a multiple of 64 at 129-255 rows, where whole 128x64 Gluon tiles fill one wave to at least
 # WGMMA_NARROW_FILL: its edge boxes move back inside A (wgmma.inside), where the tile loop's 64-row tiles load past
-# A's last row, which TMA serves far slower (results/current/gemm/README.md, "Rows past the edge").
+# A's last row, which TMA serves far slower (results/current/gemm/ROUNDS.md, "Rows past the edge").
 EDGE_ROWS_MAX = 256
 
 

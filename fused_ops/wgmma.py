@@ -78,7 +78,7 @@ if _GLUON:
     def inside(start, size, extent, INSIDE: gl.constexpr):
         """A box's first row or column: where the box would reach past the operand's last one, moved back so it ends
         there (INSIDE; never before 0): its rows are computed twice, by identical values, but TMA never loads past
-        the edge, which ran 2.5x slower (results/current/gemm/README.md, "Rows past the edge")."""
+        the edge, which ran 2.5x slower (results/current/gemm/ROUNDS.md, "Rows past the edge")."""
         if INSIDE:
             start = gl.maximum(gl.minimum(start, extent - size), 0)
         return start

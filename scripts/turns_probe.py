@@ -1,6 +1,6 @@
 """wgmma.run(turns=True) over one and two tiles a program, FP8 per-tensor, 20 calls in a row and then 10 calls
 captured in a CUDA graph and replayed, each checked against float64: the reproducer of the first turns version's
-launch failures (results/current/gemm/README.md, "64-row tiles"). One GPU (Hopper).
+launch failures (results/current/gemm/ROUNDS.md, "64-row tiles"). One GPU (Hopper).
 
     IRIS_BACKEND=cuda python scripts/turns_probe.py [CASE ...] [--calls N] [--no-graph]
 """
