@@ -905,6 +905,15 @@ for stage in "$@"; do
                  1024x7168x9216 1024x9216x7168 1024x7168x4608 1024x7168x2048 1024x7168x2304 \
                  --configs default 'default, no pairs cost' --out "$OUT/flips12_run$r"
              done ;;
+    big160)  # one GPU (the H100 first): FP8 precise at the largest GEMMs, where the H100's 192x128 default reads
+             # 0.81-0.85x (the H200's about 1.0x) and cuBLAS runs 128x160 / 144x128 tiles: the default against 128x160
+             # and 128x144 tiles (each block's sum promoted), cool, twice
+             for r in 1 2; do
+               run gemm_big160_run$r.log timeout ${X_TIMEOUT:-200} python3 benchmarks/gemm.py --fp8 --shapes \
+                 4096x64640x7168 4096x53248x16384 4096x76032x8192 4096x32064x8192 16384x19008x5120 16384x16384x8192 \
+                 4096x16384x26624 16384x50272x2880 --configs default 'wgmma fp8 128x128x128 s4 rem32' \
+                 'wgmma fp8 128x128x128 s4 rem16' --out "$OUT/big160_run$r"
+             done ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;
