@@ -172,38 +172,56 @@ if _GLUON:
             tma.async_copy_shared_to_global(c_desc, [first + row0, col0], c_smem)
 
     @gluon.jit
-    def promoted_pairs(acc, zero, a_bufs, b_bufs, ready, empty, c, k0, k1, NUM_BUFFERS: gl.constexpr,
-                       BOXES: gl.constexpr, BOX: gl.constexpr, A_T: gl.constexpr, B_T: gl.constexpr):
-        """acc plus blocks k0..k1 of K with precise FP8 accumulation (PROMOTE 2), two blocks at a time: both blocks'
-        MMAs issued into sums of their own, the first's sum added into fp32 while the second's MMAs run. Nothing stays
-        in flight past a pair (ptxas serializes every MMA where a sum read is carried across the loop: C7514).
-        c: the first block's place in the ring's sequence."""
+    def promoted_pairs(acc, acc2, zero, zero2, a_bufs, b_bufs, b2_bufs, ready, empty, c, k0, k1,
+                       NUM_BUFFERS: gl.constexpr, BOXES: gl.constexpr, BOX: gl.constexpr, A_T: gl.constexpr,
+                       B_T: gl.constexpr, REM: gl.constexpr):
+        """(acc, acc2) plus blocks k0..k1 of K with precise FP8 accumulation (PROMOTE 2), two blocks at a time: both
+        blocks' MMAs issued into sums of their own, the first's sums added into fp32 while the second's MMAs run.
+        REM: each block's second MMA, REM more columns of B, into acc2 alike (acc2, zero2: placeholders without).
+        Nothing stays in flight past a pair (ptxas serializes every MMA where a sum read is carried across the loop:
+        C7514). c: the first block's place in the ring's sequence."""
         for kk in range(k0, k1 - 1, 2):
             q = c + kk - k0
             s = q % NUM_BUFFERS
             s1 = (q + 1) % NUM_BUFFERS
             mbarrier.wait(ready.index(s), (q // NUM_BUFFERS) & 1)
-            p0 = warpgroup_mma(stage_a(a_bufs, s, BOXES, BOX, A_T), stage_b(b_bufs, s, B_T), zero, use_acc=False,
-                               is_async=True)
+            a0 = stage_a(a_bufs, s, BOXES, BOX, A_T)
+            p0 = warpgroup_mma(a0, stage_b(b_bufs, s, B_T), zero, use_acc=False, is_async=True)
+            if REM > 0:
+                r0 = warpgroup_mma(a0, stage_b(b2_bufs, s, B_T), zero2, use_acc=False, is_async=True)
             mbarrier.wait(ready.index(s1), ((q + 1) // NUM_BUFFERS) & 1)
-            p1 = warpgroup_mma(stage_a(a_bufs, s1, BOXES, BOX, A_T), stage_b(b_bufs, s1, B_T), zero, use_acc=False,
-                               is_async=True)
-            p0, p1 = warpgroup_mma_wait(1, deps=(p0, p1))  # the first block's MMAs are done
+            a1 = stage_a(a_bufs, s1, BOXES, BOX, A_T)
+            p1 = warpgroup_mma(a1, stage_b(b_bufs, s1, B_T), zero, use_acc=False, is_async=True)
+            if REM > 0:
+                r1 = warpgroup_mma(a1, stage_b(b2_bufs, s1, B_T), zero2, use_acc=False, is_async=True)
+                p0, r0, p1, r1 = warpgroup_mma_wait(2, deps=(p0, r0, p1, r1))  # the first block's MMAs are done
+                acc2 += r0
+            else:
+                p0, p1 = warpgroup_mma_wait(1, deps=(p0, p1))
             acc += p0
             mbarrier.arrive(empty.index(s), count=1)
-            p1 = warpgroup_mma_wait(0, deps=(p1, ))
+            if REM > 0:
+                p1, r1 = warpgroup_mma_wait(0, deps=(p1, r1))
+                acc2 += r1
+            else:
+                p1 = warpgroup_mma_wait(0, deps=(p1, ))
             acc += p1
             mbarrier.arrive(empty.index(s1), count=1)
         if (k1 - k0) % 2 == 1:  # an odd count: the last block alone
             q = c + k1 - 1 - k0
             s = q % NUM_BUFFERS
             mbarrier.wait(ready.index(s), (q // NUM_BUFFERS) & 1)
-            p0 = warpgroup_mma(stage_a(a_bufs, s, BOXES, BOX, A_T), stage_b(b_bufs, s, B_T), zero, use_acc=False,
-                               is_async=True)
-            p0 = warpgroup_mma_wait(0, deps=(p0, ))
+            a0 = stage_a(a_bufs, s, BOXES, BOX, A_T)
+            p0 = warpgroup_mma(a0, stage_b(b_bufs, s, B_T), zero, use_acc=False, is_async=True)
+            if REM > 0:
+                r0 = warpgroup_mma(a0, stage_b(b2_bufs, s, B_T), zero2, use_acc=False, is_async=True)
+                p0, r0 = warpgroup_mma_wait(0, deps=(p0, r0))
+                acc2 += r0
+            else:
+                p0 = warpgroup_mma_wait(0, deps=(p0, ))
             acc += p0
             mbarrier.arrive(empty.index(s), count=1)
-        return acc
+        return acc, acc2
 
     @gluon.jit
     def stage_a(a_bufs, s, BOXES: gl.constexpr, BOX: gl.constexpr, A_T: gl.constexpr):
@@ -272,9 +290,12 @@ if _GLUON:
             if TURNS:  # the blocks whose place in the ring's sequence has this consumer's parity: with an even
                 skip = (c + HALF) % 2  # number of stages, the same stages every time, so neither consumer can wait
                 # on a stage a lap behind the other's (a phase apart)
-            if PROMOTE == 2:
-                acc = promoted_pairs(acc, zero, a_bufs, b_bufs, ready, empty, c, k0, k1, NUM_BUFFERS, BOXES, BOX, A_T,
-                                     B_T)
+            if PROMOTE == 2 and REM > 0:
+                acc, acc2 = promoted_pairs(acc, acc2, zero, zero2, a_bufs, b_bufs, b2_bufs, ready, empty, c, k0, k1,
+                                           NUM_BUFFERS, BOXES, BOX, A_T, B_T, REM)
+            elif PROMOTE == 2:
+                acc, _ = promoted_pairs(acc, acc, zero, zero, a_bufs, b_bufs, b_bufs, ready, empty, c, k0, k1,
+                                        NUM_BUFFERS, BOXES, BOX, A_T, B_T, REM)
             else:
                 for kk in range(k0 + skip, k1, STEP):
                     q = c + kk - k0  # the block's place in the ring's sequence
@@ -454,6 +475,8 @@ REMS = (8, 16, 32, 64)  # run(rem=...): the second MMA's N (a power of two, at l
 # first consumer 80 and spilled a 64x160 tile's accumulators (tests/test_wgmma.py compiles it for sm_90a)
 CONSUMER_REGS = {1: 232, 2: 232, 3: 152, 4: 112}
 LOAD_REGS = {1: 40, 2: 40, 3: 40, 4: 32}
+PAIRS_MAX_REM = 16  # promote="pairs" beside a second MMA of at most 16 columns: 3 x 64x144 sums fit 232 registers
+# without spills (sm_90a, tests/test_wgmma.py); 3 x 64x160 spill
 KEEP_INSIDE = True  # edge boxes moved back inside the operands (inside(); False: loads past the edge, zero-filled)
 SMEM_BYTES = 232448 - 1024  # shared memory a program may use on an H100/H200, less the barriers' and the compiler's
 
@@ -544,10 +567,10 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
         raise ValueError(f"wgmma.run: turns=True with stages={stages}; expected an even number")
     if stages < 2:  # a consumer releases a stage once the next block's MMAs are issued: one stage would deadlock
         raise ValueError(f"wgmma.run: stages={stages}; expected at least 2 (a smaller block_k frees shared memory)")
-    if promote == "pairs" and (rows > 128 or rem or turns):  # a third sum per consumer: 64x128 x 3 fit its registers
-        raise ValueError(f"wgmma.run: promote='pairs' with block_m={rows}, rem={rem}, turns={turns}; expected "
-                         f"block_m of at most 128, rem=0 and turns=False (each consumer keeps two blocks' sums "
-                         f"beside the total)")
+    if promote == "pairs" and (rows > 128 or rem > PAIRS_MAX_REM or turns):  # a third sum per consumer: 64x(128+16)
+        raise ValueError(f"wgmma.run: promote='pairs' with block_m={rows}, rem={rem}, turns={turns}; expected "  # x 3
+                         f"block_m of at most 128, rem of at most {PAIRS_MAX_REM} and turns=False (each consumer "
+                         f"keeps two blocks' sums beside the total)")
     if promote and rows > 192:
         raise ValueError(f"wgmma.run: FP8 precise accumulation with block_m={rows}; expected at most 192 (each "
                          f"consumer keeps a block's sum beside the total: four would spill)")

@@ -914,6 +914,13 @@ for stage in "$@"; do
                  4096x16384x26624 16384x50272x2880 --configs default 'wgmma fp8 128x128x128 s4 rem32' \
                  'wgmma fp8 128x128x128 s4 rem16' --out "$OUT/big160_run$r"
              done ;;
+    pairs144)  # one GPU: FP8 precise 144-wide tiles (128 + 16) promoted in pairs (wgmma.run(promote="pairs", rem=16),
+             # new) against per block, at the public GEMMs whose pick they are (0.85-0.91x on both GPUs at 1024 rows),
+             # cool and hot; first the pairs tests (the 144-wide cases among them)
+             gemm_gpu_tests pytest_pairs144.log "pairs"
+             HOT=0.7 cool_hot pairs144 --fp8 --shapes 1024x2304x16384 1024x2304x3584 1024x4608x7168 1024x2112x7168 \
+               1024x4608x16384 1024x6912x5120 1024x4736x3584 128x76032x3584 128x76032x5120 128x76032x8192 \
+               --configs default 'wgmma fp8 128x128x128 s4 rem16' 'wgmma fp8 128x128x128 s4 rem16 pairs' ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;

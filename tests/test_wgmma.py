@@ -135,6 +135,9 @@ COMPILE_CASES = {
     "fp8-precise-row-pairs": ("pairs", 2, "bfloat16", "float8_e4m3fn", True, (128, 128, 6)),
     "fp8-precise-64-rows-pairs": ("pairs", 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 8, 64)),
     "fp8-precise-split-k-pairs": ("pairs", 1, "bfloat16", "float8_e4m3fn", True, (64, 128, 6, 128, False, 4)),
+    "fp8-precise-pairs-rem16": ("pairs", 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 128, False, 1, 16)),
+    "fp8-precise-row-pairs-rem16": ("pairs", 2, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 128, False, 1, 16)),
+    "fp8-precise-64-rows-pairs-rem8": ("pairs", 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 8, 64, False, 1, 8)),
 }
 
 
@@ -431,20 +434,28 @@ def test_fp8_precise_pairs_match_float64_and_promote_as_often():
     # fresh data each call, every call checked after the last. Errors as the per-block promotion's (same promotions)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     calls = []
-    for m, n, k, block_m, block_n, split, row in ((1000, 1000, 128, 128, 128, 1, False),
-                                                  (1024, 1792, 5 * 128, 128, 128, 1, False),
-                                                  (1024, 3584, 6144, 128, 128, 1, True),
-                                                  (300, 3000, 7 * 128, 64, 128, 1, False),
-                                                  (128, 4608, 9 * 128, 64, 64, 1, True),
-                                                  (256, 1024, 4608, 128, 128, 3, False)):
+    for m, n, k, block_m, block_n, split, row, rem in ((1000, 1000, 128, 128, 128, 1, False, 0),
+                                                       (1024, 1792, 5 * 128, 128, 128, 1, False, 0),
+                                                       (1024, 3584, 6144, 128, 128, 1, True, 0),
+                                                       (300, 3000, 7 * 128, 64, 128, 1, False, 0),
+                                                       (128, 4608, 9 * 128, 64, 64, 1, True, 0),
+                                                       (256, 1024, 4608, 128, 128, 3, False, 0),
+                                                       # 144-wide tiles (128 + 16): N a whole number of tiles,
+                                                       # ending inside a tile's second part, row-wise scales; 64
+                                                       # rows and 8 more columns, N ending inside a first part
+                                                       (1000, 2304, 7 * 128, 128, 128, 1, False, 16),
+                                                       (1024, 4608 - 8, 9 * 128, 128, 128, 1, True, 16),
+                                                       (200, 1000, 3 * 128, 128, 128, 1, False, 16),
+                                                       (300, 1100, 5 * 128, 64, 128, 1, True, 8)):
         a, b, sa, sb = _quantized(m, n, k, row)
         ref = (a.double() * sa.double()) @ (b.double() * sb.double())
-        outs, stages = {}, 8 if block_m == 64 else 6 if split == 1 else 5  # (slices stage fp32 C)
+        outs, stages = {}, 8 if block_m == 64 else 4 if rem else 6 if split == 1 else 5  # (slices stage fp32 C)
         for promote in ("pairs", True):
             c = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
-            wgmma.run(a, b, c, block_n, 128, stages, sms, sa, sb, promote=promote, block_m=block_m, split_k=split)
+            wgmma.run(a, b, c, block_n, 128, stages, sms, sa, sb, promote=promote, block_m=block_m, split_k=split,
+                      rem=rem)
             outs[promote] = c
-        calls.append(((m, n, k, block_m, split, row), outs, ref))
+        calls.append(((m, n, k, block_m, split, row, rem), outs, ref))
     for case, outs, ref in calls:
         errs = {p: ((c.double() - ref).norm() / ref.norm()).item() for p, c in outs.items()}
         assert errs["pairs"] < max(1.05 * errs[True], 5e-3), (case, errs)
@@ -670,14 +681,16 @@ def test_swap_rem_tiles_match_float64(b_t):
 
 
 def test_promotion_in_pairs_is_refused_where_a_third_sum_would_not_fit():
-    # promote="pairs": each consumer keeps two blocks' sums beside its total, so at most 128 rows, no rem, no turns
+    # promote="pairs": each consumer keeps two blocks' sums beside its total, so at most 128 rows, at most 16 more
+    # columns (rem), no turns
     a, b = torch.empty(300, 256, dtype=FP8), torch.empty(1000, 256, dtype=FP8).t()
     c = torch.empty(300, 1000, dtype=BF16)
     assert wgmma.kernel_args(a, b, c, 128, 128, 4, 128, promote="pairs")[1]["PROMOTE"] == 2
     assert wgmma.kernel_args(a, b, c, 128, 128, 4, 64, promote="pairs")[1]["PROMOTE"] == 2
+    assert wgmma.kernel_args(a, b, c, 128, 128, 4, 128, promote="pairs", rem=16)[1]["PROMOTE"] == 2
     assert wgmma.kernel_args(a, b, c, 128, 128, 4, 128, promote=True)[1]["PROMOTE"] == 1
     for kw in (dict(block_m=192), dict(rem=32), dict(block_m=64, turns=True)):
-        with pytest.raises(ValueError, match=r"promote='pairs' .*expected block_m of at most 128, rem=0 and turns"):
+        with pytest.raises(ValueError, match=r"promote='pairs' .*expected block_m of at most 128, rem of at most 16 "):
             wgmma.kernel_args(a, b, c, 128, 128, 4, promote="pairs", **kw)
 
 
