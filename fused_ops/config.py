@@ -289,7 +289,8 @@ WGMMA_FP8_PRECISE_ROW64_TILES = ((64, 144, 128, 6, 2048, 0.9, 1024), (64, 80, 12
 # MMAs before the next issue. At the 111 public GEMMs this moved (H200, against per-block promotion in the same run):
 # x1.06-1.08 at 1024-16384 rows (1024x3584x9472 hot 0.81 -> 0.90x), x1.01 at 128 rows (one row of tiles), either
 # scaling; error unchanged (results/current/gemm/pairs_e897a8d/). Other tiles promote each block: 64-row ones take
-# turns instead, and a third sum per consumer does not fit wider or taller tiles' registers.
+# turns instead, and a third sum per consumer does not fit taller tiles' registers, nor tiles more than 16 columns
+# wider (wgmma.PAIRS_MAX_REM; 144-wide ones in pairs are untimed).
 FP8_PAIRS_TILES = ((128, 128),)
 # ... which makes them cheaper per element than their tile cost says (FP8_PAIRS_COST, in wgmma_config's cost in place
 # of the tile's own) from 129 to 1024 rows beyond one wave of them, where 192-row tiles leave a sixth of their rows

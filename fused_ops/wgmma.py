@@ -567,8 +567,8 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
         raise ValueError(f"wgmma.run: turns=True with stages={stages}; expected an even number")
     if stages < 2:  # a consumer releases a stage once the next block's MMAs are issued: one stage would deadlock
         raise ValueError(f"wgmma.run: stages={stages}; expected at least 2 (a smaller block_k frees shared memory)")
-    if promote == "pairs" and (rows > 128 or rem > PAIRS_MAX_REM or turns):  # a third sum per consumer: 64x(128+16)
-        raise ValueError(f"wgmma.run: promote='pairs' with block_m={rows}, rem={rem}, turns={turns}; expected "  # x 3
+    if promote == "pairs" and (rows > 128 or rem > PAIRS_MAX_REM or turns):  # a third sum per consumer
+        raise ValueError(f"wgmma.run: promote='pairs' with block_m={rows}, rem={rem}, turns={turns}; expected "
                          f"block_m of at most 128, rem of at most {PAIRS_MAX_REM} and turns=False (each consumer "
                          f"keeps two blocks' sums beside the total)")
     if promote and rows > 192:
