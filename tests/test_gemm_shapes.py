@@ -638,3 +638,30 @@ def test_gemm_benchmark_times_k_major_weights_on_matmul_and_gluon_candidates_onl
     monkeypatch.setattr(sys, "argv", ["gemm.py", *argv])
     with pytest.raises(SystemExit, match="--weights k-major times bf16 fused_ops.matmul and the Gluon candidates"):
         B.main()
+
+
+def test_every_gluon_candidate_of_the_benchmark_passes_the_kernels_host_checks():
+    # each "wgmma ..." candidate as benchmarks/gemm.py runs it (its tile, rem, turns, slices, promotion) through
+    # wgmma.kernel_args on host tensors: one the kernel refuses (a rem it has no such tile for, pairs beside too wide a
+    # second MMA, stages past shared memory) fails here rather than in the device's scarce minutes
+    import dataclasses
+
+    from benchmarks import gemm as B
+    from fused_ops import wgmma
+    checked = 0
+    for table, dtype in ((B.FP8_CANDIDATES, torch.float8_e4m3fn), (B.CANDIDATES, torch.bfloat16)):
+        for name, cfg in table.items():
+            if not name.startswith("wgmma") or cfg is None:
+                continue
+            m, n, k = (16 if "swap" in name else 1024), 4096, 4096
+            a, c = torch.empty(m, k, dtype=dtype), torch.empty(m, n, dtype=torch.bfloat16)
+            b = torch.empty(n, k, dtype=dtype).t()
+            cfg = cfg if cfg.split_k is not None else dataclasses.replace(cfg, split_k=1, split_tail=False)
+            used = B.gluon_candidate(name, cfg, a, c, 132)
+            fp8_precise = dtype == torch.float8_e4m3fn and "fast accum" not in name
+            scale = torch.ones(1) if dtype == torch.float8_e4m3fn else None
+            wgmma.kernel_args(a, b, c, used.block_n, used.block_k, used.num_stages, used.block_m, "swap" in name,
+                              scale, scale, ("pairs" if " pairs" in name else True) if fp8_precise else False,
+                              split_k=used.split_k, rem=local_gemm.rem(used), turns=bool(used.turns))
+            checked += 1
+    assert checked > 100, checked
