@@ -54,6 +54,14 @@ def gluon_candidate(name, cfg, a, c, sms):
     return local_gemm._fit(cfg, a, c)
 
 
+def gluon_kwargs(name, cfg, fp8=False):
+    """wgmma.run's keywords for the Gluon candidate `name` as gluon_candidate set it up (cfg): its rows, swap, slices,
+    rem and turns; FP8: each block's sum promoted, "... pairs" two blocks at a time, "... fast accum" none."""
+    promote = False if not fp8 or "fast accum" in name else "pairs" if " pairs" in name else True
+    return dict(block_m=cfg.block_m, swap="swap" in name, split_k=cfg.split_k, rem=local_gemm.rem(cfg),
+                turns=bool(cfg.turns), promote=promote)
+
+
 def wave_fill(units, programs):
     """How full the waves of a persistent grid of `programs` are, running `units` units of work (1: all full)."""
     return units / (-(-units // programs) * programs)
@@ -665,8 +673,7 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, hot, torch
     def call():
         if name in toggles:
             return with_toggles(lambda: local_gemm.matmul(a, b, out=c))
-        return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, block_m=cfg.block_m,
-                         swap=swap, split_k=cfg.split_k, rem=local_gemm.rem(cfg), turns=bool(cfg.turns))
+        return wgmma.run(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.gemm_sms, **gluon_kwargs(name, cfg))
     c.fill_(float("nan"))
     call()
     err = ((c.double() - ref).norm() / ref.norm()).item()
@@ -807,9 +814,7 @@ def run_fp8(ctx, args, run_stamp):
                 def call():
                     if kernel == "wgmma":
                         return wgmma.run(a, b, c, used.block_n, used.block_k, used.num_stages, used.gemm_sms, sa, sb,
-                                         promote=False if fast else "pairs" if " pairs" in name else True,
-                                         block_m=used.block_m, swap="swap" in name,
-                                         split_k=used.split_k, rem=local_gemm.rem(used), turns=bool(used.turns))
+                                         **gluon_kwargs(name, used, fp8=True))
                     return fp8.scaled_mm(a, b, sa, sb, out=c, config=cfg, use_fast_accum=fast, kernel=kernel)
                 c.fill_(float("nan"))
                 try:

@@ -717,10 +717,10 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
     waves = tile_count(m, n, narrow) / sms
     if waves % 1 == 0 or waves % 1 >= WGMMA_NARROW_FILL:
         tiles = tiles + (narrow,)
+    squares = -(-m // 128) * -(-n // 128)
     if not force:
         if m <= DECODE_ROWS:
             return None
-        squares = -(-m // 128) * -(-n // 128)
         if squares < WGMMA_MIN_FILL * sms:
             few = None if k is None else wgmma_few_tiles(cfg, m, n, k, sms, fp8)
             if few is not None or not (fp8 and (m > 128 or not fast) and squares >= WGMMA_FP8_MIN_FILL * sms):
@@ -733,7 +733,7 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
     one_wave = WGMMA_FP8_WAVE_TILES + precise if fp8 else WGMMA_WAVE_TILES
     tiles += tuple(t for t in one_wave if tile_count(m, n, t) <= sms)
     in_pairs = fp8 and not fast and FP8_PAIRS_ROWS[0] <= m <= FP8_PAIRS_ROWS[1]  # (precise_promotion's tiles)
-    if in_pairs and -(-m // 128) * -(-n // 128) > sms:
+    if in_pairs and squares > sms:
         tiles = tuple(t[:4] + (FP8_PAIRS_COST,) if t[:2] in FP8_PAIRS_TILES else t for t in tiles)
     tiles = [t + (False,) for t in tiles]
     if not b_aligned:  # (but 96-wide tiles beyond one row of them: not dearer there)

@@ -658,10 +658,9 @@ def test_every_gluon_candidate_of_the_benchmark_passes_the_kernels_host_checks()
             b = torch.empty(n, k, dtype=dtype).t()
             cfg = cfg if cfg.split_k is not None else dataclasses.replace(cfg, split_k=1, split_tail=False)
             used = B.gluon_candidate(name, cfg, a, c, 132)
-            fp8_precise = dtype == torch.float8_e4m3fn and "fast accum" not in name
-            scale = torch.ones(1) if dtype == torch.float8_e4m3fn else None
-            wgmma.kernel_args(a, b, c, used.block_n, used.block_k, used.num_stages, used.block_m, "swap" in name,
-                              scale, scale, ("pairs" if " pairs" in name else True) if fp8_precise else False,
-                              split_k=used.split_k, rem=local_gemm.rem(used), turns=bool(used.turns))
+            is_fp8 = dtype == torch.float8_e4m3fn
+            scale = torch.ones(1) if is_fp8 else None
+            wgmma.kernel_args(a, b, c, used.block_n, used.block_k, used.num_stages, scale_a=scale, scale_b=scale,
+                              **B.gluon_kwargs(name, used, is_fp8))
             checked += 1
     assert checked > 100, checked
