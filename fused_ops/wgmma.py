@@ -477,6 +477,7 @@ CONSUMER_REGS = {1: 232, 2: 232, 3: 152, 4: 112}
 LOAD_REGS = {1: 40, 2: 40, 3: 40, 4: 32}
 PAIRS_MAX_REM = 16  # promote="pairs" beside a second MMA of at most 16 columns: 3 x 64x144 sums fit 232 registers
 # without spills (sm_90a, tests/test_wgmma.py); 3 x 64x160 spill
+ROW_SWIZZLE_MIN = None  # explored (scripts/swizzle_probe.py): None, or the narrowest swizzle span box_layout may take
 KEEP_INSIDE = True  # edge boxes moved back inside the operands (inside(); False: loads past the edge, zero-filled)
 SMEM_BYTES = 232448 - 1024  # shared memory a program may use on an H100/H200, less the barriers' and the compiler's
 
@@ -492,6 +493,20 @@ def smem_bytes(block_n, block_k, stages, in_bytes, out_bytes, block_m=BLOCK_M, r
 def fits(block_n, block_k, stages, in_bytes, out_bytes, block_m=BLOCK_M, rem=0, turns=False):
     """Whether smem_bytes(...) fits in what a program may use (SMEM_BYTES)."""
     return smem_bytes(block_n, block_k, stages, in_bytes, out_bytes, block_m, rem, turns) <= SMEM_BYTES
+
+
+def box_layout(block, t):
+    """The shared layout of `t`'s boxes of shape `block`: the widest swizzle the box allows (Gluon's default), or with
+    ROW_SWIZZLE_MIN set, the widest that t's row pitch is a multiple of, down to that span, so that each box row starts
+    on a swizzle span where the rows are not 128-byte aligned."""
+    dtype = getattr(gl, _GL_DTYPES[t.dtype])
+    layout = gl.NVMMASharedLayout.get_default_for(block, dtype)
+    if ROW_SWIZZLE_MIN is None:
+        return layout
+    pitch = t.stride(0) * t.element_size()
+    span = next((s for s in (128, 64, 32, 0) if s <= layout.swizzle_byte_width and s >= ROW_SWIZZLE_MIN
+                 and (s == 0 or pitch % s == 0)), layout.swizzle_byte_width)
+    return gl.NVMMASharedLayout(span, layout.element_bitwidth, rank=len(block))
 
 
 def supports(a, b, c):
@@ -606,9 +621,8 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
     a_t, b_t, c_t = (t.stride(1) != 1 for t in (a, b, c))
 
     def desc(t, transposed, block):
-        block = block[::-1] if transposed else block
-        return TensorDescriptor.from_tensor(t.t() if transposed else t, block, gl.NVMMASharedLayout.get_default_for(
-            block, getattr(gl, _GL_DTYPES[t.dtype])))
+        block, t = (block[::-1], t.t()) if transposed else (block, t)
+        return TensorDescriptor.from_tensor(t, block, box_layout(block, t))
     scales = 0 if scale_a is None else 1 if scale_a.numel() == 1 and scale_b.numel() == 1 else 2
     if scales == 0:
         scale_a = scale_b = c  # not read
