@@ -1,6 +1,6 @@
 """Does the Gluon kernel lose on operands whose rows are not 128-byte aligned because its boxes' rows straddle the
 128-byte swizzle span? The same calls (fused_ops.matmul, fp8.scaled_mm at their defaults, or forced onto the Gluon
-kernel) with wgmma.ROW_SWIZZLE_MIN unset (the widest swizzle each box allows) and set to 64, 32 and 0 (each operand
+kernel) with wgmma.ROW_SWIZZLE_MIN unset (the widest swizzle each box allows) and set to 64 and 32 (each operand
 takes the widest span its row pitch is a multiple of), beside the same values in rows padded to 128 bytes; each
 against torch in the same run, graph-timed, checked against torch. One GPU (Hopper); one CSV.
 
@@ -22,7 +22,7 @@ BF16 = ((1024, 1440, 2880), (4096, 1440, 2880), (4096, 720, 2880), (1024, 7392, 
         (2048, 5000, 2048), (1000, 1000, 1000), (1, 4000, 4096), (16384, 2880, 360))
 FP8 = ((1024, 1440, 2880), (1024, 640, 2880), (4096, 1440, 2880), (1024, 8192, 3696), (128, 8192, 3696),
        (1024, 2880, 720))
-MODES = (None, 64, 32, 0)
+MODES = (None, 64, 32)  # (0, no swizzle: swapped tiles fail to compile in triton 3.6)
 
 
 def padded(t, rows_of):
@@ -55,11 +55,14 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--hot", type=float, default=0.0)
     p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--only", nargs="*", default=(), help="MxNxK shapes of the lists to run (default: all)")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
     rows = []
-    cases = [("bf16", s, None) for s in BF16] + [("bf16", (1000, 1000, 1000), "wgmma")]
-    cases += [(d, s, None) for d in ("fp8", "fp8 fast") for s in FP8]
+    cases = [(d, s, None) for d in ("fp8", "fp8 fast") for s in FP8]
+    cases += [("bf16", s, None) for s in BF16] + [("bf16", (1000, 1000, 1000), "wgmma")]
+    if args.only:
+        cases = [c for c in cases if "x".join(map(str, c[1])) in args.only]
     for dtype, (m, n, k), kernel in cases:
         ours, ref, sets = calls(dtype, m, n, k, kernel)
         for layout, (a, b) in sets.items():
@@ -70,6 +73,9 @@ def main():
                     got = ours(a, b).float()
                     err = ((got - want).norm() / want.norm()).item()
                     us, torch_us = paired_graph_us(lambda: ours(a, b), lambda: ref(a, b), args.rounds, args.hot)
+                except Exception as e:  # noqa: BLE001 (a layout the compiler refuses: recorded, the probe goes on)
+                    print(f"{dtype} {m}x{n}x{k} swizzle>={mode}: {type(e).__name__}: {str(e)[:200]}", flush=True)
+                    continue
                 finally:
                     wgmma.ROW_SWIZZLE_MIN = None
                 rows.append(dict(dtype=dtype, m=m, n=n, k=k, kernel=kernel or "default", layout=layout,
