@@ -1,7 +1,8 @@
 """Does the Gluon kernel lose on operands whose rows are not 128-byte aligned because its boxes' rows straddle the
 128-byte swizzle span? The same calls (fused_ops.matmul, fp8.scaled_mm at their defaults, or forced onto the Gluon
 kernel) with wgmma.ROW_SWIZZLE_MIN unset (the widest swizzle each box allows) and set to 64 and 32 (each operand
-takes the widest span its row pitch is a multiple of), beside the same values in rows padded to 128 bytes; each
+takes the widest span its row pitch is a multiple of), beside the same values in rows padded to 128 bytes (A's, B's,
+both); each
 against torch in the same run, graph-timed, checked against torch. One GPU (Hopper); one CSV.
 
     IRIS_BACKEND=cuda python scripts/swizzle_probe.py --out DIR [--hot S] [--rounds N]
@@ -40,11 +41,13 @@ def calls(dtype, m, n, k, kernel):
     if dtype == "bf16":
         a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
         b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
-        sets = {"given": (a, b), "padded": (padded(a, k), padded(b, n))}
+        sets = {"given": (a, b), "padded": (padded(a, k), padded(b, n)), "A padded": (padded(a, k), b),
+                "B padded": (a, padded(b, n))}
         return (lambda x, y: local_gemm.matmul(x, y, kernel=kernel)), torch.matmul, sets
     (a, sa), (w, sb) = (quantize(torch.randn(*shape, device="cuda"), False, 1) for shape in ((m, k), (n, k)))
     b = w.t()
-    sets = {"given": (a, b), "padded": (padded(a, k), padded(b, k))}
+    sets = {"given": (a, b), "padded": (padded(a, k), padded(b, k)), "A padded": (padded(a, k), b),
+            "B padded": (a, padded(b, k))}
     fast = dtype == "fp8 fast"
     return ((lambda x, y: fp8.scaled_mm(x, y, sa, sb, use_fast_accum=fast, kernel=kernel)),
             (lambda x, y: torch._scaled_mm(x, y, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=fast)), sets)
@@ -55,6 +58,7 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--hot", type=float, default=0.0)
     p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--no-swizzle", action="store_true", help="the default swizzle only (each operand layout)")
     p.add_argument("--only", nargs="*", default=(), help="MxNxK shapes of the lists to run (default: all)")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -67,7 +71,7 @@ def main():
         ours, ref, sets = calls(dtype, m, n, k, kernel)
         for layout, (a, b) in sets.items():
             want = ref(a, b).float()
-            for mode in MODES if layout == "given" else (None,):
+            for mode in MODES if layout == "given" and not args.no_swizzle else (None,):
                 wgmma.ROW_SWIZZLE_MIN = mode
                 try:
                     got = ours(a, b).float()
@@ -82,7 +86,7 @@ def main():
                                  swizzle_min="default" if mode is None else mode, time_us=us, torch_us=torch_us,
                                  vs_torch=torch_us / us, rel_to_torch=err, correct=err < 2e-2, hot=args.hot,
                                  **stamp(1, "scripts/swizzle_probe.py")))
-                print(f"{dtype:8} {m}x{n}x{k} {kernel or 'default':7} {layout:6} swizzle>={rows[-1]['swizzle_min']!s:7}"
+                print(f"{dtype:8} {m}x{n}x{k} {kernel or 'default':7} {layout:8} swizzle>={rows[-1]['swizzle_min']!s:7}"
                       f" {us:8.2f} us  torch {torch_us:8.2f}  {torch_us / us:5.3f}x  err {err:.1e}", flush=True)
                 pd.DataFrame(rows).to_csv(os.path.join(args.out, "swizzle.csv"), index=False)
 
