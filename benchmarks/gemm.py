@@ -740,16 +740,19 @@ def quantize(x, rowwise, dim):
 FP8_DEFAULTS = ("default", "default, fast accum", "default, tile loop", "default, fast accum, tile loop")
 FP8_BEFORE = ("default, no 64-row tiles", "default, fast accum, no 64-row tiles",  # rows64()
               "default, narrow 64-row tiles", "default, fast accum, narrow 64-row tiles",
-              "default, per-block promotion", "default, no pairs cost")  # promotion()
+              "default, per-block promotion", "default, no pairs cost",  # promotion()
+              "default, no A copy", "default, fast accum, no A copy")
 PAIRS_TILES, PAIRS_ROWS = _config.FP8_PAIRS_TILES, _config.FP8_PAIRS_ROWS
 
 
 def promotion(name):
     """The defaults' precise FP8 sums promoted every block (no config.FP8_PAIRS_TILES, as at 7265838) for a candidate
     named "..., per-block promotion"; the picks before config.FP8_PAIRS_COST (tiles costed as if every block were
-    promoted, as at 3ed686d) for "..., no pairs cost"; the defaults for every other."""
+    promoted, as at 3ed686d) for "..., no pairs cost"; A's rows as given (no local_gemm.FP8_COPY_A, as at e619b5f)
+    for "..., no A copy"; the defaults for every other."""
     _config.FP8_PAIRS_TILES = () if name.endswith(", per-block promotion") else PAIRS_TILES
     _config.FP8_PAIRS_ROWS = (0, 0) if name.endswith(", no pairs cost") else PAIRS_ROWS
+    local_gemm.FP8_COPY_A = not name.endswith(", no A copy")
 
 
 def run_fp8(ctx, args, run_stamp):

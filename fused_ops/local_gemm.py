@@ -37,26 +37,32 @@ ALIGN_OPERANDS = True
 # box row of B span five 32-byte sectors instead of four, and the Gluon kernel's FP8 tiles, which draw on L2 near its
 # limit, ran 0.78-0.83x torch._scaled_mm, the same values in 128-byte aligned rows 0.99-1.18x (1x H200,
 # results/current/gemm/fp8rows_70d96d6/explore/stride_fp8_*; rows 32-byte aligned, K = 7392 or 14784, ran at the
-# aligned rate). A copy of B into such rows per call (gemm.copy_rows) took them to 0.87-0.99x: pads_fp8_b makes it
+# aligned rate). A copy of B into such rows per call (gemm.copy_rows) took them to 0.87-0.99x: pads_fp8_rows makes it
 # where FP8_SECTOR_GAIN of the GEMM's time at FP8_FLOPS exceeds problem.PAD_B_MARGIN x the copy's (2 x N x K bytes
 # at FP8_COPY_BANDWIDTH plus a launch): M of about 3000 and up at N x K = 8192 x 3696 (4096x8192x3696: 0.80 -> 0.93x
-# on both GPUs). pad_weight once per weight avoids the copy (bf16 rows of the same misalignment were mixed: left as
-# given).
+# on both GPUs). A's rows (K bytes too) cost as much: at 1024x8192x3696 A's rows alone aligned saved 11-17% of the
+# Gluon kernel's time, B's 20-25% (1x H100, results/current/gemm/rows_e619b5f/), and A is the smaller copy, so the same
+# rule copies A (FP8_COPY_A) where N is large against M. pad_weight once per weight avoids B's copy (bf16 rows of the
+# same misalignment were mixed: left as given).
 FP8_SECTOR_GAIN = 0.2
 FP8_FLOPS = 1.3e15
 FP8_COPY_BANDWIDTH = 3.5e12
 FP8_COPY_LAUNCH_S = 3e-6
+FP8_COPY_A = True
 
 
-def pads_fp8_b(m, n, k, b):
-    """Whether scaled_mm copies its K-major FP8 B into 128-byte aligned rows before the Gluon kernel runs (see
-    FP8_SECTOR_GAIN). Host only, free."""
+def pads_fp8_rows(m, n, k, a, b):
+    """(copy A, copy B): whether scaled_mm copies its row-major FP8 A and its K-major B into 128-byte aligned rows
+    before the Gluon kernel runs (see FP8_SECTOR_GAIN), each where its rows are off 32 bytes and the gain pays for the
+    copy. Host only, free."""
     from .problem import PAD_B_MARGIN
-    k_major, row = _b_rows(b)
-    if not k_major or (row * b.element_size()) % 32 == 0:
-        return False
-    copy_s = 2 * n * k * b.element_size() / FP8_COPY_BANDWIDTH + FP8_COPY_LAUNCH_S
-    return FP8_SECTOR_GAIN * 2 * m * n * k / FP8_FLOPS > PAD_B_MARGIN * copy_s
+    gain_s = FP8_SECTOR_GAIN * 2 * m * n * k / FP8_FLOPS
+
+    def pays(rows, row, elements):
+        return rows and (row * a.element_size()) % 32 != 0 and gain_s > PAD_B_MARGIN * (
+            2 * elements * a.element_size() / FP8_COPY_BANDWIDTH + FP8_COPY_LAUNCH_S)
+    k_major, b_row = _b_rows(b)
+    return (bool(pays(FP8_COPY_A and a.stride(1) == 1, a.stride(0), m * k)), bool(pays(k_major, b_row, n * k)))
 
 
 class _Device:

@@ -921,6 +921,12 @@ for stage in "$@"; do
              HOT=0.7 cool_hot pairs144 --fp8 --shapes 1024x2304x16384 1024x2304x3584 1024x4608x7168 1024x2112x7168 \
                1024x4608x16384 1024x6912x5120 1024x4736x3584 128x76032x3584 128x76032x5120 128x76032x8192 \
                --configs default 'wgmma fp8 128x128x128 s4 rem16' 'wgmma fp8 128x128x128 s4 rem16 pairs' ;;
+    rowsa)   # one GPU: FP8 A copied into aligned rows where its rows of K bytes are off 32 bytes (K = 3696;
+             # local_gemm.FP8_COPY_A) against A as given, cool and hot; first the copies' GPU test
+             run pytest_rowsa.log timeout ${TEST_TIMEOUT:-200} python3 -m pytest -v -p no:warnings tests/test_wgmma.py \
+               -k "rows_off_32_bytes"
+             HOT=0.7 cool_hot rowsa --fp8 --shapes 128x8192x3696 1024x8192x3696 4096x8192x3696 16384x8192x3696 \
+               --configs default 'default, no A copy' 'default, fast accum' 'default, fast accum, no A copy' ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;

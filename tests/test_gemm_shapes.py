@@ -212,17 +212,30 @@ def test_pad_weight_keeps_a_k_major_weight_k_major_with_its_rows_of_k_padded():
         assert torch.equal(p.float(), w.t().float())
 
 
-def test_fp8_b_rows_off_32_bytes_are_copied_only_where_the_gemm_pays_for_it():
-    from fused_ops.local_gemm import pads_fp8_b
+def test_fp8_rows_off_32_bytes_are_copied_only_where_the_gemm_pays_for_it():
+    from fused_ops import local_gemm
+    from fused_ops.local_gemm import pads_fp8_rows
+
+    def a(m, k, pad=0):
+        return torch.empty(m, k + pad, dtype=torch.float8_e4m3fn)[:, :k]
 
     def b(n, k, k_major=True, pad=0):
         w = torch.empty(n, k + pad, dtype=torch.float8_e4m3fn)[:, :k]
         return w.t() if k_major else w.t().contiguous()
-    assert pads_fp8_b(4096, 8192, 3696, b(8192, 3696)) and pads_fp8_b(16384, 8192, 3696, b(8192, 3696))
-    assert not pads_fp8_b(1024, 8192, 3696, b(8192, 3696))  # the copy would cost more than a fifth of the GEMM
-    assert not pads_fp8_b(16384, 8192, 7392, b(8192, 7392))  # rows 32-byte aligned: four sectors a box row
-    assert not pads_fp8_b(16384, 8192, 3696, b(8192, 3696, pad=16))  # padded already (rows of 3712 bytes)
-    assert not pads_fp8_b(16384, 8192, 3696, b(8192, 3696, k_major=False))  # not FP8's layout: not this rule's
+    # (copy A, copy B): B from about 3000 rows at 8192 x 3696; A, the smaller copy, from 1024 rows
+    assert pads_fp8_rows(4096, 8192, 3696, a(4096, 3696), b(8192, 3696)) == (True, True)
+    assert pads_fp8_rows(16384, 8192, 3696, a(16384, 3696), b(8192, 3696)) == (True, True)
+    assert pads_fp8_rows(1024, 8192, 3696, a(1024, 3696), b(8192, 3696)) == (True, False)
+    assert pads_fp8_rows(128, 8192, 3696, a(128, 3696), b(8192, 3696)) == (False, False)  # a launch's worth
+    assert pads_fp8_rows(16384, 2880, 720, a(16384, 720), b(2880, 720)) == (False, True)  # A: 16384 rows to copy
+    assert pads_fp8_rows(16384, 8192, 7392, a(16384, 7392), b(8192, 7392)) == (False, False)  # rows 32-byte aligned
+    assert pads_fp8_rows(16384, 8192, 3696, a(16384, 3696, 16), b(8192, 3696, pad=16)) == (False, False)  # padded
+    assert pads_fp8_rows(16384, 8192, 3696, a(16384, 3696), b(8192, 3696, k_major=False))[1] is False  # not FP8's B
+    local_gemm.FP8_COPY_A = False  # (the benchmark's "default, no A copy")
+    try:
+        assert pads_fp8_rows(4096, 8192, 3696, a(4096, 3696), b(8192, 3696)) == (False, True)
+    finally:
+        local_gemm.FP8_COPY_A = True
 
 
 @pytest.mark.parametrize("dtype, vec, cols, src_stride", [(torch.bfloat16, 8, 1000, 1000), (torch.float8_e4m3fn, 16,

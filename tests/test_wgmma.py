@@ -567,36 +567,39 @@ def test_fp8_wgmma_many_calls_in_a_row():
 
 
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
-def test_fp8_b_rows_off_32_bytes_are_copied_aligned_per_call_and_match_float64(monkeypatch):
-    # K = 3696: B's rows 16- but not 32-byte aligned; the default copies B into aligned rows before the Gluon kernel
-    # (local_gemm.pads_fp8_b), per call, also inside a CUDA graph; fresh operands and a poisoned output each time
+def test_fp8_rows_off_32_bytes_are_copied_aligned_per_call_and_match_float64(monkeypatch):
+    # K = 3696: rows 16- but not 32-byte aligned; the default copies B (6144x2048) or A (1024x8192) into aligned rows
+    # before the Gluon kernel (local_gemm.pads_fp8_rows), per call, also inside a CUDA graph; fresh operands and a
+    # poisoned output each time
     from fused_ops import local_gemm
 
-    copies = []
-    pad = local_gemm.pad_weight
-    monkeypatch.setattr(local_gemm, "pad_weight", lambda w, multiple: copies.append(w) or pad(w, multiple))
-    m, n, k = 6144, 2048, 3696
-    a, b, sa, sb = _quantized(m, n, k, False)
-    assert local_gemm.pads_fp8_b(m, n, k, b)
-    out = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
-    graph = torch.cuda.CUDAGraph()
-    fp8.scaled_mm(a, b, sa, sb, out=out)  # compiles outside the capture
-    with torch.cuda.graph(graph):
-        fp8.scaled_mm(a, b, sa, sb, out=out)
-    for i in range(3):
-        a2, b2, sa2, sb2 = _quantized(m, n, k, i == 1)
-        if i < 2:  # the graph's operands, refilled (per-tensor scales both times: the graph's kind)
-            a.copy_(a2), b.copy_(b2)
-            out.fill_(float("nan"))
-            graph.replay()
-            ref = (a.double() * sa.double()) @ (b.double() * sb.double())
-        else:  # eager, row-wise scales
-            out.fill_(float("nan"))
-            fp8.scaled_mm(a2, b2, sa2, sb2, out=out)
-            ref = (a2.double() * sa2.double()) @ (b2.double() * sb2.double())
-        torch.cuda.synchronize()
-        assert ((out.double() - ref).norm() / ref.norm()).item() < 5e-3, i
-    assert len(copies) == 3  # the first call, the capture, the eager one: B copied every time
+    for m, n, k, which in ((6144, 2048, 3696, (False, True)), (1024, 8192, 3696, (True, False))):
+        copies = []
+        pad = local_gemm.pad_weight
+        monkeypatch.setattr(local_gemm, "pad_weight", lambda w, multiple: copies.append(w) or pad(w, multiple))
+        a, b, sa, sb = _quantized(m, n, k, False)
+        assert local_gemm.pads_fp8_rows(m, n, k, a, b) == which
+        out = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
+        graph = torch.cuda.CUDAGraph()
+        fp8.scaled_mm(a, b, sa, sb, out=out)  # compiles outside the capture
+        with torch.cuda.graph(graph):
+            fp8.scaled_mm(a, b, sa, sb, out=out)
+        for i in range(3):
+            a2, b2, sa2, sb2 = _quantized(m, n, k, i == 1)
+            if i < 2:  # the graph's operands, refilled (per-tensor scales both times: the graph's kind)
+                a.copy_(a2), b.copy_(b2)
+                out.fill_(float("nan"))
+                graph.replay()
+                ref = (a.double() * sa.double()) @ (b.double() * sb.double())
+            else:  # eager, row-wise scales
+                out.fill_(float("nan"))
+                fp8.scaled_mm(a2, b2, sa2, sb2, out=out)
+                ref = (a2.double() * sa2.double()) @ (b2.double() * sb2.double())
+            torch.cuda.synchronize()
+            assert ((out.double() - ref).norm() / ref.norm()).item() < 5e-3, (m, n, k, i)
+        # the first call, the capture, the eager one: the operand copied every time
+        assert [c.shape for c in copies] == [a.shape if which[0] else b.shape] * 3, (m, n, k)
+        monkeypatch.undo()
 
 
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
