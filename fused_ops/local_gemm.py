@@ -42,8 +42,10 @@ ALIGN_OPERANDS = True
 # at FP8_COPY_BANDWIDTH plus a launch): M of about 3000 and up at N x K = 8192 x 3696 (4096x8192x3696: 0.80 -> 0.93x
 # on both GPUs). A's rows (K bytes too) cost as much: at 1024x8192x3696 A's rows alone aligned saved 11-17% of the
 # Gluon kernel's time, B's 20-25% (1x H100, results/current/gemm/rows_e619b5f/), and A is the smaller copy, so the same
-# rule copies A (FP8_COPY_A) where N is large against M. pad_weight once per weight avoids B's copy (bf16 rows of the
-# same misalignment were mixed: left as given).
+# rule copies A (FP8_COPY_A) where N is large against M, with precise accumulation: 1024x8192x3696 0.77 -> 0.91x,
+# 4096 rows 0.94 -> 0.99-1.01x; with fast accumulation (a shorter GEMM) the copy broke even, -4% to +7%
+# (rows_e619b5f/rowsa_*). pad_weight once per weight avoids B's copy (bf16 rows of the same misalignment were mixed:
+# left as given).
 FP8_SECTOR_GAIN = 0.2
 FP8_FLOPS = 1.3e15
 FP8_COPY_BANDWIDTH = 3.5e12
@@ -51,10 +53,10 @@ FP8_COPY_LAUNCH_S = 3e-6
 FP8_COPY_A = True
 
 
-def pads_fp8_rows(m, n, k, a, b):
-    """(copy A, copy B): whether scaled_mm copies its row-major FP8 A and its K-major B into 128-byte aligned rows
-    before the Gluon kernel runs (see FP8_SECTOR_GAIN), each where its rows are off 32 bytes and the gain pays for the
-    copy. Host only, free."""
+def pads_fp8_rows(m, n, k, a, b, fast=False):
+    """(copy A, copy B): whether scaled_mm copies its row-major FP8 A (not with fast accumulation) and its K-major B
+    into 128-byte aligned rows before the Gluon kernel runs (see FP8_SECTOR_GAIN), each where its rows are off 32
+    bytes and the gain pays for the copy. Host only, free."""
     from .problem import PAD_B_MARGIN
     gain_s = FP8_SECTOR_GAIN * 2 * m * n * k / FP8_FLOPS
 
@@ -62,7 +64,8 @@ def pads_fp8_rows(m, n, k, a, b):
         return rows and (row * a.element_size()) % 32 != 0 and gain_s > PAD_B_MARGIN * (
             2 * elements * a.element_size() / FP8_COPY_BANDWIDTH + FP8_COPY_LAUNCH_S)
     k_major, b_row = _b_rows(b)
-    return (bool(pays(FP8_COPY_A and a.stride(1) == 1, a.stride(0), m * k)), bool(pays(k_major, b_row, n * k)))
+    copy_a = pays(FP8_COPY_A and not fast and a.stride(1) == 1, a.stride(0), m * k)
+    return bool(copy_a), bool(pays(k_major, b_row, n * k))
 
 
 class _Device:

@@ -226,6 +226,7 @@ def test_fp8_rows_off_32_bytes_are_copied_only_where_the_gemm_pays_for_it():
     assert pads_fp8_rows(4096, 8192, 3696, a(4096, 3696), b(8192, 3696)) == (True, True)
     assert pads_fp8_rows(16384, 8192, 3696, a(16384, 3696), b(8192, 3696)) == (True, True)
     assert pads_fp8_rows(1024, 8192, 3696, a(1024, 3696), b(8192, 3696)) == (True, False)
+    assert pads_fp8_rows(4096, 8192, 3696, a(4096, 3696), b(8192, 3696), fast=True) == (False, True)  # broke even
     assert pads_fp8_rows(128, 8192, 3696, a(128, 3696), b(8192, 3696)) == (False, False)  # a launch's worth
     assert pads_fp8_rows(16384, 2880, 720, a(16384, 720), b(2880, 720)) == (False, True)  # A: 16384 rows to copy
     assert pads_fp8_rows(16384, 8192, 7392, a(16384, 7392), b(8192, 7392)) == (False, False)  # rows 32-byte aligned
