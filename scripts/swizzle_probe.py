@@ -21,6 +21,8 @@ from fused_ops import fp8, local_gemm, wgmma  # noqa: E402
 
 BF16 = ((1024, 1440, 2880), (4096, 1440, 2880), (4096, 720, 2880), (1024, 7392, 8192), (4096, 7392, 8192),
         (2048, 5000, 2048), (1000, 1000, 1000), (1, 4000, 4096), (16384, 2880, 360))
+BF16_K_MAJOR = ((4096, 4096, 3000), (1024, 4096, 3000), (1024, 8192, 3696), (4096, 8192, 3696), (16384, 2880, 360),
+                (1024, 2880, 1440), (4096, 2880, 720))
 FP8 = ((1024, 1440, 2880), (1024, 640, 2880), (4096, 1440, 2880), (1024, 8192, 3696), (128, 8192, 3696),
        (1024, 2880, 720))
 MODES = (None, 64, 32)  # (0, no swizzle: swapped tiles fail to compile in triton 3.6)
@@ -38,11 +40,12 @@ def padded(t, rows_of):
 
 def calls(dtype, m, n, k, kernel):
     """(ours, torch's, operand sets {as given, padded}) for one GEMM."""
-    if dtype == "bf16":
+    if dtype.startswith("bf16"):  # "bf16 k-major": B as nn.Linear's weight.t(), its rows of K padded
         a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
         b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
-        sets = {"given": (a, b), "padded": (padded(a, k), padded(b, n)), "A padded": (padded(a, k), b),
-                "B padded": (a, padded(b, n))}
+        b, row = (b.t().contiguous().t(), k) if dtype.endswith("k-major") else (b, n)
+        sets = {"given": (a, b), "padded": (padded(a, k), padded(b, row)), "A padded": (padded(a, k), b),
+                "B padded": (a, padded(b, row))}
         return (lambda x, y: local_gemm.matmul(x, y, kernel=kernel)), torch.matmul, sets
     (a, sa), (w, sb) = (quantize(torch.randn(*shape, device="cuda"), False, 1) for shape in ((m, k), (n, k)))
     b = w.t()
@@ -60,11 +63,15 @@ def main():
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--no-swizzle", action="store_true", help="the default swizzle only (each operand layout)")
     p.add_argument("--only", nargs="*", default=(), help="MxNxK shapes of the lists to run (default: all)")
+    p.add_argument("--dtypes", nargs="*", default=(), help="bf16, 'bf16 k-major', fp8, 'fp8 fast' (default: all)")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
     rows = []
     cases = [(d, s, None) for d in ("fp8", "fp8 fast") for s in FP8]
     cases += [("bf16", s, None) for s in BF16] + [("bf16", (1000, 1000, 1000), "wgmma")]
+    cases += [("bf16 k-major", s, None) for s in BF16_K_MAJOR]
+    if args.dtypes:
+        cases = [c for c in cases if c[0] in args.dtypes]
     if args.only:
         cases = [c for c in cases if "x".join(map(str, c[1])) in args.only]
     for dtype, (m, n, k), kernel in cases:
@@ -86,7 +93,8 @@ def main():
                                  swizzle_min="default" if mode is None else mode, time_us=us, torch_us=torch_us,
                                  vs_torch=torch_us / us, rel_to_torch=err, correct=err < 2e-2, hot=args.hot,
                                  **stamp(1, "scripts/swizzle_probe.py")))
-                print(f"{dtype:8} {m}x{n}x{k} {kernel or 'default':7} {layout:8} swizzle>={rows[-1]['swizzle_min']!s:7}"
+                print(f"{dtype:12} {m}x{n}x{k} {kernel or 'default':7} {layout:8} "
+                      f"swizzle>={rows[-1]['swizzle_min']!s:7}"
                       f" {us:8.2f} us  torch {torch_us:8.2f}  {torch_us / us:5.3f}x  err {err:.1e}", flush=True)
                 pd.DataFrame(rows).to_csv(os.path.join(args.out, "swizzle.csv"), index=False)
 
