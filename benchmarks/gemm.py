@@ -265,6 +265,7 @@ CANDIDATES["matmul, padded B"] = None  # ... fused_ops.matmul's own pick on it (
 # The default with B as given where the call would copy it into aligned rows itself (fused_ops/problem.py pads_b):
 # what the default ran before that copy.
 CANDIDATES["default, B as given"] = None
+CANDIDATES["matmul, B rows as given"] = None  # B's rows off 32 bytes not copied (local_gemm.sector_copies)
 # Decode-sized (M < 128) and few-tile shapes: split-K over more slices, narrow tiles.
 SMALL_M_CANDIDATES.update({"64x64x128 s4 w4 k2": tile(64, 64, 128, 4, 4, split_k=2),
                            "64x64x128 s4 w4 k3": tile(64, 64, 128, 4, 4, split_k=3),
@@ -630,22 +631,25 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, hot, torch
     # matmul's own choice, or with its copies into aligned rows off ("as given") or always made ("always copied")
     # ... or with the Gluon kernel's edge boxes loaded past the edge (zero-filled), not moved inside ("edges past")
     # ... or with bf16 decode rows on the tile loop's 16-row tiles, not the Gluon kernel's swapped ones ("decode tile
-    # loop")
+    # loop") ... or with B's rows off 32 bytes read as given, not copied (local_gemm.sector_copies; "B rows as given")
     ptr, dec = local_gemm.PTR_FLOPS, _config.WGMMA_DECODE_TILE
     toggles = {"matmul": (True, ptr, True, dec), "matmul, as given": (False, ptr, True, dec),
                "matmul, always copied": (True, 1.0, True, dec), "matmul, edges past": (True, ptr, False, dec),
                "matmul, decode tile loop": (True, ptr, True, None), "matmul, padded B": (True, ptr, True, dec),
+               "matmul, B rows as given": (True, ptr, True, dec),
                **dict.fromkeys(ROWS64_TOGGLES, (True, ptr, True, dec))}
 
     def with_toggles(fn):
-        saved = local_gemm.ALIGN_OPERANDS, local_gemm.PTR_FLOPS, wgmma.KEEP_INSIDE, _config.WGMMA_DECODE_TILE
+        saved = (local_gemm.ALIGN_OPERANDS, local_gemm.PTR_FLOPS, wgmma.KEEP_INSIDE, _config.WGMMA_DECODE_TILE,
+                 local_gemm.COPY_16BIT_B)
         (local_gemm.ALIGN_OPERANDS, local_gemm.PTR_FLOPS, wgmma.KEEP_INSIDE,
          _config.WGMMA_DECODE_TILE) = toggles[name]
+        local_gemm.COPY_16BIT_B = name != "matmul, B rows as given"
         try:
             return fn()
         finally:
             (local_gemm.ALIGN_OPERANDS, local_gemm.PTR_FLOPS, wgmma.KEEP_INSIDE,
-             _config.WGMMA_DECODE_TILE) = saved
+             _config.WGMMA_DECODE_TILE, local_gemm.COPY_16BIT_B) = saved
 
     if name == "matmul, decode tile loop" and m > _config.DECODE_ROWS:
         return []  # the same run as "matmul"
@@ -661,8 +665,12 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, hot, torch
         kernel, cfg = with_toggles(lambda: local_gemm.pick_kernel(a2, b2, c, plan, None, False, None, "matmul"))
         if name == "matmul, edges past" and kernel == "tile_loop":
             return []  # the toggle is the Gluon kernel's
+        rows_copied = kernel == "wgmma" and local_gemm.sector_copies(m, n, k, a2, b2)[1]  # (matmul's own rule)
+        if name == "matmul, B rows as given" and not rows_copied:
+            return []  # the same run as "matmul"
+        rows_copied = rows_copied and local_gemm.ALIGN_OPERANDS and name != "matmul, B rows as given"
         kernel += (" swap" if cfg.swap_ab else "") + (f" rem{local_gemm.rem(cfg)}" if local_gemm.rem(cfg) else "")
-        kernel += ", copied" if copied else ""
+        kernel += ", copied" if copied else ", B rows copied" if rows_copied else ""
     elif not wgmma.supports(a, b, c):
         return []
     else:
@@ -748,11 +756,11 @@ PAIRS_TILES, PAIRS_ROWS = _config.FP8_PAIRS_TILES, _config.FP8_PAIRS_ROWS
 def promotion(name):
     """The defaults' precise FP8 sums promoted every block (no config.FP8_PAIRS_TILES, as at 7265838) for a candidate
     named "..., per-block promotion"; the picks before config.FP8_PAIRS_COST (tiles costed as if every block were
-    promoted, as at 3ed686d) for "..., no pairs cost"; A's rows as given (no local_gemm.FP8_COPY_A, as at e619b5f)
+    promoted, as at 3ed686d) for "..., no pairs cost"; A's rows as given (no local_gemm.COPY_A, as at e619b5f)
     for "..., no A copy"; the defaults for every other."""
     _config.FP8_PAIRS_TILES = () if name.endswith(", per-block promotion") else PAIRS_TILES
     _config.FP8_PAIRS_ROWS = (0, 0) if name.endswith(", no pairs cost") else PAIRS_ROWS
-    local_gemm.FP8_COPY_A = not name.endswith(", no A copy")
+    local_gemm.COPY_A = not name.endswith(", no A copy")
 
 
 def run_fp8(ctx, args, run_stamp):

@@ -98,7 +98,7 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, out=None, config
     fast accumulation). kernel: None (on Hopper, the warp-specialized Gluon kernel of fused_ops/wgmma.py where its
     tiles fill most SMs: config.wgmma_config; else the catalog's tile loop), "wgmma" or "tile_loop". Where the rows
     of b, or of a without fast accumulation (K bytes), are not 32-byte aligned and the GEMM is large against the
-    operand, the Gluon kernel reads a copy of it in aligned rows made per call (local_gemm.pads_fp8_rows;
+    operand, the Gluon kernel reads a copy of it in aligned rows made per call (local_gemm.sector_copies;
     fused_ops.pad_weight(b) once per weight avoids B's). One GPU, not collective."""
     m, n, k, row = check(a, b, scale_a, scale_b, out_dtype, out)
     if a.device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
@@ -110,8 +110,8 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, out=None, config
     cfg, tma = plan(a, b, config, use_fast_accum)
     c = out if out is not None else torch.empty(m, n, device=a.device, dtype=out_dtype)
     kernel, cfg = pick_kernel(a, b, c, cfg, config, use_fast_accum, kernel, scale_mode(scale_a, scale_b) > 1)
-    if kernel == "wgmma" and _mm.ALIGN_OPERANDS:  # rows off 32 bytes copied aligned, per call (pads_fp8_rows)
-        copy_a, copy_b = _mm.pads_fp8_rows(m, n, k, a, b, use_fast_accum)
+    if kernel == "wgmma" and _mm.ALIGN_OPERANDS:  # rows off 32 bytes copied aligned, per call (sector_copies)
+        copy_a, copy_b = _mm.sector_copies(m, n, k, a, b, use_fast_accum)
         a, b = (_mm.pad_weight(a, 128) if copy_a else a), (_mm.pad_weight(b, 128) if copy_b else b)
     return _mm.launch(a, b, c, cfg, tma, kernel, scale_a, scale_b, promote=not use_fast_accum)
 

@@ -306,7 +306,7 @@ def pad_weight(w, multiple=64):
     aligned: that layout ran 0.98-0.99x. Without it, large calls copy B into aligned rows themselves, per call
     (fused_ops/problem.py pads_b: 4096x1000x8192 0.83x instead of 1.02x). A K-major w (w.t() of an N x K weight, as
     FP8 takes it) stays K-major, its rows of K padded: FP8 with K x 1 byte not a multiple of 32 (K = 3696) ran
-    0.78-0.83x torch._scaled_mm as given and 0.99-1.18x padded (fused_ops/local_gemm.py pads_fp8_rows, which copies per
+    0.78-0.83x torch._scaled_mm as given and 0.99-1.18x padded (fused_ops/local_gemm.py sector_copies, which copies per
     call where that pays). Cost: the padding's elements of memory; none per call. Not collective."""
     import torch
 

@@ -33,39 +33,42 @@ PTR_FLOPS = 5e12
 ALIGN_OPERANDS = True
 
 
-# FP8 B (K-major, rows of K bytes) whose rows are 16- but not 32-byte aligned (K % 32 == 16: K = 3696) makes every TMA
-# box row of B span five 32-byte sectors instead of four, and the Gluon kernel's FP8 tiles, which draw on L2 near its
-# limit, ran 0.78-0.83x torch._scaled_mm, the same values in 128-byte aligned rows 0.99-1.18x (1x H200,
-# results/current/gemm/fp8rows_70d96d6/explore/stride_fp8_*; rows 32-byte aligned, K = 7392 or 14784, ran at the
-# aligned rate). A copy of B into such rows per call (gemm.copy_rows) took them to 0.87-0.99x: pads_fp8_rows makes it
-# where FP8_SECTOR_GAIN of the GEMM's time at FP8_FLOPS exceeds problem.PAD_B_MARGIN x the copy's (2 x N x K bytes
-# at FP8_COPY_BANDWIDTH plus a launch): M of about 3000 and up at N x K = 8192 x 3696 (4096x8192x3696: 0.80 -> 0.93x
-# on both GPUs). A's rows (K bytes too) cost as much: at 1024x8192x3696 A's rows alone aligned saved 11-17% of the
-# Gluon kernel's time, B's 20-25% (1x H100, results/current/gemm/rows_e619b5f/), and A is the smaller copy, so the same
-# rule copies A (FP8_COPY_A) where N is large against M, with precise accumulation: 1024x8192x3696 0.77 -> 0.91x,
-# 4096 rows 0.94 -> 0.99-1.01x; with fast accumulation (a shorter GEMM) the copy broke even, -4% to +7%
-# (rows_e619b5f/rowsa_*). pad_weight once per weight avoids B's copy (bf16 rows of the same misalignment were mixed:
-# left as given).
-FP8_SECTOR_GAIN = 0.2
-FP8_FLOPS = 1.3e15
-FP8_COPY_BANDWIDTH = 3.5e12
-FP8_COPY_LAUNCH_S = 3e-6
-FP8_COPY_A = True
+# Operand rows 16- but not 32-byte aligned (FP8: K % 32 == 16, K = 3696 or 720; 16-bit: K or N % 16 == 8, K = 3000
+# or 360, N = 1000 or 5000) make every TMA box row span five 32-byte sectors instead of four; the Gluon kernel's tiles,
+# which draw on L2 near its limit, lose far more than rows only off 128 bytes do (1024x1440x2880 bf16, rows of 2880
+# bytes: the same with every operand padded, no faster). FP8 K-major B of K = 3696 ran 0.78-0.83x torch._scaled_mm,
+# the same values in 128-byte aligned rows 0.99-1.18x (1x H200, results/current/gemm/fp8rows_70d96d6/explore/
+# stride_fp8_*), and its A's rows cost as much (at 1024x8192x3696 A alone aligned saved 11-17% of the kernel's time, B
+# alone 20-25%); bf16 K-major B of K = 3000 or 360, 10-24% (1x H100, results/current/gemm/rows_e619b5f/). So the
+# Gluon kernel reads a copy (gemm.copy_rows, 128-byte aligned rows, per call) of such an operand where SECTOR_GAIN of
+# the GEMM's time (at FLOPS) exceeds problem.PAD_B_MARGIN x the copy's (its bytes twice at COPY_BANDWIDTH, plus a
+# launch): sector_copies. FP8 copies B (from about 3000 rows at N x K = 8192 x 3696: 4096x8192x3696 0.80 -> 0.93x on
+# both GPUs) and A (COPY_A; the smaller copy where N is large against M) with precise accumulation (1024x8192x3696
+# 0.77 -> 0.91x, 4096 rows 0.94 -> 0.99-1.01x; with fast accumulation, a shorter GEMM, A's copy broke even, -4% to
+# +7%: rows_e619b5f/rowsa_*); 16-bit operands copy B only (COPY_16BIT_B; A's copy at 16384x2880x360, 11.8 MB, cost
+# what it saved). pad_weight once per weight avoids B's copy.
+SECTOR_GAIN = {1: 0.2, 2: 0.25}  # by element bytes
+FLOPS = {1: 1.3e15, 2: 600e12}
+COPY_BANDWIDTH = {1: 3.5e12, 2: 2.5e12}
+COPY_LAUNCH_S = 3e-6
+COPY_A = True  # FP8
+COPY_16BIT_B = True
 
 
-def pads_fp8_rows(m, n, k, a, b, fast=False):
-    """(copy A, copy B): whether scaled_mm copies its row-major FP8 A (not with fast accumulation) and its K-major B
-    into 128-byte aligned rows before the Gluon kernel runs (see FP8_SECTOR_GAIN), each where its rows are off 32
-    bytes and the gain pays for the copy. Host only, free."""
+def sector_copies(m, n, k, a, b, fast=False):
+    """(copy A, copy B): whether the Gluon kernel reads a copy of A (FP8 without fast accumulation) or of B in 128-byte
+    aligned rows, made per call (see SECTOR_GAIN): each where its rows are 16- but not 32-byte aligned and the gain
+    pays for the copy. Host only, free."""
     from .problem import PAD_B_MARGIN
-    gain_s = FP8_SECTOR_GAIN * 2 * m * n * k / FP8_FLOPS
+    size = a.element_size()
+    gain_s = SECTOR_GAIN[size] * 2 * m * n * k / FLOPS[size]
 
     def pays(rows, row, elements):
-        return rows and (row * a.element_size()) % 32 != 0 and gain_s > PAD_B_MARGIN * (
-            2 * elements * a.element_size() / FP8_COPY_BANDWIDTH + FP8_COPY_LAUNCH_S)
-    k_major, b_row = _b_rows(b)
-    copy_a = pays(FP8_COPY_A and not fast and a.stride(1) == 1, a.stride(0), m * k)
-    return bool(copy_a), bool(pays(k_major, b_row, n * k))
+        return rows and (row * size) % 32 != 0 and gain_s > PAD_B_MARGIN * (
+            2 * elements * size / COPY_BANDWIDTH[size] + COPY_LAUNCH_S)
+    _, b_row = _b_rows(b)
+    copy_a = pays(size == 1 and COPY_A and not fast and a.stride(1) == 1, a.stride(0), m * k)
+    return bool(copy_a), bool(pays(size == 1 and _b_rows(b)[0] or size == 2 and COPY_16BIT_B, b_row, n * k))
 
 
 class _Device:
@@ -328,4 +331,7 @@ def matmul(a, b, out=None, config=None, kernel=None):
     cfg, tma = tile_loop_plan(a, b, config, lambda dev, m, n, k: defaults(dev, m, n, k, a.dtype), "matmul")
     c = out if out is not None else torch.empty(m, n, device=a.device, dtype=a.dtype)
     kernel, cfg = pick_kernel(a, b, c, cfg, config, False, kernel, "matmul")
+    if kernel == "wgmma" and ALIGN_OPERANDS and (config is None or config.tma is None) and sector_copies(
+            m, n, k, a, b)[1]:
+        b = pad_weight(b, 128 // b.element_size())  # B's rows 32-byte aligned, per call (sector_copies)
     return launch(a, b, c, cfg, tma, kernel)

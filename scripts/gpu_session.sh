@@ -927,6 +927,13 @@ for stage in "$@"; do
                -k "rows_off_32_bytes"
              HOT=0.7 cool_hot rowsa --fp8 --shapes 128x8192x3696 1024x8192x3696 4096x8192x3696 16384x8192x3696 \
                --configs default 'default, no A copy' 'default, fast accum' 'default, fast accum, no A copy' ;;
+    rowsb)   # one GPU: 16-bit B copied into aligned rows where its rows are off 32 bytes (local_gemm.sector_copies,
+             # COPY_16BIT_B) against B as given, row-major and K-major, cool and hot; first the copies' GPU tests
+             run pytest_rowsb.log timeout ${TEST_TIMEOUT:-200} python3 -m pytest -v -p no:warnings tests/test_wgmma.py \
+               -k "rows_off_32_bytes"
+             HOT=0.7 cool_hot rowsb --shapes 4096x3000x4096 4096x1000x8192 --configs matmul 'matmul, B rows as given'
+             HOT=0.7 cool_hot rowsbk --weights k-major --shapes 16384x2880x360 4096x4096x3000 \
+               --configs matmul 'matmul, B rows as given' ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;

@@ -212,9 +212,9 @@ def test_pad_weight_keeps_a_k_major_weight_k_major_with_its_rows_of_k_padded():
         assert torch.equal(p.float(), w.t().float())
 
 
-def test_fp8_rows_off_32_bytes_are_copied_only_where_the_gemm_pays_for_it():
+def test_rows_off_32_bytes_are_copied_only_where_the_gemm_pays_for_it():
     from fused_ops import local_gemm
-    from fused_ops.local_gemm import pads_fp8_rows
+    from fused_ops.local_gemm import sector_copies
 
     def a(m, k, pad=0):
         return torch.empty(m, k + pad, dtype=torch.float8_e4m3fn)[:, :k]
@@ -223,20 +223,36 @@ def test_fp8_rows_off_32_bytes_are_copied_only_where_the_gemm_pays_for_it():
         w = torch.empty(n, k + pad, dtype=torch.float8_e4m3fn)[:, :k]
         return w.t() if k_major else w.t().contiguous()
     # (copy A, copy B): B from about 3000 rows at 8192 x 3696; A, the smaller copy, from 1024 rows
-    assert pads_fp8_rows(4096, 8192, 3696, a(4096, 3696), b(8192, 3696)) == (True, True)
-    assert pads_fp8_rows(16384, 8192, 3696, a(16384, 3696), b(8192, 3696)) == (True, True)
-    assert pads_fp8_rows(1024, 8192, 3696, a(1024, 3696), b(8192, 3696)) == (True, False)
-    assert pads_fp8_rows(4096, 8192, 3696, a(4096, 3696), b(8192, 3696), fast=True) == (False, True)  # broke even
-    assert pads_fp8_rows(128, 8192, 3696, a(128, 3696), b(8192, 3696)) == (False, False)  # a launch's worth
-    assert pads_fp8_rows(16384, 2880, 720, a(16384, 720), b(2880, 720)) == (False, True)  # A: 16384 rows to copy
-    assert pads_fp8_rows(16384, 8192, 7392, a(16384, 7392), b(8192, 7392)) == (False, False)  # rows 32-byte aligned
-    assert pads_fp8_rows(16384, 8192, 3696, a(16384, 3696, 16), b(8192, 3696, pad=16)) == (False, False)  # padded
-    assert pads_fp8_rows(16384, 8192, 3696, a(16384, 3696), b(8192, 3696, k_major=False))[1] is False  # not FP8's B
-    local_gemm.FP8_COPY_A = False  # (the benchmark's "default, no A copy")
+    assert sector_copies(4096, 8192, 3696, a(4096, 3696), b(8192, 3696)) == (True, True)
+    assert sector_copies(16384, 8192, 3696, a(16384, 3696), b(8192, 3696)) == (True, True)
+    assert sector_copies(1024, 8192, 3696, a(1024, 3696), b(8192, 3696)) == (True, False)
+    assert sector_copies(4096, 8192, 3696, a(4096, 3696), b(8192, 3696), fast=True) == (False, True)  # broke even
+    assert sector_copies(128, 8192, 3696, a(128, 3696), b(8192, 3696)) == (False, False)  # a launch's worth
+    assert sector_copies(16384, 2880, 720, a(16384, 720), b(2880, 720)) == (False, True)  # A: 16384 rows to copy
+    assert sector_copies(16384, 8192, 7392, a(16384, 7392), b(8192, 7392)) == (False, False)  # rows 32-byte aligned
+    assert sector_copies(16384, 8192, 3696, a(16384, 3696, 16), b(8192, 3696, pad=16)) == (False, False)  # padded
+    assert sector_copies(16384, 8192, 3696, a(16384, 3696), b(8192, 3696, k_major=False))[1] is False  # not FP8's B
+    # 16-bit: B only (A's copy cost what it saved), either layout, rows of K or N x 2 bytes off 32
+    def b16(n, k, k_major=True, pad=0):
+        w = torch.empty(n, k + pad, dtype=torch.bfloat16)[:, :k]
+        return w.t() if k_major else torch.empty(k, n + pad, dtype=torch.bfloat16)[:, :n]
+    a16 = torch.empty(16384, 360, dtype=torch.bfloat16)
+    assert sector_copies(16384, 2880, 360, a16, b16(2880, 360)) == (False, True)  # gpt-oss at TP 8: 2 MB of B
+    assert sector_copies(4096, 4096, 3000, a16[:4096, :3000], b16(4096, 3000)) == (False, True)
+    assert sector_copies(4096, 3000, 4096, a16, b16(3000, 4096, k_major=False)) == (False, True)  # rows of 6000 B
+    assert sector_copies(1024, 4096, 3000, a16, b16(4096, 3000)) == (False, False)  # 24.6 MB for a short GEMM
+    assert sector_copies(4096, 1440, 2880, a16, b16(1440, 2880, k_major=False)) == (False, False)  # 32-byte aligned
+    assert sector_copies(16384, 2880, 360, a16, b16(2880, 360, pad=8)) == (False, False)  # padded already
+    local_gemm.COPY_16BIT_B = False  # (the benchmark's "matmul, B rows as given")
     try:
-        assert pads_fp8_rows(4096, 8192, 3696, a(4096, 3696), b(8192, 3696)) == (False, True)
+        assert sector_copies(16384, 2880, 360, a16, b16(2880, 360)) == (False, False)
     finally:
-        local_gemm.FP8_COPY_A = True
+        local_gemm.COPY_16BIT_B = True
+    local_gemm.COPY_A = False  # (the benchmark's "default, no A copy")
+    try:
+        assert sector_copies(4096, 8192, 3696, a(4096, 3696), b(8192, 3696)) == (False, True)
+    finally:
+        local_gemm.COPY_A = True
 
 
 @pytest.mark.parametrize("dtype, vec, cols, src_stride", [(torch.bfloat16, 8, 1000, 1000), (torch.float8_e4m3fn, 16,

@@ -569,7 +569,7 @@ def test_fp8_wgmma_many_calls_in_a_row():
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
 def test_fp8_rows_off_32_bytes_are_copied_aligned_per_call_and_match_float64(monkeypatch):
     # K = 3696: rows 16- but not 32-byte aligned; the default copies B (6144x2048) or A (1024x8192) into aligned rows
-    # before the Gluon kernel (local_gemm.pads_fp8_rows), per call, also inside a CUDA graph; fresh operands and a
+    # before the Gluon kernel (local_gemm.sector_copies), per call, also inside a CUDA graph; fresh operands and a
     # poisoned output each time
     from fused_ops import local_gemm
 
@@ -578,7 +578,7 @@ def test_fp8_rows_off_32_bytes_are_copied_aligned_per_call_and_match_float64(mon
         pad = local_gemm.pad_weight
         monkeypatch.setattr(local_gemm, "pad_weight", lambda w, multiple: copies.append(w) or pad(w, multiple))
         a, b, sa, sb = _quantized(m, n, k, False)
-        assert local_gemm.pads_fp8_rows(m, n, k, a, b) == which
+        assert local_gemm.sector_copies(m, n, k, a, b) == which
         out = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
         graph = torch.cuda.CUDAGraph()
         fp8.scaled_mm(a, b, sa, sb, out=out)  # compiles outside the capture
@@ -599,6 +599,36 @@ def test_fp8_rows_off_32_bytes_are_copied_aligned_per_call_and_match_float64(mon
             assert ((out.double() - ref).norm() / ref.norm()).item() < 5e-3, (m, n, k, i)
         # the first call, the capture, the eager one: the operand copied every time
         assert [c.shape for c in copies] == [a.shape if which[0] else b.shape] * 3, (m, n, k)
+        monkeypatch.undo()
+
+
+@pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
+def test_bf16_b_rows_off_32_bytes_are_copied_aligned_per_call_and_match_float64(monkeypatch):
+    # 16-bit B whose rows are 16- but not 32-byte aligned (K-major of K = 360, row-major of N = 3000): matmul's Gluon
+    # kernel reads a copy in aligned rows (local_gemm.sector_copies), per call, also inside a CUDA graph
+    from fused_ops import local_gemm
+
+    for m, n, k, k_major in ((16384, 2880, 360, True), (4096, 3000, 4096, False)):
+        copies = []
+        pad = local_gemm.pad_weight
+        monkeypatch.setattr(local_gemm, "pad_weight", lambda w, multiple=64: copies.append(w) or pad(w, multiple))
+        a = torch.randn(m, k, device="cuda", dtype=BF16)
+        b = torch.randn(n, k, device="cuda", dtype=BF16).t() if k_major else torch.randn(k, n, device="cuda",
+                                                                                        dtype=BF16)
+        assert local_gemm.sector_copies(m, n, k, a, b) == (False, True)
+        out = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
+        local_gemm.matmul(a, b, out=out)  # compiles outside the capture
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            local_gemm.matmul(a, b, out=out)
+        for i in range(2):
+            a.copy_(torch.randn_like(a)), b.copy_(torch.randn_like(b))
+            out.fill_(float("nan"))
+            graph.replay() if i == 0 else local_gemm.matmul(a, b, out=out)
+            torch.cuda.synchronize()
+            ref = a.double() @ b.double()
+            assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-2, (m, n, k, i)
+        assert [c.shape for c in copies] == [b.shape] * 3, (m, n, k)  # the first call, the capture, the eager one
         monkeypatch.undo()
 
 
