@@ -928,7 +928,8 @@ for stage in "$@"; do
              HOT=0.7 cool_hot rowsa --fp8 --shapes 128x8192x3696 1024x8192x3696 4096x8192x3696 16384x8192x3696 \
                --configs default 'default, no A copy' 'default, fast accum' 'default, fast accum, no A copy' ;;
     rowsb)   # one GPU: 16-bit B copied into aligned rows where its rows are off 32 bytes (local_gemm.sector_copies,
-             # COPY_16BIT_B) against B as given, row-major and K-major, cool and hot; first the copies' GPU tests
+             # COPY_16BIT_B) against B as given, K-major (the copy's) and row-major (as given since e7fd294; the
+             # toggle then runs as "matmul"), cool and hot; first the copies' GPU tests
              run pytest_rowsb.log timeout ${TEST_TIMEOUT:-200} python3 -m pytest -v -p no:warnings tests/test_wgmma.py \
                -k "rows_off_32_bytes"
              HOT=0.7 cool_hot rowsb --shapes 4096x3000x4096 4096x1000x8192 --configs matmul 'matmul, B rows as given'

@@ -604,18 +604,18 @@ def test_fp8_rows_off_32_bytes_are_copied_aligned_per_call_and_match_float64(mon
 
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
 def test_bf16_b_rows_off_32_bytes_are_copied_aligned_per_call_and_match_float64(monkeypatch):
-    # 16-bit B whose rows are 16- but not 32-byte aligned (K-major of K = 360, row-major of N = 3000): matmul's Gluon
-    # kernel reads a copy in aligned rows (local_gemm.sector_copies), per call, also inside a CUDA graph
+    # K-major 16-bit B whose rows are 16- but not 32-byte aligned (K = 360, 3000): matmul's Gluon kernel reads a copy
+    # in aligned rows (local_gemm.sector_copies), per call, also inside a CUDA graph; not of row-major B (N = 3000)
     from fused_ops import local_gemm
 
-    for m, n, k, k_major in ((16384, 2880, 360, True), (4096, 3000, 4096, False)):
+    for m, n, k, k_major in ((16384, 2880, 360, True), (4096, 4096, 3000, True), (4096, 3000, 4096, False)):
         copies = []
         pad = local_gemm.pad_weight
         monkeypatch.setattr(local_gemm, "pad_weight", lambda w, multiple=64: copies.append(w) or pad(w, multiple))
         a = torch.randn(m, k, device="cuda", dtype=BF16)
         b = torch.randn(n, k, device="cuda", dtype=BF16).t() if k_major else torch.randn(k, n, device="cuda",
                                                                                         dtype=BF16)
-        assert local_gemm.sector_copies(m, n, k, a, b) == (False, True)
+        assert local_gemm.sector_copies(m, n, k, a, b) == (False, k_major)
         out = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
         local_gemm.matmul(a, b, out=out)  # compiles outside the capture
         graph = torch.cuda.CUDAGraph()
@@ -628,7 +628,7 @@ def test_bf16_b_rows_off_32_bytes_are_copied_aligned_per_call_and_match_float64(
             torch.cuda.synchronize()
             ref = a.double() @ b.double()
             assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-2, (m, n, k, i)
-        assert [c.shape for c in copies] == [b.shape] * 3, (m, n, k)  # the first call, the capture, the eager one
+        assert [c.shape for c in copies] == [b.shape] * 3 * k_major, (m, n, k)  # the first call, capture, eager
         monkeypatch.undo()
 
 
