@@ -477,7 +477,8 @@ CONSUMER_REGS = {1: 232, 2: 232, 3: 152, 4: 112}
 LOAD_REGS = {1: 40, 2: 40, 3: 40, 4: 32}
 PAIRS_MAX_REM = 16  # promote="pairs" beside a second MMA of at most 16 columns: 3 x 64x144 sums fit 232 registers
 # without spills (sm_90a, tests/test_wgmma.py); 3 x 64x160 spill
-ROW_SWIZZLE_MIN = None  # explored (scripts/swizzle_probe.py): None, or the narrowest swizzle span box_layout may take
+ROW_SWIZZLE_MIN = None  # None, or the narrowest swizzle span box_layout may take: explored, no gain (results/current/
+# gemm/ROUNDS.md, "Operand rows off 32 bytes"; scripts/swizzle_probe.py)
 KEEP_INSIDE = True  # edge boxes moved back inside the operands (inside(); False: loads past the edge, zero-filled)
 SMEM_BYTES = 232448 - 1024  # shared memory a program may use on an H100/H200, less the barriers' and the compiler's
 
