@@ -935,6 +935,12 @@ for stage in "$@"; do
              HOT=0.7 cool_hot rowsb --shapes 4096x3000x4096 4096x1000x8192 --configs matmul 'matmul, B rows as given'
              HOT=0.7 cool_hot rowsbk --weights k-major --shapes 16384x2880x360 4096x4096x3000 \
                --configs matmul 'matmul, B rows as given' ;;
+    arow)    # one GPU: 16-bit A whose rows are off 32 bytes (K = 360, 3000): 128x256 tiles against 192x128 ones and the
+             # default (config.UNALIGNED_A_COST), and the two GEMMs whose pick it moved against their picks before
+             HOT=0.7 cool_hot arow --shapes 16384x2880x360 8192x2880x360 4096x2880x360 1024x2880x360 4096x4096x3000 \
+               --configs matmul 'wgmma 128x256x64 s3' 'wgmma 192x128x64 s4'
+             HOT=0.7 cool_hot arowk --weights k-major --shapes 1024x2880x360 --configs matmul \
+               'wgmma 128x128x64 s4 rem64' ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;
