@@ -193,7 +193,8 @@ UNALIGNED_B_COST = 1.3
 # 16-bit A whose rows are 16- but not 32-byte aligned (K % 16 == 8: K = 360, 1000, 3000) spans five 32-byte sectors a
 # box row (local_gemm.SECTOR_GAIN), and a tile BLOCK_N wide reads A N / BLOCK_N times: non-swapped tiles narrower than
 # 256 columns cost UNALIGNED_A_COST more there (16384x2880x360 on an H100: 128x256 tiles 0.99-1.01x torch.matmul,
-# the 192x128 pick 0.87-0.95x, cool and hot; results/current/gemm/rows_e619b5f/arow_*).
+# the 192x128 pick 0.87-0.95x, cool and hot; results/current/gemm/rows_e619b5f/arow_*). Only where B's rows are
+# aligned: beside UNALIGNED_B_COST it moved K-major 1024x2880x360 onto swapped tiles, 0.73x against 0.78-0.81x.
 UNALIGNED_A_COST = 1.1
 # FP8 decode rows (M <= DECODE_ROWS): swap-AB tiles of 16 rows by 64 columns, whose MMAs' N is the 16 rows (the tile
 # loop's 16-row tiles run mma.sync, with no warp specialization), where they fit in one wave; with more tiles the
@@ -692,9 +693,9 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
     in two (swapped_rows_tile). The tile: the fewest waves times area times cost
     (WGMMA_TILES and 16-bit WGMMA_SWAP_TILES; FP8: WGMMA_FP8_TILES, with fast accumulation WGMMA_FP8_FAST_TILES; the
     dtype's narrow tile where its waves are nearly full). b_aligned: B's rows are 128-byte aligned (else non-swapped
-    tiles cost UNALIGNED_B_COST more). k (where given): A's rows (16-bit: tiles narrower than 256 cost UNALIGNED_A_COST
-    more where they are off 32 bytes), and where the 128x128 tiles are fewer, split-K or edge-row tiles
-    (wgmma_few_tiles). None elsewhere: gemm.py's tile loop runs those. force: the dtype's pick wherever
+    tiles cost UNALIGNED_B_COST more). k (where given): A's rows (16-bit, B's rows aligned: tiles narrower than 256
+    cost UNALIGNED_A_COST more where A's are off 32 bytes), and where the 128x128 tiles are fewer, split-K or
+    edge-row tiles (wgmma_few_tiles). None elsewhere: gemm.py's tile loop runs those. force: the dtype's pick wherever
     (kernel="wgmma"). row_scales: FP8 with row-wise scales (no WGMMA_FP8_FAST_FOUR_TILE). b_k_major: B is K-major
     (WGMMA_ROW64_KMAJOR_TILES). Host only, free."""
     fp8 = dtype == torch.float8_e4m3fn
@@ -745,7 +746,7 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
     if not b_aligned:  # (but 96-wide tiles beyond one row of them: not dearer there)
         tiles = [t[:4] + (t[4] * (1 if t[:4] == WGMMA_96_TILE and m > t[0] else UNALIGNED_B_COST), False)
                  for t in tiles]
-    if not fp8 and k is not None and (k * dtype.itemsize) % 32:  # A's rows off 32 bytes: wide tiles read it less
+    if not fp8 and b_aligned and k is not None and (k * dtype.itemsize) % 32:  # A's rows off 32 bytes: wide tiles
         tiles = [t[:4] + (t[4] * (UNALIGNED_A_COST if t[1] < 256 else 1), False) for t in tiles]
     if not fp8:
         tiles += [t + (True,) for t in WGMMA_SWAP_TILES]

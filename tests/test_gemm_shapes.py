@@ -255,6 +255,17 @@ def test_rows_off_32_bytes_are_copied_only_where_the_gemm_pays_for_it():
         local_gemm.COPY_A = True
 
 
+def test_16bit_a_rows_off_32_bytes_pick_256_wide_tiles_where_b_rows_are_aligned():
+    # config.UNALIGNED_A_COST: K = 360 (rows of 720 bytes) makes tiles that read A more often dearer
+    from benchmarks.gemm_picks import pick
+    kernel, cfg = pick(16384, 2880, 360, "bf16")
+    assert (kernel, cfg.block_m, cfg.block_n, bool(cfg.swap_ab)) == ("wgmma", 128, 256, False), cfg
+    kernel, cfg = pick(16384, 2880, 384, "bf16")  # rows of 768 bytes: the 192x128 tiles, as before
+    assert (kernel, cfg.block_m, cfg.block_n) == ("wgmma", 192, 128), cfg
+    kernel, cfg = pick(1024, 2880, 360, "bf16", b_k_major=True)  # B's rows off too: not moved onto swapped tiles
+    assert (kernel, cfg.block_n + (cfg.rem_cols or 0), bool(cfg.swap_ab)) == ("wgmma", 192, False), cfg
+
+
 @pytest.mark.parametrize("dtype, vec, cols, src_stride", [(torch.bfloat16, 8, 1000, 1000), (torch.float8_e4m3fn, 16,
                                                                                              3696, 3696),
                                                           (torch.float16, 2, 998, 1004)])
