@@ -8,7 +8,9 @@ their old pick (that candidate) in one run.
     python benchmarks/gemm_picks.py --shapes models-all --out picks.csv [--sms 132]
     python benchmarks/gemm_picks.py --diff before.csv after.csv
 
-Operand copies into aligned rows (local_gemm.aligned_operands) are not modelled: shapes are taken as TMA-describable.
+The copies of operands whose rows are off 32 bytes that the Gluon kernel reads (local_gemm.sector_copies) are listed
+("copies": A, B or both) and count as a move; copies of rows TMA cannot describe at all (local_gemm.aligned_operands)
+are not modelled: shapes are taken as TMA-describable.
 """
 
 import argparse
@@ -50,6 +52,17 @@ def pick(m, n, k, mode, sms=132, b_k_major=False):
     row_bytes = (k if b_k_major else n) * dtype.itemsize  # B's rows
     gluon = local_gemm.gluon_pick(cfg, m, n, k, dtype, fast, sms, row_bytes % 128 == 0, b_k_major=b_k_major)
     return ("wgmma", gluon) if gluon is not None else ("tile_loop", cfg)
+
+
+def copies(m, n, k, mode, kernel):
+    """The operands the call copies into aligned rows for the Gluon kernel (local_gemm.sector_copies): "A", "B",
+    "A+B" or ""; contiguous operands assumed (rows of K elements, B's of N where row-major)."""
+    dtype, fast, k_major = MODES[mode]
+    if kernel != "wgmma" or (k * dtype.itemsize) % 16 or (not k_major and (n * dtype.itemsize) % 16):
+        return ""  # (rows TMA cannot describe: aligned_operands' copies, not modelled)
+    a = torch.empty(m, k, dtype=dtype, device="meta")
+    b = torch.empty(n, k, dtype=dtype, device="meta").t() if k_major else torch.empty(k, n, dtype=dtype, device="meta")
+    return "+".join(name for name, copied in zip("AB", local_gemm.sector_copies(m, n, k, a, b, fast)) if copied)
 
 
 def in_pairs(kernel, cfg, mode):
@@ -101,9 +114,12 @@ def main():
     if args.diff:
         before, after = (pd.read_csv(f).set_index(["mode", "m", "n", "k"]) for f in args.diff)
         both = before.merge(after, left_index=True, right_index=True, suffixes=("_before", "_after"))
-        moved = both[both.pick_before != both.pick_after]
-        moved = moved[[c for c in ("pick_before", "waves_before", "candidate_before", "pick_after", "waves_after")
-                       if c in moved]]
+        changed = both.pick_before != both.pick_after
+        if "copies_before" in both and "copies_after" in both:
+            changed |= both.copies_before.fillna("") != both.copies_after.fillna("")
+        moved = both[changed]
+        moved = moved[[c for c in ("pick_before", "copies_before", "waves_before", "candidate_before", "pick_after",
+                                   "copies_after", "waves_after") if c in moved]]
         print(moved.to_string() if len(moved) else "no pick moved")
         print(f"{len(moved)} of {len(both)} picks moved")
         return
@@ -120,7 +136,8 @@ def main():
                 continue  # torch._scaled_mm's rule: the FP8 set
             kernel, cfg = pick(m, n, k, mode, args.sms)
             units, wave_count = waves(m, n, cfg)
-            rows.append(dict(mode=mode, m=m, n=n, k=k, pick=describe(kernel, cfg, mode), units=units, waves=wave_count,
+            rows.append(dict(mode=mode, m=m, n=n, k=k, pick=describe(kernel, cfg, mode),
+                             copies=copies(m, n, k, mode, kernel), units=units, waves=wave_count,
                              candidate=candidate(kernel, cfg, mode)))
     df = pd.DataFrame(rows)
     if args.out:

@@ -614,6 +614,12 @@ def test_gemm_picks_lists_the_hosts_choice_and_the_picks_a_change_moves(tmp_path
     assert P.candidate(*P.pick(128, 4608, 7168, "fp8"), "fp8") == "wgmma fp8 64x64x128 s10 rem16 turns"
     assert P.candidate(*P.pick(128, 8192, 3696, "fp8"), "fp8") == ""
     assert P.pick(1024, 2304, 3584, "bf16 k-major")[1].rem_cols == 32  # 64x288 tiles on nn.Linear's layout
+    # the operands copied into aligned rows for the Gluon kernel (rows off 32 bytes: local_gemm.sector_copies)
+    assert [P.copies(m, 8192, 3696, "fp8", "wgmma") for m in (128, 1024, 4096)] == ["", "A", "A+B"]
+    assert P.copies(4096, 8192, 3696, "fp8 fast", "wgmma") == "B"
+    assert P.copies(4096, 8192, 3696, "fp8", "tile_loop") == ""
+    assert P.copies(16384, 2880, 360, "bf16 k-major", "wgmma") == "B"
+    assert P.copies(16384, 2880, 360, "bf16", "wgmma") == ""  # row-major B: read as given
     before, after = tmp_path / "before.csv", tmp_path / "after.csv"
     monkeypatch.setattr(sys, "argv", ["gemm_picks", "--shapes", "128x2304x3584", "4096x4096x4096", "--out",
                                       str(before)])
@@ -627,7 +633,7 @@ def test_gemm_picks_lists_the_hosts_choice_and_the_picks_a_change_moves(tmp_path
     out = capsys.readouterr().out
     assert "2 of 8 picks moved" in out and "2304" in out and "4096  4096" not in out and "waves_after" in out
     assert "bf16 k-major" in out  # nn.Linear's layout listed beside row-major B
-    assert "candidate_before" in out
+    assert "candidate_before" in out and "copies_before" in out
 
 
 def test_gemm_classes_tables_the_targets_per_class_over_runs_and_parts(tmp_path, capsys, monkeypatch):
