@@ -321,7 +321,8 @@ def matmul(a, b, out=None, config=None, kernel=None):
     tiles fill most SMs, else the catalog's tile loop: config.wgmma_config), "wgmma" or "tile_loop". config
     (fused_ops.Config): tiles, stages, programs, split_k (None: config.default_config's). Operands whose rows TMA
     cannot describe (not 16-byte aligned) are copied into aligned rows first, but B's at decode rows (M <= 16)
-    (aligned_operands; not with config.tma set). On the CPU backend it runs under the Triton
+    (aligned_operands), and a K-major B whose rows are 16- but not 32-byte aligned where the GEMM pays for the copy
+    (sector_copies); neither with config.tma set. On the CPU backend it runs under the Triton
     interpreter. One GPU, not collective; one kernel launch, plus those copies."""
     m, n, k = check(a, b, out)
     check_kernel(kernel, "matmul", config)
