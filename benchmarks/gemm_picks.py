@@ -112,11 +112,11 @@ def main():
     p.add_argument("--diff", nargs=2, metavar=("BEFORE", "AFTER"), help="the GEMMs whose pick moved between two CSVs")
     args = p.parse_args()
     if args.diff:
-        before, after = (pd.read_csv(f).set_index(["mode", "m", "n", "k"]) for f in args.diff)
+        before, after = (pd.read_csv(f, keep_default_na=False).set_index(["mode", "m", "n", "k"]) for f in args.diff)
         both = before.merge(after, left_index=True, right_index=True, suffixes=("_before", "_after"))
         changed = both.pick_before != both.pick_after
         if "copies_before" in both and "copies_after" in both:
-            changed |= both.copies_before.fillna("") != both.copies_after.fillna("")
+            changed |= both.copies_before != both.copies_after
         moved = both[changed]
         moved = moved[[c for c in ("pick_before", "copies_before", "waves_before", "candidate_before", "pick_after",
                                    "copies_after", "waves_after") if c in moved]]
