@@ -191,7 +191,7 @@ WGMMA_FP8_MIN_FILL = 0.5
 WGMMA_SWAP_TILES = ((256, 128, 64, 3, 1.1), (256, 64, 64, 4, 1.3))
 UNALIGNED_B_COST = 1.3
 # 16-bit A whose rows are 16- but not 32-byte aligned (K % 16 == 8: K = 360, 1000, 3000) spans five 32-byte sectors a
-# box row (local_gemm.SECTOR_GAIN), and a tile BLOCK_N wide reads A N / BLOCK_N times: non-swapped tiles narrower than
+# box row (local_gemm.sector_copies), and a tile BLOCK_N wide reads A N / BLOCK_N times: non-swapped tiles narrower than
 # 256 columns cost UNALIGNED_A_COST more there (16384x2880x360 on an H100: 128x256 tiles 0.99-1.01x torch.matmul,
 # the 192x128 pick 0.87-0.95x, cool and hot; results/current/gemm/rows_e619b5f/arow_*). Only where B's rows are
 # aligned: beside UNALIGNED_B_COST it moved K-major 1024x2880x360 onto swapped tiles, 0.73x against 0.78-0.81x.
@@ -296,7 +296,8 @@ WGMMA_FP8_PRECISE_ROW64_TILES = ((64, 144, 128, 6, 2048, 0.9, 1024), (64, 80, 12
 # x1.06-1.08 at 1024-16384 rows (1024x3584x9472 hot 0.81 -> 0.90x), x1.01 at 128 rows (one row of tiles), either
 # scaling; error unchanged (results/current/gemm/pairs_e897a8d/). Other tiles promote each block: 64-row ones take
 # turns instead, and a third sum per consumer does not fit taller tiles' registers, nor tiles more than 16 columns
-# wider (wgmma.PAIRS_MAX_REM; 144-wide ones in pairs are untimed).
+# wider (wgmma.PAIRS_MAX_REM; 144-wide ones in pairs lost to per-block promotion: results/current/gemm/
+# pairs144_9384d0e/).
 FP8_PAIRS_TILES = ((128, 128),)
 # ... which makes them cheaper per element than their tile cost says (FP8_PAIRS_COST, in wgmma_config's cost in place
 # of the tile's own) from 129 to 1024 rows beyond one wave of them, where 192-row tiles leave a sixth of their rows

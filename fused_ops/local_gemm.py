@@ -41,17 +41,18 @@ ALIGN_OPERANDS = True
 # stride_fp8_*), and its A's rows cost as much (at 1024x8192x3696 A alone aligned saved 11-17% of the kernel's time, B
 # alone 20-25%); bf16 K-major B of K = 3000 or 360, 10-24% (1x H100, results/current/gemm/rows_e619b5f/; row-major
 # B of N = 1000 or 3000 ran 0.98-1.00x torch.matmul as given on the swapped tiles, 0.88-0.92x copied). So the
-# Gluon kernel reads a copy (gemm.copy_rows, 128-byte aligned rows, per call) of such an operand where SECTOR_GAIN of
-# the GEMM's time (at FLOPS) exceeds problem.PAD_B_MARGIN x the copy's (its bytes twice at COPY_BANDWIDTH, plus a
-# launch): sector_copies. FP8 copies B (from about 3000 rows at N x K = 8192 x 3696: 4096x8192x3696 0.80 -> 0.93x on
-# both GPUs) and A (COPY_A; the smaller copy where N is large against M) with precise accumulation (1024x8192x3696
-# 0.77 -> 0.91x, 4096 rows 0.94 -> 0.99-1.01x; with fast accumulation, a shorter GEMM, A's copy broke even, -4% to
-# +7%: rows_e619b5f/rowsa_*); 16-bit operands copy K-major B only (COPY_16BIT_B; 16384x2880x360 0.80-0.82 -> 0.86x,
-# 4096x4096x3000 0.74-0.76 -> 0.77-0.80x: rowsbk_*; the copy ran at about 1.5 TB/s, and a copy of A beside it cost
-# more than it saved). pad_weight once per weight avoids B's copy.
-SECTOR_GAIN = {1: 0.2, 2: 0.25}  # by element bytes
-FLOPS = {1: 1.3e15, 2: 600e12}
-COPY_BANDWIDTH = {1: 3.5e12, 2: 2.5e12}
+# Gluon kernel reads a copy (gemm.copy_rows, 128-byte aligned rows, per call) of such an operand where a share of the
+# GEMM's time exceeds problem.PAD_B_MARGIN x the copy's (its bytes twice at a copy's bandwidth, plus COPY_LAUNCH_S):
+# sector_copies. FP8: FP8_SECTOR_GAIN of its time at FP8_FLOPS, copies at FP8_COPY_BANDWIDTH; 16-bit: problem's
+# PAD_B_GAIN, PAD_B_FLOPS and PAD_B_BANDWIDTH, as the fused ops' copies of B. FP8 copies B (from about 3000 rows at N x
+# K = 8192 x 3696: 4096x8192x3696 0.80 -> 0.93x on both GPUs) and A (COPY_A; the smaller copy where N is large against
+# M) with precise accumulation (1024x8192x3696 0.77 -> 0.91x, 4096 rows 0.94 -> 0.99-1.01x; with fast accumulation, a
+# shorter GEMM, A's copy broke even, -4% to +7%: rows_e619b5f/rowsa_*); 16-bit operands copy K-major B only
+# (COPY_16BIT_B; 16384x2880x360 0.80-0.82 -> 0.86x, 4096x4096x3000 0.74-0.76 -> 0.77-0.80x: rowsbk_*; the copy ran at
+# about 1.5 TB/s, and a copy of A beside it cost more than it saved). pad_weight once per weight avoids B's copy.
+FP8_SECTOR_GAIN = 0.2
+FP8_FLOPS = 1.3e15
+FP8_COPY_BANDWIDTH = 3.5e12
 COPY_LAUNCH_S = 3e-6
 COPY_A = True  # FP8
 COPY_16BIT_B = True
@@ -59,15 +60,17 @@ COPY_16BIT_B = True
 
 def sector_copies(m, n, k, a, b, fast=False):
     """(copy A, copy B): whether the Gluon kernel reads a copy of A (FP8 without fast accumulation) or of K-major B in
-    128-byte aligned rows, made per call (see SECTOR_GAIN): each where its rows are 16- but not 32-byte aligned and
-    the gain pays for the copy. Host only, free."""
-    from .problem import PAD_B_MARGIN
+    128-byte aligned rows, made per call (see FP8_SECTOR_GAIN): each where its rows are 16- but not 32-byte aligned
+    and the gain pays for the copy. Host only, free."""
+    from . import problem
     size = a.element_size()
-    gain_s = SECTOR_GAIN[size] * 2 * m * n * k / FLOPS[size]
+    gain, flops, bandwidth = ((FP8_SECTOR_GAIN, FP8_FLOPS, FP8_COPY_BANDWIDTH) if size == 1 else
+                              (problem.PAD_B_GAIN, problem.PAD_B_FLOPS, problem.PAD_B_BANDWIDTH))
+    gain_s = gain * 2 * m * n * k / flops
 
     def pays(rows, row, elements):
-        return rows and (row * size) % 32 != 0 and gain_s > PAD_B_MARGIN * (
-            2 * elements * size / COPY_BANDWIDTH[size] + COPY_LAUNCH_S)
+        return rows and (row * size) % 32 != 0 and gain_s > problem.PAD_B_MARGIN * (
+            2 * elements * size / bandwidth + COPY_LAUNCH_S)
     k_major, b_row = _b_rows(b)
     copy_a = pays(size == 1 and COPY_A and not fast and a.stride(1) == 1, a.stride(0), m * k)
     return bool(copy_a), bool(pays(k_major and (size == 1 or COPY_16BIT_B), b_row, n * k))
