@@ -669,7 +669,7 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, hot, torch
         rows_copied = kernel == "wgmma" and local_gemm.sector_copies(m, n, k, a2, b2)[1]  # (matmul's own rule)
         if name == "matmul, B rows as given" and not rows_copied:
             return []  # the same run as "matmul"
-        rows_copied = rows_copied and local_gemm.ALIGN_OPERANDS and name != "matmul, B rows as given"
+        rows_copied = rows_copied and toggles[name][0] and name != "matmul, B rows as given"  # (ALIGN_OPERANDS)
         kernel += (" swap" if cfg.swap_ab else "") + (f" rem{local_gemm.rem(cfg)}" if local_gemm.rem(cfg) else "")
         kernel += ", copied" if copied else ", B rows copied" if rows_copied else ""
     elif not wgmma.supports(a, b, c):
