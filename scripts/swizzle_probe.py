@@ -17,7 +17,7 @@ import torch  # noqa: E402
 
 from benchmarks.gemm import quantize  # noqa: E402
 from benchmarks.harness import paired_graph_us, stamp  # noqa: E402
-from fused_ops import fp8, local_gemm, wgmma  # noqa: E402
+from fused_ops import fp8, local_gemm, pad_weight, wgmma  # noqa: E402
 
 BF16 = ((1024, 1440, 2880), (4096, 1440, 2880), (4096, 720, 2880), (1024, 7392, 8192), (4096, 7392, 8192),
         (2048, 5000, 2048), (1000, 1000, 1000), (1, 4000, 4096), (16384, 2880, 360))
@@ -28,14 +28,9 @@ FP8 = ((1024, 1440, 2880), (1024, 640, 2880), (4096, 1440, 2880), (1024, 8192, 3
 MODES = (None, 64, 32)  # (0, no swizzle: swapped tiles fail to compile in triton 3.6)
 
 
-def padded(t, rows_of):
-    """t's values in storage whose row pitch (rows_of: t's row length) is a multiple of 128 bytes, as t's layout."""
-    pitch = -(-rows_of * t.element_size() // 128) * 128 // t.element_size()
-    if t.stride(-1) == 1:
-        out = torch.empty(t.shape[0], pitch, device=t.device, dtype=t.dtype)[:, :t.shape[1]]
-    else:  # column-major (K-major B): pad its columns' length
-        out = torch.empty(t.shape[1], pitch, device=t.device, dtype=t.dtype)[:, :t.shape[0]].t()
-    return out.copy_(t)
+def padded(t):
+    """t's values in storage whose rows start every 128 bytes, as t's layout (fused_ops.pad_weight)."""
+    return pad_weight(t, 128 // t.element_size())
 
 
 def calls(dtype, m, n, k, kernel):
@@ -43,17 +38,15 @@ def calls(dtype, m, n, k, kernel):
     if dtype.startswith("bf16"):  # "bf16 k-major": B as nn.Linear's weight.t(), its rows of K padded
         a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
         b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
-        b, row = (b.t().contiguous().t(), k) if dtype.endswith("k-major") else (b, n)
-        sets = {"given": (a, b), "padded": (padded(a, k), padded(b, row)), "A padded": (padded(a, k), b),
-                "B padded": (a, padded(b, row))}
-        return (lambda x, y: local_gemm.matmul(x, y, kernel=kernel)), torch.matmul, sets
-    (a, sa), (w, sb) = (quantize(torch.randn(*shape, device="cuda"), False, 1) for shape in ((m, k), (n, k)))
-    b = w.t()
-    sets = {"given": (a, b), "padded": (padded(a, k), padded(b, k)), "A padded": (padded(a, k), b),
-            "B padded": (a, padded(b, k))}
-    fast = dtype == "fp8 fast"
-    return ((lambda x, y: fp8.scaled_mm(x, y, sa, sb, use_fast_accum=fast, kernel=kernel)),
-            (lambda x, y: torch._scaled_mm(x, y, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=fast)), sets)
+        b = b.t().contiguous().t() if dtype.endswith("k-major") else b
+        ours, ref = (lambda x, y: local_gemm.matmul(x, y, kernel=kernel)), torch.matmul
+    else:
+        (a, sa), (w, sb) = (quantize(torch.randn(*shape, device="cuda"), False, 1) for shape in ((m, k), (n, k)))
+        b, fast = w.t(), dtype == "fp8 fast"
+        ours = lambda x, y: fp8.scaled_mm(x, y, sa, sb, use_fast_accum=fast, kernel=kernel)  # noqa: E731
+        ref = lambda x, y: torch._scaled_mm(x, y, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=fast)  # noqa: E731
+    return ours, ref, {"given": (a, b), "padded": (padded(a), padded(b)), "A padded": (padded(a), b),
+                       "B padded": (a, padded(b))}
 
 
 def main():
