@@ -872,20 +872,23 @@ for stage in "$@"; do
                  128x3584x3584 128x4096x4096 128x8192x8192 --timing graph --iters 20 --warmup 3 --BLK_M 64 \
                  --BLK_N 128 --BLK_K 128 --num_stages 4 --num_warps 4 --out "$OUT/cat128_64x128_$round"
              done ;;
-    misses)  # one GPU: the GEMMs below their floors in a whole-set run (the H100's at 3ed686d), twice each, cool, to
-             # tell a miss that holds from one run's noise (gemm_classes.py takes both runs: the lower median)
+    misses)  # one GPU: the GEMMs below their floors in a whole-set run (the H100's at f77e57a unless BF16_MISS and
+             # FP8_MISS name others), twice each, cool, to tell a miss that holds from one run's noise
+             # (gemm_classes.py takes both runs: the lower median)
+             bf16_miss=${BF16_MISS:-1x4096x3584 1024x2304x3584 1024x896x5120 1x4000x4096 1024x1440x2880 2048x5000x2048 \
+                 16x2880x1440 4096x720x2880 16384x640x3584 128x4736x3584 128x4000x4096 1000x1000x1000}
+             fp8_miss=${FP8_MISS:-1x3584x4096 4096x53248x16384 4096x1152x3584 1x3584x5120 128x5120x2560 128x5120x6912 \
+                 1x3456x5120 128x4608x7168 1024x4608x16384 16x13312x16384 1024x3584x896 1024x640x3584 \
+                 1024x2880x720 1024x640x2880 1024x720x2880 1024x4608x7168 1x4096x7168 1x2304x3584 \
+                 1x3584x4736 128x5120x3456 128x8192x3696 1x2560x2880 4096x64640x7168 \
+                 16384x16384x26624 1024x2304x16384 1024x3584x1792 1024x3584x448 1024x3584x2368 \
+                 1024x8192x14784 1024x8192x3696 16x2560x2880 1024x1280x2880 1024x1440x2880 \
+                 16384x2880x720 16384x640x2880}
              for r in 1 2; do
                run gemm_misses_bf16_run$r.log timeout ${X_TIMEOUT:-150} python3 \
-                 benchmarks/gemm.py --configs matmul --shapes 4096x720x2880 1x4000x4096 1000x1000x1000 \
-                 1024x1440x2880 1x3584x4096 1x4096x3584 16x2880x1440 2048x5000x2048 16384x2880x360 \
-                 --out "$OUT/misses_bf16_run$r"
-               run gemm_misses_fp8_run$r.log timeout ${X_TIMEOUT:-150} python3 benchmarks/gemm.py --fp8 \
-                 --configs default 'default, fast accum' --shapes 128x8192x3696 1024x8192x3696 16384x16384x26624 \
-                 1024x640x2880 1x3584x4736 1x3456x5120 1x3584x4096 1x3584x5120 4096x64640x7168 1024x1440x2880 \
-                 4096x53248x16384 1x28672x8192 16x28672x8192 16384x53248x16384 1024x53248x16384 1024x8192x14784 \
-                 4096x76032x8192 1024x720x2880 1024x2880x720 1024x3584x896 1024x4608x7168 128x4608x7168 \
-                 128x5120x6912 1024x3584x2368 1024x3584x448 1024x3584x1792 4096x1152x3584 128x5120x3456 \
-                 16384x2880x720 1024x2304x16384 --out "$OUT/misses_fp8_run$r"
+                 benchmarks/gemm.py --configs matmul --shapes $bf16_miss --out "$OUT/misses_bf16_run$r"
+               run gemm_misses_fp8_run$r.log timeout ${X_TIMEOUT:-200} python3 benchmarks/gemm.py --fp8 \
+                 --configs default 'default, fast accum' --shapes $fp8_miss --out "$OUT/misses_fp8_run$r"
              done ;;
     big128)  # one GPU (the H100 first): FP8 precise on large GEMMs, where the H100 runs the 192x128 default (three
              # consumers, each block's sum promoted) at 0.79-0.90x and the H200 at ~1.0x: 128x128 tiles in pairs and
