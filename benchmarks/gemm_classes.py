@@ -6,8 +6,8 @@ parts of one set (each shape from the part that has it; the tables name every co
     G=results/current/gemm; python benchmarks/gemm_classes.py --before $G/final_5acd177/h200/gemm_models_run*.csv \
         --after $G/final_5acd177/h200/gemm_models_run*.csv --after-config matmul \
         --fp8 $G/final_c2cb8b5/h200/gemm_fp8_run*.csv --png $G/gemm_classes.png
-    A=$G/all_721; python benchmarks/gemm_classes.py --before $A/bf16_all_h200_c926c3d.csv --before-config matmul \
-        --after $A/bf16_all_h200_6f25ac6.csv --after-config matmul --png $A/classes_h200.png \
+    A=$G/all_721; python benchmarks/gemm_classes.py --before $A/bf16_all_h200_c926c3d.csv.gz --before-config matmul \
+        --after $A/bf16_all_h200_6f25ac6.csv.gz --after-config matmul --png $A/classes_h200.png \
         --spread $A/spread_h200.png --fp8-before $G/fp8_all/fp8_all_h200_c926c3d.csv.gz \
         --fp8 $G/fp8_all/fp8_all_h200_41638b1.csv.gz
 """
