@@ -944,6 +944,9 @@ for stage in "$@"; do
                --configs matmul 'wgmma 128x256x64 s3' 'wgmma 192x128x64 s4'
              HOT=0.7 cool_hot arowk --weights k-major --shapes 1024x2880x360 --configs matmul \
                'wgmma 128x128x64 s4 rem64' ;;
+    widemma)  # one GPU: one 64x96 MMA a k16 step from inline PTX against Gluon's two (64 + 32 columns) in the same
+             # small warp-specialized kernel: results against float64, then timed in turns (scripts/wide_mma_probe.py)
+             run wide_mma.log timeout ${X_TIMEOUT:-300} python3 scripts/wide_mma_probe.py --out "$OUT/widemma" ;;
     pack)    # last stage: everything under $OUT in one archive (the device returns a limited number of files)
              tar -C "$OUT" -czf "/tmp/pack.tgz" . && rm -rf "${OUT:?}"/* && mv /tmp/pack.tgz "$OUT/pack.tgz" \
                && ls -la "$OUT" ;;
