@@ -10,13 +10,13 @@ of two (`results/current/gemm/gluon_limits/`); the tensor cores take any MMA wid
 
 1. Gluon's own MMA: one 64 x N x 64 bf16 warpgroup MMA per N; prints the PTX instruction it became, or the
    compiler's refusal.
-2. The same MMA 96 wide from inline PTX: a loop over blocks of K, each four `wgmma m64n96k16` issued by one
-   `inline_asm_elementwise` whose 48 accumulator registers are three 64 x 32 Gluon tensors (16 a thread each, in the
-   order of the MMA's fragment), leaving one block's MMAs in flight as the Gluon kernel does; prints the SASS of the
-   loop (HGMMA width, the wait). Compile only: the descriptors' addresses are not checked, so it is not run.
+2. The same MMA 96 wide from inline PTX: scripts/wide_mma_probe.py's kernel, whose consumers issue four `wgmma
+   m64n96k16` a block of K from one `inline_asm_elementwise` (48 accumulator registers a thread: three 64 x 32 Gluon
+   tensors), one block's MMAs left in flight; prints its MMAs and waits in SASS. Compile only (that script runs it).
 Exits 0 either way: it reports.
 """
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -56,71 +56,36 @@ def compile_width(n):
     return "one MMA: " + ", ".join(sorted(ops))
 
 
-def asm_96_sass():
-    """The SASS of a loop of 64 x 96 x 64 MMAs from inline PTX (accumulators: three 64 x 32 tensors)."""
+def wide_sass():
+    """The SASS MMAs of scripts/wide_mma_probe.py's kernel (one 64x96 MMA a k16 step from inline PTX, accumulators in
+    three 64 x 32 tensors), compiled with the ring's shared offsets as it runs them."""
+    import torch
     import triton
     from triton.backends.compiler import GPUTarget
-    from triton.experimental import gluon
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon._runtime import GluonASTSource
-    from triton.experimental.gluon.language.nvidia.hopper import mbarrier
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+    from triton.runtime.jit import mangle_type
 
-    @gluon.constexpr_function
-    def mma_asm(wait):
-        """Four m64n96k16 MMAs (one 64-deep block of K): the accumulators $0-$47 (tied to $48-$95), A's and B's
-        shared-memory descriptors $96 and $112 (16 bytes a k16 step into each 128-byte swizzled row: 2 in the
-        descriptor's address field), whether to add into the accumulators $128; then at most `wait` groups left in
-        flight."""
-        regs = ",".join(f"${i}" for i in range(48))
-        lines = ["{ .reg .b64 da, db; .reg .pred p;", "setp.ne.b32 p, $128, 0;", "wgmma.fence.sync.aligned;"]
-        for k in range(4):
-            lines += [f"add.s64 da, $96, {2 * k};", f"add.s64 db, $112, {2 * k};",
-                      f"wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16 {{{regs}}}, da, db, p, 1, 1, 0, 0;"]
-        lines += ["wgmma.commit_group.sync.aligned;", f"wgmma.wait_group.sync.aligned {wait};", "}"]
-        return "\n".join(lines)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import wide_mma_probe as W
 
-    @gluon.constexpr_function
-    def constraints(extra):
-        """The accumulators' 48 registers out and tied in, then 16 operands (one pack) of each `extra` argument."""
-        extras = [c for c in extra.split(",") if c for _ in range(16)]
-        return ",".join(["=f"] * 48 + [str(i) for i in range(48)] + extras)
+    def layout(rows):
+        return gl.NVMMASharedLayout.get_default_for([rows, 64], gl.bfloat16)
 
-    @gluon.jit
-    def loop_96(out, blocks,
-                ACC: gl.constexpr, SA: gl.constexpr, SB: gl.constexpr):  # a 64 x 32 chunk's layout; A's and B's
-        _a = gl.allocate_shared_memory(gl.bfloat16, [64, 64], SA)  # the operands' space (the descriptors
-        _b = gl.allocate_shared_memory(gl.bfloat16, [128, 64], SB)  # point at its base): B K-major, 96 rows used
-        done = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-        mbarrier.init(done, count=1)
-        base = gl.inline_asm_elementwise("mov.u32 $0, global_smem;", "=r", [], dtype=gl.int32, is_pure=True, pack=1)
-        # K-major, 128-byte swizzle: stride offset 1024 bytes (8 rows of 128), mode 1 at bit 62
-        desc = ((base.to(gl.int64) >> 4) & 0x3FFF) | (1 << 16) | ((1024 >> 4) << 32) | (1 << 62)
-        da = gl.full([64, 32], 0, gl.int64, ACC) + desc
-        db = gl.full([64, 32], 0, gl.int64, ACC) + desc
-        c0 = gl.zeros([64, 32], gl.float32, ACC)
-        c1 = gl.zeros([64, 32], gl.float32, ACC)
-        c2 = gl.zeros([64, 32], gl.float32, ACC)
-        for i in range(blocks):
-            use = gl.full([64, 32], i, gl.int32, ACC)
-            c0, c1, c2 = gl.inline_asm_elementwise(mma_asm(1), constraints("l,l,r"), [c0, c1, c2, da, db, use],
-                                                   dtype=(gl.float32, gl.float32, gl.float32), is_pure=False,
-                                                   pack=16)
-            mbarrier.arrive(done, count=1)  # the previous block's stage released, as the Gluon kernel does
-        c0, c1, c2 = gl.inline_asm_elementwise("wgmma.wait_group.sync.aligned 0;", constraints(""), [c0, c1, c2],
-                                               dtype=(gl.float32, gl.float32, gl.float32), is_pure=False, pack=16)
-        rm = gl.arange(0, 64, layout=gl.SliceLayout(1, ACC))
-        rn = gl.arange(0, 32, layout=gl.SliceLayout(0, ACC))
-        o = out + rm[:, None] * 96 + rn[None, :]
-        gl.store(o, c0)
-        gl.store(o + 32, c1)
-        gl.store(o + 64, c2)
+    descs = [TensorDescriptor.from_tensor(torch.empty(256, 256, dtype=torch.bfloat16), [r, 64], layout(r))
+             for r in (64, 64, 32)]
+    sig = dict(zip(("a_desc", "b_desc", "b2_desc"), map(mangle_type, descs)))
+    sig.update(c_ptr="*bf16", M="i32", N="i32", K="i32", ldc="i32", OFF_A="constexpr", OFF_B="constexpr",
+               WIDE="constexpr")
 
-    acc = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 32, 16])
-    sa = gl.NVMMASharedLayout.get_default_for([64, 64], gl.bfloat16)
-    sb = gl.NVMMASharedLayout.get_default_for([128, 64], gl.bfloat16)
-    sig = {"out": "*fp32", "blocks": "i32", "ACC": "constexpr", "SA": "constexpr", "SB": "constexpr"}
-    src = GluonASTSource(fn=loop_96, signature=sig, constexprs={(2,): acc, (3,): sa, (4,): sb}, attrs={})
-    kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+    def compiled(off_a, off_b):
+        src = GluonASTSource(fn=W.wide_kernel, signature=sig, constexprs={(8,): off_a, (9,): off_b, (10,): 1},
+                             attrs={})
+        return triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+
+    offsets = W.shared_offsets(compiled(0, 0).asm["ttgir"])
+    kernel = compiled(offsets["a_bufs"], offsets["b_bufs"])
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(kernel.asm["cubin"])
         f.flush()
@@ -137,9 +102,9 @@ def main():
     print(f"triton {triton.__version__}, sm_90a, bf16 64 x N x 64")
     for n in widths:
         print(f"N = {n:3d}  {compile_width(n)}")
-    print("N =  96 from inline PTX, accumulators in three 64 x 32 tensors; the loop's SASS:")
+    print("N =  96 from inline PTX (scripts/wide_mma_probe.py's kernel); its MMAs in SASS:")
     try:
-        for line in asm_96_sass():
+        for line in wide_sass():
             print(f"  {line}")
     except Exception as e:  # the compiler's own message, whatever its type
         print("  does not compile: " + (str(e).strip().splitlines() or ["?"])[-1])
