@@ -10,9 +10,10 @@ of two (`results/current/gemm/gluon_limits/`); the tensor cores take any MMA wid
 
 1. Gluon's own MMA: one 64 x N x 64 bf16 warpgroup MMA per N; prints the PTX instruction it became, or the
    compiler's refusal.
-2. The same MMA 96 wide from inline PTX: scripts/wide_mma_probe.py's kernel, whose consumers issue four `wgmma
-   m64n96k16` a block of K from one `inline_asm_elementwise` (48 accumulator registers a thread: three 64 x 32 Gluon
-   tensors), one block's MMAs left in flight; prints its MMAs and waits in SASS. Compile only (that script runs it).
+2. The same widths from inline PTX, bf16 and FP8: scripts/wide_mma_probe.py's kernel, whose consumers issue one
+   `wgmma m64nN` a k step from one `inline_asm_elementwise` (N / 2 accumulator registers a thread, held as Gluon
+   tensors of 64 x 8-32), one block's MMAs left in flight; prints its MMAs and waits in SASS, and whether ptxas
+   serialized them (C7514). Compile only (that script runs it).
 Exits 0 either way: it reports.
 """
 
@@ -56,43 +57,46 @@ def compile_width(n):
     return "one MMA: " + ", ".join(sorted(ops))
 
 
-def wide_sass():
-    """The SASS MMAs of scripts/wide_mma_probe.py's kernel (one 64x96 MMA a k16 step from inline PTX, accumulators in
-    three 64 x 32 tensors), compiled with the ring's shared offsets as it runs them."""
+def wide_sass(width, dtype):
+    """scripts/wide_mma_probe.py's kernel (one MMA `width` wide a k step from inline PTX) compiled for sm_90a with the
+    ring's shared offsets as it runs them: (its MMA instructions and waits in SASS, whether ptxas serialized the
+    MMAs: its C7514 note)."""
     import torch
     import triton
     from triton.backends.compiler import GPUTarget
-    from triton.experimental.gluon import language as gl
     from triton.experimental.gluon._runtime import GluonASTSource
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
     from triton.runtime.jit import mangle_type
 
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import wide_mma_probe as W
 
-    def layout(rows):
-        return gl.NVMMASharedLayout.get_default_for([rows, 64], gl.bfloat16)
-
-    descs = [TensorDescriptor.from_tensor(torch.empty(256, 256, dtype=torch.bfloat16), [r, 64], layout(r))
-             for r in (64, 64, 32)]
+    t = torch.empty(256, 256, dtype=torch.float8_e4m3fn if dtype == "fp8" else torch.bfloat16)
+    descs = W.descriptors(t, t, width)
+    consts = W.constants(width, dtype == "fp8", wide=True)
     sig = dict(zip(("a_desc", "b_desc", "b2_desc"), map(mangle_type, descs)))
-    sig.update(c_ptr="*bf16", M="i32", N="i32", K="i32", ldc="i32", OFF_A="constexpr", OFF_B="constexpr",
-               WIDE="constexpr")
+    sig.update(c_ptr="*bf16", M="i32", N="i32", K="i32", ldc="i32")
+    names = ["OFF_A", "OFF_B", *consts]
+    sig.update({name: "constexpr" for name in names})
 
     def compiled(off_a, off_b):
-        src = GluonASTSource(fn=W.wide_kernel, signature=sig, constexprs={(8,): off_a, (9,): off_b, (10,): 1},
-                             attrs={})
+        values = dict(OFF_A=off_a, OFF_B=off_b, **consts)
+        src = GluonASTSource(fn=W.wide_kernel, signature=sig, attrs={},
+                             constexprs={(8 + i,): values[name] for i, name in enumerate(names)})
         return triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
 
     offsets = W.shared_offsets(compiled(0, 0).asm["ttgir"])
     kernel = compiled(offsets["a_bufs"], offsets["b_bufs"])
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(kernel.asm["cubin"])
-        f.flush()
-        tool = triton.__path__[0] + "/backends/nvidia/bin/cuobjdump"
-        sass = subprocess.run([tool, "-sass", f.name], capture_output=True, text=True).stdout
-    return [line.split(";")[0].split("*/")[-1].strip() for line in sass.splitlines()
-            if "HGMMA" in line or "WARPGROUP" in line]
+    tools = triton.__path__[0] + "/backends/nvidia/bin/"
+    with tempfile.TemporaryDirectory() as d:
+        ptx, cubin = os.path.join(d, "k.ptx"), os.path.join(d, "k.cubin")
+        with open(ptx, "w") as f:
+            f.write(kernel.asm["ptx"])
+        notes = subprocess.run([tools + "ptxas", "-arch=sm_90a", "-v", ptx, "-o", cubin], capture_output=True,
+                               text=True).stderr
+        sass = subprocess.run([tools + "cuobjdump", "-sass", cubin], capture_output=True, text=True).stdout
+    mmas = sorted({tok for line in sass.splitlines() for tok in line.split() if "GMMA." in tok})
+    waits = sorted({line.split("DEPBAR")[1].split(";")[0].strip() for line in sass.splitlines() if "DEPBAR" in line})
+    return mmas, waits, "C7514" in notes
 
 
 def main():
@@ -102,12 +106,15 @@ def main():
     print(f"triton {triton.__version__}, sm_90a, bf16 64 x N x 64")
     for n in widths:
         print(f"N = {n:3d}  {compile_width(n)}")
-    print("N =  96 from inline PTX (scripts/wide_mma_probe.py's kernel); its MMAs in SASS:")
-    try:
-        for line in wide_sass():
-            print(f"  {line}")
-    except Exception as e:  # the compiler's own message, whatever its type
-        print("  does not compile: " + (str(e).strip().splitlines() or ["?"])[-1])
+    print("From inline PTX (scripts/wide_mma_probe.py's kernel, 128 x N tiles, two consumers): SASS MMAs, waits")
+    for dtype in ("bf16", "fp8"):
+        for n in (72, 80, 96, 144, 160):
+            try:
+                mmas, waits, serialized = wide_sass(n, dtype)
+                what = f"{', '.join(mmas)}; waits {', '.join(waits)}" + ("; SERIALIZED by ptxas" if serialized else "")
+            except Exception as e:  # the compiler's own message, whatever its type
+                what = "does not compile: " + (str(e).strip().splitlines() or ["?"])[-1]
+            print(f"{dtype:4s} N = {n:3d}  {what}")
     return 0
 
 
