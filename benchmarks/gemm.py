@@ -633,18 +633,20 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, hot, torch
     # ... or with bf16 decode rows on the tile loop's 16-row tiles, not the Gluon kernel's swapped ones ("decode tile
     # loop") ... or with B's rows off 32 bytes read as given, not copied (local_gemm.sector_copies; "B rows as given")
     ptr, dec = local_gemm.PTR_FLOPS, _config.WGMMA_DECODE_TILE
-    toggles = {"matmul": (True, ptr, True, dec), "matmul, as given": (False, ptr, True, dec),
-               "matmul, always copied": (True, 1.0, True, dec), "matmul, edges past": (True, ptr, False, dec),
-               "matmul, decode tile loop": (True, ptr, True, None), "matmul, padded B": (True, ptr, True, dec),
-               "matmul, B rows as given": (True, ptr, True, dec),
-               **dict.fromkeys(ROWS64_TOGGLES, (True, ptr, True, dec))}
+    # (ALIGN_OPERANDS, PTR_FLOPS, KEEP_INSIDE, WGMMA_DECODE_TILE, COPY_16BIT_B) for each
+    toggles = {"matmul": (True, ptr, True, dec, True), "matmul, as given": (False, ptr, True, dec, True),
+               "matmul, always copied": (True, 1.0, True, dec, True),
+               "matmul, edges past": (True, ptr, False, dec, True),
+               "matmul, decode tile loop": (True, ptr, True, None, True),
+               "matmul, padded B": (True, ptr, True, dec, True),
+               "matmul, B rows as given": (True, ptr, True, dec, False),
+               **dict.fromkeys(ROWS64_TOGGLES, (True, ptr, True, dec, True))}
 
     def with_toggles(fn):
         saved = (local_gemm.ALIGN_OPERANDS, local_gemm.PTR_FLOPS, wgmma.KEEP_INSIDE, _config.WGMMA_DECODE_TILE,
                  local_gemm.COPY_16BIT_B)
-        (local_gemm.ALIGN_OPERANDS, local_gemm.PTR_FLOPS, wgmma.KEEP_INSIDE,
-         _config.WGMMA_DECODE_TILE) = toggles[name]
-        local_gemm.COPY_16BIT_B = name != "matmul, B rows as given"
+        (local_gemm.ALIGN_OPERANDS, local_gemm.PTR_FLOPS, wgmma.KEEP_INSIDE, _config.WGMMA_DECODE_TILE,
+         local_gemm.COPY_16BIT_B) = toggles[name]
         try:
             return fn()
         finally:
@@ -669,7 +671,7 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, hot, torch
         rows_copied = kernel == "wgmma" and local_gemm.sector_copies(m, n, k, a2, b2)[1]  # (matmul's own rule)
         if name == "matmul, B rows as given" and not rows_copied:
             return []  # the same run as "matmul"
-        rows_copied = rows_copied and toggles[name][0] and name != "matmul, B rows as given"  # (ALIGN_OPERANDS)
+        rows_copied = rows_copied and toggles[name][0] and toggles[name][4]  # ALIGN_OPERANDS and COPY_16BIT_B
         kernel += (" swap" if cfg.swap_ab else "") + (f" rem{local_gemm.rem(cfg)}" if local_gemm.rem(cfg) else "")
         kernel += ", copied" if copied else ", B rows copied" if rows_copied else ""
     elif not wgmma.supports(a, b, c):

@@ -111,8 +111,7 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, out=None, config
     c = out if out is not None else torch.empty(m, n, device=a.device, dtype=out_dtype)
     kernel, cfg = pick_kernel(a, b, c, cfg, config, use_fast_accum, kernel, scale_mode(scale_a, scale_b) > 1)
     if kernel == "wgmma" and _mm.ALIGN_OPERANDS:  # rows off 32 bytes copied aligned, per call (sector_copies)
-        copy_a, copy_b = _mm.sector_copies(m, n, k, a, b, use_fast_accum)
-        a, b = (_mm.pad_weight(a, 128) if copy_a else a), (_mm.pad_weight(b, 128) if copy_b else b)
+        a, b = _mm.sector_copied(m, n, k, a, b, use_fast_accum)
     return _mm.launch(a, b, c, cfg, tma, kernel, scale_a, scale_b, promote=not use_fast_accum)
 
 

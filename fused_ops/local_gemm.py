@@ -68,12 +68,20 @@ def sector_copies(m, n, k, a, b, fast=False):
                               (problem.PAD_B_GAIN, problem.PAD_B_FLOPS, problem.PAD_B_BANDWIDTH))
     gain_s = gain * 2 * m * n * k / flops
 
-    def pays(rows, row, elements):
-        return rows and (row * size) % 32 != 0 and gain_s > problem.PAD_B_MARGIN * (
+    def pays(applies, row, elements):
+        return applies and (row * size) % 32 != 0 and gain_s > problem.PAD_B_MARGIN * (
             2 * elements * size / bandwidth + COPY_LAUNCH_S)
     k_major, b_row = _b_rows(b)
     copy_a = pays(size == 1 and COPY_A and not fast and a.stride(1) == 1, a.stride(0), m * k)
     return bool(copy_a), bool(pays(k_major and (size == 1 or COPY_16BIT_B), b_row, n * k))
+
+
+def sector_copied(m, n, k, a, b, fast=False):
+    """(a, b), each replaced by its copy in 128-byte aligned rows where sector_copies says the Gluon kernel should read
+    one. Cost: those copies (pad_weight), one per call; none where the rows are aligned already."""
+    copy_a, copy_b = sector_copies(m, n, k, a, b, fast)
+    return (pad_weight(a, 128 // a.element_size()) if copy_a else a,
+            pad_weight(b, 128 // b.element_size()) if copy_b else b)
 
 
 class _Device:
@@ -337,7 +345,6 @@ def matmul(a, b, out=None, config=None, kernel=None):
     cfg, tma = tile_loop_plan(a, b, config, lambda dev, m, n, k: defaults(dev, m, n, k, a.dtype), "matmul")
     c = out if out is not None else torch.empty(m, n, device=a.device, dtype=a.dtype)
     kernel, cfg = pick_kernel(a, b, c, cfg, config, False, kernel, "matmul")
-    if kernel == "wgmma" and ALIGN_OPERANDS and (config is None or config.tma is None) and sector_copies(
-            m, n, k, a, b)[1]:
-        b = pad_weight(b, 128 // b.element_size())  # B's rows 32-byte aligned, per call (sector_copies)
+    if kernel == "wgmma" and ALIGN_OPERANDS and (config is None or config.tma is None):
+        a, b = sector_copied(m, n, k, a, b)  # rows off 32 bytes copied aligned, per call (16-bit: B's only)
     return launch(a, b, c, cfg, tma, kernel)
