@@ -55,19 +55,21 @@ def split(width):
 @gluon.constexpr_function
 def wide_asm(width, fp8, wait):
     """One block of K: four m64n<width> MMAs (k16 bf16 or k32 FP8), accumulators $0..$(n-1) tied to $n..$(2n-1)
-    (n = width / 2), A's and B's descriptors at $2n and $2n + pack, whether to add into the accumulators at
-    $2n + 2 pack (pack = n / chunks, the registers of one chunk); each step 32 bytes further along the 128-byte
-    swizzled rows (2 in the descriptors' 16-byte address units); then at most `wait` groups in flight."""
+    (n = width / 2), A's and B's descriptors at $2n and $2n + pack, whether the block's first step adds into the
+    accumulators at $2n + 2 pack (pack = n / chunks, the registers of one chunk; the other steps always add); each
+    step 32 bytes further along the 128-byte swizzled rows (2 in the descriptors' 16-byte address units); then at most
+    `wait` groups in flight."""
     n = width // 2
     pack = min(32, width & -width) // 2
     regs = ",".join(f"${i}" for i in range(n))
     shape = f"m64n{width}k32.f32.e4m3.e4m3" if fp8 else f"m64n{width}k16.f32.bf16.bf16"
-    tail = "p, 1, 1" if fp8 else "p, 1, 1, 0, 0"
-    lines = ["{ .reg .b64 da, db; .reg .pred p;", f"setp.ne.b32 p, ${2 * n + 2 * pack}, 0;",
+    tail = "1, 1" if fp8 else "1, 1, 0, 0"  # A's and B's scales (and bf16's transposes)
+    use = f"${2 * n + 2 * pack}"
+    lines = ["{ .reg .b64 da, db; .reg .pred p, t;", f"setp.ne.b32 p, {use}, 0;", f"setp.eq.b32 t, {use}, {use};",
              "wgmma.fence.sync.aligned;"]
-    for k in range(4):
+    for k in range(4):  # only the block's first step may start from zero (p): the rest add to it (t, true)
         lines += [f"add.s64 da, ${2 * n}, {2 * k};", f"add.s64 db, ${2 * n + pack}, {2 * k};",
-                  f"wgmma.mma_async.sync.aligned.{shape} {{{regs}}}, da, db, {tail};"]
+                  f"wgmma.mma_async.sync.aligned.{shape} {{{regs}}}, da, db, {'t' if k else 'p'}, {tail};"]
     lines += ["wgmma.commit_group.sync.aligned;", f"wgmma.wait_group.sync.aligned {wait};", "}"]
     return "\n".join(lines)
 
