@@ -133,7 +133,7 @@ def consumer(HALF: gl.constexpr, a_bufs, b_bufs, ready, empty, c_ptr, M, N, K, l
             s = kk % STAGES
             mbarrier.wait(ready.index(s), (kk // STAGES) & 1)
             da = gl.full([64, CH], 0, gl.int64, lc) + k_major_desc(base + OFF_A + (s * 2 + HALF) * (64 * 128))
-            db = gl.full([64, CH], 0, gl.int64, lc) + k_major_desc(base + OFF_B + s * (ROWS_B * 128))
+            db = gl.full([64, CH], 0, gl.int64, lc) + k_major_desc(base + OFF_B + s * (ROWS_B * 128))  # ROWS_B: W
             use = gl.full([64, CH], kk, gl.int32, lc)
             accs = gl.inline_asm_elementwise(wide_asm(W, FP8, 1), tied(W, "l,l,r"), accs + (da, db, use),
                                              dtype=f32s(NCH), is_pure=False, pack=CH // 2)
@@ -167,31 +167,45 @@ def consumer(HALF: gl.constexpr, a_bufs, b_bufs, ready, empty, c_ptr, M, N, K, l
 
 @gluon.jit
 def loader(a_desc, b_desc, b2_desc, a_bufs, b_bufs, ready, empty, K,
-           W: gl.constexpr, P: gl.constexpr, BK: gl.constexpr):
-    """The load warp: A's two 64-row boxes and B's P + (W - P) rows of every block of K into the ring."""
+           W: gl.constexpr, P: gl.constexpr, BK: gl.constexpr, LOADS: gl.constexpr):
+    """The load warp: A's two 64-row boxes and B's P + (W - P) rows of every block of K into the ring (LOADS 0: a
+    stage of B a power of two rows deep; 1: W rows in boxes of W - P; 2: W rows, the first P as one box into a view
+    of the stage reinterpreted P rows deep)."""
+    R: gl.constexpr = W - P
     row0 = gl.program_id(0) * BM
     col0 = gl.program_id(1) * W
     for kk in range(gl.cdiv(K, BK)):
         s = kk % STAGES
         mbarrier.wait(empty.index(s), ((kk // STAGES) & 1) ^ 1)
         bar = ready.index(s)
-        mbarrier.expect(bar, 2 * a_desc.block_type.nbytes + b_desc.block_type.nbytes + b2_desc.block_type.nbytes)
+        mbarrier.expect(bar, 2 * a_desc.block_type.nbytes + (W // R) * b2_desc.block_type.nbytes)
         tma.async_copy_global_to_shared(a_desc, [row0, kk * BK], bar, a_bufs.index(s * 2))
         tma.async_copy_global_to_shared(a_desc, [row0 + 64, kk * BK], bar, a_bufs.index(s * 2 + 1))
-        b = b_bufs.index(s)
-        tma.async_copy_global_to_shared(b_desc, [col0, kk * BK], bar, b.slice(0, P))
-        tma.async_copy_global_to_shared(b2_desc, [col0 + P, kk * BK], bar, b.slice(P, W - P))
+        if LOADS == 0:
+            b = b_bufs.index(s)
+            tma.async_copy_global_to_shared(b_desc, [col0, kk * BK], bar, b.slice(0, P))
+            tma.async_copy_global_to_shared(b2_desc, [col0 + P, kk * BK], bar, b.slice(P, R))
+        elif LOADS == 1:
+            for g in gl.static_range(W // R):
+                tma.async_copy_global_to_shared(b2_desc, [col0 + g * R, kk * BK], bar, b_bufs.index(s * (W // R) + g))
+        else:
+            first = b_bufs.index(s * (W // R))._reinterpret(b_desc.dtype, b_desc.block_type.shape, b_desc.layout)
+            tma.async_copy_global_to_shared(b_desc, [col0, kk * BK], bar, first)
+            tma.async_copy_global_to_shared(b2_desc, [col0 + P, kk * BK], bar, b_bufs.index(s * (W // R) + P // R))
 
 
 @gluon.jit
 def wide_kernel(a_desc, b_desc, b2_desc, c_ptr, M, N, K, ldc,
                 OFF_A: gl.constexpr, OFF_B: gl.constexpr,  # the ring's shared offsets (WIDE; 0 on a first compile)
                 W: gl.constexpr, P: gl.constexpr, CH: gl.constexpr,  # the tile's width, Gluon's first MMA, a chunk
-                ROWS_B: gl.constexpr,  # B's rows a stage: the power of two from W up
-                FP8: gl.constexpr, WIDE: gl.constexpr):
+                ROWS_B: gl.constexpr,  # B's rows a stage: the power of two from W up (LOADS 0), else W
+                FP8: gl.constexpr, WIDE: gl.constexpr, LOADS: gl.constexpr):
     BK: gl.constexpr = a_desc.block_type.shape[1]
     a_bufs = gl.allocate_shared_memory(a_desc.dtype, [STAGES * 2, 64, BK], a_desc.layout)
-    b_bufs = gl.allocate_shared_memory(a_desc.dtype, [STAGES, ROWS_B, BK], a_desc.layout)
+    if LOADS == 0:
+        b_bufs = gl.allocate_shared_memory(a_desc.dtype, [STAGES, ROWS_B, BK], a_desc.layout)
+    else:  # W rows a stage, as boxes of W - P (Gluon's shared shapes are powers of two but for the first)
+        b_bufs = gl.allocate_shared_memory(a_desc.dtype, [STAGES * W // (W - P), W - P, BK], a_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(STAGES):
@@ -202,7 +216,7 @@ def wide_kernel(a_desc, b_desc, b2_desc, c_ptr, M, N, K, ldc,
                     WIDE)),
         (consumer, (1, a_bufs, b_bufs, ready, empty, c_ptr, M, N, K, ldc, OFF_A, OFF_B, W, P, CH, BK, ROWS_B, FP8,
                     WIDE)),
-        (loader, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, ready, empty, K, W, P, BK)),
+        (loader, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, ready, empty, K, W, P, BK, LOADS)),
     ], [4, 1], [232, 40])
 
 
@@ -246,18 +260,19 @@ def descriptors(a, b, width):
     return box(a, 64), box(b, p), box(b, r)
 
 
-def constants(width, fp8, wide):
+def constants(width, fp8, wide, loads=0):
     p, _, chunk = split(width)
-    return dict(W=width, P=p, CH=chunk, ROWS_B=1 << (width - 1).bit_length(), FP8=int(fp8), WIDE=int(wide))
+    rows = width if loads else 1 << (width - 1).bit_length()
+    return dict(W=width, P=p, CH=chunk, ROWS_B=rows, FP8=int(fp8), WIDE=int(wide), LOADS=loads)
 
 
-def launcher(a, b, c, width, wide):
+def launcher(a, b, c, width, wide, loads=0):
     """A callable that computes c = a @ b.T with the probe's kernel, one MMA per k step (wide) or Gluon's two."""
     m, _ = a.shape
     n = b.shape[0]
     grid = (triton.cdiv(m, BM.value), triton.cdiv(n, width))
     args = (*descriptors(a, b, width), c, m, n, a.shape[1], c.stride(0))
-    consts = constants(width, a.dtype == torch.float8_e4m3fn, wide)
+    consts = constants(width, a.dtype == torch.float8_e4m3fn, wide, loads)
     offs = {"OFF_A": 0, "OFF_B": 0}
     if wide:
         first = wide_kernel.warmup(*args, **offs, **consts, grid=grid, num_warps=4)
@@ -280,11 +295,14 @@ def operands(m, n, k, fp8, seed):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--widths", nargs="+", type=int, default=[96, 144, 160, 80])
+    p.add_argument("--widths", nargs="+", type=int, default=[96, 144, 160, 72])
     p.add_argument("--dtypes", nargs="+", default=["bf16", "fp8"], choices=["bf16", "fp8"])
     p.add_argument("--shapes", nargs="+", default=["1024x1440x2880", "4096x1440x2880", "1024x2880x7168",
                                                    "129x100x208", "1024x1447x3584"],
                    help="MxNxK (1440 and 2880 are whole tiles of 80, 96, 144 and 160; the last two have edges)")
+    p.add_argument("--loads", nargs="+", type=int, default=[0, 1, 2], choices=[0, 1, 2],
+                   help="the wide form's B stages: 0 a power of two rows deep; 1 W rows by boxes of W - P; 2 W rows, "
+                   "the first P by one box into a reinterpreted view")
     p.add_argument("--calls", type=int, default=3, help="calls in a row before the check (fresh poison each)")
     p.add_argument("--out", default=None)
     args = p.parse_args()
@@ -292,6 +310,7 @@ def main():
 
     rows = []
     seed = 0
+    forms = [(0, 0)] + [(1, loads) for loads in args.loads]  # (wide, loads); Gluon's two MMAs first: the baseline
     for dtype in args.dtypes:
         for width in args.widths:
             for shape in args.shapes:
@@ -299,23 +318,24 @@ def main():
                 seed += 1
                 a, b = operands(m, n, k, dtype == "fp8", seed)
                 want = a.double() @ b.double().T
-                row = {"dtype": dtype, "width": width, "m": m, "n": n, "k": k}
-                calls = {}
-                for wide in (0, 1):
+                calls, errs = [], []
+                for wide, loads in forms:
                     c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
-                    call = launcher(a, b, c, width, wide)
+                    call = launcher(a, b, c, width, wide, loads)
                     for _ in range(args.calls):
                         c.fill_(float("nan"))  # poisoned: a tile left unwritten shows
                         call()
                     torch.cuda.synchronize()
-                    err = ((c.double() - want).abs().max() / want.abs().max()).item()
-                    row["err_wide" if wide else "err_two"] = err
-                    calls[wide] = call
-                wide_us, two_us = paired_graph_us(calls[1], calls[0], rounds=11)
-                row.update(wide_us=wide_us, two_us=two_us, speedup=two_us / wide_us)
-                rows.append(row)
-                print(f"{dtype:4s} W={width:3d} {m:>6}x{n}x{k:<6} two MMAs {two_us:8.1f} us  one {wide_us:8.1f} us  "
-                      f"x{two_us / wide_us:.3f}  err {row['err_two']:.1e} / {row['err_wide']:.1e}", flush=True)
+                    errs.append(((c.double() - want).abs().max() / want.abs().max()).item())
+                    calls.append(call)
+                line = f"{dtype:4s} W={width:3d} {m:>6}x{n}x{k:<6} two MMAs err {errs[0]:.1e}"
+                for (_, loads), call, err in list(zip(forms, calls, errs))[1:]:
+                    one_us, two_us = paired_graph_us(call, calls[0], rounds=11)
+                    rows.append({"dtype": dtype, "width": width, "m": m, "n": n, "k": k, "loads": loads,
+                                 "err_two": errs[0], "err_wide": err, "wide_us": one_us, "two_us": two_us,
+                                 "speedup": two_us / one_us})
+                    line += f" | loads {loads}: {two_us:6.1f} -> {one_us:6.1f} us x{two_us / one_us:.3f} err {err:.1e}"
+                print(line, flush=True)
     if args.out:
         import pandas as pd
 
