@@ -266,6 +266,7 @@ CANDIDATES["matmul, padded B"] = None  # ... fused_ops.matmul's own pick on it (
 # what the default ran before that copy.
 CANDIDATES["default, B as given"] = None
 CANDIDATES["matmul, B rows as given"] = None  # B's rows off 32 bytes not copied (local_gemm.sector_copies)
+CANDIDATES["matmul, two MMAs"] = None  # where the pick runs one MMA BLOCK_N + REM wide: two (wgmma.WIDE_MMA off)
 # Decode-sized (M < 128) and few-tile shapes: split-K over more slices, narrow tiles.
 SMALL_M_CANDIDATES.update({"64x64x128 s4 w4 k2": tile(64, 64, 128, 4, 4, split_k=2),
                            "64x64x128 s4 w4 k3": tile(64, 64, 128, 4, 4, split_k=3),
@@ -622,6 +623,22 @@ def run(ctx, args, run_stamp):
     print(f"wrote {args.out}/gemm.csv ({len(df)} rows, all correct: {bool(df.correct.all())})")
 
 
+def ran_wide(call):
+    """Whether call() ran the Gluon kernel's tiles as one MMA BLOCK_N + REM wide (fused_ops/wide_mma)."""
+    seen, real = [], wgmma.kernel_args
+
+    def spy(*args, **kwargs):
+        out = real(*args, **kwargs)
+        seen.append(out[1]["WIDE"] and wgmma.WIDE_MMA)
+        return out
+    wgmma.kernel_args = spy
+    try:
+        call()
+    finally:
+        wgmma.kernel_args = real
+    return any(seen)
+
+
 def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, hot, torch_b):
     """[the CSV row] of fused_ops.matmul ("matmul": its own pick of kernel) or of a candidate forced through the Gluon
     kernel, or [] where that kernel does not take the operands. hot: seconds of harness.heat before its timing.
@@ -633,25 +650,27 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, hot, torch
     # ... or with bf16 decode rows on the tile loop's 16-row tiles, not the Gluon kernel's swapped ones ("decode tile
     # loop") ... or with B's rows off 32 bytes read as given, not copied (local_gemm.sector_copies; "B rows as given")
     ptr, dec = local_gemm.PTR_FLOPS, _config.WGMMA_DECODE_TILE
-    # (ALIGN_OPERANDS, PTR_FLOPS, KEEP_INSIDE, WGMMA_DECODE_TILE, COPY_16BIT_B) for each
-    toggles = {"matmul": (True, ptr, True, dec, True), "matmul, as given": (False, ptr, True, dec, True),
-               "matmul, always copied": (True, 1.0, True, dec, True),
-               "matmul, edges past": (True, ptr, False, dec, True),
-               "matmul, decode tile loop": (True, ptr, True, None, True),
-               "matmul, padded B": (True, ptr, True, dec, True),
-               "matmul, B rows as given": (True, ptr, True, dec, False),
-               **dict.fromkeys(ROWS64_TOGGLES, (True, ptr, True, dec, True))}
+    # (ALIGN_OPERANDS, PTR_FLOPS, KEEP_INSIDE, WGMMA_DECODE_TILE, COPY_16BIT_B, WIDE_MMA) for each
+    toggles = {"matmul": (True, ptr, True, dec, True, True), "matmul, as given": (False, ptr, True, dec, True, True),
+               "matmul, always copied": (True, 1.0, True, dec, True, True),
+               "matmul, edges past": (True, ptr, False, dec, True, True),
+               "matmul, decode tile loop": (True, ptr, True, None, True, True),
+               "matmul, padded B": (True, ptr, True, dec, True, True),
+               "matmul, B rows as given": (True, ptr, True, dec, False, True),
+               "matmul, two MMAs": (True, ptr, True, dec, True, False),
+               **dict.fromkeys(ROWS64_TOGGLES, (True, ptr, True, dec, True, True))}
+    settings = ((local_gemm, "ALIGN_OPERANDS"), (local_gemm, "PTR_FLOPS"), (wgmma, "KEEP_INSIDE"),
+                (_config, "WGMMA_DECODE_TILE"), (local_gemm, "COPY_16BIT_B"), (wgmma, "WIDE_MMA"))
 
-    def with_toggles(fn):
-        saved = (local_gemm.ALIGN_OPERANDS, local_gemm.PTR_FLOPS, wgmma.KEEP_INSIDE, _config.WGMMA_DECODE_TILE,
-                 local_gemm.COPY_16BIT_B)
-        (local_gemm.ALIGN_OPERANDS, local_gemm.PTR_FLOPS, wgmma.KEEP_INSIDE, _config.WGMMA_DECODE_TILE,
-         local_gemm.COPY_16BIT_B) = toggles[name]
+    def with_toggles(fn, which=None):
+        saved = [getattr(mod, attr) for mod, attr in settings]
+        for (mod, attr), value in zip(settings, toggles[which or name]):
+            setattr(mod, attr, value)
         try:
             return fn()
         finally:
-            (local_gemm.ALIGN_OPERANDS, local_gemm.PTR_FLOPS, wgmma.KEEP_INSIDE,
-             _config.WGMMA_DECODE_TILE, local_gemm.COPY_16BIT_B) = saved
+            for (mod, attr), value in zip(settings, saved):
+                setattr(mod, attr, value)
 
     if name == "matmul, decode tile loop" and m > _config.DECODE_ROWS:
         return []  # the same run as "matmul"
@@ -671,9 +690,13 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, hot, torch
         rows_copied = kernel == "wgmma" and local_gemm.sector_copies(m, n, k, a2, b2)[1]  # (matmul's own rule)
         if name == "matmul, B rows as given" and not rows_copied:
             return []  # the same run as "matmul"
+        wide = ran_wide(lambda: with_toggles(lambda: local_gemm.matmul(a, b, out=c), "matmul"))
+        if name == "matmul, two MMAs" and not wide:
+            return []  # the same run as "matmul"
         rows_copied = rows_copied and toggles[name][0] and toggles[name][4]  # ALIGN_OPERANDS and COPY_16BIT_B
         kernel += (" swap" if cfg.swap_ab else "") + (f" rem{local_gemm.rem(cfg)}" if local_gemm.rem(cfg) else "")
         kernel += ", copied" if copied else ", B rows copied" if rows_copied else ""
+        kernel += " wide" if wide and name != "matmul, two MMAs" else ""
     elif not wgmma.supports(a, b, c):
         return []
     else:
@@ -752,7 +775,8 @@ FP8_DEFAULTS = ("default", "default, fast accum", "default, tile loop", "default
 FP8_BEFORE = ("default, no 64-row tiles", "default, fast accum, no 64-row tiles",  # rows64()
               "default, narrow 64-row tiles", "default, fast accum, narrow 64-row tiles",
               "default, per-block promotion", "default, no pairs cost",  # promotion()
-              "default, no A copy", "default, fast accum, no A copy")
+              "default, no A copy", "default, fast accum, no A copy",
+              "default, two MMAs", "default, fast accum, two MMAs")  # (wgmma.WIDE_MMA off; where the pick is wide)
 PAIRS_TILES, PAIRS_ROWS = _config.FP8_PAIRS_TILES, _config.FP8_PAIRS_ROWS
 
 
@@ -764,6 +788,7 @@ def promotion(name):
     _config.FP8_PAIRS_TILES = () if name.endswith(", per-block promotion") else PAIRS_TILES
     _config.FP8_PAIRS_ROWS = (0, 0) if name.endswith(", no pairs cost") else PAIRS_ROWS
     local_gemm.COPY_A = not name.endswith(", no A copy")
+    wgmma.WIDE_MMA = not name.endswith(", two MMAs")
 
 
 def run_fp8(ctx, args, run_stamp):
@@ -821,6 +846,15 @@ def run_fp8(ctx, args, run_stamp):
                         kernel_ran, used = fp8.pick_kernel(a, b, c, used, cfg, fast, kernel, scaling == "row")
                         kernel_ran += " swap" if used.swap_ab else ""
                     kernel_ran += f" rem{local_gemm.rem(used)}" if local_gemm.rem(used) else ""
+                    if kernel != "wgmma":  # the defaults: whether they run one MMA BLOCK_N + REM wide
+                        two = wgmma.WIDE_MMA is False
+                        wgmma.WIDE_MMA = True
+                        wide = ran_wide(lambda: fp8.scaled_mm(a, b, sa, sb, out=c, config=cfg, use_fast_accum=fast,
+                                                              kernel=kernel))
+                        wgmma.WIDE_MMA = not two
+                        if two and not wide:
+                            continue  # the same run as the default's
+                        kernel_ran += " wide" if wide and not two else ""
                 except ValueError as e:
                     print(f"{m}x{n}x{k} {name}: {e}")
                     continue

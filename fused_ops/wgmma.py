@@ -29,6 +29,7 @@ import torch
 import triton
 import triton.language as tl
 
+from . import wide_mma
 from .gemm import store_vec
 
 try:
@@ -99,6 +100,7 @@ if _GLUON:
         M, N, K,                                        # problem size
         GROUP_M: gl.constexpr, NUM_BUFFERS: gl.constexpr, A_T: gl.constexpr, B_T: gl.constexpr,
         BOXES: gl.constexpr, SPLIT_K: gl.constexpr, INSIDE: gl.constexpr, REM: gl.constexpr,
+        WIDE: gl.constexpr,                             # B's BLOCK_N + REM rows a stage in one run (fused_ops/wide_mma)
     ):
         """The load warp of wgmma_ws_kernel: every K block of every (tile, slice of K) of this program into the ring
         (A as BOXES boxes of 64 rows: one per consumer, or one that two consumers take turns on), each stage once its
@@ -133,11 +135,17 @@ if _GLUON:
                     else:
                         tma.async_copy_global_to_shared(a_desc, [row0, kk * BLOCK_K], bar,
                                                         a_bufs.index(s * BOXES + h))
-                if B_T:
+                if WIDE:  # a stage is (BLOCK_N + REM) / REM boxes of REM rows: the first BLOCK_N as one box into a view
+                    G: gl.constexpr = (BLOCK_N + REM) // REM
+                    first = b_bufs.index(s * G)._reinterpret(b_desc.dtype, b_desc.block_type.shape, b_desc.layout)
+                    tma.async_copy_global_to_shared(b_desc, [col0, kk * BLOCK_K], bar, first)
+                    tma.async_copy_global_to_shared(b2_desc, [col2, kk * BLOCK_K], bar,
+                                                    b_bufs.index(s * G + BLOCK_N // REM))
+                elif B_T:
                     tma.async_copy_global_to_shared(b_desc, [col0, kk * BLOCK_K], bar, b_bufs.index(s))
                 else:
                     tma.async_copy_global_to_shared(b_desc, [kk * BLOCK_K, col0], bar, b_bufs.index(s))
-                if REM > 0:
+                if REM > 0 and not WIDE:
                     if B_T:
                         tma.async_copy_global_to_shared(b2_desc, [col2, kk * BLOCK_K], bar, b2_bufs.index(s))
                     else:
@@ -170,6 +178,55 @@ if _GLUON:
             c_smem.store(acc.to(c_desc.dtype))
             fence_async_shared()
             tma.async_copy_shared_to_global(c_desc, [first + row0, col0], c_smem)
+
+    @gluon.jit
+    def store_chunks(acc, J0: gl.constexpr, WIDTH: gl.constexpr, c_smem, c_desc, SA, SB, first, row0, col0, M, N,
+                     SCALES: gl.constexpr, C_T: gl.constexpr):
+        """Columns J0.. J0 + WIDTH of a wide accumulator (wide_mma's chunks) to C's rows row0.. and columns col0..,
+        scaled, chunk by chunk through c_smem, by one asynchronous TMA store (as store_tile)."""
+        CH: gl.constexpr = acc[0].shape[1]
+        tma.store_wait(pendings=0)
+        for j in gl.static_range(WIDTH // CH):
+            part = scaled(acc[J0 // CH + j], SA, SB, row0, col0 + j * CH, M, N, SCALES).to(c_desc.dtype)
+            if C_T:
+                c_smem.slice(j * CH, CH, dim=0).store(gl.permute(part, (1, 0)))
+            else:
+                c_smem.slice(j * CH, CH, dim=1).store(part)
+        fence_async_shared()
+        if C_T:
+            tma.async_copy_shared_to_global(c_desc, [first + col0, row0], c_smem)
+        else:
+            tma.async_copy_shared_to_global(c_desc, [first + row0, col0], c_smem)
+
+    @gluon.jit
+    def wide_blocks(a_bufs, ready, empty, c, k0, k1, W: gl.constexpr, OFF_A: gl.constexpr, OFF_B: gl.constexpr,
+                    NUM_BUFFERS: gl.constexpr, BOXES: gl.constexpr, BOX: gl.constexpr, PROMOTE: gl.constexpr):
+        """This consumer's 64 x W sums of blocks k0..k1 of K, one MMA W wide a k step (fused_ops/wide_mma; A and B
+        K-major, the ring at shared offsets OFF_A and OFF_B, B's stages W rows deep). PROMOTE: each block's sum
+        waited for and added into fp32; else one block's MMAs stay in flight while the next one's issue. c: the
+        first block's place in the ring's sequence."""
+        BITS: gl.constexpr = a_bufs.dtype.primitive_bitwidth
+        ROW: gl.constexpr = a_bufs.type.shape[2] * BITS // 8  # a block of K in bytes: one swizzled row
+        A_BOX: gl.constexpr = a_bufs.type.shape[1] * ROW
+        base = wide_mma.smem_base()
+        zero = wide_mma.zeros(W, BITS)
+        acc = zero
+        for kk in range(k0, k1):
+            q = c + kk - k0
+            s = q % NUM_BUFFERS
+            mbarrier.wait(ready.index(s), (q // NUM_BUFFERS) & 1)
+            a_addr = base + OFF_A + (s * BOXES + BOX) * A_BOX
+            b_addr = base + OFF_B + s * (W * ROW)
+            if PROMOTE:
+                acc = wide_mma.add(acc, wide_mma.mma(zero, a_addr, b_addr, 0, a_bufs.dtype, ROW, 0))
+                mbarrier.arrive(empty.index(s), count=1)
+            else:
+                acc = wide_mma.mma(acc, a_addr, b_addr, kk - k0, a_bufs.dtype, ROW, 1)
+                mbarrier.arrive(empty.index((q + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1, pred=kk > k0)
+        if not PROMOTE:
+            acc = wide_mma.wait(acc)
+            mbarrier.arrive(empty.index((c + k1 - k0 + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1)
+        return acc
 
     @gluon.jit
     def promoted_pairs(acc, acc2, zero, zero2, a_bufs, b_bufs, b2_bufs, ready, empty, c, k0, k1,
@@ -255,6 +312,8 @@ if _GLUON:
         SPLIT_K: gl.constexpr,                          # slices of K per tile (> 1: c_desc holds fp32 partials)
         INSIDE: gl.constexpr,                           # edge boxes moved back inside the operands (inside())
         REM: gl.constexpr,                              # a second MMA of REM more columns of B per tile (16-bit)
+        WIDE: gl.constexpr,                             # ... or one MMA BLOCK_N + REM wide (fused_ops/wide_mma),
+        OFF_A: gl.constexpr, OFF_B: gl.constexpr,       # the ring's shared offsets it reads the operands at
     ):
         """A consumer warpgroup of wgmma_ws_kernel: waits for a block, multiplies its 64 rows of A by B and releases
         the stage once its MMAs are done. PROMOTE: waits for them at every block and adds the block's sum into fp32
@@ -281,90 +340,105 @@ if _GLUON:
             zero2 = gl.zeros([HALF_M, REM], gl.float32, layout2)
             c2_smem = c_smem._reinterpret(c2_desc.dtype, c2_desc.block_type.shape, c2_desc.layout)
         c = 0
-        for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT_K, gl.num_programs(0)):
-            pid_m, pid_n, k0, k1 = unit_coords(unit, num_pid_m, num_pid_n, per, K, BLOCK_K, GROUP_M)
-            acc = zero
-            if REM > 0:
-                acc2 = zero2
-            skip = 0
-            if TURNS:  # the blocks whose place in the ring's sequence has this consumer's parity: with an even
-                skip = (c + HALF) % 2  # number of stages, the same stages every time, so neither consumer can wait
-                # on a stage a lap behind the other's (a phase apart)
-            if PROMOTE == 2 and REM > 0:
-                acc, acc2 = promoted_pairs(acc, acc2, zero, zero2, a_bufs, b_bufs, b2_bufs, ready, empty, c, k0, k1,
-                                           NUM_BUFFERS, BOXES, BOX, A_T, B_T, REM)
-            elif PROMOTE == 2:
-                acc, _ = promoted_pairs(acc, acc, zero, zero, a_bufs, b_bufs, b_bufs, ready, empty, c, k0, k1,
-                                        NUM_BUFFERS, BOXES, BOX, A_T, B_T, REM)
-            else:
-                for kk in range(k0 + skip, k1, STEP):
-                    q = c + kk - k0  # the block's place in the ring's sequence
-                    s = q % NUM_BUFFERS
-                    mbarrier.wait(ready.index(s), (q // NUM_BUFFERS) & 1)
-                    a = stage_a(a_bufs, s, BOXES, BOX, A_T)
-                    b = stage_b(b_bufs, s, B_T)
-                    if REM > 0:
-                        b2 = stage_b(b2_bufs, s, B_T)
-                    if PROMOTE:
-                        part = warpgroup_mma(a, b, zero, use_acc=False, is_async=True)
-                        if REM > 0:
-                            part2 = warpgroup_mma(a, b2, zero2, use_acc=False, is_async=True)
-                            part, part2 = warpgroup_mma_wait(0, deps=(part, part2))
-                            acc2 += part2
-                        else:
-                            part = warpgroup_mma_wait(0, deps=(part, ))
-                        acc += part
-                        mbarrier.arrive(empty.index(s), count=1)
-                    elif TURNS:  # each block's MMAs waited for: the stage is this consumer's alone
-                        acc = warpgroup_mma(a, b, acc, use_acc=kk > k0 + skip, is_async=True)
-                        if REM > 0:
-                            acc2 = warpgroup_mma(a, b2, acc2, use_acc=kk > k0 + skip, is_async=True)
-                            acc, acc2 = warpgroup_mma_wait(0, deps=(acc, acc2))
-                        else:
-                            acc = warpgroup_mma_wait(0, deps=(acc, ))
-                        mbarrier.arrive(empty.index(s), count=1)
-                    elif REM > 0:  # two MMAs a block: wait until only this block's two are in flight
-                        acc = warpgroup_mma(a, b, acc, use_acc=kk > k0, is_async=True)
-                        acc2 = warpgroup_mma(a, b2, acc2, use_acc=kk > k0, is_async=True)
-                        acc, acc2 = warpgroup_mma_wait(2, deps=(acc, acc2))
-                        mbarrier.arrive(empty.index((q + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1, pred=kk > k0)
-                    else:
-                        acc = warpgroup_mma(a, b, acc, use_acc=kk > k0, is_async=True)
-                        acc = warpgroup_mma_wait(1, deps=(acc, ))  # the previous block's MMAs are done: release it
-                        mbarrier.arrive(empty.index((q + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1, pred=kk > k0)
-            c += k1 - k0
-            if REM > 0 and not PROMOTE and not TURNS:
-                acc, acc2 = warpgroup_mma_wait(0, deps=(acc, acc2))
-                mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1)
-            elif not PROMOTE and not TURNS:
-                acc = warpgroup_mma_wait(0, deps=(acc, ))
-                mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1)
-            if TURNS and HALF == 1:  # hand this sum to the first consumer, once it has taken the previous one
-                mbarrier.wait(handoff.index(1), (t & 1) ^ 1)
-                red.store(acc)
-                if REM > 0:
-                    red2.store(acc2)
-                gl.thread_barrier()  # every thread's part stored before the arrive releases them
-                mbarrier.arrive(handoff.index(0), count=1)
-                t += 1
-            else:
-                if TURNS:  # the second consumer's sum of the other blocks of K
-                    mbarrier.wait(handoff.index(0), t & 1)
-                    acc += red.load(layout)
-                    if REM > 0:
-                        acc2 += red2.load(layout2)
-                    gl.thread_barrier()  # every thread's part read before the arrive lets the next one in
-                    mbarrier.arrive(handoff.index(1), count=1)
-                    t += 1
+        if WIDE:  # B's stages hold BLOCK_N + REM rows as boxes of REM: BLOCK_N is C's staging tile's width
+            BN: gl.constexpr = c_smem.type.shape[0] if C_T else c_smem.type.shape[1]
+            num_pid_n = gl.cdiv(N, BN + REM)
+            for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT_K, gl.num_programs(0)):
+                pid_m, pid_n, k0, k1 = unit_coords(unit, num_pid_m, num_pid_n, per, K, BLOCK_K, GROUP_M)
+                wide = wide_blocks(a_bufs, ready, empty, c, k0, k1, BN + REM, OFF_A, OFF_B, NUM_BUFFERS, BOXES, BOX,
+                                   PROMOTE)
+                c += k1 - k0
                 row0 = inside((pid_m * BOXES + BOX) * HALF_M, HALF_M, M, INSIDE)  # as the load warp loaded them
-                col0 = inside(pid_n * (BLOCK_N + REM), BLOCK_N, N, INSIDE)
-                acc = scaled(acc, SA, SB, row0, col0, M, N, SCALES)
+                col0 = inside(pid_n * (BN + REM), BN, N, INSIDE)
+                col2 = inside(pid_n * (BN + REM) + BN, REM, N, INSIDE)
                 first = (unit // (num_pid_m * num_pid_n)) * M_PAD  # split-K: this slice's rows of the fp32 partials
-                store_tile(acc, c_smem, c_desc, first, row0, col0, C_T)
+                store_chunks(wide, 0, BN, c_smem, c_desc, SA, SB, first, row0, col0, M, N, SCALES, C_T)
+                store_chunks(wide, BN, REM, c2_smem, c2_desc, SA, SB, first, row0, col2, M, N, SCALES, C_T)
+        else:
+            for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT_K, gl.num_programs(0)):
+                pid_m, pid_n, k0, k1 = unit_coords(unit, num_pid_m, num_pid_n, per, K, BLOCK_K, GROUP_M)
+                acc = zero
                 if REM > 0:
-                    col2 = inside(pid_n * (BLOCK_N + REM) + BLOCK_N, REM, N, INSIDE)
-                    acc2 = scaled(acc2, SA, SB, row0, col2, M, N, SCALES)
-                    store_tile(acc2, c2_smem, c2_desc, first, row0, col2, C_T)
+                    acc2 = zero2
+                skip = 0
+                if TURNS:  # the blocks whose place in the ring's sequence has this consumer's parity: with an even
+                    skip = (c + HALF) % 2  # number of stages, the same stages every time, so neither consumer can wait
+                    # on a stage a lap behind the other's (a phase apart)
+                if PROMOTE == 2 and REM > 0:
+                    acc, acc2 = promoted_pairs(acc, acc2, zero, zero2, a_bufs, b_bufs, b2_bufs, ready, empty, c, k0, k1,
+                                               NUM_BUFFERS, BOXES, BOX, A_T, B_T, REM)
+                elif PROMOTE == 2:
+                    acc, _ = promoted_pairs(acc, acc, zero, zero, a_bufs, b_bufs, b_bufs, ready, empty, c, k0, k1,
+                                            NUM_BUFFERS, BOXES, BOX, A_T, B_T, REM)
+                else:
+                    for kk in range(k0 + skip, k1, STEP):
+                        q = c + kk - k0  # the block's place in the ring's sequence
+                        s = q % NUM_BUFFERS
+                        mbarrier.wait(ready.index(s), (q // NUM_BUFFERS) & 1)
+                        a = stage_a(a_bufs, s, BOXES, BOX, A_T)
+                        b = stage_b(b_bufs, s, B_T)
+                        if REM > 0:
+                            b2 = stage_b(b2_bufs, s, B_T)
+                        if PROMOTE:
+                            part = warpgroup_mma(a, b, zero, use_acc=False, is_async=True)
+                            if REM > 0:
+                                part2 = warpgroup_mma(a, b2, zero2, use_acc=False, is_async=True)
+                                part, part2 = warpgroup_mma_wait(0, deps=(part, part2))
+                                acc2 += part2
+                            else:
+                                part = warpgroup_mma_wait(0, deps=(part, ))
+                            acc += part
+                            mbarrier.arrive(empty.index(s), count=1)
+                        elif TURNS:  # each block's MMAs waited for: the stage is this consumer's alone
+                            acc = warpgroup_mma(a, b, acc, use_acc=kk > k0 + skip, is_async=True)
+                            if REM > 0:
+                                acc2 = warpgroup_mma(a, b2, acc2, use_acc=kk > k0 + skip, is_async=True)
+                                acc, acc2 = warpgroup_mma_wait(0, deps=(acc, acc2))
+                            else:
+                                acc = warpgroup_mma_wait(0, deps=(acc, ))
+                            mbarrier.arrive(empty.index(s), count=1)
+                        elif REM > 0:  # two MMAs a block: wait until only this block's two are in flight
+                            acc = warpgroup_mma(a, b, acc, use_acc=kk > k0, is_async=True)
+                            acc2 = warpgroup_mma(a, b2, acc2, use_acc=kk > k0, is_async=True)
+                            acc, acc2 = warpgroup_mma_wait(2, deps=(acc, acc2))
+                            mbarrier.arrive(empty.index((q + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1, pred=kk > k0)
+                        else:
+                            acc = warpgroup_mma(a, b, acc, use_acc=kk > k0, is_async=True)
+                            acc = warpgroup_mma_wait(1, deps=(acc, ))  # the previous block's MMAs are done: release it
+                            mbarrier.arrive(empty.index((q + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1, pred=kk > k0)
+                c += k1 - k0
+                if REM > 0 and not PROMOTE and not TURNS:
+                    acc, acc2 = warpgroup_mma_wait(0, deps=(acc, acc2))
+                    mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1)
+                elif not PROMOTE and not TURNS:
+                    acc = warpgroup_mma_wait(0, deps=(acc, ))
+                    mbarrier.arrive(empty.index((c + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1)
+                if TURNS and HALF == 1:  # hand this sum to the first consumer, once it has taken the previous one
+                    mbarrier.wait(handoff.index(1), (t & 1) ^ 1)
+                    red.store(acc)
+                    if REM > 0:
+                        red2.store(acc2)
+                    gl.thread_barrier()  # every thread's part stored before the arrive releases them
+                    mbarrier.arrive(handoff.index(0), count=1)
+                    t += 1
+                else:
+                    if TURNS:  # the second consumer's sum of the other blocks of K
+                        mbarrier.wait(handoff.index(0), t & 1)
+                        acc += red.load(layout)
+                        if REM > 0:
+                            acc2 += red2.load(layout2)
+                        gl.thread_barrier()  # every thread's part read before the arrive lets the next one in
+                        mbarrier.arrive(handoff.index(1), count=1)
+                        t += 1
+                    row0 = inside((pid_m * BOXES + BOX) * HALF_M, HALF_M, M, INSIDE)  # as the load warp loaded them
+                    col0 = inside(pid_n * (BLOCK_N + REM), BLOCK_N, N, INSIDE)
+                    acc = scaled(acc, SA, SB, row0, col0, M, N, SCALES)
+                    first = (unit // (num_pid_m * num_pid_n)) * M_PAD  # split-K: this slice's rows of the fp32 partials
+                    store_tile(acc, c_smem, c_desc, first, row0, col0, C_T)
+                    if REM > 0:
+                        col2 = inside(pid_n * (BLOCK_N + REM) + BLOCK_N, REM, N, INSIDE)
+                        acc2 = scaled(acc2, SA, SB, row0, col2, M, N, SCALES)
+                        store_tile(acc2, c2_smem, c2_desc, first, row0, col2, C_T)
         tma.store_wait(pendings=0)
 
     @gluon.jit
@@ -388,6 +462,9 @@ if _GLUON:
         INSIDE: gl.constexpr,                           # edge tiles' boxes moved back inside A, B and C (inside())
         REM: gl.constexpr = 0,                          # tiles BLOCK_N + REM wide: a second MMA of N = REM (16-bit)
         TURNS: gl.constexpr = False,                    # two consumers on one 64-row tile, alternate blocks of K
+        WIDE: gl.constexpr = False,                     # REM's tiles as one MMA BLOCK_N + REM wide (fused_ops/wide_mma)
+        OFF_A: gl.constexpr = 0,                        # WIDE: a_bufs' and b_bufs' shared offsets (wide_mma.offsets)
+        OFF_B: gl.constexpr = 0,
     ):
         """Warp-specialized: one warp loads, one to four warpgroups of 4 warps (this kernel's own, and workers)
         each compute 64 rows of every tile (TURNS: two take turns on one 64-row tile's blocks of K), synchronized
@@ -395,9 +472,14 @@ if _GLUON:
         BOXES: gl.constexpr = 1 if TURNS else CONSUMERS  # 64-row boxes of A per stage, and C staging tiles
         a_bufs = gl.allocate_shared_memory(a_desc.dtype, [NUM_BUFFERS * BOXES] + a_desc.block_type.shape,
                                            a_desc.layout)
-        b_bufs = gl.allocate_shared_memory(b_desc.dtype, [NUM_BUFFERS] + b_desc.block_type.shape, b_desc.layout)
+        if WIDE:  # BLOCK_N + REM rows of B a stage, in one run (Gluon's shared shapes are powers of two: boxes of REM)
+            G: gl.constexpr = (b_desc.block_type.shape[0] + REM) // REM
+            b_bufs = gl.allocate_shared_memory(b2_desc.dtype, [NUM_BUFFERS * G] + b2_desc.block_type.shape,
+                                               b2_desc.layout)
+        else:
+            b_bufs = gl.allocate_shared_memory(b_desc.dtype, [NUM_BUFFERS] + b_desc.block_type.shape, b_desc.layout)
         c_bufs = gl.allocate_shared_memory(c_desc.dtype, [BOXES] + c_desc.block_type.shape, c_desc.layout)
-        if REM > 0:  # REM's columns of C leave through the same staging tile, after the first part has left it
+        if REM > 0 and not WIDE:  # REM's columns of C leave through the same staging tile, after the first part's
             b2_bufs = gl.allocate_shared_memory(b2_desc.dtype, [NUM_BUFFERS] + b2_desc.block_type.shape,
                                                 b2_desc.layout)
         else:  # not read
@@ -425,42 +507,42 @@ if _GLUON:
         if CONSUMERS == 1:
             gl.warp_specialize([
                 (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, TURNS, SPLIT_K, INSIDE, REM)),
+                               CONSUMERS, TURNS, SPLIT_K, INSIDE, REM, WIDE, OFF_A, OFF_B)),
                 (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
-                            NUM_BUFFERS, A_T, B_T, BOXES, SPLIT_K, INSIDE, REM)),
+                            NUM_BUFFERS, A_T, B_T, BOXES, SPLIT_K, INSIDE, REM, WIDE)),
             ], [1], [LOAD_REGS])
         elif CONSUMERS == 2:
             gl.warp_specialize([
                 (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, TURNS, SPLIT_K, INSIDE, REM)),
+                               CONSUMERS, TURNS, SPLIT_K, INSIDE, REM, WIDE, OFF_A, OFF_B)),
                 (ws_consumer, (1, c_bufs.index(BOXES - 1), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES,
-                               PROMOTE, CONSUMERS, TURNS, SPLIT_K, INSIDE, REM)),
+                               PROMOTE, CONSUMERS, TURNS, SPLIT_K, INSIDE, REM, WIDE, OFF_A, OFF_B)),
                 (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
-                            NUM_BUFFERS, A_T, B_T, BOXES, SPLIT_K, INSIDE, REM)),
+                            NUM_BUFFERS, A_T, B_T, BOXES, SPLIT_K, INSIDE, REM, WIDE)),
             ], [4, 1], [CONSUMER_REGS, LOAD_REGS])
         elif CONSUMERS == 3:
             gl.warp_specialize([
                 (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, TURNS, SPLIT_K, INSIDE, REM)),
+                               CONSUMERS, TURNS, SPLIT_K, INSIDE, REM, WIDE, OFF_A, OFF_B)),
                 (ws_consumer, (1, c_bufs.index(1), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, TURNS, SPLIT_K, INSIDE, REM)),
+                               CONSUMERS, TURNS, SPLIT_K, INSIDE, REM, WIDE, OFF_A, OFF_B)),
                 (ws_consumer, (2, c_bufs.index(2), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, TURNS, SPLIT_K, INSIDE, REM)),
+                               CONSUMERS, TURNS, SPLIT_K, INSIDE, REM, WIDE, OFF_A, OFF_B)),
                 (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
-                            NUM_BUFFERS, A_T, B_T, BOXES, SPLIT_K, INSIDE, REM)),
+                            NUM_BUFFERS, A_T, B_T, BOXES, SPLIT_K, INSIDE, REM, WIDE)),
             ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, LOAD_REGS])
         else:
             gl.warp_specialize([
                 (ws_consumer, (0, c_bufs.index(0), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, TURNS, SPLIT_K, INSIDE, REM)),
+                               CONSUMERS, TURNS, SPLIT_K, INSIDE, REM, WIDE, OFF_A, OFF_B)),
                 (ws_consumer, (1, c_bufs.index(1), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, TURNS, SPLIT_K, INSIDE, REM)),
+                               CONSUMERS, TURNS, SPLIT_K, INSIDE, REM, WIDE, OFF_A, OFF_B)),
                 (ws_consumer, (2, c_bufs.index(2), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, TURNS, SPLIT_K, INSIDE, REM)),
+                               CONSUMERS, TURNS, SPLIT_K, INSIDE, REM, WIDE, OFF_A, OFF_B)),
                 (ws_consumer, (3, c_bufs.index(3), ops, GROUP_M, NUM_BUFFERS, A_T, B_T, C_T, SCALES, PROMOTE,
-                               CONSUMERS, TURNS, SPLIT_K, INSIDE, REM)),
+                               CONSUMERS, TURNS, SPLIT_K, INSIDE, REM, WIDE, OFF_A, OFF_B)),
                 (ws_loads, (a_desc, b_desc, b2_desc, a_bufs, b_bufs, b2_bufs, ready, empty, M, N, K, GROUP_M,
-                            NUM_BUFFERS, A_T, B_T, BOXES, SPLIT_K, INSIDE, REM)),
+                            NUM_BUFFERS, A_T, B_T, BOXES, SPLIT_K, INSIDE, REM, WIDE)),
             ], [4, 4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, CONSUMER_REGS, LOAD_REGS])
 
 _GL_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32",
@@ -479,6 +561,7 @@ PAIRS_MAX_REM = 16  # promote="pairs" beside a second MMA of at most 16 columns:
 # without spills (sm_90a, tests/test_wgmma.py); 3 x 64x160 spill
 ROW_SWIZZLE_MIN = None  # None, or the narrowest swizzle span box_layout may take: explored, no gain (results/current/
 # gemm/ROUNDS.md, "Operand rows off 32 bytes"; scripts/swizzle_probe.py)
+WIDE_MMA = True  # tiles BLOCK_N + REM wide as one MMA a k step from inline PTX where wide_mma.eligible (False: two)
 KEEP_INSIDE = True  # edge boxes moved back inside the operands (inside(); False: loads past the edge, zero-filled)
 SMEM_BYTES = 232448 - 1024  # shared memory a program may use on an H100/H200, less the barriers' and the compiler's
 
@@ -546,7 +629,10 @@ def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None,
     adds). One launch (two with split_k); host cost: three TMA descriptors (five with rem). Not collective."""
     args, consts, units, partials = kernel_args(a, b, c, block_n, block_k, stages, block_m, swap, scale_a, scale_b,
                                                 promote, group_m, split_k, rem, turns)
-    wgmma_ws_kernel[(min(programs, units),)](*args, **consts, num_warps=4)
+    grid = (min(programs, units),)
+    if consts["WIDE"]:  # the ring's shared offsets for the wide MMA's descriptors (two compiles, once), else two MMAs
+        consts.update(wide_mma.offsets(wgmma_ws_kernel, args, consts, grid) or {"WIDE": False})
+    wgmma_ws_kernel[grid](*args, **consts, num_warps=4)
     if partials is not None:
         sum_slices(partials, c)
     return c
@@ -630,11 +716,15 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
     descs = (desc(a, a_t, [64, block_k]), desc(b, b_t, [block_k, cols]), desc(c, c_t, [64, cols]))
     rest = (desc(b, b_t, [block_k, rem]), desc(c, c_t, [64, rem])) if rem else descs[1:]  # REM's boxes, else unread
     args = descs + rest + (scale_a, scale_b, m, n, k, m_pad)
+    row_bytes = block_k * a.element_size()
     consumers = 2 if turns else rows // 64
     promote = 2 if promote == "pairs" else int(bool(promote))
+    wide = WIDE_MMA and rem > 0 and all(
+        wide_mma.eligible(a_t, b_t, row_bytes, d.layout.swizzle_byte_width, cols + rem, consumers, turns, promote)
+        for d in (descs[0], descs[1], rest[0]))
     consts = dict(GROUP_M=group_m, NUM_BUFFERS=stages, A_T=a_t, B_T=b_t, C_T=c_t, SCALES=scales,
                   PROMOTE=promote, CONSUMER_REGS=CONSUMER_REGS[consumers], LOAD_REGS=LOAD_REGS[consumers],
-                  CONSUMERS=consumers, SPLIT_K=split, INSIDE=KEEP_INSIDE, REM=rem, TURNS=bool(turns))
+                  CONSUMERS=consumers, SPLIT_K=split, INSIDE=KEEP_INSIDE, REM=rem, TURNS=bool(turns), WIDE=wide)
     return args, consts, triton.cdiv(m, rows) * triton.cdiv(n, cols + rem) * split, partials
 
 

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from fused_ops import config as C
-from fused_ops import fp8, wgmma
+from fused_ops import fp8, wgmma, wide_mma
 
 pytestmark = pytest.mark.skipif(not wgmma.available(), reason="this Triton has no Gluon Hopper API (Triton < 3.5)")
 
@@ -31,8 +31,8 @@ def _tile(cfg):
 
 def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.float8_e4m3fn, b_t=True, block_m=128,
                  swap=False, split_k=1, rem=0, turns=False):
-    """(PTX, shared bytes, ptxas's report) of wgmma_ws_kernel for sm_90a, compiled here without a GPU, with the
-    arguments wgmma.run would pass."""
+    """(PTX, shared bytes, ptxas's report, whether its rem tiles are one wide MMA) of wgmma_ws_kernel for sm_90a,
+    compiled here without a GPU, with the arguments wgmma.run would pass."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -47,11 +47,18 @@ def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.fl
                                            rem=rem, turns=turns)
     assert consts["SPLIT_K"] == split_k and consts["REM"] == rem
     fn = wgmma.wgmma_ws_kernel
-    sig = dict(zip(fn.arg_names, [mangle_type(x) for x in args[:5]] + ["*fp32", "*fp32"] + ["i32"] * 4))
-    sig.update({k: "constexpr" for k in consts})
-    src = GluonASTSource(fn=fn, signature=sig, constexprs={(fn.arg_names.index(k),): v for k, v in consts.items()},
-                         attrs={})
-    kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+
+    def build(_, consts):
+        sig = dict(zip(fn.arg_names, [mangle_type(x) for x in args[:5]] + ["*fp32", "*fp32"] + ["i32"] * 4))
+        sig.update({k: "constexpr" for k in consts})
+        src = GluonASTSource(fn=fn, signature=sig, attrs={},
+                             constexprs={(fn.arg_names.index(k),): v for k, v in consts.items()})
+        return triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+    if consts["WIDE"]:  # as wgmma.run: the ring's shared offsets from a first compile
+        offs = wide_mma.offsets(fn, args, consts, None, compile_fn=build)
+        assert offs is not None, "no shared offsets for the wide MMA"
+        consts.update(offs)
+    kernel = build(args, consts)
     ptxas = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "k.ptx")
@@ -59,7 +66,7 @@ def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.fl
             f.write(kernel.asm["ptx"])
         report = subprocess.run([ptxas, "-arch=sm_90a", "-v", path, "-o", os.path.join(d, "k.cubin")],
                                 capture_output=True, text=True, check=True).stderr
-    return kernel.asm["ptx"], kernel.metadata.shared, report
+    return kernel.asm["ptx"], kernel.metadata.shared, report, consts["WIDE"]
 
 
 FP8, BF16 = torch.float8_e4m3fn, torch.bfloat16
@@ -189,11 +196,13 @@ def compile_cases(names=None):
         staged = 4 if split_k > 1 else out_dtype.itemsize  # split-K stages fp32 partials
         while not wgmma.fits(*tile, dtype.itemsize, staged, block_m, rem, turns) or turns and tile[2] % 2:
             tile = (tile[0], tile[1], tile[2] - 1)  # fp32 C staging tiles take a stage's worth (turns: even)
-        ptx, shared, report = compile_sm90(tile, promote, scales, out_dtype, dtype, b_t, block_m, swap, split_k, rem,
-                                           turns)
-        out[name] = dict(shared=shared, report=report, setmaxnreg="setmaxnreg" in ptx,
+        ptx, shared, report, wide = compile_sm90(tile, promote, scales, out_dtype, dtype, b_t, block_m, swap, split_k,
+                                                 rem, turns)
+        out[name] = dict(shared=shared, report=report, setmaxnreg="setmaxnreg" in ptx, wide=wide,
                          mma_and_tma="wgmma.mma_async" in ptx and "cp.async.bulk.tensor" in ptx,
-                         in_flight=re.search(r"wgmma\.wait_group\.sync\.aligned [12]\b", ptx) is not None)
+                         in_flight=re.search(r"wgmma\.wait_group\.sync\.aligned [12]\b", ptx) is not None,
+                         mma_widths=sorted({int(n) for n in re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)",
+                                                                       ptx)}))
     return out
 
 
@@ -225,6 +234,25 @@ def test_default_tile_compiles_for_sm90_specialized_without_spills(compiled, nam
     turns = COMPILE_CASES[name][5][7:] == (True,)
     if not promote and not turns:  # one block's MMAs stay in flight while the next one's issue (turns: the other
         assert facts["in_flight"]  # consumer's run while one waits)
+    tile = COMPILE_CASES[name][5]
+    block_m, swap, rem = (tile[3:] + (128, False, 1, 0)[len(tile) - 3:])[:2] + (tile[6] if len(tile) > 6 else 0, )
+    width = (block_m if swap else tile[0]) + rem
+    if facts["wide"]:  # one MMA as wide as the tile a k step (fused_ops/wide_mma), else Gluon's powers of two
+        assert facts["mma_widths"] == [width], facts["mma_widths"]
+    else:
+        assert all(w & (w - 1) == 0 for w in facts["mma_widths"]), facts["mma_widths"]
+
+
+def test_rem_tiles_on_k_major_operands_compile_as_one_wide_mma_where_registers_allow(compiled):
+    # K-major A and B (FP8; bf16 with nn.Linear's weights; swapped with C transposed), up to three consumers, FP8
+    # promoted per block or not at all: one MMA 72-160 wide; B row-major, four consumers, turns or pairs: two MMAs
+    for name in ("fp8-fast-rem32", "fp8-precise-rem32", "fp8-precise-row-rem16", "fp8-fast-rem32-96-wide",
+                 "fp8-precise-64-rows-rem8", "fp8-fast-64-rows-rem16", "fp8-precise-swap-rem16",
+                 "bf16-rem16-split-k-b-k-major", "bf16-swap-two-consumers-rem32-b-k-major"):
+        assert compiled[name]["wide"], name
+    for name in ("bf16-rem32", "bf16-rem64-320-wide", "fp8-fast-rem32-256-rows", "fp8-precise-64-rows-turns-rem16",
+                 "fp8-precise-pairs-rem16", "bf16-swap-rem16"):
+        assert not compiled[name]["wide"], name
 
 
 def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_why():
@@ -811,14 +839,19 @@ def test_rem_widths_the_kernel_has_none_of_are_refused_and_units_count_the_wider
 
 
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
-@pytest.mark.parametrize("operands", ["bf16-b-row-major", "bf16-b-k-major", "fp8-precise", "fp8-fast"])
-def test_rem_cols_tiles_match_float64(operands):
-    # tiles block_n + rem columns of B wide (a second MMA of N = rem): N past a tile's first part, inside it, exactly
-    # whole tiles and fewer than one; two and three consumers, whole and in slices of K, per-tensor and row-wise
+@pytest.mark.parametrize("operands,wide", [("bf16-b-row-major", True), ("bf16-b-k-major", True),
+                                           ("bf16-b-k-major", False), ("fp8-precise", True), ("fp8-precise", False),
+                                           ("fp8-fast", True), ("fp8-fast", False)])
+def test_rem_cols_tiles_match_float64(operands, wide, monkeypatch):
+    # tiles block_n + rem columns of B wide (on K-major operands one MMA that wide, from inline PTX: fused_ops/
+    # wide_mma; wide=False, or B row-major: a second MMA of N = rem): N past a tile's first part, inside it, exactly
+    # whole tiles and fewer than one; one to four consumers, whole and in slices of K, per-tensor and row-wise
     # scales; a poisoned output and fresh data per call, all calls checked after the last; the 160-wide one also
     # through matmul's / scaled_mm's own door with a caller's Config
     from fused_ops import Config, fp8, matmul
 
+    monkeypatch.setattr(wgmma, "WIDE_MMA", wide)
+    ran_wide = 0
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     fp8_ops = operands.startswith("fp8")
     bk = 128 if fp8_ops else 64
@@ -839,6 +872,8 @@ def test_rem_cols_tiles_match_float64(operands):
         c = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
         cfg = Config(block_m=block_m, block_n=block_n, block_k=bk, num_stages=stages, split_k=split, rem_cols=rem)
         a, b, sa, sb, ref = _operands(operands, m, n, k, split != 1 or m == 300)
+        ran_wide += wgmma.kernel_args(a, b, c, block_n, bk, stages, block_m, promote=operands == "fp8-precise",
+                                      split_k=split, rem=rem)[1]["WIDE"]
         if (block_m, block_n, rem) == (128, 128, 32) and fp8_ops:  # through the front doors, a caller's Config
             fp8.scaled_mm(a, b, sa, sb, out=c, config=cfg, use_fast_accum=operands == "fp8-fast")
         elif (block_m, block_n, rem) == (128, 128, 32):
@@ -848,6 +883,7 @@ def test_rem_cols_tiles_match_float64(operands):
                       block_m=block_m, split_k=split, rem=rem)
         calls.append(((m, n, k, block_m, block_n, rem, split), c, ref))
     _check_all(calls, operands)
+    assert (ran_wide > 0) == (wide and operands != "bf16-b-row-major"), ran_wide  # the form under test ran
 
 
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
