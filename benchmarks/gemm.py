@@ -678,7 +678,7 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, hot, torch
         a2, b2 = with_toggles(lambda: local_gemm.aligned_operands(a, b))
         copied = a2 is not a or b2 is not b
         own = ("matmul", "matmul, edges past", "matmul, decode tile loop", "matmul, padded B",
-               "matmul, B rows as given") + ROWS64_TOGGLES
+               "matmul, B rows as given", "matmul, two MMAs") + ROWS64_TOGGLES
         if name not in own and copied == any(
                 x is not y for x, y in zip(local_gemm.aligned_operands(a, b), (a, b))):
             return []  # the same run as "matmul"

@@ -185,9 +185,21 @@ if _GLUON:
         """Columns J0.. J0 + WIDTH of a wide accumulator (wide_mma's chunks) to C's rows row0.. and columns col0..,
         scaled, chunk by chunk through c_smem, by one asynchronous TMA store (as store_tile)."""
         CH: gl.constexpr = acc[0].shape[1]
+        lc: gl.constexpr = acc[0].type.layout
+        if SCALES == 1:  # FP8's scales read once for every chunk
+            both = gl.load(SA) * gl.load(SB)
+        elif SCALES == 2:
+            rm = row0 + gl.arange(0, acc[0].shape[0], layout=gl.SliceLayout(1, lc))
+            rows = gl.load(SA + rm, mask=rm < M, other=0.0)[:, None]
         tma.store_wait(pendings=0)
         for j in gl.static_range(WIDTH // CH):
-            part = scaled(acc[J0 // CH + j], SA, SB, row0, col0 + j * CH, M, N, SCALES).to(c_desc.dtype)
+            part = acc[J0 // CH + j]
+            if SCALES == 1:
+                part = part * both
+            elif SCALES == 2:
+                rn = col0 + j * CH + gl.arange(0, CH, layout=gl.SliceLayout(0, lc))
+                part = part * rows * gl.load(SB + rn, mask=rn < N, other=0.0)[None, :]
+            part = part.to(c_desc.dtype)
             if C_T:
                 c_smem.slice(j * CH, CH, dim=0).store(gl.permute(part, (1, 0)))
             else:
@@ -218,7 +230,7 @@ if _GLUON:
             a_addr = base + OFF_A + (s * BOXES + BOX) * A_BOX
             b_addr = base + OFF_B + s * (W * ROW)
             if PROMOTE:
-                acc = wide_mma.add(acc, wide_mma.mma(zero, a_addr, b_addr, 0, a_bufs.dtype, ROW, 0))
+                acc = wide_mma.add(acc, wide_mma.block_sum(zero, a_addr, b_addr, a_bufs.dtype, ROW))
                 mbarrier.arrive(empty.index(s), count=1)
             else:
                 acc = wide_mma.mma(acc, a_addr, b_addr, kk - k0, a_bufs.dtype, ROW, 1)

@@ -42,35 +42,37 @@ if _GLUON:
         return min(32, width & -width)
 
     @gluon.constexpr_function
-    def mma_asm(width, row_bytes, dtype, wait):
+    def mma_asm(width, row_bytes, dtype, wait, fresh):
         """PTX of one block of K: row_bytes / 32 MMAs m64n<width> (k16 16-bit or k32 FP8), each 32 bytes further
         along the swizzled rows (2 in the descriptors' 16-byte units); then at most `wait` groups left in flight.
-        Operands: the width / 2 accumulators $0.. tied to $n.. (n = width / 2), A's and B's descriptors at $2n and
-        $2n + pack, at $2n + 2 pack whether the block's first step adds into the accumulators (the others always
-        add; pack: the registers of one chunk)."""
+        Operands: the width / 2 accumulators $0.., tied to $n.. (n = width / 2) unless `fresh` (a block's own sum:
+        nothing read, so nothing to zero first), A's and B's descriptors next, then whether the block's first step
+        adds into the accumulators (the others always add), a pack of registers each (pack: one chunk's)."""
         n = width // 2
         pack = chunk(width) // 2
+        first = n if fresh else 2 * n  # the first operand past the accumulators
         dtype = dtype.name
         kind = {"fp8e4nv": "k32.f32.e4m3.e4m3", "bf16": "k16.f32.bf16.bf16", "fp16": "k16.f32.f16.f16"}[dtype]
         tail = "1, 1" if dtype == "fp8e4nv" else "1, 1, 0, 0"  # A's and B's scales (16-bit: and K-major both)
         regs = ",".join(f"${i}" for i in range(n))
-        use = f"${2 * n + 2 * pack}"
+        use = f"${first + 2 * pack}"
         lines = ["{ .reg .b64 da, db; .reg .pred p, t;", f"setp.ne.b32 p, {use}, 0;", f"setp.eq.b32 t, {use}, {use};",
                  "wgmma.fence.sync.aligned;"]
         for k in range(row_bytes // K_STEP_BYTES):
             scale_d = "t" if k else "p"
-            lines += [f"add.s64 da, ${2 * n}, {2 * k};", f"add.s64 db, ${2 * n + pack}, {2 * k};",
+            lines += [f"add.s64 da, ${first}, {2 * k};", f"add.s64 db, ${first + pack}, {2 * k};",
                       f"wgmma.mma_async.sync.aligned.m64n{width}{kind} {{{regs}}}, da, db, {scale_d}, {tail};"]
         lines += ["wgmma.commit_group.sync.aligned;", f"wgmma.wait_group.sync.aligned {wait};", "}"]
         return "\n".join(lines)
 
     @gluon.constexpr_function
-    def tied(width, extra):
-        """Constraints: the width / 2 accumulators out and tied in, then one pack of registers per `extra` one."""
+    def tied(width, extra, fresh=False):
+        """Constraints: the width / 2 accumulators out and (unless fresh) tied in, then one pack of registers per
+        `extra` one."""
         n = width // 2
         pack = chunk(width) // 2
         per = [c for c in extra.split(",") if c for _ in range(pack)]
-        return ",".join(["=f"] * n + [str(i) for i in range(n)] + per)
+        return ",".join(["=f"] * n + ([] if fresh else [str(i) for i in range(n)]) + per)
 
     @gluon.constexpr_function
     def f32s(count):
@@ -115,8 +117,21 @@ if _GLUON:
         da = gl.full([64, CH], 0, gl.int64, lc) + descriptor(a_addr, ROW_BYTES)
         db = gl.full([64, CH], 0, gl.int64, lc) + descriptor(b_addr, ROW_BYTES)
         flag = gl.full([64, CH], use, gl.int32, lc)
-        return gl.inline_asm_elementwise(mma_asm(W, ROW_BYTES, DTYPE, WAIT), tied(W, "l,l,r"), acc + (da, db, flag),
-                                         dtype=f32s(len(acc)), is_pure=False, pack=CH // 2)
+        return gl.inline_asm_elementwise(mma_asm(W, ROW_BYTES, DTYPE, WAIT, False), tied(W, "l,l,r"),
+                                         acc + (da, db, flag), dtype=f32s(len(acc)), is_pure=False, pack=CH // 2)
+
+    @gluon.jit
+    def block_sum(like, a_addr, b_addr, DTYPE: gl.constexpr, ROW_BYTES: gl.constexpr):
+        """One block of K's own sum, A (64 rows at a_addr) @ B^T (W rows at b_addr), waited for: a fresh accumulator
+        shaped `like` (whose registers are neither read nor zeroed first). A warpgroup's collective."""
+        W: gl.constexpr = len(like) * like[0].shape[1]
+        CH: gl.constexpr = like[0].shape[1]
+        lc: gl.constexpr = like[0].type.layout
+        da = gl.full([64, CH], 0, gl.int64, lc) + descriptor(a_addr, ROW_BYTES)
+        db = gl.full([64, CH], 0, gl.int64, lc) + descriptor(b_addr, ROW_BYTES)
+        flag = gl.full([64, CH], 0, gl.int32, lc)
+        return gl.inline_asm_elementwise(mma_asm(W, ROW_BYTES, DTYPE, 0, True), tied(W, "l,l,r", True), (da, db, flag),
+                                         dtype=f32s(len(like)), is_pure=False, pack=CH // 2)
 
     @gluon.jit
     def wait(acc):

@@ -892,18 +892,20 @@ for stage in "$@"; do
              done ;;
     wide)    # one GPU: tiles BLOCK_N + REM wide as one MMA from inline PTX (fused_ops/wide_mma) against two: the GPU
              # tests of rem and swapped tiles, then the misses (as `misses`) with both forms, FP8 and K-major bf16, cool
-             gemm_gpu_tests pytest_wide.log "rem or swap or wide or compiles"
+             gemm_gpu_tests pytest_wide.log "${WIDE_TESTS:-rem or swap or wide or compiles}"
              bf16_miss=${BF16_MISS:-1024x1440x2880 2048x5000x2048 16x2880x1440 1000x1000x1000 4096x720x2880 \
                  16384x640x3584 1024x2304x3584 1024x896x5120 128x4736x3584}
              fp8_miss=${FP8_MISS:-4096x53248x16384 4096x1152x3584 128x5120x2560 128x4608x7168 1024x4608x16384 \
                  1024x3584x896 1024x640x3584 1024x2880x720 1024x640x2880 1024x720x2880 1024x4608x7168 128x8192x3696 \
                  4096x64640x7168 16384x16384x26624 1024x2304x16384 1024x3584x1792 1024x3584x448 1024x3584x2368 \
                  1024x8192x14784 1024x8192x3696 1024x1280x2880 1024x1440x2880 16384x2880x720 16384x640x2880}
-             run gemm_wide_fp8.log timeout ${X_TIMEOUT:-300} python3 benchmarks/gemm.py --fp8 --configs default \
-               'default, fast accum' 'default, two MMAs' 'default, fast accum, two MMAs' --shapes $fp8_miss \
-               --out "$OUT/wide_fp8"
-             run gemm_wide_bf16.log timeout ${X_TIMEOUT:-200} python3 benchmarks/gemm.py --weights k-major \
-               --configs matmul 'matmul, two MMAs' --shapes $bf16_miss --out "$OUT/wide_bf16" ;;
+             for r in $(seq ${RUNS:-1}); do
+               run gemm_wide_fp8_run$r.log timeout ${X_TIMEOUT:-300} python3 benchmarks/gemm.py --fp8 --configs \
+                 default 'default, fast accum' 'default, two MMAs' 'default, fast accum, two MMAs' \
+                 --shapes $fp8_miss --out "$OUT/wide_fp8_run$r"
+               run gemm_wide_bf16_run$r.log timeout ${X_TIMEOUT:-200} python3 benchmarks/gemm.py --weights k-major \
+                 --configs matmul 'matmul, two MMAs' --shapes $bf16_miss --out "$OUT/wide_bf16_run$r"
+             done ;;
     big128)  # one GPU (the H100 first): FP8 precise on large GEMMs, where the H100 runs the 192x128 default (three
              # consumers, each block's sum promoted) at 0.79-0.90x and the H200 at ~1.0x: 128x128 tiles in pairs and
              # per block against it, cool, twice
