@@ -906,6 +906,18 @@ for stage in "$@"; do
                run gemm_wide_bf16_run$r.log timeout ${X_TIMEOUT:-200} python3 benchmarks/gemm.py --weights k-major \
                  --configs matmul 'matmul, two MMAs' --shapes $bf16_miss --out "$OUT/wide_bf16_run$r"
              done ;;
+    widex)   # one GPU: FP8 rem tiles (96, 144, 160 and 192 wide) now one MMA a k step, against the defaults, at the
+             # lasting misses (as `wide`), precise and fast, per-tensor scales, cool, once
+             fp8_miss=${FP8_MISS:-4096x53248x16384 4096x1152x3584 128x5120x2560 128x4608x7168 1024x4608x16384 \
+                 1024x3584x896 1024x640x3584 1024x2880x720 1024x640x2880 1024x720x2880 1024x4608x7168 128x8192x3696 \
+                 4096x64640x7168 16384x16384x26624 1024x2304x16384 1024x3584x1792 1024x3584x448 1024x3584x2368 \
+                 1024x8192x14784 1024x8192x3696 1024x1280x2880 1024x1440x2880 16384x2880x720 16384x640x2880}
+             run gemm_widex_fp8.log timeout ${X_TIMEOUT:-400} python3 benchmarks/gemm.py --fp8 --configs default \
+               'default, fast accum' 'wgmma fp8 128x64x128 s6 rem32' 'wgmma fp8 128x128x128 s4 rem16' \
+               'wgmma fp8 128x128x128 s4 rem32' 'wgmma fp8 128x128x128 s3 rem64' \
+               'wgmma fp8 128x64x128 s6 rem32 fast accum' 'wgmma fp8 128x128x128 s4 rem16 fast accum' \
+               'wgmma fp8 128x128x128 s4 rem32 fast accum' 'wgmma fp8 128x128x128 s3 rem64 fast accum' \
+               --shapes $fp8_miss --out "$OUT/widex_fp8" ;;
     big128)  # one GPU (the H100 first): FP8 precise on large GEMMs, where the H100 runs the 192x128 default (three
              # consumers, each block's sum promoted) at 0.79-0.90x and the H200 at ~1.0x: 128x128 tiles in pairs and
              # per block against it, cool, twice
