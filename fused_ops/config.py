@@ -168,6 +168,15 @@ WGMMA_FP8_PRECISE_WAVE_TILES = ((192, 64, 128, 6, 1.3),)
 # leave SMs idle (1024 rows of 1152-1536 columns): they won on both GPUs and lost with precise accumulation; beyond
 # one row of tiles only, where they were timed (results/current/gemm/fp8_all/fp8x96_*).
 WGMMA_FP8_FAST_96_TILE = (128, 96, 128, 6, 1.4)
+# FP8's tiles of widths between powers of two run one MMA that wide a k step (fused_ops/wide_mma; FP8's operands are
+# K-major), not two. So with fast accumulation they count in any number of waves, as powers of two do (in two waves
+# 128x144 tiles beat 256x160 ones, whose four consumers keep two MMAs, by 10-15% at 4096x1152x3584 and 1024x4608 of
+# K 7168 and 16384); and with precise accumulation 128x192 tiles (128 + 64, 3 stages) from K of FP8_WIDE_192_MIN_K,
+# where they beat 192x128 ones by 5-23% at 1024x8192 and the largest GEMMs (4096x53248x16384, 4096x64640x7168,
+# 16384x16384x26624) and lost at K of 720 (results/current/gemm/gluon_limits/widex_fp8_h100_7f76f16.csv).
+WGMMA_FP8_PRECISE_WIDE_TILE = (128, 192, 128, 3, 0.85)  # (beyond 128 rows: untimed at 128)
+FP8_WIDE_192_MIN_K = 2048
+WIDE_MMA_ROWS = 192  # tiles of up to three consumers (wide_mma.MAX_CONSUMERS) run the wide MMA
 WGMMA_FP8_FAST_TILES = (WGMMA_FP8_FAST_TILE + (1.0,), (192, 128, 128, 4, 1.05), (128, 128, 128, 6, 1.1),
                         (128, 144, 128, 4, 1.2), (128, 160, 128, 4, 1.2))
 # 16-bit tiles counted only where they fill one wave: 128x288 (256 + 32 columns, 32-deep blocks: 5 stages fit beside
@@ -735,9 +744,13 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
                 return few
         if not fp8 and cfg.block_m != 128:
             return None
-    if not fp8 or fast:  # 16-bit and FP8 fast widths between powers of two: in one wave, or in one row of tiles
-        tiles = tuple(t for t in tiles if t[1] & (t[1] - 1) == 0 or m <= t[0] or tile_count(m, n, t) <= sms)
+    if not fp8 or fast:  # widths between powers of two: in one wave, or in one row of tiles (16-bit; FP8 on four
+        # consumers, which keep two MMAs); FP8's others in any number of waves (one wide MMA)
+        tiles = tuple(t for t in tiles if t[1] & (t[1] - 1) == 0 or m <= t[0] or tile_count(m, n, t) <= sms
+                      or fp8 and t[0] <= WIDE_MMA_ROWS)
     precise = () if fast or row_scales else WGMMA_FP8_PRECISE_WAVE_TILES  # (row-wise scales: not timed on them)
+    if fp8 and not fast and not row_scales and m > 128 and k is not None and k >= FP8_WIDE_192_MIN_K:
+        tiles += (WGMMA_FP8_PRECISE_WIDE_TILE,)
     one_wave = WGMMA_FP8_WAVE_TILES + precise if fp8 else WGMMA_WAVE_TILES
     tiles += tuple(t for t in one_wave if tile_count(m, n, t) <= sms)
     in_pairs = fp8 and not fast and FP8_PAIRS_ROWS[0] <= m <= FP8_PAIRS_ROWS[1]  # (precise_promotion's tiles)

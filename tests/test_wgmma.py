@@ -279,12 +279,18 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
     # fast accumulation takes the precise tiles too: 96 of 128x128 where 128x256 ones are 48
     assert _tile(C.wgmma_config(cfg, 128, 12288, 132, FP8, fast=True)) == (128, 128, 128)
     assert C.wgmma_config(cfg, 16384, 64, 132, FP8, fast=True).block_n == 64  # N of 64: the narrow tile
-    # fast accumulation, per-tensor scales: 256x160 where it fills one wave (128 tiles) and 128x256 needs two
-    for m, n in ((4096, 1280), (4096, 1152), (1024, 4736)):
+    # fast accumulation, per-tensor scales: 256x160 where it fills one wave (128 tiles) and 128x256 needs two, unless
+    # 128x144 ones (one wide MMA a k step: wide_mma) fill two
+    for m, n, want in ((4096, 1280, (256, 160)), (4096, 1152, (128, 144)), (1024, 4736, (128, 144))):
         four = C.wgmma_config(cfg, m, n, 132, FP8, fast=True)
-        assert (four.block_m, four.block_n + four.rem_cols) == (256, 160), (m, n, four)
+        assert (four.block_m, four.block_n + four.rem_cols) == want, (m, n, four)
         other = C.wgmma_config(cfg, m, n, 132, FP8, fast=True, row_scales=True)  # row-wise: would spill
         assert other.block_m < 256, (m, n, other)
+    # precise, per-tensor: 128x192 (one wide MMA) rather than 192x128 from K of 2048 and beyond 128 rows
+    for m, n, k, want in ((4096, 53248, 16384, (128, 192)), (16384, 16384, 26624, (128, 192)),
+                          (16384, 2880, 720, (192, 128)), (128, 64640, 7168, (128, 128))):
+        got = C.wgmma_config(cfg, m, n, 132, FP8, k=k)
+        assert (got.block_m, got.block_n + got.rem_cols) == want, (m, n, k, got)
     # FP8, either accumulation: 128x192 tiles where they fill one wave (1024x2880: 120 of them), not in two
     for fast in (False, True):
         wave = C.wgmma_config(cfg, 1024, 2880, 132, FP8, fast=fast, k=2880)
@@ -799,12 +805,16 @@ def test_fp8_precise_128x128_tiles_in_pairs_cost_less_from_129_to_1024_rows(monk
     def tile(m, n, k, mode="fp8"):
         cfg = pick(m, n, k, mode)[1]
         return cfg.block_m, cfg.block_n + (cfg.rem_cols or 0), C.precise_promotion(cfg)
-    assert tile(1024, 19008, 5120) == tile(1024, 53248, 16384) == (128, 128, "pairs")
-    assert tile(1024, 7168, 4096) == tile(1024, 9216, 16384) == (128, 128, "pairs")
+    # (and 128x192 ones, one wide MMA a k step, displace both from K of FP8_WIDE_192_MIN_K in many waves)
+    assert tile(1024, 7168, 4096) == (128, 128, "pairs")
+    assert tile(1024, 19008, 5120) == tile(1024, 53248, 16384) == tile(1024, 9216, 16384) == (128, 192, True)
     assert tile(128, 76032, 5120) == (128, 144, True)
-    assert tile(4096, 19008, 5120) == tile(4096, 7168, 4096) == (192, 128, True)
+    assert tile(4096, 19008, 5120) == tile(4096, 7168, 4096) == (128, 192, True)
     assert tile(1024, 19008, 5120, "fp8 fast")[:2] != (128, 128)
-    monkeypatch.setattr(C, "FP8_PAIRS_ROWS", (0, 0))  # the picks before
+    monkeypatch.setattr(C, "FP8_WIDE_192_MIN_K", 1 << 30)  # the picks before 128x192 tiles in many waves
+    assert tile(1024, 19008, 5120) == tile(1024, 9216, 16384) == (128, 128, "pairs")
+    assert tile(4096, 19008, 5120) == tile(4096, 7168, 4096) == (192, 128, True)
+    monkeypatch.setattr(C, "FP8_PAIRS_ROWS", (0, 0))  # ... and before pairs
     assert tile(1024, 19008, 5120) == (192, 128, True) and tile(1024, 7168, 4096) == (128, 160, True)
 
 
