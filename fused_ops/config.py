@@ -171,11 +171,13 @@ WGMMA_FP8_FAST_96_TILE = (128, 96, 128, 6, 1.4)
 # FP8's tiles of widths between powers of two run one MMA that wide a k step (fused_ops/wide_mma; FP8's operands are
 # K-major), not two. So with fast accumulation they count in any number of waves, as powers of two do (in two waves
 # 128x144 tiles beat 256x160 ones, whose four consumers keep two MMAs, by 10-15% at 4096x1152x3584 and 1024x4608 of
-# K 7168 and 16384); and with precise accumulation 128x192 tiles (128 + 64, 3 stages) from K of FP8_WIDE_192_MIN_K,
-# where they beat 192x128 ones by 5-23% at 1024x8192 and the largest GEMMs (4096x53248x16384, 4096x64640x7168,
-# 16384x16384x26624) and lost at K of 720 (results/current/gemm/gluon_limits/widex_fp8_h100_7f76f16.csv).
+# K 7168 and 16384); and with precise accumulation 128x192 tiles (128 + 64, 3 stages) from K of FP8_WIDE_192_MIN_K
+# and FP8_WIDE_192_MIN_WAVES waves of them: there they beat 192x128 and 128x128 ones by 6.5% over 140 GEMMs of the
+# public set (up to 33% at 16384x16384x26624), and in fewer waves lost by 2.6% over 91; at K of 720 they lost
+# (results/current/gemm/gluon_limits/widex_fp8_h100_7f76f16.csv, wide192_fp8_all_h100_06b2657.csv.gz).
 WGMMA_FP8_PRECISE_WIDE_TILE = (128, 192, 128, 3, 0.85)  # (beyond 128 rows: untimed at 128)
 FP8_WIDE_192_MIN_K = 2048
+FP8_WIDE_192_MIN_WAVES = 12
 WIDE_MMA_ROWS = 192  # tiles of up to three consumers (wide_mma.MAX_CONSUMERS) run the wide MMA
 WGMMA_FP8_FAST_TILES = (WGMMA_FP8_FAST_TILE + (1.0,), (192, 128, 128, 4, 1.05), (128, 128, 128, 6, 1.1),
                         (128, 144, 128, 4, 1.2), (128, 160, 128, 4, 1.2))
@@ -749,7 +751,8 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
         tiles = tuple(t for t in tiles if t[1] & (t[1] - 1) == 0 or m <= t[0] or tile_count(m, n, t) <= sms
                       or fp8 and t[0] <= WIDE_MMA_ROWS)
     precise = () if fast or row_scales else WGMMA_FP8_PRECISE_WAVE_TILES  # (row-wise scales: not timed on them)
-    if fp8 and not fast and not row_scales and m > 128 and k is not None and k >= FP8_WIDE_192_MIN_K:
+    if (fp8 and not fast and not row_scales and m > 128 and k is not None and k >= FP8_WIDE_192_MIN_K
+            and tile_count(m, n, WGMMA_FP8_PRECISE_WIDE_TILE) >= FP8_WIDE_192_MIN_WAVES * sms):
         tiles += (WGMMA_FP8_PRECISE_WIDE_TILE,)
     one_wave = WGMMA_FP8_WAVE_TILES + precise if fp8 else WGMMA_WAVE_TILES
     tiles += tuple(t for t in one_wave if tile_count(m, n, t) <= sms)

@@ -805,15 +805,14 @@ def test_fp8_precise_128x128_tiles_in_pairs_cost_less_from_129_to_1024_rows(monk
     def tile(m, n, k, mode="fp8"):
         cfg = pick(m, n, k, mode)[1]
         return cfg.block_m, cfg.block_n + (cfg.rem_cols or 0), C.precise_promotion(cfg)
-    # (and 128x192 ones, one wide MMA a k step, displace both from K of FP8_WIDE_192_MIN_K in many waves)
-    assert tile(1024, 7168, 4096) == (128, 128, "pairs")
-    assert tile(1024, 19008, 5120) == tile(1024, 53248, 16384) == tile(1024, 9216, 16384) == (128, 192, True)
+    # (and 128x192 ones, one wide MMA a k step, displace both from K of FP8_WIDE_192_MIN_K in FP8_WIDE_192_MIN_WAVES)
+    assert tile(1024, 19008, 5120) == tile(1024, 7168, 4096) == tile(1024, 9216, 16384) == (128, 128, "pairs")
+    assert tile(1024, 53248, 16384) == tile(4096, 19008, 5120) == (128, 192, True)
     assert tile(128, 76032, 5120) == (128, 144, True)
-    assert tile(4096, 19008, 5120) == tile(4096, 7168, 4096) == (128, 192, True)
+    assert tile(4096, 7168, 4096) == (192, 128, True)
     assert tile(1024, 19008, 5120, "fp8 fast")[:2] != (128, 128)
     monkeypatch.setattr(C, "FP8_WIDE_192_MIN_K", 1 << 30)  # the picks before 128x192 tiles in many waves
-    assert tile(1024, 19008, 5120) == tile(1024, 9216, 16384) == (128, 128, "pairs")
-    assert tile(4096, 19008, 5120) == tile(4096, 7168, 4096) == (192, 128, True)
+    assert tile(1024, 53248, 16384) == (128, 128, "pairs") and tile(4096, 19008, 5120) == (192, 128, True)
     monkeypatch.setattr(C, "FP8_PAIRS_ROWS", (0, 0))  # ... and before pairs
     assert tile(1024, 19008, 5120) == (192, 128, True) and tile(1024, 7168, 4096) == (128, 160, True)
 
