@@ -174,7 +174,7 @@ WGMMA_FP8_FAST_96_TILE = (128, 96, 128, 6, 1.4)
 # K 7168 and 16384); and with precise accumulation 128x192 tiles (128 + 64, 3 stages) from K of FP8_WIDE_192_MIN_K
 # and FP8_WIDE_192_MIN_WAVES waves of them: there they beat 192x128 and 128x128 ones by 6.5% over 140 GEMMs of the
 # public set (up to 33% at 16384x16384x26624), and in fewer waves lost by 2.6% over 91; at K of 720 they lost
-# (results/current/gemm/gluon_limits/widex_fp8_h100_7f76f16.csv.gz, wide192_fp8_all_h100_06b2657.csv.gz).
+# (results/current/gemm/gluon_limits/widex_fp8_h100_7f76f16.csv.gz, fp8_all/fp8_all_h100_06b2657.csv.gz).
 WGMMA_FP8_PRECISE_WIDE_TILE = (128, 192, 128, 3, 0.85)  # (beyond 128 rows: untimed at 128)
 FP8_WIDE_192_MIN_K = 2048
 FP8_WIDE_192_MIN_WAVES = 12

@@ -2,19 +2,16 @@
 in the same small kernel: are its results right, and how much faster is it? The Gluon kernel's tiles of such widths
 (fused_ops/wgmma.py, `rem=...`) run two MMAs per block of K, each reading the warpgroup's rows of A from shared memory
 again; Gluon refuses an MMA whose width is not a power of two (`scripts/mma_width_probe.py`), and cuBLAS runs such
-tiles at most of the GEMMs still below their floors (`results/current/gemm/gluon_limits/`). This builds the single
-MMA from inline PTX before the kernel takes it.
+tiles at most of the GEMMs still below their floors (`results/current/gemm/gluon_limits/`). This sets the single MMA
+from inline PTX (fused_ops/wide_mma, which the kernel now runs on K-major operands) beside Gluon's two, alone.
 
     IRIS_BACKEND=cuda python scripts/wide_mma_probe.py [--widths 96 144 ...] [--dtypes bf16 fp8] [--shapes MxNxK ...]
         [--out DIR]
 
 The kernel: one program per 128 x W tile of C = A @ B^T (B K-major, N x K, as FP8 and nn.Linear store it), two
 consumer warpgroups of 64 rows each, a load warp filling a ring of STAGES blocks of K by TMA, each block's MMAs left
-in flight while the next block's issue (as wgmma_ws_kernel does). WIDE=1: one `wgmma m64nW` per k step from one
-`inline_asm_elementwise`, whose W / 2 accumulator registers a thread are W / CH Gluon tensors of 64 x CH (CH: the
-largest power of two up to 32 dividing W), in the MMA's fragment order; its shared-memory descriptors are built from
-the ring's shared offsets, read from the compiler's allocation pass on a first compile (the offsets depend on the
-allocations alone, so the second compile, which carries them as constexprs, keeps them: checked). WIDE=0: Gluon's
+in flight while the next block's issue (as wgmma_ws_kernel does). WIDE=1: fused_ops/wide_mma's MMA (its docstring
+says how), B's stages a power of two rows deep or exactly W (--loads). WIDE=0: Gluon's
 warpgroup_mma, P = the largest power of two below W, then W - P columns (W - P must be a power of two). FP8: e4m3
 operands, one scale of 1, bf16 out. Both forms are checked against float64 on fresh inputs into a poisoned C, over
 several calls in a row, then timed in turns in CUDA graphs. Needs a Hopper GPU; writes DIR/wide_mma.csv.
@@ -22,9 +19,7 @@ several calls in a row, then timed in turns in CUDA graphs. Needs a Hopper GPU; 
 
 import argparse
 import os
-import re
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -36,9 +31,11 @@ from triton.experimental.gluon.language.nvidia.hopper import (  # noqa: E402
     mbarrier, tma, warpgroup_mma, warpgroup_mma_wait)
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor  # noqa: E402
 
+from fused_ops import wide_mma  # noqa: E402
+
 BM = gl.constexpr(128)  # a tile's rows: two consumers of 64
 STAGES = gl.constexpr(4)
-ROW_BYTES = 128  # a block of K in bytes: one 128-byte swizzled row of each operand (bf16: 64 deep; FP8: 128)
+ROW_BYTES = gl.constexpr(128)  # a block of K in bytes: one swizzled row of each operand (bf16: 64 deep; FP8: 128)
 
 
 def split(width):
@@ -50,48 +47,6 @@ def split(width):
     if width % 8 or not 64 < width <= 256 or (width - p) & (width - p - 1):
         raise ValueError(f"width {width}: a multiple of 8 in 72-256 that is a power of two plus a power of two")
     return p, width - p, chunk
-
-
-@gluon.constexpr_function
-def wide_asm(width, fp8, wait):
-    """One block of K: four m64n<width> MMAs (k16 bf16 or k32 FP8), accumulators $0..$(n-1) tied to $n..$(2n-1)
-    (n = width / 2), A's and B's descriptors at $2n and $2n + pack, whether the block's first step adds into the
-    accumulators at $2n + 2 pack (pack = n / chunks, the registers of one chunk; the other steps always add); each
-    step 32 bytes further along the 128-byte swizzled rows (2 in the descriptors' 16-byte address units); then at most
-    `wait` groups in flight."""
-    n = width // 2
-    pack = min(32, width & -width) // 2
-    regs = ",".join(f"${i}" for i in range(n))
-    shape = f"m64n{width}k32.f32.e4m3.e4m3" if fp8 else f"m64n{width}k16.f32.bf16.bf16"
-    tail = "1, 1" if fp8 else "1, 1, 0, 0"  # A's and B's scales (and bf16's transposes)
-    use = f"${2 * n + 2 * pack}"
-    lines = ["{ .reg .b64 da, db; .reg .pred p, t;", f"setp.ne.b32 p, {use}, 0;", f"setp.eq.b32 t, {use}, {use};",
-             "wgmma.fence.sync.aligned;"]
-    for k in range(4):  # only the block's first step may start from zero (p): the rest add to it (t, true)
-        lines += [f"add.s64 da, ${2 * n}, {2 * k};", f"add.s64 db, ${2 * n + pack}, {2 * k};",
-                  f"wgmma.mma_async.sync.aligned.{shape} {{{regs}}}, da, db, {'t' if k else 'p'}, {tail};"]
-    lines += ["wgmma.commit_group.sync.aligned;", f"wgmma.wait_group.sync.aligned {wait};", "}"]
-    return "\n".join(lines)
-
-
-@gluon.constexpr_function
-def tied(width, extra):
-    """Constraints: the width / 2 accumulator registers out and tied in, then one pack of each `extra` argument."""
-    n = width // 2
-    pack = min(32, width & -width) // 2
-    return ",".join(["=f"] * n + [str(i) for i in range(n)] + [c for c in extra.split(",") if c for _ in range(pack)])
-
-
-@gluon.constexpr_function
-def f32s(count):
-    return [gl.float32] * count
-
-
-@gluon.jit
-def k_major_desc(addr):
-    """A wgmma shared-memory descriptor of K-major rows of 128 bytes, 128-byte swizzled: 8-row groups 1024 bytes
-    apart, swizzle mode 1 (bits 62-63)."""
-    return ((addr.to(gl.int64) >> 4) & 0x3FFF) | (1 << 16) | ((1024 >> 4) << 32) | (1 << 62)
 
 
 @gluon.constexpr_function
@@ -122,24 +77,17 @@ def consumer(HALF: gl.constexpr, a_bufs, b_bufs, ready, empty, c_ptr, M, N, K, l
     # instructions reading accumulator registers ... between start and end of the pipeline stage")
     rm = row0 + gl.arange(0, 64, layout=gl.SliceLayout(1, lc))
     rn = col0 + gl.arange(0, CH, layout=gl.SliceLayout(0, lc))
-    if WIDE:
+    if WIDE:  # fused_ops/wide_mma: one MMA W wide a k step, the ring read at its shared offsets
         NCH: gl.constexpr = W // CH
-        base = gl.inline_asm_elementwise("mov.u32 $0, global_smem;", "=r", [], dtype=gl.int32, is_pure=True, pack=1)
-        z = gl.zeros([64, CH], gl.float32, lc)
-        accs = (z, )
-        for _ in gl.static_range(NCH - 1):
-            accs = accs + (z, )
+        base = wide_mma.smem_base()
+        accs = wide_mma.zeros(W, a_bufs.dtype.primitive_bitwidth)
         for kk in range(blocks):
             s = kk % STAGES
             mbarrier.wait(ready.index(s), (kk // STAGES) & 1)
-            da = gl.full([64, CH], 0, gl.int64, lc) + k_major_desc(base + OFF_A + (s * 2 + HALF) * (64 * 128))
-            db = gl.full([64, CH], 0, gl.int64, lc) + k_major_desc(base + OFF_B + s * (ROWS_B * 128))  # ROWS_B: W
-            use = gl.full([64, CH], kk, gl.int32, lc)
-            accs = gl.inline_asm_elementwise(wide_asm(W, FP8, 1), tied(W, "l,l,r"), accs + (da, db, use),
-                                             dtype=f32s(NCH), is_pure=False, pack=CH // 2)
+            accs = wide_mma.mma(accs, base + OFF_A + (s * 2 + HALF) * (64 * ROW_BYTES),
+                                base + OFF_B + s * (ROWS_B * ROW_BYTES), kk, a_bufs.dtype, ROW_BYTES, 1)
             mbarrier.arrive(empty.index((kk + STAGES - 1) % STAGES), count=1, pred=kk > 0)
-        accs = gl.inline_asm_elementwise("wgmma.wait_group.sync.aligned 0;", tied(W, ""), accs, dtype=f32s(NCH),
-                                         is_pure=False, pack=CH // 2)
+        accs = wide_mma.wait(accs)
         mbarrier.arrive(empty.index((blocks + STAGES - 1) % STAGES), count=1)
         for j in gl.static_range(NCH):
             gl.store(c_ptr + rm[:, None] * ldc + rn[None, :] + j * CH, accs[j].to(gl.bfloat16),
@@ -220,38 +168,15 @@ def wide_kernel(a_desc, b_desc, b2_desc, c_ptr, M, N, K, ldc,
     ], [4, 1], [232, 40])
 
 
-def shared_offsets(ttgir, names=("a_bufs", "b_bufs"), capability=90):
-    """{allocation: shared offset} by the compiler's own allocation pass on a compiled kernel's TTGIR."""
-    from triton._C.libtriton import ir, nvidia, passes
-    from triton.backends.compiler import GPUTarget
-    from triton.backends.nvidia.compiler import CUDABackend
-
-    ctx = ir.context()
-    ir.load_dialects(ctx)
-    CUDABackend(GPUTarget("cuda", capability, 32)).load_dialects(ctx)
-    with tempfile.NamedTemporaryFile("w", suffix=".ttgir") as f:
-        f.write(ttgir)
-        f.flush()
-        mod = ir.parse_mlir_module(f.name, ctx)
-    mod.context = ctx
-    pm = ir.pass_manager(ctx)
-    passes.ttgpuir.add_combine_tensor_select_and_if(pm)
-    passes.ttgpuir.add_allocate_warp_groups(pm)
-    passes.convert.add_scf_to_cf(pm)
-    passes.gluon.add_inliner(pm)
-    nvidia.passes.ttgpuir.add_allocate_shared_memory_nv(pm, capability, 80)
-    pm.run(mod, "shared_offsets")
-    found = dict(re.findall(r"%(\w+) = ttg.local_alloc \{allocation.offset = (\d+)", str(mod)))
-    missing = [n for n in names if n not in found]
-    if missing:
-        raise RuntimeError(f"no allocation offset for {missing} in the TTGIR (found {sorted(found)})")
-    return {n: int(found[n]) for n in names}
+def shared_offsets(ttgir):
+    """{a_bufs, b_bufs: shared offset} by the compiler's own allocation pass (fused_ops.wide_mma.shared_offsets)."""
+    return wide_mma.shared_offsets(ttgir, ("a_bufs", "b_bufs"))
 
 
 def descriptors(a, b, width):
     """TMA descriptors of A's 64-row boxes and B's two boxes (P and W - P rows), one 128-byte row of K each."""
     p, r, _ = split(width)
-    bk = ROW_BYTES // a.element_size()
+    bk = ROW_BYTES.value // a.element_size()
     dt = gl.float8e4nv if a.dtype == torch.float8_e4m3fn else gl.bfloat16
 
     def box(t, rows):
