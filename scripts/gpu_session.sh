@@ -906,6 +906,17 @@ for stage in "$@"; do
                run gemm_wide_bf16_run$r.log timeout ${X_TIMEOUT:-200} python3 benchmarks/gemm.py --weights k-major \
                  --configs matmul 'matmul, two MMAs' --shapes $bf16_miss --out "$OUT/wide_bf16_run$r"
              done ;;
+    widemn)  # one GPU: the wide MMA on row-major bf16 B too (wgmma.WIDE_MMA_MN_B: MN-major chunks of 64 columns),
+             # first its GPU tests, then against the two MMAs at every bf16 pick it applies to, cool, twice
+             gemm_gpu_tests pytest_widemn.log "rem_cols or swap_rem"
+             mn_shapes=${MN_SHAPES:-1024x3072x4096 1024x1536x4096 1024x1280x8192 128x18944x3584 128x76032x3584 \
+                 128x19008x3584 128x76032x5120 128x19008x5120 128x76032x8192 128x19008x8192 1024x2880x2048 \
+                 1024x2880x2880 1024x2880x1440 1024x1280x2880 1024x2880x1024 1024x1440x2880 1024x2880x720 \
+                 128x50272x2880 1024x2880x512 1024x2880x360 128x25136x2880 128x12288x1536 128x18432x7168 1024x3072x1536}
+             for r in 1 2; do
+               run gemm_widemn_run$r.log timeout ${X_TIMEOUT:-250} python3 benchmarks/gemm.py --configs matmul \
+                 'matmul, MN-major wide' --shapes $mn_shapes --out "$OUT/widemn_run$r"
+             done ;;
     widex)   # one GPU: FP8 rem tiles (96, 144, 160 and 192 wide) now one MMA a k step, against the defaults, at the
              # lasting misses (as `wide`), precise and fast, per-tensor scales, cool, once
              fp8_miss=${FP8_MISS:-4096x53248x16384 4096x1152x3584 128x5120x2560 128x4608x7168 1024x4608x16384 \
