@@ -9,8 +9,9 @@ Why a second kernel next to the tile loop of gemm.py:
   tiles fill one wave where 128-row ones need two (TMA boxes must be powers of two: A comes as one 64-row box per
   consumer); and swap-AB tiles (run(swap=True)), the same kernel on C's transpose: B's columns as the MMAs' rows, A's
   rows as their N (16-256), for widths along M that 64-row warpgroups pad (decode rows, 256-row tiles of 64 columns);
-  and widths between powers of two (run(rem=R)): a second MMA of N = R per block, so a tile is 128 + 32 = 160
-  columns of B wide (or, swapped, 144 rows of A), where such tiles fill a wave that powers of two leave partly idle.
+  and widths between powers of two (run(rem=R)): 128 + 32 = 160 columns of B wide (or, swapped, 144 rows of A),
+  where such tiles fill a wave that powers of two leave partly idle; one MMA that wide from inline PTX where A and B
+  are K-major (fused_ops/wide_mma.py), else a second MMA of N = R per block.
 - FP8 with precise accumulation (torch._scaled_mm's default) adds the tensor cores' reduced-precision partial sums
   into fp32 every block of K, after waiting for the block's MMAs. In gemm.py's loop all warps of a program wait at
   once (Triton emits `wgmma.wait_group 0` there, and each block has CTA-wide barriers); overlapping inside one
@@ -646,12 +647,14 @@ def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None,
     cores' own accumulation across K. split_k: each tile's K in that many slices (as many as have a block of K
     each), one unit of work apiece, whose fp32 partials a second kernel adds into c (where tiles are too few for the
     SMs; the partials: split_k x C's size in fp32, a buffer kept per device and size, so calls on two streams at
-    once must not share one). rem: a second MMA of N = rem (8 to 64) per tile, past the first's: with swap, tiles
-    block_m + rem rows of A wide, so that 129-144 rows run as one 144-row tile rather than two of 128; without,
-    block_n + rem columns of B wide (128 + 32: 160), tile counts between those of powers of two (Gluon's tensors are
-    powers of two). turns (block_m 64, stages even): two consumer warpgroups on each 64-row tile, taking alternate
-    blocks of K and adding their sums at the tile's end (FP8 precise accumulation: one's MMAs run while the other
-    adds). One launch (two with split_k); host cost: three TMA descriptors (five with rem). Not collective."""
+    once must not share one). rem: tiles rem (8 to 64) wider: with swap, block_m + rem rows of A, so that 129-144
+    rows run as one 144-row tile rather than two of 128; without, block_n + rem columns of B (128 + 32: 160), tile
+    counts between those of powers of two. On K-major operands and up to three consumers one MMA that wide a k step
+    (fused_ops/wide_mma; WIDE_MMA; its first call per configuration compiles twice), else a second MMA of N = rem
+    past the first's (Gluon's MMAs are powers of two). turns (block_m 64, stages even): two consumer warpgroups on
+    each 64-row tile, taking alternate blocks of K and adding their sums at the tile's end (FP8 precise
+    accumulation: one's MMAs run while the other adds). One launch (two with split_k); host cost: three TMA
+    descriptors (five with rem). Not collective."""
     args, consts, units, partials = kernel_args(a, b, c, block_n, block_k, stages, block_m, swap, scale_a, scale_b,
                                                 promote, group_m, split_k, rem, turns)
     grid = (min(programs, units),)
