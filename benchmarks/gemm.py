@@ -624,19 +624,25 @@ def run(ctx, args, run_stamp):
     print(f"wrote {args.out}/gemm.csv ({len(df)} rows, all correct: {bool(df.correct.all())})")
 
 
-def ran_wide(call):
-    """Whether call() ran the Gluon kernel's tiles as one MMA BLOCK_N + REM wide (fused_ops/wide_mma)."""
+def ran_wide(call, **settings):
+    """Whether call() ran the Gluon kernel's tiles as one MMA BLOCK_N + REM wide (fused_ops/wide_mma), with wgmma's
+    `settings` (e.g. WIDE_MMA=True) in effect meanwhile."""
     seen, real = [], wgmma.kernel_args
+    saved = {name: getattr(wgmma, name) for name in settings}
 
     def spy(*args, **kwargs):
         out = real(*args, **kwargs)
-        seen.append(out[1]["WIDE"] and wgmma.WIDE_MMA)
+        seen.append(out[1]["WIDE"])
         return out
     wgmma.kernel_args = spy
+    for name, value in settings.items():
+        setattr(wgmma, name, value)
     try:
         call()
     finally:
         wgmma.kernel_args = real
+        for name, value in saved.items():
+            setattr(wgmma, name, value)
     return any(seen)
 
 
@@ -856,11 +862,9 @@ def run_fp8(ctx, args, run_stamp):
                         kernel_ran += " swap" if used.swap_ab else ""
                     kernel_ran += f" rem{local_gemm.rem(used)}" if local_gemm.rem(used) else ""
                     if kernel != "wgmma":  # the defaults: whether they run one MMA BLOCK_N + REM wide
-                        two = wgmma.WIDE_MMA is False
-                        wgmma.WIDE_MMA = True
+                        two = name.endswith(", two MMAs")
                         wide = ran_wide(lambda: fp8.scaled_mm(a, b, sa, sb, out=c, config=cfg, use_fast_accum=fast,
-                                                              kernel=kernel))
-                        wgmma.WIDE_MMA = not two
+                                                              kernel=kernel), WIDE_MMA=True)
                         if two and not wide:
                             continue  # the same run as the default's
                         kernel_ran += " wide" if wide and not two else ""

@@ -178,11 +178,17 @@ if _GLUON:
         tma.store_wait(pendings=0)
         if C_T:
             c_smem.store(gl.permute(acc.to(c_desc.dtype), (1, 0)))
-            fence_async_shared()
-            tma.async_copy_shared_to_global(c_desc, [first + col0, row0], c_smem)
         else:
             c_smem.store(acc.to(c_desc.dtype))
-            fence_async_shared()
+        send_tile(c_smem, c_desc, first, row0, col0, C_T)
+
+    @gluon.jit
+    def send_tile(c_smem, c_desc, first, row0, col0, C_T: gl.constexpr):
+        """c_smem, as this warpgroup stored it, to C's rows row0.. and columns col0.. by an asynchronous TMA store."""
+        fence_async_shared()
+        if C_T:
+            tma.async_copy_shared_to_global(c_desc, [first + col0, row0], c_smem)
+        else:
             tma.async_copy_shared_to_global(c_desc, [first + row0, col0], c_smem)
 
     @gluon.jit
@@ -210,11 +216,7 @@ if _GLUON:
                 c_smem.slice(j * CH, CH, dim=0).store(gl.permute(part, (1, 0)))
             else:
                 c_smem.slice(j * CH, CH, dim=1).store(part)
-        fence_async_shared()
-        if C_T:
-            tma.async_copy_shared_to_global(c_desc, [first + col0, row0], c_smem)
-        else:
-            tma.async_copy_shared_to_global(c_desc, [first + row0, col0], c_smem)
+        send_tile(c_smem, c_desc, first, row0, col0, C_T)
 
     @gluon.jit
     def wide_blocks(a_bufs, ready, empty, c, k0, k1, W: gl.constexpr, OFF_A: gl.constexpr, OFF_B: gl.constexpr,

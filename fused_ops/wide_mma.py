@@ -124,6 +124,16 @@ if _GLUON:
         return d
 
     @gluon.jit
+    def operands(like, a_addr, b_addr, use, ROW_BYTES: gl.constexpr, B_MN: gl.constexpr):
+        """The MMA's inputs past its accumulators, each in the chunks' layout (inline assembly takes tensors only):
+        A's and B's descriptors and the first step's add-or-overwrite flag."""
+        CH: gl.constexpr = like[0].shape[1]
+        lc: gl.constexpr = like[0].type.layout
+        da = gl.full([64, CH], 0, gl.int64, lc) + descriptor(a_addr, ROW_BYTES)
+        db = gl.full([64, CH], 0, gl.int64, lc) + b_descriptor(b_addr, ROW_BYTES, B_MN)
+        return da, db, gl.full([64, CH], use, gl.int32, lc)
+
+    @gluon.jit
     def mma(acc, a_addr, b_addr, use, DTYPE: gl.constexpr, ROW_BYTES: gl.constexpr, WAIT: gl.constexpr,
             B_MN: gl.constexpr = 0):
         """acc (+)= A (64 x ROW_BYTES of K at shared address a_addr) @ B^T (W rows at b_addr; B_MN: MN-major, in
@@ -131,26 +141,18 @@ if _GLUON:
         left in flight (use: whether the block adds into acc, else overwrites it). A warpgroup's collective: every
         thread of it calls this with the same values."""
         W: gl.constexpr = len(acc) * acc[0].shape[1]
-        CH: gl.constexpr = acc[0].shape[1]
-        lc: gl.constexpr = acc[0].type.layout
-        da = gl.full([64, CH], 0, gl.int64, lc) + descriptor(a_addr, ROW_BYTES)
-        db = gl.full([64, CH], 0, gl.int64, lc) + b_descriptor(b_addr, ROW_BYTES, B_MN)
-        flag = gl.full([64, CH], use, gl.int32, lc)
         return gl.inline_asm_elementwise(mma_asm(W, ROW_BYTES, DTYPE, WAIT, False, B_MN > 0), tied(W, "l,l,r"),
-                                         acc + (da, db, flag), dtype=f32s(len(acc)), is_pure=False, pack=CH // 2)
+                                         acc + operands(acc, a_addr, b_addr, use, ROW_BYTES, B_MN),
+                                         dtype=f32s(len(acc)), is_pure=False, pack=acc[0].shape[1] // 2)
 
     @gluon.jit
     def block_sum(like, a_addr, b_addr, DTYPE: gl.constexpr, ROW_BYTES: gl.constexpr, B_MN: gl.constexpr = 0):
         """One block of K's own sum, A (64 rows at a_addr) @ B^T (W rows at b_addr, as mma's), waited for: a fresh
         accumulator shaped `like` (whose registers are neither read nor zeroed first). A warpgroup's collective."""
         W: gl.constexpr = len(like) * like[0].shape[1]
-        CH: gl.constexpr = like[0].shape[1]
-        lc: gl.constexpr = like[0].type.layout
-        da = gl.full([64, CH], 0, gl.int64, lc) + descriptor(a_addr, ROW_BYTES)
-        db = gl.full([64, CH], 0, gl.int64, lc) + b_descriptor(b_addr, ROW_BYTES, B_MN)
-        flag = gl.full([64, CH], 0, gl.int32, lc)
         return gl.inline_asm_elementwise(mma_asm(W, ROW_BYTES, DTYPE, 0, True, B_MN > 0), tied(W, "l,l,r", True),
-                                         (da, db, flag), dtype=f32s(len(like)), is_pure=False, pack=CH // 2)
+                                         operands(like, a_addr, b_addr, 0, ROW_BYTES, B_MN), dtype=f32s(len(like)),
+                                         is_pure=False, pack=like[0].shape[1] // 2)
 
     @gluon.jit
     def wait(acc):

@@ -51,8 +51,8 @@ def split(width):
 
 @gluon.constexpr_function
 def chunk_layout(width, fp8):
-    """The MMA accumulator layout of a 64 x width tensor over one warpgroup."""
-    return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, width, 32 if fp8 else 16])
+    """The MMA accumulator layout of a 64 x width tensor over one warpgroup (wide_mma's, by operand width)."""
+    return wide_mma.chunk_layout(width, 8 if fp8 else 16)
 
 
 @gluon.jit
