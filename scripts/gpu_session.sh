@@ -917,6 +917,14 @@ for stage in "$@"; do
                run gemm_widemn_run$r.log timeout ${X_TIMEOUT:-250} python3 benchmarks/gemm.py --configs matmul \
                  'matmul, MN-major wide' --shapes $mn_shapes --out "$OUT/widemn_run$r"
              done ;;
+    rowwide) # one GPU: FP8 row-wise (and per-tensor) scales on the 128-row 128x128+16 picks, one MMA 144 wide against
+             # two (wgmma.WIDE_MMA off), cool, RUNS times (2)
+             for r in $(seq 1 ${RUNS:-2}); do
+               run gemm_rowwide_run$r.log timeout ${X_TIMEOUT:-200} python3 benchmarks/gemm.py --fp8 --shapes \
+                 128x18944x3584 128x19008x3584 128x38016x3584 128x76032x3584 128x19008x5120 128x38016x5120 \
+                 128x76032x5120 128x19008x8192 128x38016x8192 128x76032x8192 128x18432x7168 128x53248x16384 \
+                 --configs default 'default, two MMAs' --out "$OUT/rowwide_run$r"
+             done ;;
     widex)   # one GPU: FP8 rem tiles (96, 144, 160 and 192 wide) now one MMA a k step, against the defaults, at the
              # lasting misses (as `wide`), precise and fast, per-tensor scales, cool, once
              fp8_miss=${FP8_MISS:-4096x53248x16384 4096x1152x3584 128x5120x2560 128x4608x7168 1024x4608x16384 \
