@@ -228,7 +228,10 @@ WGMMA_CANDIDATES = {"wgmma 128x256x64 s3": tile(128, 256, 64, 3, 4),
                     "wgmma 256x64x64 s4 rem32": tile(256, 64, 64, 4, 4),
                     "wgmma 128x256x64 s2 rem64": tile(128, 256, 64, 2, 4),
                     "wgmma 128x64x64 s6 rem32": tile(128, 64, 64, 6, 4),
-                    "wgmma 128x64x64 s6 rem16": tile(128, 64, 64, 6, 4)}
+                    "wgmma 128x64x64 s6 rem16": tile(128, 64, 64, 6, 4),
+                    # sums of powers of two (one wide MMA: K-major B only): 224 (128 + 96), 112 (64 + 48)
+                    "wgmma 128x128x64 s4 rem96": tile(128, 128, 64, 4, 4),
+                    "wgmma 128x64x64 s6 rem48": tile(128, 64, 64, 6, 4)}
 # slices of K at 33-128 rows: the swapped 128x64 and 128x128 tiles in S slices ("kS"; fp32 partials, a second kernel)
 SPLITS = (1, 2, 3, 4, 6, 8, 11, 16)
 WGMMA_CANDIDATES.update({f"wgmma swap 128x{bn}x64 s6 k{s}": tile(128, bn, 64, 6, 4) for bn in (64, 128)
@@ -467,6 +470,13 @@ FP8_CANDIDATES = {"fp8 128x256x128 s3 w8": tile(128, 256, 128, 3, 8),
                   "wgmma fp8 64x128x128 s6 rem64 turns fast accum": tile(64, 128, 128, 6, 4),
                   "wgmma fp8 64x128x128 s8 rem32 fast accum": tile(64, 128, 128, 8, 4),
                   "wgmma fp8 64x128x128 s8 rem64 fast accum": tile(64, 128, 128, 8, 4),
+                  # widths that are sums of powers of two, one wide MMA: 224 (128 + 96; 1024x3584 in 128 tiles,
+                  # where 128x256 ones are 112), 112 (64 + 48; 256 tiles there, as cuBLAS's 112-wide ones), 192 rows
+                  "wgmma fp8 128x128x128 s4 rem96 fast accum": tile(128, 128, 128, 4, 4),
+                  "wgmma fp8 128x64x128 s6 rem48 fast accum": tile(128, 64, 128, 6, 4),
+                  "wgmma fp8 128x64x128 s6 rem48": tile(128, 64, 128, 6, 4),
+                  "wgmma fp8 192x64x128 s5 rem48 fast accum": tile(192, 64, 128, 5, 4),
+                  "wgmma fp8 192x64x128 s5 rem48": tile(192, 64, 128, 5, 4),
                   "wgmma fp8 swap 128x64x128 s6": tile(128, 64, 128, 6, 4),
                   "wgmma fp8 swap 128x64x128 s6 k2": tile(128, 64, 128, 6, 4),
                   "wgmma fp8 swap 128x64x128 s6 kfill": tile(128, 64, 128, 6, 4),
@@ -718,6 +728,11 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, hot, torch
         kernel, cfg = "wgmma swap" if swap else "wgmma", gluon_candidate(name, cfg, a, c, ctx.get_cu_count())
         if (name.endswith("kfill") or named_slices(name)) and cfg.split_k == 1:
             return []  # tiles enough for every SM, or K too short to slice: the whole-tile candidate's run
+        try:
+            wgmma.kernel_args(a, b, c, cfg.block_n, cfg.block_k, cfg.num_stages, **gluon_kwargs(name, cfg))
+        except ValueError as e:  # a width with no form on these operands (rem96 tiles on row-major B)
+            print(f"{m}x{n}x{k} {name}: {e}")
+            return []
 
     def call():
         if name in toggles:

@@ -110,6 +110,8 @@ if _GLUON:
         BLOCK_M: gl.constexpr = BOXES * HALF_M
         BLOCK_K: gl.constexpr = a_desc.block_type.shape[0] if A_T else a_desc.block_type.shape[1]
         BLOCK_N: gl.constexpr = b_desc.block_type.shape[0] if B_T else b_desc.block_type.shape[1]
+        R: gl.constexpr = b2_desc.block_type.shape[0] if B_T else b2_desc.block_type.shape[1]
+        REM_PARTS: gl.constexpr = REM // R if REM > 0 and WIDE and B_T else 1
         num_pid_m = gl.cdiv(M, BLOCK_M)
         num_pid_n = gl.cdiv(N, BLOCK_N + REM)
         per = gl.cdiv(gl.cdiv(K, BLOCK_K), SPLIT_K)
@@ -123,9 +125,9 @@ if _GLUON:
                 s = p % NUM_BUFFERS
                 mbarrier.wait(empty.index(s), ((p // NUM_BUFFERS) & 1) ^ 1)  # a fresh barrier passes parity 1
                 bar = ready.index(s)
-                if REM > 0:
+                if REM > 0:  # (WIDE: REM's columns may come as several boxes, REM_PARTS)
                     mbarrier.expect(bar, BOXES * a_desc.block_type.nbytes + b_desc.block_type.nbytes
-                                    + b2_desc.block_type.nbytes)
+                                    + REM_PARTS * b2_desc.block_type.nbytes)
                 else:
                     mbarrier.expect(bar, BOXES * a_desc.block_type.nbytes + b_desc.block_type.nbytes)
                 for h in gl.static_range(BOXES):
@@ -136,12 +138,14 @@ if _GLUON:
                     else:
                         tma.async_copy_global_to_shared(a_desc, [row0, kk * BLOCK_K], bar,
                                                         a_bufs.index(s * BOXES + h))
-                if WIDE and B_T:  # a stage: (BLOCK_N + REM) / REM boxes of REM rows, the first BLOCK_N as one box
-                    G: gl.constexpr = (BLOCK_N + REM) // REM
+                if WIDE and B_T:  # a stage: (BLOCK_N + REM) / R boxes of R rows (R: REM's box), the first BLOCK_N
+                    # as one box
+                    G: gl.constexpr = (BLOCK_N + REM) // R
                     first = b_bufs.index(s * G)._reinterpret(b_desc.dtype, b_desc.block_type.shape, b_desc.layout)
                     tma.async_copy_global_to_shared(b_desc, [col0, kk * BLOCK_K], bar, first)
-                    tma.async_copy_global_to_shared(b2_desc, [col2, kk * BLOCK_K], bar,
-                                                    b_bufs.index(s * G + BLOCK_N // REM))
+                    for j in gl.static_range(REM_PARTS):
+                        tma.async_copy_global_to_shared(b2_desc, [col2 + j * R, kk * BLOCK_K], bar,
+                                                        b_bufs.index(s * G + BLOCK_N // R + j))
                 elif WIDE:  # MN-major: chunks of 64 columns, the first BLOCK_N one box into a view, REM's a box 64 wide
                     G: gl.constexpr = BLOCK_N // 64 + 1
                     first = b_bufs.index(s * G)._reinterpret(b_desc.dtype, b_desc.block_type.shape, b_desc.layout)
@@ -359,9 +363,10 @@ if _GLUON:
         per = gl.cdiv(gl.cdiv(K, BLOCK_K), SPLIT_K)
         zero = gl.zeros([HALF_M, BLOCK_N], gl.float32, layout)
         t = 0  # TURNS: tiles handed over so far (the handoff barriers' phase)
-        if REM > 0:
+        if REM > 0 and not WIDE:  # (WIDE: REM may be no power of two, 96)
             layout2: gl.constexpr = mma_layout(HALF_M, REM, a_bufs.dtype.primitive_bitwidth, 4)
             zero2 = gl.zeros([HALF_M, REM], gl.float32, layout2)
+        if REM > 0:
             c2_smem = c_smem._reinterpret(c2_desc.dtype, c2_desc.block_type.shape, c2_desc.layout)
         c = 0
         if WIDE:  # B's stages hold BLOCK_N + REM rows as boxes of REM: BLOCK_N is C's staging tile's width
@@ -377,7 +382,10 @@ if _GLUON:
                 col2 = inside(pid_n * (BN + REM) + BN, REM, N, INSIDE and B_T)  # (MN-major B: REM's box is 64 wide)
                 first = (unit // (num_pid_m * num_pid_n)) * M_PAD  # split-K: this slice's rows of the fp32 partials
                 store_chunks(wide, 0, BN, c_smem, c_desc, SA, SB, first, row0, col0, M, N, SCALES, C_T)
-                store_chunks(wide, BN, REM, c2_smem, c2_desc, SA, SB, first, row0, col2, M, N, SCALES, C_T)
+                R: gl.constexpr = c2_desc.block_type.shape[0] if C_T else c2_desc.block_type.shape[1]
+                for j in gl.static_range(REM // R):  # REM's columns: one box, or (no power of two) R-wide ones
+                    store_chunks(wide, BN + j * R, R, c2_smem, c2_desc, SA, SB, first, row0, col2 + j * R, M, N,
+                                 SCALES, C_T)
         else:
             for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT_K, gl.num_programs(0)):
                 pid_m, pid_n, k0, k1 = unit_coords(unit, num_pid_m, num_pid_n, per, K, BLOCK_K, GROUP_M)
@@ -496,10 +504,10 @@ if _GLUON:
         BOXES: gl.constexpr = 1 if TURNS else CONSUMERS  # 64-row boxes of A per stage, and C staging tiles
         a_bufs = gl.allocate_shared_memory(a_desc.dtype, [NUM_BUFFERS * BOXES] + a_desc.block_type.shape,
                                            a_desc.layout)
-        if WIDE:  # BLOCK_N + REM rows of B a stage, in one run (Gluon's shared shapes are powers of two: boxes of REM;
-            # MN-major B: chunks of 64 columns, REM's box one)
+        if WIDE:  # BLOCK_N + REM rows of B a stage, in one run (Gluon's shared shapes are powers of two: boxes of
+            # REM's box, R rows; MN-major B: chunks of 64 columns, REM's box one)
             BN: gl.constexpr = b_desc.block_type.shape[0] if B_T else b_desc.block_type.shape[1]
-            G: gl.constexpr = (BN + REM) // REM if B_T else BN // 64 + 1
+            G: gl.constexpr = (BN + REM) // b2_desc.block_type.shape[0] if B_T else BN // 64 + 1
             b_bufs = gl.allocate_shared_memory(b2_desc.dtype, [NUM_BUFFERS * G] + b2_desc.block_type.shape,
                                                b2_desc.layout)
         else:
@@ -583,6 +591,7 @@ REMS = (8, 16, 32, 64)  # run(rem=...): the second MMA's N (a power of two, at l
 # first consumer 80 and spilled a 64x160 tile's accumulators (tests/test_wgmma.py compiles it for sm_90a)
 CONSUMER_REGS = {1: 232, 2: 232, 3: 152, 4: 112}
 LOAD_REGS = {1: 40, 2: 40, 3: 40, 4: 32}
+PROMOTE_MAX_WIDTH = 192  # FP8 precise accumulation: a block's 64 x 224 sum beside the total spills (sm_90a)
 PAIRS_MAX_REM = 16  # promote="pairs" beside a second MMA of at most 16 columns: 3 x 64x144 sums fit 232 registers
 # without spills (sm_90a, tests/test_wgmma.py); 3 x 64x160 spill
 ROW_SWIZZLE_MIN = None  # None, or the narrowest swizzle span box_layout may take: explored, no gain (results/current/
@@ -649,7 +658,7 @@ def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None,
     cores' own accumulation across K. split_k: each tile's K in that many slices (as many as have a block of K
     each), one unit of work apiece, whose fp32 partials a second kernel adds into c (where tiles are too few for the
     SMs; the partials: split_k x C's size in fp32, a buffer kept per device and size, so calls on two streams at
-    once must not share one). rem: tiles rem (8 to 64) wider: with swap, block_m + rem rows of A, so that 129-144
+    once must not share one). rem: tiles rem (8 to 64; as one wide MMA also their sums such as 96 = 64 + 32) wider: with swap, block_m + rem rows of A, so that 129-144
     rows run as one 144-row tile rather than two of 128; without, block_n + rem columns of B (128 + 32: 160), tile
     counts between those of powers of two. On K-major operands and up to three consumers one MMA that wide a k step
     (fused_ops/wide_mma; WIDE_MMA; its first call per configuration compiles twice), else a second MMA of N = rem
@@ -661,7 +670,11 @@ def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None,
                                                 promote, group_m, split_k, rem, turns)
     grid = (min(programs, units),)
     if consts["WIDE"]:  # the ring's shared offsets for the wide MMA's descriptors (two compiles, once), else two MMAs
-        consts.update(wide_mma.offsets(wgmma_ws_kernel, args, consts, grid) or {"WIDE": False})
+        offsets = wide_mma.offsets(wgmma_ws_kernel, args, consts, grid)
+        if offsets is None and rem not in REMS:
+            raise RuntimeError(f"wgmma.run: rem={rem} tiles need one wide MMA, whose shared offsets were not found "
+                               f"(fused_ops/wide_mma warned why); rem one of {REMS} runs as two MMAs")
+        consts.update(offsets or {"WIDE": False})
     wgmma_ws_kernel[grid](*args, **consts, num_warps=4)
     if partials is not None:
         sum_slices(partials, c)
@@ -690,8 +703,9 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
         raise ValueError(f"wgmma.run: block_m={cols} with swap; expected a power of two from 16 to 256")
     if not isinstance(split_k, int) or split_k < 1:
         raise ValueError(f"wgmma.run: split_k={split_k!r}; expected a positive integer")
-    if rem and rem not in REMS:
-        raise ValueError(f"wgmma.run: rem={rem!r}; expected 0 or one of {REMS}")
+    if rem and rem not in REMS and not (isinstance(rem, int) and rem > 0 and (rem & -rem) in REMS):
+        raise ValueError(f"wgmma.run: rem={rem!r}; expected 0, one of {REMS}, or (one wide MMA) a sum of them, a "
+                         f"multiple of its smallest (48, 96)")
     if turns and (swap or rows != 64):
         raise ValueError(f"wgmma.run: turns=True with {'swap=True' if swap else f'block_m={rows}'}; expected "
                          f"block_m=64, not swapped (two consumers taking turns on one 64-row tile)")
@@ -706,6 +720,9 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
     if promote and rows > 192:
         raise ValueError(f"wgmma.run: FP8 precise accumulation with block_m={rows}; expected at most 192 (each "
                          f"consumer keeps a block's sum beside the total: four would spill)")
+    if promote and cols + rem > PROMOTE_MAX_WIDTH:
+        raise ValueError(f"wgmma.run: FP8 precise accumulation on tiles {cols + rem} wide; expected at most "
+                         f"{PROMOTE_MAX_WIDTH} (each consumer keeps a block's sum beside the total: wider ones spill)")
     if rem > cols:  # REM's part of C passes through the first part's staging tile
         raise ValueError(f"wgmma.run: rem={rem} past a tile {cols} {'rows of A' if swap else 'columns of B'} wide; "
                          f"expected at most {cols}")
@@ -752,8 +769,15 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
     wide = WIDE_MMA and rem > 0 and wide_mma.eligible(
         a_t, b_t, block_k * a.element_size(), descs[0].layout.swizzle_byte_width, cols + rem, consumers, turns,
         promote, descs[1].layout.swizzle_byte_width, mn_b)
-    rem_box = 64 if wide and not b_t else rem
-    rest = (desc(b, b_t, [block_k, rem_box]), desc(c, c_t, [64, rem])) if rem else descs[1:]  # REM's boxes
+    if rem not in REMS + (0,) and not (wide and b_t):
+        raise ValueError(f"wgmma.run: rem={rem}, no power of two: such tiles run only as one MMA {cols + rem} wide "
+                         f"(fused_ops/wide_mma: A and B K-major with block_k one swizzle span, at most "
+                         f"{wide_mma.MAX_CONSUMERS} consumers, no turns, FP8 promoted per block or not at all; got "
+                         f"A {'M' if a_t else 'K'}-major, B {'K' if b_t else 'N'}-major, consumers: {consumers}, "
+                         f"turns={bool(turns)}, promote={promote}); or rem one of {REMS}")
+    part = rem & -rem  # REM's boxes of B and C: REM, or R = its lowest power of two, REM / R of them (one wide MMA)
+    rem_box = 64 if wide and not b_t else part
+    rest = (desc(b, b_t, [block_k, rem_box]), desc(c, c_t, [64, part])) if rem else descs[1:]  # REM's boxes
     args = descs + rest + (scale_a, scale_b, m, n, k, m_pad)
     consts = dict(GROUP_M=group_m, NUM_BUFFERS=stages, A_T=a_t, B_T=b_t, C_T=c_t, SCALES=scales,
                   PROMOTE=promote, CONSUMER_REGS=CONSUMER_REGS[consumers], LOAD_REGS=LOAD_REGS[consumers],

@@ -917,6 +917,16 @@ for stage in "$@"; do
                run gemm_widemn_run$r.log timeout ${X_TIMEOUT:-250} python3 benchmarks/gemm.py --configs matmul \
                  'matmul, MN-major wide' --shapes $mn_shapes --out "$OUT/widemn_run$r"
              done ;;
+    remx)    # one GPU: tiles whose widths are sums of powers of two (one wide MMA: 224 = 128 + 96, 112 = 64 + 48), first
+             # the rem tests, then FP8 against the defaults where N is a multiple of 112 or at the misses, cool, once
+             gemm_gpu_tests pytest_remx.log "rem_cols or swap_rem or rem_widths"
+             run gemm_remx_fp8.log timeout ${X_TIMEOUT:-300} python3 benchmarks/gemm.py --fp8 --configs default \
+               'default, fast accum' 'wgmma fp8 128x128x128 s4 rem96 fast accum' \
+               'wgmma fp8 128x64x128 s6 rem48 fast accum' 'wgmma fp8 128x64x128 s6 rem48' \
+               'wgmma fp8 192x64x128 s5 rem48 fast accum' 'wgmma fp8 192x64x128 s5 rem48' \
+               --shapes ${REMX_SHAPES:-1024x3584x448 1024x3584x896 1024x3584x1792 1024x3584x2368 1024x3584x4096 \
+                 1024x3584x18944 1024x7168x2048 1024x7168x4096 1024x14336x4096 4096x3584x2368 1024x8192x3696 \
+                 1024x1792x5120 4096x7168x2048 128x7168x4096} --out "$OUT/remx_fp8" ;;
     rowwide) # one GPU: FP8 row-wise (and per-tensor) scales on the 128-row 128x128+16 picks, one MMA 144 wide against
              # two (wgmma.WIDE_MMA off), cool, RUNS times (2)
              for r in $(seq 1 ${RUNS:-2}); do

@@ -119,6 +119,12 @@ COMPILE_CASES = {
     "fp8-fast-rem32": (False, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 128, False, 1, 32)),
     "fp8-fast-rem32-256-rows": (False, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 3, 256, False, 1, 32)),
     "fp8-precise-rem32": (True, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 128, False, 1, 32)),  # default
+    # widths that are sums of powers of two (one wide MMA; REM's boxes R = its lowest power of two): 224 (128 + 64
+    # + 32), 112 (64 + 32 + 16)
+    "fp8-fast-rem96-224-wide": (False, 1, "bfloat16", "float8_e4m3fn", True, (128, 128, 4, 128, False, 1, 96)),
+    "fp8-fast-rem48-112-wide": (False, 1, "bfloat16", "float8_e4m3fn", True, (64, 128, 6, 128, False, 1, 48)),
+    "fp8-precise-row-rem48-112-wide": (True, 2, "bfloat16", "float8_e4m3fn", True, (64, 128, 6, 128, False, 1, 48)),
+    "bf16-rem96-224-wide-b-k-major": (False, 0, "bfloat16", "bfloat16", True, (128, 64, 4, 128, False, 1, 96)),
     # 64-row tiles, one consumer warpgroup, deep rings (128 rows in two tiles, each streaming its own columns of B)
     "bf16-64-rows": (False, 0, "bfloat16", "bfloat16", False, (64, 64, 12, 64)),
     "bf16-64-rows-128-deep": (False, 0, "bfloat16", "bfloat16", False, (64, 128, 6, 64)),  # default
@@ -851,8 +857,18 @@ def test_stages_past_shared_memory_are_refused_on_the_host_with_the_bytes():
 
 def test_rem_widths_the_kernel_has_none_of_are_refused_and_units_count_the_wider_tiles():
     a, b, c = torch.empty(300, 64, dtype=BF16), torch.empty(64, 1000, dtype=BF16), torch.empty(300, 1000, dtype=BF16)
-    with pytest.raises(ValueError, match=r"rem=24; expected 0 or one of \(8, 16, 32, 64\)"):
-        wgmma.kernel_args(a, b, c, 64, 64, 4, 128, swap=True, rem=24)
+    with pytest.raises(ValueError, match=r"rem=20; expected 0, one of \(8, 16, 32, 64\), or \(one wide MMA\) a sum"):
+        wgmma.kernel_args(a, b, c, 64, 64, 4, 128, swap=True, rem=20)
+    # sums of them (24, 96) only as one wide MMA: not on row-major B, nor on four consumers
+    with pytest.raises(ValueError, match=r"rem=24, no power of two: such tiles run only as one MMA 88 wide .* A "
+                                         r"K-major, B N-major, consumers: 1"):
+        wgmma.kernel_args(a, b, c, 64, 64, 4, 64, rem=24)
+    f8a, f8b, f8c = torch.empty(300, 128, dtype=FP8), torch.empty(1000, 128, dtype=FP8).t(), c
+    with pytest.raises(ValueError, match=r"rem=96, no power of two: .* consumers: 4"):
+        wgmma.kernel_args(f8a, f8b, f8c, 128, 128, 2, 256, rem=96)
+    assert wgmma.kernel_args(f8a, f8b, f8c, 128, 128, 3, 128, rem=96)[1]["WIDE"]  # 224 wide, two consumers
+    with pytest.raises(ValueError, match=r"FP8 precise accumulation on tiles 224 wide; expected at most 192"):
+        wgmma.kernel_args(f8a, f8b, f8c, 128, 128, 3, 128, promote=True, rem=96)
     with pytest.raises(ValueError, match=r"FP8 precise accumulation with block_m=256; expected at most 192"):
         wgmma.kernel_args(a.to(FP8), b.t().contiguous().t().to(FP8), c, 128, 128, 3, 256, promote=True, rem=32)
     with pytest.raises(ValueError, match=r"stages=1; expected at least 2"):
@@ -891,8 +907,13 @@ def test_rem_cols_tiles_match_float64(operands, wide, monkeypatch):
              (129, 1000, 2048, 192, 128, 32, 2), (64, 152, 640, 128, 128, 8, 1), (500, 1280, 576, 128, 256, 64, 1),
              (200, 96, 4096, 128, 64, 32, 3), (1024, 2880, 1008, 128, 128, 64, 1), (300, 1440, 640, 128, 64, 32, 1),
              (1024, 1152, 1008, 256, 128, 16, 1), (128, 4608, 1024, 64, 64, 8, 1), (200, 1000, 640, 64, 128, 16, 1),
-             (128, 960, 2048, 64, 64, 16, 2))
+             (128, 960, 2048, 64, 64, 16, 2),
+             # widths that are sums of powers of two (one wide MMA only): 224, 112
+             (1024, 3584, 896, 128, 128, 96, 1), (300, 1000, 640, 128, 64, 48, 1), (200, 3584, 2048, 192, 64, 48, 2),
+             (129, 230, 1024, 128, 128, 96, 1))
     for m, n, k, block_m, block_n, rem, split in cases:  # ... block_m, block_n, rem, split_k
+        if rem not in wgmma.REMS and (wide is not True or operands == "bf16-b-row-major"):
+            continue  # refused (test_rem_widths_the_kernel_has_none_of_are_refused_...)
         if operands == "fp8-precise" and block_n == 256:
             block_n = 128  # precise accumulation keeps a block's sum beside the total: 64x320 of each would spill
         if operands == "fp8-precise" and block_m == 256:
