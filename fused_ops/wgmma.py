@@ -658,11 +658,12 @@ def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None,
     cores' own accumulation across K. split_k: each tile's K in that many slices (as many as have a block of K
     each), one unit of work apiece, whose fp32 partials a second kernel adds into c (where tiles are too few for the
     SMs; the partials: split_k x C's size in fp32, a buffer kept per device and size, so calls on two streams at
-    once must not share one). rem: tiles rem (8 to 64; as one wide MMA also their sums such as 96 = 64 + 32) wider: with swap, block_m + rem rows of A, so that 129-144
+    once must not share one). rem: tiles rem (8 to 64) wider: with swap, block_m + rem rows of A, so that 129-144
     rows run as one 144-row tile rather than two of 128; without, block_n + rem columns of B (128 + 32: 160), tile
     counts between those of powers of two. On K-major operands and up to three consumers one MMA that wide a k step
     (fused_ops/wide_mma; WIDE_MMA; its first call per configuration compiles twice), else a second MMA of N = rem
-    past the first's (Gluon's MMAs are powers of two). turns (block_m 64, stages even): two consumer warpgroups on
+    past the first's (Gluon's MMAs are powers of two); the wide MMA takes sums of them too (96 = 64 + 32: 224-wide
+    tiles, REM's columns loaded and stored as boxes of 32). turns (block_m 64, stages even): two consumer warpgroups on
     each 64-row tile, taking alternate blocks of K and adding their sums at the tile's end (FP8 precise
     accumulation: one's MMAs run while the other adds). One launch (two with split_k); host cost: three TMA
     descriptors (five with rem). Not collective."""
