@@ -806,19 +806,23 @@ FP8_BEFORE = ("default, no 64-row tiles", "default, fast accum, no 64-row tiles"
               "default, narrow 64-row tiles", "default, fast accum, narrow 64-row tiles",
               "default, per-block promotion", "default, no pairs cost",  # promotion()
               "default, no A copy", "default, fast accum, no A copy",
-              "default, two MMAs", "default, fast accum, two MMAs")  # (wgmma.WIDE_MMA off; where the pick is wide)
+              "default, two MMAs", "default, fast accum, two MMAs",  # (wgmma.WIDE_MMA off; where the pick is wide)
+              "default, fast accum, no 224-wide tiles")  # (config.WGMMA_FP8_FAST_224_TILES off)
 PAIRS_TILES, PAIRS_ROWS = _config.FP8_PAIRS_TILES, _config.FP8_PAIRS_ROWS
+FAST_224_TILES = _config.WGMMA_FP8_FAST_224_TILES
 
 
 def promotion(name):
     """The defaults' precise FP8 sums promoted every block (no config.FP8_PAIRS_TILES, as at 7265838) for a candidate
     named "..., per-block promotion"; the picks before config.FP8_PAIRS_COST (tiles costed as if every block were
     promoted, as at 3ed686d) for "..., no pairs cost"; A's rows as given (no local_gemm.COPY_A, as at e619b5f)
-    for "..., no A copy"; the defaults for every other."""
+    for "..., no A copy"; with fast accumulation no 224-wide tiles (as at b2341a6) for "..., no 224-wide tiles";
+    the defaults for every other."""
     _config.FP8_PAIRS_TILES = () if name.endswith(", per-block promotion") else PAIRS_TILES
     _config.FP8_PAIRS_ROWS = (0, 0) if name.endswith(", no pairs cost") else PAIRS_ROWS
     local_gemm.COPY_A = not name.endswith(", no A copy")
     wgmma.WIDE_MMA = not name.endswith(", two MMAs")
+    _config.WGMMA_FP8_FAST_224_TILES = () if name.endswith(", no 224-wide tiles") else FAST_224_TILES
 
 
 def run_fp8(ctx, args, run_stamp):
@@ -854,6 +858,8 @@ def run_fp8(ctx, args, run_stamp):
                 promotion(name)
                 if scaling == "row" and name not in ("default", "default, tile loop") + FP8_BEFORE:
                     continue  # the alternatives on per-tensor scales only (the defaults before on both)
+                if scaling == "row" and name.endswith(", no 224-wide tiles"):
+                    continue  # (row-wise scales take none)
                 if name != "default" and m < 128 and cfg is not None and cfg.block_m > 64:
                     continue
                 if cfg is not None and cfg.block_m < 64 and m > 64:

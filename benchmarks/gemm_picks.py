@@ -92,7 +92,8 @@ def candidate(kernel, cfg, mode):
     fast = " fast accum" if mode == "fp8 fast" else ""
     turns = " turns" if cfg.turns else ""
     pairs = " pairs" if in_pairs(kernel, cfg, mode) else ""
-    names = (base + pairs + split, base + split + turns + fast, base + turns + fast + split, base + fast + split)
+    names = ((base + pairs + split,) if pairs else ()) + (base + split + turns + fast, base + turns + fast + split,
+                                                         base + fast + split)  # (fast accum: never the precise one)
     return next((n for n in names if n in WGMMA_CANDIDATES or n in FP8_CANDIDATES), "")
 
 

@@ -179,6 +179,10 @@ WGMMA_FP8_PRECISE_WIDE_TILE = (128, 192, 128, 3, 0.85)  # (beyond 128 rows: unti
 FP8_WIDE_192_MIN_K = 2048
 FP8_WIDE_192_MIN_WAVES = 12
 WIDE_MMA_ROWS = 192  # tiles of up to three consumers (wide_mma.MAX_CONSUMERS) run the wide MMA
+# ... and with per-tensor scales 224-wide tiles (128 + 96 columns, one wide MMA; 3584 = 16 x 224): one wave of 128
+# tiles at 1024x3584 where 128x256 ones leave 20 SMs idle, two at 1024x7168 where 128x256 ones fill 1.7: they won by
+# 6-15% there, about the 14% of work a tile they save, cost 1.05 (results/current/gemm/gluon_limits/remx_*)
+WGMMA_FP8_FAST_224_TILES = ((128, 224, 128, 4, 1.05),)
 WGMMA_FP8_FAST_TILES = (WGMMA_FP8_FAST_TILE + (1.0,), (192, 128, 128, 4, 1.05), (128, 128, 128, 6, 1.1),
                         (128, 144, 128, 4, 1.2), (128, 160, 128, 4, 1.2))
 # 16-bit tiles counted only where they fill one wave: 128x288 (256 + 32 columns, 32-deep blocks: 5 stages fit beside
@@ -708,8 +712,8 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
     tiles cost UNALIGNED_B_COST more). k (where given): A's rows (16-bit, B's rows aligned: tiles narrower than 256
     cost UNALIGNED_A_COST more where A's are off 32 bytes), and where the 128x128 tiles are fewer, split-K or
     edge-row tiles (wgmma_few_tiles). None elsewhere: gemm.py's tile loop runs those. force: the dtype's pick wherever
-    (kernel="wgmma"). row_scales: FP8 with row-wise scales (no WGMMA_FP8_FAST_FOUR_TILE). b_k_major: B is K-major
-    (WGMMA_ROW64_KMAJOR_TILES). Host only, free."""
+    (kernel="wgmma"). row_scales: FP8 with row-wise scales (no WGMMA_FP8_FAST_FOUR_TILE nor _224_TILES). b_k_major: B is
+    K-major (WGMMA_ROW64_KMAJOR_TILES). Host only, free."""
     fp8 = dtype == torch.float8_e4m3fn
     few_rows = swapped_rows_tile(m, fp8)
     if few_rows is not None and (force or -(-n // few_rows[1]) <= (1 if m <= DECODE_ROWS else 2) * sms):
@@ -728,7 +732,7 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
     if rows64 is not None:  # precise FP8: two consumers taking turns on the tile's blocks of K
         return replace(gluon_tile(cfg, *rows64, swap=False), turns=fp8 and not fast)
     if fp8 and fast:
-        tiles = WGMMA_FP8_FAST_TILES + (() if row_scales else (WGMMA_FP8_FAST_FOUR_TILE,))
+        tiles = WGMMA_FP8_FAST_TILES + (() if row_scales else (WGMMA_FP8_FAST_FOUR_TILE,) + WGMMA_FP8_FAST_224_TILES)
         tiles += (WGMMA_FP8_FAST_96_TILE,) if m > WGMMA_FP8_FAST_96_TILE[0] else ()
     else:
         tiles = WGMMA_FP8_TILES if fp8 else WGMMA_TILES

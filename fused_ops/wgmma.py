@@ -591,7 +591,7 @@ REMS = (8, 16, 32, 64)  # run(rem=...): the second MMA's N (a power of two, at l
 # first consumer 80 and spilled a 64x160 tile's accumulators (tests/test_wgmma.py compiles it for sm_90a)
 CONSUMER_REGS = {1: 232, 2: 232, 3: 152, 4: 112}
 LOAD_REGS = {1: 40, 2: 40, 3: 40, 4: 32}
-PROMOTE_MAX_WIDTH = 192  # FP8 precise accumulation: a block's 64 x 224 sum beside the total spills (sm_90a)
+PROMOTE_MAX_WIDTH = 192  # FP8 precise accumulation on rem tiles: a block's 64 x 224 sum beside the total spills
 PAIRS_MAX_REM = 16  # promote="pairs" beside a second MMA of at most 16 columns: 3 x 64x144 sums fit 232 registers
 # without spills (sm_90a, tests/test_wgmma.py); 3 x 64x160 spill
 ROW_SWIZZLE_MIN = None  # None, or the narrowest swizzle span box_layout may take: explored, no gain (results/current/
@@ -721,8 +721,8 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
     if promote and rows > 192:
         raise ValueError(f"wgmma.run: FP8 precise accumulation with block_m={rows}; expected at most 192 (each "
                          f"consumer keeps a block's sum beside the total: four would spill)")
-    if promote and cols + rem > PROMOTE_MAX_WIDTH:
-        raise ValueError(f"wgmma.run: FP8 precise accumulation on tiles {cols + rem} wide; expected at most "
+    if promote and rem and cols + rem > PROMOTE_MAX_WIDTH:
+        raise ValueError(f"wgmma.run: FP8 precise accumulation on tiles {cols} + {rem} wide; expected at most "
                          f"{PROMOTE_MAX_WIDTH} (each consumer keeps a block's sum beside the total: wider ones spill)")
     if rem > cols:  # REM's part of C passes through the first part's staging tile
         raise ValueError(f"wgmma.run: rem={rem} past a tile {cols} {'rows of A' if swap else 'columns of B'} wide; "
