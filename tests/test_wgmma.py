@@ -274,7 +274,8 @@ def test_rem_tiles_on_k_major_operands_compile_as_one_wide_mma_where_registers_a
     # promoted per block or not at all: one MMA 72-160 wide; B row-major, four consumers, turns or pairs: two MMAs
     for name in ("fp8-fast-rem32", "fp8-precise-rem32", "fp8-precise-row-rem16", "fp8-fast-rem32-96-wide",
                  "fp8-precise-64-rows-rem8", "fp8-fast-64-rows-rem16", "fp8-precise-swap-rem16",
-                 "bf16-rem16-split-k-b-k-major", "bf16-swap-two-consumers-rem32-b-k-major"):
+                 "bf16-rem16-split-k-b-k-major", "bf16-swap-two-consumers-rem32-b-k-major", "fp8-fast-rem96-224-wide",
+                 "fp8-fast-rem48-112-wide", "fp8-precise-row-rem48-112-wide", "bf16-rem96-224-wide-b-k-major"):
         assert compiled[name]["wide"], name
     for name in ("bf16-rem32", "bf16-rem64-320-wide", "fp8-fast-rem32-256-rows", "fp8-precise-64-rows-turns-rem16",
                  "fp8-precise-pairs-rem16", "bf16-swap-rem16"):
@@ -312,6 +313,17 @@ def test_scaled_mm_picks_the_tile_loop_where_wgmma_cannot_run_or_loses_and_says_
         assert (four.block_m, four.block_n + four.rem_cols) == want, (m, n, four)
         other = C.wgmma_config(cfg, m, n, 132, FP8, fast=True, row_scales=True)  # row-wise: would spill
         assert other.block_m < 256, (m, n, other)
+    # fast accumulation, per-tensor scales: 224-wide tiles (128 + 96, one wide MMA) where N is a multiple of 224 (one
+    # wave of 128 at 1024x3584, where 128x256 ones are 112); not where their last column wastes a tile (8192), nor
+    # with row-wise scales or precise accumulation (untimed; a 64 x 224 block sum beside the total spills)
+    for m, n, want in ((1024, 3584, (128, 224)), (1024, 7168, (128, 224)), (4096, 3584, (128, 224)),
+                       (1024, 8192, (128, 256))):
+        got = C.wgmma_config(cfg, m, n, 132, FP8, fast=True, k=4096)
+        assert (got.block_m, got.block_n + got.rem_cols) == want, (m, n, got)
+        row = C.wgmma_config(cfg, m, n, 132, FP8, fast=True, k=4096, row_scales=True)
+        assert row.block_n + row.rem_cols != 224, (m, n, row)
+        got = C.wgmma_config(cfg, m, n, 132, FP8, k=4096)
+        assert got.block_n + got.rem_cols <= 192, (m, n, got)
     # precise, per-tensor: 128x192 (one wide MMA) rather than 192x128 from K of 2048 and beyond 128 rows
     for m, n, k, want in ((4096, 53248, 16384, (128, 192)), (16384, 16384, 26624, (128, 192)),
                           (16384, 2880, 720, (192, 128)), (128, 64640, 7168, (128, 128))):
