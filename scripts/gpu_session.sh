@@ -941,6 +941,14 @@ for stage in "$@"; do
                  128x29568x8192 1024x29568x8192 1024x14784x8192 4096x14784x8192 1024x7392x8192 4096x7392x8192 \
                  1024x7168x9216 1024x7168x4608 1024x7168x2048 1024x7168x2304 --out "$OUT/flips224_run$r"
              done ;;
+    fastx)   # one GPU: FP8 fast accumulation's lasting misses against other tiles (160, 192, 224 wide; 192 rows), cool,
+             # once
+             run gemm_fastx.log timeout ${X_TIMEOUT:-200} python3 benchmarks/gemm.py --fp8 --configs \
+               'default, fast accum' 'wgmma fp8 128x128x128 s4 rem32 fast accum' \
+               'wgmma fp8 128x128x128 s4 rem96 fast accum' 'wgmma fp8 192x128x128 s4 fast accum' \
+               'wgmma fp8 128x128x128 s6 fast accum' 'wgmma fp8 128x128x128 s3 rem64 fast accum' \
+               --shapes 16384x640x2880 16384x2880x720 1024x8192x3696 1024x1440x2880 1024x2880x720 1024x720x2880 \
+               --out "$OUT/fastx" ;;
     rowwide) # one GPU: FP8 row-wise (and per-tensor) scales on the 128-row 128x128+16 picks, one MMA 144 wide against
              # two (wgmma.WIDE_MMA off), cool, RUNS times (2)
              for r in $(seq 1 ${RUNS:-2}); do
