@@ -181,8 +181,12 @@ FP8_WIDE_192_MIN_WAVES = 12
 WIDE_MMA_ROWS = 192  # tiles of up to three consumers (wide_mma.MAX_CONSUMERS) run the wide MMA
 # ... and with per-tensor scales 224-wide tiles (128 + 96 columns, one wide MMA; 3584 = 16 x 224): one wave of 128
 # tiles at 1024x3584 where 128x256 ones leave 20 SMs idle, two at 1024x7168 where 128x256 ones fill 1.7: they won by
-# 6-15% there, about the 14% of work a tile they save, cost 1.05 (results/current/gemm/gluon_limits/remx_*)
-WGMMA_FP8_FAST_224_TILES = ((128, 224, 128, 4, 1.05),)
+# 6-15% there, about the 14% of work a tile they save. In up to FP8_FAST_224_WAVES waves they won wherever they were
+# picked; beyond, where they replace many waves of 128x128 tiles, from K of FP8_FAST_224_MIN_K (+3% over 15 GEMMs),
+# and at shorter K they lost 5-10% (4096x3584 of K 448-1792) (results/current/gemm/gluon_limits/remx_*, flips224_*)
+WGMMA_FP8_FAST_224_TILES = ((128, 224, 128, 4, 1.04),)
+FP8_FAST_224_WAVES = 2
+FP8_FAST_224_MIN_K = 2048
 WGMMA_FP8_FAST_TILES = (WGMMA_FP8_FAST_TILE + (1.0,), (192, 128, 128, 4, 1.05), (128, 128, 128, 6, 1.1),
                         (128, 144, 128, 4, 1.2), (128, 160, 128, 4, 1.2))
 # 16-bit tiles counted only where they fill one wave: 128x288 (256 + 32 columns, 32-deep blocks: 5 stages fit beside
@@ -732,7 +736,9 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
     if rows64 is not None:  # precise FP8: two consumers taking turns on the tile's blocks of K
         return replace(gluon_tile(cfg, *rows64, swap=False), turns=fp8 and not fast)
     if fp8 and fast:
-        tiles = WGMMA_FP8_FAST_TILES + (() if row_scales else (WGMMA_FP8_FAST_FOUR_TILE,) + WGMMA_FP8_FAST_224_TILES)
+        tiles = WGMMA_FP8_FAST_TILES + (() if row_scales else (WGMMA_FP8_FAST_FOUR_TILE,) + tuple(
+            t for t in WGMMA_FP8_FAST_224_TILES if tile_count(m, n, t) <= FP8_FAST_224_WAVES * sms
+            or k is not None and k >= FP8_FAST_224_MIN_K))
         tiles += (WGMMA_FP8_FAST_96_TILE,) if m > WGMMA_FP8_FAST_96_TILE[0] else ()
     else:
         tiles = WGMMA_FP8_TILES if fp8 else WGMMA_TILES
