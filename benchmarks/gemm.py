@@ -270,7 +270,6 @@ CANDIDATES["matmul, padded B"] = None  # ... fused_ops.matmul's own pick on it (
 CANDIDATES["default, B as given"] = None
 CANDIDATES["matmul, B rows as given"] = None  # B's rows off 32 bytes not copied (local_gemm.sector_copies)
 CANDIDATES["matmul, two MMAs"] = None  # where the pick runs one MMA BLOCK_N + REM wide: two (wgmma.WIDE_MMA off)
-CANDIDATES["matmul, MN-major wide"] = None  # ... and on row-major B too (wgmma.WIDE_MMA_MN_B on), where it applies
 # Decode-sized (M < 128) and few-tile shapes: split-K over more slices, narrow tiles.
 SMALL_M_CANDIDATES.update({"64x64x128 s4 w4 k2": tile(64, 64, 128, 4, 4, split_k=2),
                            "64x64x128 s4 w4 k3": tile(64, 64, 128, 4, 4, split_k=3),
@@ -667,21 +666,18 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, hot, torch
     # ... or with bf16 decode rows on the tile loop's 16-row tiles, not the Gluon kernel's swapped ones ("decode tile
     # loop") ... or with B's rows off 32 bytes read as given, not copied (local_gemm.sector_copies; "B rows as given")
     ptr, dec = local_gemm.PTR_FLOPS, _config.WGMMA_DECODE_TILE
-    # (ALIGN_OPERANDS, PTR_FLOPS, KEEP_INSIDE, WGMMA_DECODE_TILE, COPY_16BIT_B, WIDE_MMA, WIDE_MMA_MN_B) for each
-    mn = wgmma.WIDE_MMA_MN_B
-    toggles = {"matmul": (True, ptr, True, dec, True, True, mn),
-               "matmul, as given": (False, ptr, True, dec, True, True, mn),
-               "matmul, always copied": (True, 1.0, True, dec, True, True, mn),
-               "matmul, edges past": (True, ptr, False, dec, True, True, mn),
-               "matmul, decode tile loop": (True, ptr, True, None, True, True, mn),
-               "matmul, padded B": (True, ptr, True, dec, True, True, mn),
-               "matmul, B rows as given": (True, ptr, True, dec, False, True, mn),
-               "matmul, two MMAs": (True, ptr, True, dec, True, False, mn),
-               "matmul, MN-major wide": (True, ptr, True, dec, True, True, True),
-               **dict.fromkeys(ROWS64_TOGGLES, (True, ptr, True, dec, True, True, mn))}
+    # (ALIGN_OPERANDS, PTR_FLOPS, KEEP_INSIDE, WGMMA_DECODE_TILE, COPY_16BIT_B, WIDE_MMA) for each
+    toggles = {"matmul": (True, ptr, True, dec, True, True),
+               "matmul, as given": (False, ptr, True, dec, True, True),
+               "matmul, always copied": (True, 1.0, True, dec, True, True),
+               "matmul, edges past": (True, ptr, False, dec, True, True),
+               "matmul, decode tile loop": (True, ptr, True, None, True, True),
+               "matmul, padded B": (True, ptr, True, dec, True, True),
+               "matmul, B rows as given": (True, ptr, True, dec, False, True),
+               "matmul, two MMAs": (True, ptr, True, dec, True, False),
+               **dict.fromkeys(ROWS64_TOGGLES, (True, ptr, True, dec, True, True))}
     settings = ((local_gemm, "ALIGN_OPERANDS"), (local_gemm, "PTR_FLOPS"), (wgmma, "KEEP_INSIDE"),
-                (_config, "WGMMA_DECODE_TILE"), (local_gemm, "COPY_16BIT_B"), (wgmma, "WIDE_MMA"),
-                (wgmma, "WIDE_MMA_MN_B"))
+                (_config, "WGMMA_DECODE_TILE"), (local_gemm, "COPY_16BIT_B"), (wgmma, "WIDE_MMA"))
 
     def with_toggles(fn, which=None):
         saved = [getattr(mod, attr) for mod, attr in settings]
@@ -699,7 +695,7 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, hot, torch
         a2, b2 = with_toggles(lambda: local_gemm.aligned_operands(a, b))
         copied = a2 is not a or b2 is not b
         own = ("matmul", "matmul, edges past", "matmul, decode tile loop", "matmul, padded B",
-               "matmul, B rows as given", "matmul, two MMAs", "matmul, MN-major wide") + ROWS64_TOGGLES
+               "matmul, B rows as given", "matmul, two MMAs") + ROWS64_TOGGLES
         if name not in own and copied == any(
                 x is not y for x, y in zip(local_gemm.aligned_operands(a, b), (a, b))):
             return []  # the same run as "matmul"
@@ -714,10 +710,6 @@ def direct_row(ctx, a, b, c, ref, name, cfg, m, n, k, tag, run_stamp, hot, torch
         wide = ran_wide(lambda: with_toggles(lambda: local_gemm.matmul(a, b, out=c), "matmul"))
         if name == "matmul, two MMAs" and not wide:
             return []  # the same run as "matmul"
-        if name == "matmul, MN-major wide":
-            if wide or not ran_wide(lambda: with_toggles(lambda: local_gemm.matmul(a, b, out=c))):
-                return []  # the same run as "matmul"
-            wide = True
         rows_copied = rows_copied and toggles[name][0] and toggles[name][4]  # ALIGN_OPERANDS and COPY_16BIT_B
         kernel += (" swap" if cfg.swap_ab else "") + (f" rem{local_gemm.rem(cfg)}" if local_gemm.rem(cfg) else "")
         kernel += ", copied" if copied else ", B rows copied" if rows_copied else ""

@@ -111,7 +111,7 @@ if _GLUON:
         BLOCK_K: gl.constexpr = a_desc.block_type.shape[0] if A_T else a_desc.block_type.shape[1]
         BLOCK_N: gl.constexpr = b_desc.block_type.shape[0] if B_T else b_desc.block_type.shape[1]
         R: gl.constexpr = b2_desc.block_type.shape[0] if B_T else b2_desc.block_type.shape[1]
-        REM_PARTS: gl.constexpr = REM // R if REM > 0 and WIDE and B_T else 1
+        REM_PARTS: gl.constexpr = REM // R if REM > 0 and WIDE else 1
         num_pid_m = gl.cdiv(M, BLOCK_M)
         num_pid_n = gl.cdiv(N, BLOCK_N + REM)
         per = gl.cdiv(gl.cdiv(K, BLOCK_K), SPLIT_K)
@@ -119,8 +119,8 @@ if _GLUON:
         for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT_K, gl.num_programs(0)):
             pid_m, pid_n, k0, k1 = unit_coords(unit, num_pid_m, num_pid_n, per, K, BLOCK_K, GROUP_M)
             col0 = inside(pid_n * (BLOCK_N + REM), BLOCK_N, N, INSIDE)
-            if REM > 0:  # (WIDE on MN-major B: REM's columns load as a box 64 wide, never moved, as C's consumer sees)
-                col2 = inside(pid_n * (BLOCK_N + REM) + BLOCK_N, REM, N, INSIDE and not (WIDE and not B_T))
+            if REM > 0:
+                col2 = inside(pid_n * (BLOCK_N + REM) + BLOCK_N, REM, N, INSIDE)
             for kk in range(k0, k1):
                 s = p % NUM_BUFFERS
                 mbarrier.wait(empty.index(s), ((p // NUM_BUFFERS) & 1) ^ 1)  # a fresh barrier passes parity 1
@@ -138,19 +138,14 @@ if _GLUON:
                     else:
                         tma.async_copy_global_to_shared(a_desc, [row0, kk * BLOCK_K], bar,
                                                         a_bufs.index(s * BOXES + h))
-                if WIDE and B_T:  # a stage: (BLOCK_N + REM) / R boxes of R rows (R: REM's box), the first BLOCK_N
-                    # as one box
+                if WIDE:  # a stage (K-major B): (BLOCK_N + REM) / R boxes of R rows (R: REM's box), the first
+                    # BLOCK_N as one box
                     G: gl.constexpr = (BLOCK_N + REM) // R
                     first = b_bufs.index(s * G)._reinterpret(b_desc.dtype, b_desc.block_type.shape, b_desc.layout)
                     tma.async_copy_global_to_shared(b_desc, [col0, kk * BLOCK_K], bar, first)
                     for j in gl.static_range(REM_PARTS):
                         tma.async_copy_global_to_shared(b2_desc, [col2 + j * R, kk * BLOCK_K], bar,
                                                         b_bufs.index(s * G + BLOCK_N // R + j))
-                elif WIDE:  # MN-major: chunks of 64 columns, the first BLOCK_N one box into a view, REM's a box 64 wide
-                    G: gl.constexpr = BLOCK_N // 64 + 1
-                    first = b_bufs.index(s * G)._reinterpret(b_desc.dtype, b_desc.block_type.shape, b_desc.layout)
-                    tma.async_copy_global_to_shared(b_desc, [kk * BLOCK_K, col0], bar, first)
-                    tma.async_copy_global_to_shared(b2_desc, [kk * BLOCK_K, col2], bar, b_bufs.index(s * G + G - 1))
                 elif B_T:
                     tma.async_copy_global_to_shared(b_desc, [col0, kk * BLOCK_K], bar, b_bufs.index(s))
                 else:
@@ -224,18 +219,15 @@ if _GLUON:
 
     @gluon.jit
     def wide_blocks(a_bufs, ready, empty, c, k0, k1, W: gl.constexpr, OFF_A: gl.constexpr, OFF_B: gl.constexpr,
-                    NUM_BUFFERS: gl.constexpr, BOXES: gl.constexpr, BOX: gl.constexpr, PROMOTE: gl.constexpr,
-                    B_T: gl.constexpr):
-        """This consumer's 64 x W sums of blocks k0..k1 of K, one MMA W wide a k step (fused_ops/wide_mma; A K-major,
-        the ring at shared offsets OFF_A and OFF_B; B K-major, its stages W rows deep, or (not B_T) MN-major, its
-        stages chunks of 64 columns, W / 64 rounded up). PROMOTE: each block's sum waited for and added into fp32;
-        else one block's MMAs stay in flight while the next one's issue. c: the first block's place in the ring's
-        sequence."""
+                    NUM_BUFFERS: gl.constexpr, BOXES: gl.constexpr, BOX: gl.constexpr, PROMOTE: gl.constexpr):
+        """This consumer's 64 x W sums of blocks k0..k1 of K, one MMA W wide a k step (fused_ops/wide_mma; A and B
+        K-major, the ring at shared offsets OFF_A and OFF_B, B's stages W rows deep). PROMOTE: each block's sum waited
+        for and added into fp32; else one block's MMAs stay in flight while the next one's issue. c: the first block's
+        place in the ring's sequence."""
         BITS: gl.constexpr = a_bufs.dtype.primitive_bitwidth
         ROW: gl.constexpr = a_bufs.type.shape[2] * BITS // 8  # a block of K in bytes: one swizzled row
         A_BOX: gl.constexpr = a_bufs.type.shape[1] * ROW
-        B_MN: gl.constexpr = 0 if B_T else a_bufs.type.shape[2] * 128  # MN-major: a chunk's bytes
-        B_STAGE: gl.constexpr = W * ROW if B_T else (W + 63) // 64 * B_MN
+        B_STAGE: gl.constexpr = W * ROW
         base = wide_mma.smem_base()
         zero = wide_mma.zeros(W, BITS)
         acc = zero
@@ -246,10 +238,10 @@ if _GLUON:
             a_addr = base + OFF_A + (s * BOXES + BOX) * A_BOX
             b_addr = base + OFF_B + s * B_STAGE
             if PROMOTE:
-                acc = wide_mma.add(acc, wide_mma.block_sum(zero, a_addr, b_addr, a_bufs.dtype, ROW, B_MN))
+                acc = wide_mma.add(acc, wide_mma.block_sum(zero, a_addr, b_addr, a_bufs.dtype, ROW))
                 mbarrier.arrive(empty.index(s), count=1)
             else:
-                acc = wide_mma.mma(acc, a_addr, b_addr, kk - k0, a_bufs.dtype, ROW, 1, B_MN)
+                acc = wide_mma.mma(acc, a_addr, b_addr, kk - k0, a_bufs.dtype, ROW, 1)
                 mbarrier.arrive(empty.index((q + NUM_BUFFERS - 1) % NUM_BUFFERS), count=1, pred=kk > k0)
         if not PROMOTE:
             acc = wide_mma.wait(acc)
@@ -375,11 +367,11 @@ if _GLUON:
             for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT_K, gl.num_programs(0)):
                 pid_m, pid_n, k0, k1 = unit_coords(unit, num_pid_m, num_pid_n, per, K, BLOCK_K, GROUP_M)
                 wide = wide_blocks(a_bufs, ready, empty, c, k0, k1, BN + REM, OFF_A, OFF_B, NUM_BUFFERS, BOXES, BOX,
-                                   PROMOTE, B_T)
+                                   PROMOTE)
                 c += k1 - k0
                 row0 = inside((pid_m * BOXES + BOX) * HALF_M, HALF_M, M, INSIDE)  # as the load warp loaded them
                 col0 = inside(pid_n * (BN + REM), BN, N, INSIDE)
-                col2 = inside(pid_n * (BN + REM) + BN, REM, N, INSIDE and B_T)  # (MN-major B: REM's box is 64 wide)
+                col2 = inside(pid_n * (BN + REM) + BN, REM, N, INSIDE)
                 first = (unit // (num_pid_m * num_pid_n)) * M_PAD  # split-K: this slice's rows of the fp32 partials
                 store_chunks(wide, 0, BN, c_smem, c_desc, SA, SB, first, row0, col0, M, N, SCALES, C_T)
                 R: gl.constexpr = c2_desc.block_type.shape[0] if C_T else c2_desc.block_type.shape[1]
@@ -504,10 +496,10 @@ if _GLUON:
         BOXES: gl.constexpr = 1 if TURNS else CONSUMERS  # 64-row boxes of A per stage, and C staging tiles
         a_bufs = gl.allocate_shared_memory(a_desc.dtype, [NUM_BUFFERS * BOXES] + a_desc.block_type.shape,
                                            a_desc.layout)
-        if WIDE:  # BLOCK_N + REM rows of B a stage, in one run (Gluon's shared shapes are powers of two: boxes of
-            # REM's box, R rows; MN-major B: chunks of 64 columns, REM's box one)
-            BN: gl.constexpr = b_desc.block_type.shape[0] if B_T else b_desc.block_type.shape[1]
-            G: gl.constexpr = (BN + REM) // b2_desc.block_type.shape[0] if B_T else BN // 64 + 1
+        if WIDE:  # BLOCK_N + REM rows of K-major B a stage, in one run (Gluon's shared shapes are powers of two:
+            # boxes of REM's box, R rows)
+            BN: gl.constexpr = b_desc.block_type.shape[0]
+            G: gl.constexpr = (BN + REM) // b2_desc.block_type.shape[0]
             b_bufs = gl.allocate_shared_memory(b2_desc.dtype, [NUM_BUFFERS * G] + b2_desc.block_type.shape,
                                                b2_desc.layout)
         else:
@@ -597,8 +589,6 @@ PAIRS_MAX_REM = 16  # promote="pairs" beside a second MMA of at most 16 columns:
 ROW_SWIZZLE_MIN = None  # None, or the narrowest swizzle span box_layout may take: explored, no gain (results/current/
 # gemm/ROUNDS.md, "Operand rows off 32 bytes"; scripts/swizzle_probe.py)
 WIDE_MMA = True  # tiles BLOCK_N + REM wide as one MMA a k step from inline PTX where wide_mma.eligible (False: two)
-WIDE_MMA_MN_B = False  # ... on row-major 16-bit B as well (MN-major chunks of 64 columns, REM's box 64 wide): compiled
-# for sm_90a (tests/test_wgmma.py), not yet run on a GPU (scripts/gpu_session.sh widemn)
 KEEP_INSIDE = True  # edge boxes moved back inside the operands (inside(); False: loads past the edge, zero-filled)
 SMEM_BYTES = 232448 - 1024  # shared memory a program may use on an H100/H200, less the barriers' and the compiler's
 
@@ -764,21 +754,17 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
     descs = (desc(a, a_t, [64, block_k]), desc(b, b_t, [block_k, cols]), desc(c, c_t, [64, cols]))
     consumers = 2 if turns else rows // 64
     promote = 2 if promote == "pairs" else int(bool(promote))
-    mn_b = (WIDE_MMA_MN_B and a.element_size() == 2 and  # REM's box of MN-major B is 64 columns wide: room for it
-            smem_bytes(block_n, block_k, stages, 2, 4 if split > 1 else c.element_size(), block_m, 64, turns)
-            <= SMEM_BYTES)
     wide = WIDE_MMA and rem > 0 and wide_mma.eligible(
         a_t, b_t, block_k * a.element_size(), descs[0].layout.swizzle_byte_width, cols + rem, consumers, turns,
-        promote, descs[1].layout.swizzle_byte_width, mn_b)
-    if rem not in REMS + (0,) and not (wide and b_t):
+        promote, descs[1].layout.swizzle_byte_width)
+    if rem not in REMS + (0,) and not wide:
         raise ValueError(f"wgmma.run: rem={rem}, no power of two: such tiles run only as one MMA {cols + rem} wide "
                          f"(fused_ops/wide_mma: A and B K-major with block_k one swizzle span, at most "
                          f"{wide_mma.MAX_CONSUMERS} consumers, no turns, FP8 promoted per block or not at all; got "
                          f"A {'M' if a_t else 'K'}-major, B {'K' if b_t else 'N'}-major, consumers: {consumers}, "
                          f"turns={bool(turns)}, promote={promote}); or rem one of {REMS}")
     part = rem & -rem  # REM's boxes of B and C: REM, or R = its lowest power of two, REM / R of them (one wide MMA)
-    rem_box = 64 if wide and not b_t else part
-    rest = (desc(b, b_t, [block_k, rem_box]), desc(c, c_t, [64, part])) if rem else descs[1:]  # REM's boxes
+    rest = (desc(b, b_t, [block_k, part]), desc(c, c_t, [64, part])) if rem else descs[1:]  # REM's boxes
     args = descs + rest + (scale_a, scale_b, m, n, k, m_pad)
     consts = dict(GROUP_M=group_m, NUM_BUFFERS=stages, A_T=a_t, B_T=b_t, C_T=c_t, SCALES=scales,
                   PROMOTE=promote, CONSUMER_REGS=CONSUMER_REGS[consumers], LOAD_REGS=LOAD_REGS[consumers],

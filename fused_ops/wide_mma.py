@@ -42,10 +42,10 @@ if _GLUON:
         return min(32, width & -width)
 
     @gluon.constexpr_function
-    def mma_asm(width, row_bytes, dtype, wait, fresh, b_mn=False):
+    def mma_asm(width, row_bytes, dtype, wait, fresh):
         """PTX of one block of K: row_bytes / 32 MMAs m64n<width> (k16 16-bit or k32 FP8), each 32 bytes further
-        along A's swizzled rows (2 in the descriptors' 16-byte units) and B's (b_mn: 16 rows of K further down B's
-        MN-major chunks, 2048 bytes; 16-bit only); then at most `wait` groups left in flight.
+        along A's and B's swizzled rows (2 in the descriptors' 16-byte units); then at most `wait` groups left in
+        flight.
         Operands: the width / 2 accumulators $0.., tied to $n.. (n = width / 2) unless `fresh` (a block's own sum:
         nothing read, so nothing to zero first), A's and B's descriptors next, then whether the block's first step
         adds into the accumulators (the others always add), a pack of registers each (pack: one chunk's)."""
@@ -54,15 +54,14 @@ if _GLUON:
         first = n if fresh else 2 * n  # the first operand past the accumulators
         dtype = dtype.name
         kind = {"fp8e4nv": "k32.f32.e4m3.e4m3", "bf16": "k16.f32.bf16.bf16", "fp16": "k16.f32.f16.f16"}[dtype]
-        tail = "1, 1" if dtype == "fp8e4nv" else "1, 1, 0, 1" if b_mn else "1, 1, 0, 0"  # scales (16-bit: majors)
-        b_step = 128 if b_mn else 2
+        tail = "1, 1" if dtype == "fp8e4nv" else "1, 1, 0, 0"  # scales (16-bit: and both operands K-major)
         regs = ",".join(f"${i}" for i in range(n))
         use = f"${first + 2 * pack}"
         lines = ["{ .reg .b64 da, db; .reg .pred p, t;", f"setp.ne.b32 p, {use}, 0;", f"setp.eq.b32 t, {use}, {use};",
                  "wgmma.fence.sync.aligned;"]
         for k in range(row_bytes // K_STEP_BYTES):
             scale_d = "t" if k else "p"
-            lines += [f"add.s64 da, ${first}, {2 * k};", f"add.s64 db, ${first + pack}, {b_step * k};",
+            lines += [f"add.s64 da, ${first}, {2 * k};", f"add.s64 db, ${first + pack}, {2 * k};",
                       f"wgmma.mma_async.sync.aligned.m64n{width}{kind} {{{regs}}}, da, db, {scale_d}, {tail};"]
         lines += ["wgmma.commit_group.sync.aligned;", f"wgmma.wait_group.sync.aligned {wait};", "}"]
         return "\n".join(lines)
@@ -109,49 +108,32 @@ if _GLUON:
         return ((addr.to(gl.int64) >> 4) & 0x3FFF) | (1 << 16) | (((8 * ROW_BYTES) >> 4) << 32) | (MODE << 62)
 
     @gluon.jit
-    def mn_descriptor(addr, CHUNK_BYTES: gl.constexpr):
-        """A wgmma shared-memory descriptor of an MN-major operand in chunks of 64 16-bit columns (128-byte rows,
-        128-byte swizzled) CHUNK_BYTES apart: 8-row groups of K 1024 bytes apart (as Triton's own MMAs on such B)."""
-        return ((addr.to(gl.int64) >> 4) & 0x3FFF) | ((CHUNK_BYTES >> 4) << 16) | ((1024 >> 4) << 32) | (1 << 62)
-
-    @gluon.jit
-    def b_descriptor(addr, ROW_BYTES: gl.constexpr, B_MN: gl.constexpr):
-        """B's descriptor: K-major rows ROW_BYTES long (B_MN 0), or MN-major chunks B_MN bytes apart."""
-        if B_MN:
-            d = mn_descriptor(addr, B_MN)
-        else:
-            d = descriptor(addr, ROW_BYTES)
-        return d
-
-    @gluon.jit
-    def operands(like, a_addr, b_addr, use, ROW_BYTES: gl.constexpr, B_MN: gl.constexpr):
+    def operands(like, a_addr, b_addr, use, ROW_BYTES: gl.constexpr):
         """The MMA's inputs past its accumulators, each in the chunks' layout (inline assembly takes tensors only):
         A's and B's descriptors and the first step's add-or-overwrite flag."""
         CH: gl.constexpr = like[0].shape[1]
         lc: gl.constexpr = like[0].type.layout
         da = gl.full([64, CH], 0, gl.int64, lc) + descriptor(a_addr, ROW_BYTES)
-        db = gl.full([64, CH], 0, gl.int64, lc) + b_descriptor(b_addr, ROW_BYTES, B_MN)
+        db = gl.full([64, CH], 0, gl.int64, lc) + descriptor(b_addr, ROW_BYTES)
         return da, db, gl.full([64, CH], use, gl.int32, lc)
 
     @gluon.jit
-    def mma(acc, a_addr, b_addr, use, DTYPE: gl.constexpr, ROW_BYTES: gl.constexpr, WAIT: gl.constexpr,
-            B_MN: gl.constexpr = 0):
-        """acc (+)= A (64 x ROW_BYTES of K at shared address a_addr) @ B^T (W rows at b_addr; B_MN: MN-major, in
-        chunks of 64 columns B_MN bytes apart), one block of K of operands of DTYPE, with at most WAIT groups of MMAs
-        left in flight (use: whether the block adds into acc, else overwrites it). A warpgroup's collective: every
-        thread of it calls this with the same values."""
+    def mma(acc, a_addr, b_addr, use, DTYPE: gl.constexpr, ROW_BYTES: gl.constexpr, WAIT: gl.constexpr):
+        """acc (+)= A (64 x ROW_BYTES of K at shared address a_addr) @ B^T (W rows at b_addr), one block of K of
+        operands of DTYPE, with at most WAIT groups of MMAs left in flight (use: whether the block adds into acc, else
+        overwrites it). A warpgroup's collective: every thread of it calls this with the same values."""
         W: gl.constexpr = len(acc) * acc[0].shape[1]
-        return gl.inline_asm_elementwise(mma_asm(W, ROW_BYTES, DTYPE, WAIT, False, B_MN > 0), tied(W, "l,l,r"),
-                                         acc + operands(acc, a_addr, b_addr, use, ROW_BYTES, B_MN),
+        return gl.inline_asm_elementwise(mma_asm(W, ROW_BYTES, DTYPE, WAIT, False), tied(W, "l,l,r"),
+                                         acc + operands(acc, a_addr, b_addr, use, ROW_BYTES),
                                          dtype=f32s(len(acc)), is_pure=False, pack=acc[0].shape[1] // 2)
 
     @gluon.jit
-    def block_sum(like, a_addr, b_addr, DTYPE: gl.constexpr, ROW_BYTES: gl.constexpr, B_MN: gl.constexpr = 0):
+    def block_sum(like, a_addr, b_addr, DTYPE: gl.constexpr, ROW_BYTES: gl.constexpr):
         """One block of K's own sum, A (64 rows at a_addr) @ B^T (W rows at b_addr, as mma's), waited for: a fresh
         accumulator shaped `like` (whose registers are neither read nor zeroed first). A warpgroup's collective."""
         W: gl.constexpr = len(like) * like[0].shape[1]
-        return gl.inline_asm_elementwise(mma_asm(W, ROW_BYTES, DTYPE, 0, True, B_MN > 0), tied(W, "l,l,r", True),
-                                         operands(like, a_addr, b_addr, 0, ROW_BYTES, B_MN), dtype=f32s(len(like)),
+        return gl.inline_asm_elementwise(mma_asm(W, ROW_BYTES, DTYPE, 0, True), tied(W, "l,l,r", True),
+                                         operands(like, a_addr, b_addr, 0, ROW_BYTES), dtype=f32s(len(like)),
                                          is_pure=False, pack=like[0].shape[1] // 2)
 
     @gluon.jit
@@ -173,12 +155,12 @@ if _GLUON:
 MAX_CONSUMERS = 3  # four consumer warpgroups launch at 96 registers a thread: too few for a 64x160 MMA's operands
 
 
-def eligible(a_t, b_t, row_bytes, swizzle, width, consumers, turns, promote, b_swizzle=None, mn_b=False):
+def eligible(a_t, b_t, row_bytes, swizzle, width, consumers, turns, promote, b_swizzle=None):
     """Whether a tile `width` (BLOCK_N + REM) wide runs as one MMA a k step: A K-major, its blocks of K one swizzle
-    span deep (32-128 bytes); B K-major alike, or (mn_b) MN-major in 128-byte swizzled chunks of 64 16-bit columns
-    (b_swizzle: its boxes' span); width a multiple of 8 up to 256, at most MAX_CONSUMERS consumer warpgroups, not in
-    turns, FP8 promoted per block or not at all."""
-    b_ok = b_t and (b_swizzle or swizzle) == row_bytes or mn_b and not b_t and b_swizzle == 128
+    span deep (32-128 bytes); B K-major alike (b_swizzle: its boxes' span); width a multiple of 8 up to 256, at most
+    MAX_CONSUMERS consumer warpgroups, not in turns, FP8 promoted per block or not at all. (Row-major 16-bit B, MN-major
+    for the MMA, ran one MMA in chunks of 64 columns correctly and no faster: results/current/gemm/ROUNDS.md.)"""
+    b_ok = b_t and (b_swizzle or swizzle) == row_bytes
     return (not a_t and b_ok and row_bytes == swizzle and row_bytes in SWIZZLE_MODES and width % 8 == 0
             and width <= 256 and consumers <= MAX_CONSUMERS and not turns and promote in (0, 1))
 

@@ -191,10 +191,9 @@ def test_gpu_tests_shapes_pick_what_they_assert():
     assert (kernel, cfg.block_m, cfg.block_n) == ("wgmma", 192, 64), cfg
 
 
-def compile_cases(names=None, mn_b=False):
+def compile_cases(names=None):
     """{id: facts} of these COMPILE_CASES entries (None: all) compiled for sm_90a (run in a process of its own: once
-    the Triton interpreter has run a kernel in a process, compiling there fails); mn_b: with wgmma.WIDE_MMA_MN_B on."""
-    wgmma.WIDE_MMA_MN_B = mn_b
+    the Triton interpreter has run a kernel in a process, compiling there fails)."""
     out = {}
     for name in names or COMPILE_CASES:
         promote, scales, out_dtype, dtype, b_t, tile = COMPILE_CASES[name]
@@ -213,12 +212,12 @@ def compile_cases(names=None, mn_b=False):
     return out
 
 
-def compiled_in_subprocesses(names, mn_b=False):
-    """compile_cases(names, mn_b) run in up to four processes of their own."""
+def compiled_in_subprocesses(names):
+    """compile_cases(names) run in up to four processes of their own."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     code = ("import json, sys; sys.path[:0] = ['.', 'tests']; import test_wgmma; "
-            f"print(json.dumps(test_wgmma.compile_cases(sys.argv[1:], mn_b={mn_b})))")
+            "print(json.dumps(test_wgmma.compile_cases(sys.argv[1:])))")
     procs = max(1, min(4, os.cpu_count() or 1))  # the cases split over the cores
     runs = [subprocess.Popen([sys.executable, "-c", code, *names[i::procs]], cwd=root, env=env, text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i in range(min(procs, len(names)))]
@@ -233,20 +232,6 @@ def compiled_in_subprocesses(names, mn_b=False):
 @pytest.fixture(scope="module")
 def compiled():
     return compiled_in_subprocesses(list(COMPILE_CASES))
-
-
-# row-major bf16 B with the wide MMA on it too (wgmma.WIDE_MMA_MN_B): 160, 96 and 3 consumers' 160 wide, and four
-# consumers (two MMAs still)
-MN_COMPILE_CASES = ("bf16-rem32", "bf16-rem32-96-wide", "bf16-rem32-192-rows", "bf16-rem16-256-rows")
-
-
-def test_rem_tiles_on_row_major_b_compile_as_one_wide_mma_with_mn_major_chunks():
-    facts = compiled_in_subprocesses(list(MN_COMPILE_CASES), mn_b=True)
-    for name, want in zip(MN_COMPILE_CASES, ([160], [96], [160], None)):
-        f = facts[name]
-        assert re.search(r"\b0 bytes spill stores, 0 bytes spill loads", f["report"]), (name, f["report"])
-        assert "C7514" not in f["report"] and f["in_flight"], name
-        assert f["wide"] == (want is not None) and (want is None or f["mma_widths"] == want), (name, f)
 
 
 @pytest.mark.parametrize("name", list(COMPILE_CASES))
@@ -896,12 +881,12 @@ def test_rem_widths_the_kernel_has_none_of_are_refused_and_units_count_the_wider
 
 
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
-@pytest.mark.parametrize("operands,wide", [("bf16-b-row-major", True), ("bf16-b-row-major", "mn"),
+@pytest.mark.parametrize("operands,wide", [("bf16-b-row-major", True),
                                            ("bf16-b-k-major", True), ("bf16-b-k-major", False), ("fp8-precise", True),
                                            ("fp8-precise", False), ("fp8-fast", True), ("fp8-fast", False)])
 def test_rem_cols_tiles_match_float64(operands, wide, monkeypatch):
     # tiles block_n + rem columns of B wide (on K-major operands one MMA that wide, from inline PTX: fused_ops/
-    # wide_mma; "mn": on row-major B as well, wgmma.WIDE_MMA_MN_B; wide=False, or B row-major: a second MMA of
+    # wide_mma, also where rem is a sum of powers of two, 96 or 48; wide=False, or B row-major: a second MMA of
     # N = rem): N past a tile's first part, inside it, exactly whole tiles and fewer than one; one to four
     # consumers, whole and in slices of K, per-tensor and row-wise scales; a poisoned output and fresh data per call,
     # all calls checked after the last; the 160-wide one also through matmul's / scaled_mm's own door with a
@@ -909,7 +894,6 @@ def test_rem_cols_tiles_match_float64(operands, wide, monkeypatch):
     from fused_ops import Config, fp8, matmul
 
     monkeypatch.setattr(wgmma, "WIDE_MMA", bool(wide))
-    monkeypatch.setattr(wgmma, "WIDE_MMA_MN_B", wide == "mn")
     ran_wide = 0
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     fp8_ops = operands.startswith("fp8")
@@ -948,7 +932,7 @@ def test_rem_cols_tiles_match_float64(operands, wide, monkeypatch):
                       block_m=block_m, split_k=split, rem=rem)
         calls.append(((m, n, k, block_m, block_n, rem, split), c, ref))
     _check_all(calls, operands)
-    assert (ran_wide > 0) == (wide == "mn" or wide and operands != "bf16-b-row-major"), ran_wide  # the form ran
+    assert (ran_wide > 0) == (wide and operands != "bf16-b-row-major"), ran_wide  # the form ran
 
 
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
