@@ -376,6 +376,11 @@ for stage in "$@"; do
              run "gemm_fp8_all_${part/\//of}.log" timeout ${ALL_TIMEOUT:-560} python3 benchmarks/gemm.py --fp8 \
                --shapes models-all --part "$part" --configs default 'default, fast accum' \
                --out "$OUT/fp8_all_${part/\//of}" ;;
+    fp8fastall) # one GPU: as fp8all, per-tensor scales with fast accumulation only (fast picks changed alone)
+             part=${PART:-1/1}
+             run "gemm_fp8_fast_all_${part/\//of}.log" timeout ${ALL_TIMEOUT:-560} python3 benchmarks/gemm.py \
+               --fp8 --shapes models-all --part "$part" --configs 'default, fast accum' \
+               --out "$OUT/fp8_fast_all_${part/\//of}" ;;
     xdecode)  # one GPU: decode rows (M = 1, 16) in slices of K, three tile widths and depths, TMA or pointers
              run gemm_xdecode.log timeout ${X_TIMEOUT:-560} python3 benchmarks/gemm.py --shapes 1x2560x8192 \
                1x12288x1536 1x9216x16384 1x16384x512 1x2304x16384 1x3584x448 1x4096x512 1x3584x896 1x4096x1024 \
