@@ -183,8 +183,9 @@ WIDE_MMA_ROWS = 192  # tiles of up to three consumers (wide_mma.MAX_CONSUMERS) r
 # tiles at 1024x3584 where 128x256 ones leave 20 SMs idle, two at 1024x7168 where 128x256 ones fill 1.7: they won by
 # 6-15% there, about the 14% of work a tile they save. In up to FP8_FAST_224_WAVES waves they won wherever they were
 # picked; beyond, where they replace many waves of 128x128 tiles, from K of FP8_FAST_224_MIN_K (+3% over 15 GEMMs),
-# and at shorter K they lost 5-10% (4096x3584 of K 448-1792) (results/current/gemm/gluon_limits/remx_*, flips224_*)
-WGMMA_FP8_FAST_224_TILES = ((128, 224, 128, 4, 1.04),)
+# and at shorter K they lost 5-10% (4096x3584 of K 448-1792). Cost 1.05 (results/current/gemm/gluon_limits/remx_*,
+# flips224_*; at 1.04 they would also take 16384x640, 4096x2560 and 16384x8000: untimed bar 16384x640x2880, fastx_*)
+WGMMA_FP8_FAST_224_TILES = ((128, 224, 128, 4, 1.05),)
 FP8_FAST_224_WAVES = 2
 FP8_FAST_224_MIN_K = 2048
 WGMMA_FP8_FAST_TILES = (WGMMA_FP8_FAST_TILE + (1.0,), (192, 128, 128, 4, 1.05), (128, 128, 128, 6, 1.1),

@@ -911,6 +911,47 @@ for stage in "$@"; do
                run gemm_wide_bf16_run$r.log timeout ${X_TIMEOUT:-200} python3 benchmarks/gemm.py --weights k-major \
                  --configs matmul 'matmul, two MMAs' --shapes $bf16_miss --out "$OUT/wide_bf16_run$r"
              done ;;
+    remx)    # one GPU: tiles whose widths are sums of powers of two (one wide MMA: 224 = 128 + 96, 112 = 64 + 48), first
+             # the rem tests, then FP8 against the defaults where N is a multiple of 112 or at the misses, cool, once
+             gemm_gpu_tests pytest_remx.log "rem_cols or swap_rem or rem_widths"
+             run gemm_remx_fp8.log timeout ${X_TIMEOUT:-300} python3 benchmarks/gemm.py --fp8 --configs default \
+               'default, fast accum' 'wgmma fp8 128x128x128 s4 rem96 fast accum' \
+               'wgmma fp8 128x64x128 s6 rem48 fast accum' 'wgmma fp8 128x64x128 s6 rem48' \
+               'wgmma fp8 192x64x128 s5 rem48 fast accum' 'wgmma fp8 192x64x128 s5 rem48' \
+               --shapes ${REMX_SHAPES:-1024x3584x448 1024x3584x896 1024x3584x1792 1024x3584x2368 1024x3584x4096 \
+                 1024x3584x18944 1024x7168x2048 1024x7168x4096 1024x14336x4096 4096x3584x2368 1024x8192x3696 \
+                 1024x1792x5120 4096x7168x2048 128x7168x4096} --out "$OUT/remx_fp8" ;;
+    flips224) # one GPU: the FP8 fast picks that config.WGMMA_FP8_FAST_224_TILES moved (38 of the public set) against
+             # their picks before, per-tensor scales, cool, RUNS times (2); first the rem tiles' GPU tests (one MMA)
+             gemm_gpu_tests pytest_flips224.log "rem_cols_tiles_match_float64 and True"
+             for r in $(seq 1 ${RUNS:-2}); do
+               run gemm_flips224_run$r.log timeout ${X_TIMEOUT:-200} python3 benchmarks/gemm.py --fp8 --configs \
+                 'default, fast accum' 'default, fast accum, no 224-wide tiles' --shapes \
+                 1024x14336x4096 1024x7168x4096 1024x3584x4096 4096x3584x4096 128x28672x8192 1024x14336x8192 \
+                 1024x7168x8192 128x53248x16384 128x26624x16384 1024x13312x16384 1024x3584x1792 1024x3584x9472 \
+                 4096x3584x9472 1024x3584x896 1024x3584x4736 4096x3584x4736 1024x3584x448 1024x3584x2368 \
+                 4096x3584x2368 1024x3584x5120 4096x3584x5120 1024x13824x5120 4096x1792x5120 1024x6912x5120 \
+                 4096x896x5120 16384x896x5120 1024x3456x5120 4096x3456x5120 128x29568x8192 1024x29568x8192 \
+                 1024x14784x8192 4096x14784x8192 1024x7392x8192 4096x7392x8192 1024x7168x9216 1024x7168x4608 \
+                 1024x7168x2048 1024x7168x2304 \
+                 --out "$OUT/flips224_run$r"
+             done ;;
+    fastx)   # one GPU: FP8 fast accumulation's lasting misses against other tiles (160, 192, 224 wide; 192 rows), cool,
+             # once
+             run gemm_fastx.log timeout ${X_TIMEOUT:-200} python3 benchmarks/gemm.py --fp8 --configs \
+               'default, fast accum' 'wgmma fp8 128x128x128 s4 rem32 fast accum' \
+               'wgmma fp8 128x128x128 s4 rem96 fast accum' 'wgmma fp8 192x128x128 s4 fast accum' \
+               'wgmma fp8 128x128x128 s6 fast accum' 'wgmma fp8 128x128x128 s3 rem64 fast accum' \
+               --shapes 16384x640x2880 16384x2880x720 1024x8192x3696 1024x1440x2880 1024x2880x720 1024x720x2880 \
+               --out "$OUT/fastx" ;;
+    rowwide) # one GPU: FP8 row-wise (and per-tensor) scales on the 128-row 128x128+16 picks, one MMA 144 wide against
+             # two (wgmma.WIDE_MMA off), cool, RUNS times (2)
+             for r in $(seq 1 ${RUNS:-2}); do
+               run gemm_rowwide_run$r.log timeout ${X_TIMEOUT:-200} python3 benchmarks/gemm.py --fp8 --shapes \
+                 128x18944x3584 128x19008x3584 128x38016x3584 128x76032x3584 128x19008x5120 128x38016x5120 \
+                 128x76032x5120 128x19008x8192 128x38016x8192 128x76032x8192 128x18432x7168 128x53248x16384 \
+                 --configs default 'default, two MMAs' --out "$OUT/rowwide_run$r"
+             done ;;
     widex)   # one GPU: FP8 rem tiles (96, 144, 160 and 192 wide) now one MMA a k step, against the defaults, at the
              # lasting misses (as `wide`), precise and fast, per-tensor scales, cool, once
              fp8_miss=${FP8_MISS:-4096x53248x16384 4096x1152x3584 128x5120x2560 128x4608x7168 1024x4608x16384 \
