@@ -737,9 +737,9 @@ def wgmma_config(cfg, m, n, sms, dtype, fast=False, force=False, b_aligned=True,
     if rows64 is not None:  # precise FP8: two consumers taking turns on the tile's blocks of K
         return replace(gluon_tile(cfg, *rows64, swap=False), turns=fp8 and not fast)
     if fp8 and fast:
-        tiles = WGMMA_FP8_FAST_TILES + (() if row_scales else (WGMMA_FP8_FAST_FOUR_TILE,) + tuple(
-            t for t in WGMMA_FP8_FAST_224_TILES if tile_count(m, n, t) <= FP8_FAST_224_WAVES * sms
-            or k is not None and k >= FP8_FAST_224_MIN_K))
+        wide224 = tuple(t for t in WGMMA_FP8_FAST_224_TILES if tile_count(m, n, t) <= FP8_FAST_224_WAVES * sms
+                        or k is not None and k >= FP8_FAST_224_MIN_K)
+        tiles = WGMMA_FP8_FAST_TILES + (() if row_scales else (WGMMA_FP8_FAST_FOUR_TILE,) + wide224)
         tiles += (WGMMA_FP8_FAST_96_TILE,) if m > WGMMA_FP8_FAST_96_TILE[0] else ()
     else:
         tiles = WGMMA_FP8_TILES if fp8 else WGMMA_TILES

@@ -110,7 +110,7 @@ if _GLUON:
         BLOCK_M: gl.constexpr = BOXES * HALF_M
         BLOCK_K: gl.constexpr = a_desc.block_type.shape[0] if A_T else a_desc.block_type.shape[1]
         BLOCK_N: gl.constexpr = b_desc.block_type.shape[0] if B_T else b_desc.block_type.shape[1]
-        R: gl.constexpr = b2_desc.block_type.shape[0] if B_T else b2_desc.block_type.shape[1]
+        R: gl.constexpr = b2_desc.block_type.shape[0]  # WIDE (B K-major): REM's box, REM / R of them a stage
         REM_PARTS: gl.constexpr = REM // R if REM > 0 and WIDE else 1
         num_pid_m = gl.cdiv(M, BLOCK_M)
         num_pid_n = gl.cdiv(N, BLOCK_N + REM)
@@ -361,7 +361,7 @@ if _GLUON:
         if REM > 0:
             c2_smem = c_smem._reinterpret(c2_desc.dtype, c2_desc.block_type.shape, c2_desc.layout)
         c = 0
-        if WIDE:  # B's stages hold BLOCK_N + REM rows as boxes of REM: BLOCK_N is C's staging tile's width
+        if WIDE:  # B's stages hold BLOCK_N + REM rows as boxes of REM's box: BLOCK_N is C's staging tile's width
             BN: gl.constexpr = c_smem.type.shape[0] if C_T else c_smem.type.shape[1]
             num_pid_n = gl.cdiv(N, BN + REM)
             for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT_K, gl.num_programs(0)):
