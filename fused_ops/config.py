@@ -181,8 +181,8 @@ FP8_WIDE_192_MIN_WAVES = 12
 WIDE_MMA_ROWS = 192  # tiles of up to three consumers (wide_mma.MAX_CONSUMERS) run the wide MMA
 # ... and with per-tensor scales 224-wide tiles (128 + 96 columns, one wide MMA; 3584 = 16 x 224): one wave of 128
 # tiles at 1024x3584 where 128x256 ones leave 20 SMs idle, two at 1024x7168 where 128x256 ones fill 1.7: they won by
-# 6-15% there, about the 14% of work a tile they save. In up to FP8_FAST_224_WAVES waves they won wherever they were
-# picked; beyond, where they replace many waves of 128x128 tiles, from K of FP8_FAST_224_MIN_K (+3% over 15 GEMMs),
+# 6-12% there, about the 14% of work a tile they save. In up to FP8_FAST_224_WAVES waves they won wherever they were
+# picked; beyond, where they replace many waves of 128x128 tiles, from K of FP8_FAST_224_MIN_K (+2% over 13 GEMMs),
 # and at shorter K they lost 5-10% (4096x3584 of K 448-1792). Cost 1.05 (results/current/gemm/gluon_limits/remx_*,
 # flips224_*; at 1.04 they would also take 16384x640, 4096x2560 and 16384x8000: untimed bar 16384x640x2880, fastx_*)
 WGMMA_FP8_FAST_224_TILES = ((128, 224, 128, 4, 1.05),)
