@@ -9,9 +9,9 @@ from iris.tracing import REDUCE, STORE, WAIT, record
 from . import sync
 from .gemm import NEXT_IN_AT_START, c_tile, call_slot, tile_coords
 
-# Copy-engine variants (iris.CopyEngine) move rows in chunks, each raising a flag. Each copy costs ~6 µs of copy-
-# engine time besides its bytes (benchmarks/copy_engine.py, H200: a 16 MiB pull in 1, 4 and 8 chunks took 57, 75 and
-# 103 µs), so rows are split only as finely as the GEMM can use: a chunk is at least the rows one wave of programs
+# Copy-engine variants (iris.CopyEngine) move rows in chunks, each raising a flag. Each copy costs a few µs of copy-
+# engine time besides its bytes (benchmarks/copy_engine.py; docs/performance.md, "Floors"), so rows are split only as
+# finely as the GEMM can use: a chunk is at least the rows one wave of programs
 # works on, at least CHUNK_BYTES, and a shard has at most MAX_CHUNKS.
 CHUNK_BYTES = 8 << 20
 MAX_CHUNKS = 8

@@ -170,20 +170,20 @@ WGMMA_FP8_PRECISE_WAVE_TILES = ((192, 64, 128, 6, 1.3),)
 WGMMA_FP8_FAST_96_TILE = (128, 96, 128, 6, 1.4)
 # FP8's tiles of widths between powers of two run one MMA that wide a k step (fused_ops/wide_mma; FP8's operands are
 # K-major), not two. So with fast accumulation they count in any number of waves, as powers of two do (in two waves
-# 128x144 tiles beat 256x160 ones, whose four consumers keep two MMAs, by 10-15% at 4096x1152x3584 and 1024x4608 of
-# K 7168 and 16384); and with precise accumulation 128x192 tiles (128 + 64, 3 stages) from K of FP8_WIDE_192_MIN_K
-# and FP8_WIDE_192_MIN_WAVES waves of them: there they beat 192x128 and 128x128 ones by 6.5% over 140 GEMMs of the
-# public set (up to 33% at 16384x16384x26624), and in fewer waves lost by 2.6% over 91; at K of 720 they lost
+# 128x144 tiles beat 256x160 ones, whose four consumers keep two MMAs, at 4096x1152x3584 and 1024x4608 of K 7168 and
+# 16384); and with precise accumulation 128x192 tiles (128 + 64, 3 stages) from K of FP8_WIDE_192_MIN_K and
+# FP8_WIDE_192_MIN_WAVES waves of them: there they beat 192x128 and 128x128 ones over the public set's GEMMs, the
+# largest most; in fewer waves, and at K of 720, they lost
 # (results/current/gemm/gluon_limits/widex_fp8_h100_7f76f16.csv.gz, fp8_all/fp8_all_h100_06b2657.csv.gz).
 WGMMA_FP8_PRECISE_WIDE_TILE = (128, 192, 128, 3, 0.85)  # (beyond 128 rows: untimed at 128)
 FP8_WIDE_192_MIN_K = 2048
 FP8_WIDE_192_MIN_WAVES = 12
 WIDE_MMA_ROWS = 192  # tiles of up to three consumers (wide_mma.MAX_CONSUMERS) run the wide MMA
 # ... and with per-tensor scales 224-wide tiles (128 + 96 columns, one wide MMA; 3584 = 16 x 224): one wave of 128
-# tiles at 1024x3584 where 128x256 ones leave 20 SMs idle, two at 1024x7168 where 128x256 ones fill 1.7: they won by
-# 6-12% there, about the 14% of work a tile they save. In up to FP8_FAST_224_WAVES waves they won wherever they were
-# picked; beyond, where they replace many waves of 128x128 tiles, from K of FP8_FAST_224_MIN_K (+2% over 13 GEMMs),
-# and at shorter K they lost 5-10% (4096x3584 of K 448-1792). Cost 1.05 (results/current/gemm/gluon_limits/remx_*,
+# tiles at 1024x3584 where 128x256 ones leave 20 SMs idle, two at 1024x7168 where 128x256 ones fill 1.7: they won
+# there, by about the work a tile they save. In up to FP8_FAST_224_WAVES waves they won wherever they were picked;
+# beyond, where they replace many waves of 128x128 tiles, they gained from K of FP8_FAST_224_MIN_K and lost at shorter
+# K (4096x3584 of K 448-1792). Cost 1.05 (results/current/gemm/gluon_limits/remx_*,
 # flips224_*; at 1.04 they would also take 16384x640, 4096x2560 and 16384x8000: untimed bar 16384x640x2880, fastx_*)
 WGMMA_FP8_FAST_224_TILES = ((128, 224, 128, 4, 1.05),)
 FP8_FAST_224_WAVES = 2
@@ -212,9 +212,9 @@ WGMMA_SWAP_TILES = ((256, 128, 64, 3, 1.1), (256, 64, 64, 4, 1.3))
 UNALIGNED_B_COST = 1.3
 # 16-bit A whose rows are 16- but not 32-byte aligned (K % 16 == 8: K = 360, 1000, 3000) spans five 32-byte sectors a
 # box row (local_gemm.sector_copies), and a tile BLOCK_N wide reads A N / BLOCK_N times: non-swapped tiles narrower than
-# 256 columns cost UNALIGNED_A_COST more there (16384x2880x360 on an H100: 128x256 tiles 0.99-1.01x torch.matmul,
-# the 192x128 pick 0.87-0.95x, cool and hot; results/current/gemm/rows_e619b5f/arow_*). Only where B's rows are
-# aligned: beside UNALIGNED_B_COST it moved K-major 1024x2880x360 onto swapped tiles, 0.73x against 0.78-0.81x.
+# 256 columns cost UNALIGNED_A_COST more there (16384x2880x360 on an H100: 128x256 tiles beat the 192x128 pick, cool
+# and hot; results/current/gemm/rows_e619b5f/arow_*). Only where B's rows are aligned: beside UNALIGNED_B_COST it
+# moved K-major 1024x2880x360 onto swapped tiles, which lost there.
 UNALIGNED_A_COST = 1.1
 # FP8 decode rows (M <= DECODE_ROWS): swap-AB tiles of 16 rows by 64 columns, whose MMAs' N is the 16 rows (the tile
 # loop's 16-row tiles run mma.sync, with no warp specialization), where they fit in one wave; with more tiles the
@@ -286,7 +286,7 @@ WGMMA_FP8_REM_TILE = (128, 64, 128, 6)
 # (results/current/gemm/rows64_fa9ce15/, wide64_91d3d11/, deepk_7a3b36f/).
 # 160 and 192 wide (128 + 32, 128 + 64) up to 1024 rows, where 112-128 of them fill the SMs (1024 rows of 1280-1536
 # columns; bf16 192 wide only): each GEMM they moved gained on an H200 and an H100, cool and hot
-# (results/current/gemm/wide64_91d3d11/); bf16 320 wide (256 + 64; 288-wide ones, 256 + 32, lost by 10-50%) from 95%
+# (results/current/gemm/wide64_91d3d11/); bf16 320 wide (256 + 64; 288-wide ones, 256 + 32, lost) from 95%
 # of the SMs: 128 tiles at 1024 rows of 2304-2560 columns (112 at 1024x2112 lost; 116-120 at 128 rows tied;
 # results/current/gemm/wide320_8e2ed2a/), and in one or two such waves up to 4096 rows (4096 rows of 640-1280 columns,
 # 1024x5120) where N is a multiple of 320 (at 4096x1152 and 2048x2304, whose last column of tiles is mostly empty,
@@ -296,9 +296,9 @@ WGMMA_FP8_REM_TILE = (128, 64, 128, 6)
 WGMMA_ROW64_TILES = ((64, 64, 128, 6, 4096, 0.7, 128), (64, 192, 64, 6, 2880, 0.8, 1024),
                      (64, 320, 64, 4, 2880, 0.95, 1024), (64, 320, 64, 4, 640, 0.95, 4096, 2))
 # ... and on K-major B (nn.Linear's weight.t()), ahead of those, bf16 64x288 tiles (256 + 32) in one wave at 1024
-# rows where N is a multiple of 288, from K of 3584: 1024x2304x3584-16384 0.88-0.89 -> 0.93-0.94x against the 64x320
-# pick, cool and hot, in two runs on an H200 (results/current/gemm/x288_7265838/). On row-major B they lose (0.82-0.85
-# against 0.89-0.95x: B's box of 32 columns is 64-byte rows there); at 2048x2304 one wave of 128x288 tiles stays ahead.
+# rows where N is a multiple of 288, from K of 3584: at 1024x2304 they beat the 64x320 pick, cool and hot, in two
+# runs on an H200 (results/current/gemm/x288_7265838/). On row-major B they lose (B's box of 32 columns is 64-byte
+# rows there); at 2048x2304 one wave of 128x288 tiles stays ahead.
 # Not below ROW64_KMAJOR_MIN_ROWS: at 128 rows (128x19008, 132 tiles) they were not timed against the 128x160 pick.
 WGMMA_ROW64_KMAJOR_TILES = ((64, 288, 64, 4, 3584, 0.95, 1024, 1),)
 ROW64_KMAJOR_MIN_ROWS = 1024
@@ -306,18 +306,16 @@ WGMMA_FP8_FAST_ROW64_TILES = ((64, 144, 128, 8, 2048, 0.9, 1024), (64, 80, 128, 
                               (64, 160, 128, 7, 2880, 0.85, 1024), (64, 192, 128, 6, 2880, 0.85, 1024))
 # ... and with precise accumulation (per-tensor scales) the same tiles with two consumers taking turns on each tile's
 # blocks of K (Config.turns: one adds its block's sum while the other's MMAs run; a lone consumer lost there), 80 wide
-# from K of 3072 (128x4608-5120 at K 3456-8192: 0.73-0.87 -> 0.87-0.92x; at 2560 a tie; 144 wide: 128x9472x3584 0.80
-# -> 0.91x, 1024x1152x3584 0.88 -> 0.99x on an H100; results/current/gemm/rows64_fa9ce15/turns_*)
+# from K of 3072 (at 2560 a tie), 144 wide from 90% of the SMs (results/current/gemm/rows64_fa9ce15/turns_*)
 WGMMA_FP8_PRECISE_ROW64_TILES = ((64, 144, 128, 6, 2048, 0.9, 1024), (64, 80, 128, 10, 3072, 0.85, 1024),
                                  (64, 160, 128, 6, 2880, 0.85, 1024), (64, 192, 128, 4, 2880, 0.85, 1024))
 # FP8 precise accumulation on whole 128x128 Gluon tiles: each consumer issues two blocks' MMAs at a time and adds the
 # first's sum into fp32 while the second's run (wgmma.run(promote="pairs")), where promoting each block waits on its
-# MMAs before the next issue. At the 111 public GEMMs this moved (H200, against per-block promotion in the same run):
-# x1.06-1.08 at 1024-16384 rows (1024x3584x9472 hot 0.81 -> 0.90x), x1.01 at 128 rows (one row of tiles), either
-# scaling; error unchanged (results/current/gemm/pairs_e897a8d/). Other tiles promote each block: 64-row ones take
-# turns instead, and a third sum per consumer does not fit taller tiles' registers, nor tiles more than 16 columns
-# wider (wgmma.PAIRS_MAX_REM; 144-wide ones in pairs lost to per-block promotion: results/current/gemm/
-# pairs144_9384d0e/).
+# MMAs before the next issue. It gained at the 111 public GEMMs this moved, against per-block promotion in the same run,
+# either scaling, least at 128 rows (one row of tiles); error unchanged (results/current/gemm/pairs_e897a8d/). Other
+# tiles promote each block: 64-row ones take turns instead, and a third sum per consumer does not fit taller tiles'
+# registers, nor tiles more than 16 columns wider (wgmma.PAIRS_MAX_REM; 144-wide ones in pairs lost to per-block
+# promotion: results/current/gemm/pairs144_9384d0e/).
 FP8_PAIRS_TILES = ((128, 128),)
 # ... which makes them cheaper per element than their tile cost says (FP8_PAIRS_COST, in wgmma_config's cost in place
 # of the tile's own) from 129 to 1024 rows beyond one wave of them, where 192-row tiles leave a sixth of their rows
@@ -327,9 +325,9 @@ FP8_PAIRS_TILES = ((128, 128),)
 FP8_PAIRS_COST = 0.94
 FP8_PAIRS_ROWS = (129, 1024)
 # FP8's 64-row tiles where B's rows (K of them, K-major) are not 128-byte aligned: up to this width (1024x1280x2880,
-# 128 tiles of 160, against its picks before, cool and hot on both GPUs: precise 0.81-0.84 -> 0.88-0.91x, fast
-# 0.78-0.93 -> 0.89-1.00x; 192 wide at 1024x1440x2880 the GPUs disagreed; results/current/gemm/unaligned64_3374160/,
-# wide64_91d3d11/explore_wide64_fp8_*). bf16's: none.
+# 128 tiles of 160, gained against its picks before, cool and hot on both GPUs, either accumulation; 192 wide at
+# 1024x1440x2880 the GPUs disagreed; results/current/gemm/unaligned64_3374160/, wide64_91d3d11/explore_wide64_fp8_*).
+# bf16's: none.
 ROW64_FP8_UNALIGNED_WIDTH = 160
 # Rows past a multiple of 64 at 129-255 rows, where whole 128x64 Gluon tiles fill one wave to at least
 # WGMMA_NARROW_FILL: its edge boxes move back inside A (wgmma.inside), where the tile loop's 64-row tiles load past

@@ -17,11 +17,10 @@ from . import sync
 
 # Whether the fused variants' persistent kernels let the next kernel launch at their start (programmatic dependent
 # launch, iris.launched_early; FUSED_OPS_PDL_NEXT=start) or only as their programs exit (the default). At their start
-# that cost back-to-back GEMMs up to 18% (results/archive/gemm_probe/), and one-kernel fused calls follow each other
-# directly now that their barriers are inside the kernel: at world 1, 128x8192^2, the exit trigger took one_shot,
-# two_shot and fused_sequential 8-11% below the start trigger (results/archive/world1_sync_84e6044/). The same holds for
-# the scatter and reduce kernels that close a two-kernel call (bulk_sync 128x8192^2: 1.10x at the start trigger;
-# results/archive/world1_two_kernel_1376c52/).
+# it slowed back-to-back GEMMs (results/archive/gemm_probe/), and one-kernel fused calls follow each other directly now
+# that their barriers are inside the kernel: the exit trigger ran one_shot, two_shot and fused_sequential faster
+# (results/archive/world1_sync_84e6044/), as it does the scatter and reduce kernels that close a two-kernel call
+# (results/archive/world1_two_kernel_1376c52/).
 NEXT_IN_AT_START = tl.constexpr(os.environ.get("FUSED_OPS_PDL_NEXT", "exit") == "start")
 
 
@@ -252,13 +251,12 @@ def unit_acc(
     return acc, done
 
 
-# A tile split into more slices than this adds them with fp32 atomics into one partial (its first slice's, zero
-# between calls) instead of each slice storing its own for the last one to read back in order: there one program
-# reads SPLIT_K partials serially, which cost more than more slices saved (K >> M x N, 128x128x65536: 16 slices 0.62x
-# torch.matmul, 32 slices 0.53x; results/current/gemm/edge_eb7d296/; by atomics 33 slices ran 0.74x, median of 3 runs,
-# final_e9cb8e8/). At 2-3 slices of 128-row tiles neither sum pays (1024x2560x2880: whole tiles 0.77x, 2 slices 0.42x
-# in order, 0.39x by atomics). The atomics' order varies from call to call, so such a tile's fp32 sum may differ in
-# its last bits; up to SERIAL_SLICES slices the sum is in slice order.
+# A tile split into more slices than this adds them with fp32 atomics into one partial (its first slice's, zero between
+# calls) instead of each slice storing its own for the last one to read back in order: there one program reads SPLIT_K
+# partials serially, which cost more than more slices saved (K >> M x N: 32 slices in order ran slower than 16,
+# results/current/gemm/edge_eb7d296/; by atomics 33 slices ran faster than either, final_e9cb8e8/). At 2-3 slices of
+# 128-row tiles neither sum pays (1024x2560x2880: whole tiles beat both). The atomics' order varies from call to call,
+# so such a tile's fp32 sum may differ in its last bits; up to SERIAL_SLICES slices the sum is in slice order.
 SERIAL_SLICES = tl.constexpr(8)
 
 

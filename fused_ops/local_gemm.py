@@ -36,20 +36,18 @@ ALIGN_OPERANDS = True
 # Operand rows 16- but not 32-byte aligned (FP8: K % 32 == 16, K = 3696 or 720; 16-bit: K or N % 16 == 8, K = 3000
 # or 360, N = 1000 or 5000) make every TMA box row span five 32-byte sectors instead of four; the Gluon kernel's tiles,
 # which draw on L2 near its limit, lose far more than rows only off 128 bytes do (1024x1440x2880 bf16, rows of 2880
-# bytes: the same with every operand padded, no faster). FP8 K-major B of K = 3696 ran 0.78-0.83x torch._scaled_mm,
-# the same values in 128-byte aligned rows 0.99-1.18x (1x H200, results/current/gemm/fp8rows_70d96d6/explore/
-# stride_fp8_*), and its A's rows cost as much (at 1024x8192x3696 A alone aligned saved 11-17% of the kernel's time, B
-# alone 20-25%); bf16 K-major B of K = 3000 or 360, 10-24% (1x H100, results/current/gemm/rows_e619b5f/; row-major
-# B of N = 1000 or 3000 ran 0.98-1.00x torch.matmul as given on the swapped tiles, 0.88-0.92x copied). So the
+# bytes: the same with every operand padded, no faster). FP8 K-major B of K = 3696 ran far faster in 128-byte aligned
+# rows (results/current/gemm/fp8rows_70d96d6/explore/stride_fp8_*), and its A's rows cost about as much; so did bf16
+# K-major B of K = 3000 or 360 (results/current/gemm/rows_e619b5f/; row-major B of N = 1000 or 3000 ran faster as
+# given on the swapped tiles than copied). So the
 # Gluon kernel reads a copy (gemm.copy_rows, 128-byte aligned rows, per call) of such an operand where a share of the
 # GEMM's time exceeds problem.PAD_B_MARGIN x the copy's (its bytes twice at a copy's bandwidth, plus COPY_LAUNCH_S):
 # sector_copies. FP8: FP8_SECTOR_GAIN of its time at FP8_FLOPS, copies at FP8_COPY_BANDWIDTH; 16-bit: problem's
 # PAD_B_GAIN, PAD_B_FLOPS and PAD_B_BANDWIDTH, as the fused ops' copies of B. FP8 copies B (from about 3000 rows at N x
-# K = 8192 x 3696: 4096x8192x3696 0.80 -> 0.93x on both GPUs) and A (COPY_A; the smaller copy where N is large against
-# M) with precise accumulation (1024x8192x3696 0.77 -> 0.91x, 4096 rows 0.94 -> 0.99-1.01x; with fast accumulation, a
-# shorter GEMM, A's copy broke even, -4% to +7%: rows_e619b5f/rowsa_*); 16-bit operands copy K-major B only
-# (COPY_16BIT_B; 16384x2880x360 0.80-0.82 -> 0.86x, 4096x4096x3000 0.74-0.76 -> 0.77-0.80x: rowsbk_*; the copy ran at
-# about 1.5 TB/s, and a copy of A beside it cost more than it saved). pad_weight once per weight avoids B's copy.
+# K = 8192 x 3696) and A (COPY_A; the smaller copy where N is large against M) with precise accumulation (with fast
+# accumulation, a shorter GEMM, A's copy broke even: rows_e619b5f/rowsa_*); 16-bit operands copy K-major B only
+# (COPY_16BIT_B: rowsbk_*; a copy of A beside it cost more than it saved). pad_weight once per weight avoids B's
+# copy.
 FP8_SECTOR_GAIN = 0.2
 FP8_FLOPS = 1.3e15
 FP8_COPY_BANDWIDTH = 3.5e12

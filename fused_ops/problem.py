@@ -29,20 +29,19 @@ def _tma_allocator(size, alignment, stream):
     return torch.empty(size, dtype=torch.int8, device="cuda")
 
 
-# B rows not 128-byte aligned (row-major K x N, N x 2 bytes % 128 != 0: N = 1000, 1440, 3000, 5000) run the tile loop at
-# ~0.74x torch.matmul on one H100, the same values with the row stride padded at ~0.99x (results/current/gemm/
-# edge_eb7d296/). Where the GEMM is large enough, each call copies B into a padded per-context buffer first
-# (pads_b). The cost model: the copy moves 2 x K x N x elem bytes at PAD_B_BANDWIDTH plus a launch; the gain is
-# PAD_B_GAIN of the GEMM's time at PAD_B_FLOPS; the copy is made only where the gain exceeds PAD_B_MARGIN x its
-# cost (bf16: roughly M >= 3000 at large K x N). Measured on one H100 (results/current/gemm/autopad_f04f0a1/): the copy
-# ran at 1.3-1.7 TB/s, not 2.5 (the margin covers it); 4096x1000x8192 0.79 -> 0.83x, 4096x3000x4096 0.77 -> 0.84x
-# (pad_weight once per weight: ~1.0x). B rows not even 16-byte aligned (N odd) leave TMA out altogether (the pointer
-# path, 2-byte loads: 0.1-0.6x): there the same copy lets TMA run, where local_gemm.copies_pay says it pays (as
-# fused_ops.matmul copies its operands). AUTO_PAD_B = False: B as given (A/B measurements).
+# B rows not 128-byte aligned (row-major K x N, N x 2 bytes % 128 != 0: N = 1000, 1440, 3000, 5000) slow the tile loop
+# by about a quarter, against the same values with the row stride padded (results/current/gemm/edge_eb7d296/). Where the
+# GEMM is large enough, each call copies B into a padded per-context buffer first (pads_b). The cost model: the copy
+# moves 2 x K x N x elem bytes at PAD_B_BANDWIDTH plus a launch; the gain is PAD_B_GAIN of the GEMM's time at
+# PAD_B_FLOPS; the copy is made only where the gain exceeds PAD_B_MARGIN x its cost (bf16: roughly M >= 3000 at large K
+# x N). Measured (results/current/gemm/autopad_f04f0a1/): the copy runs below PAD_B_BANDWIDTH, which the margin covers;
+# pad_weight once per weight gains more. B rows not even 16-byte aligned (N odd) leave TMA out altogether (the pointer
+# path, 2-byte loads, several times slower): there the same copy lets TMA run, where local_gemm.copies_pay says it pays
+# (as fused_ops.matmul copies its operands). AUTO_PAD_B = False: B as given (A/B measurements).
 AUTO_PAD_B = True
 PAD_B_BANDWIDTH = 2.5e12  # bytes/s of the copy (H100 HBM3, read + write)
 PAD_B_FLOPS = 600e12  # the GEMM's rate, bf16 dense (fp32 runs slower: conservative there)
-PAD_B_GAIN = 0.25  # share of the GEMM's time the aligned rows save (0.74x -> 0.99x)
+PAD_B_GAIN = 0.25  # share of the GEMM's time the aligned rows save (edge_eb7d296/)
 PAD_B_LAUNCH_S = 4e-6  # fixed cost of the copy's launch, counted generously
 PAD_B_MARGIN = 1.5
 _PADDED_B = weakref.WeakKeyDictionary()  # ctx -> {(device, K, N, dtype): padded K x N view}

@@ -20,7 +20,7 @@ from . import settings
 
 ENABLED = settings.value("IRIS_RELAUNCH")
 # Calls moving fewer bytes replay a graph instead: there the host is the bottleneck of back-to-back eager calls, and
-# a kernel launch costs the host more than a graph launch (H100 VM: 5.5-6.5 against 3.5 µs); from about 1 MiB a
+# a kernel launch costs the host more than a graph launch (docs/performance.md, "Floors"); from about 1 MiB a
 # collective's kernel runs longer than the host takes to issue the next call, and the overlap pays
 # (results/current/host/eager_launch/).
 MIN_BYTES = settings.value("IRIS_RELAUNCH_MIN_BYTES")

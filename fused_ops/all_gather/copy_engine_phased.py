@@ -14,10 +14,9 @@ from .copy_engine import finish, launch, operands_and_buffer
 
 
 # The peers' rows go on the copies' stream from this K (2x H200, 00f8000, results/archive/world2_00f8000/): there they
-# overlap the own rows' last wave, which pays where tiles take long (8192x4608x36864: 2452 -> 2112 us; 128x16384^2:
-# 168 -> 145 us; every K >= 8192 shape 1.00-1.16x), and costs a few microseconds of fixed latency (a kernel after a
-# copy on another stream, the closing barrier's launch no longer overlapped) that short tiles do not win back (K = 4096:
-# 0.87-0.99x, 1024x4096^2: 48 -> 55 us).
+# overlap the own rows' last wave, which pays where tiles take long (every K >= 8192 shape gained or tied), and costs
+# a few microseconds of fixed latency (a kernel after a copy on another stream, the closing barrier's launch no longer
+# overlapped) that short tiles do not win back (K = 4096 lost).
 SIDE_MIN_K = 8192
 
 

@@ -19,8 +19,8 @@ DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 # at which bulk_sync won on every model and routing measured), and at any count for experts of at most
 # AUTO_BULK_SYNC_MAX_EXPERT weights per matrix (H x F): many small experts, where torch's grouped GEMM gains least and
 # its host-synchronized exchange costs most. Qwen3-30B-A3B's 2048 x 768 experts won at 1024 and 4096 tokens per rank
-# in all 12 rows measured (2x H100, 2x H200, 4x H200; balanced and skewed: 1.25-2.37x); DeepSeek-V3's 7168 x 2048
-# (0.83-1.21x at 1024 tokens) and Mixtral's 4096 x 14336 (0.53-1.02x) keep torch_nccl (docs/moe.md has the table).
+# in all 12 rows measured (2x H100, 2x H200, 4x H200; balanced and skewed); DeepSeek-V3's 7168 x 2048 and Mixtral's
+# 4096 x 14336, where it won some rows and lost others, keep torch_nccl (docs/moe.md has the table).
 AUTO_BULK_SYNC_MAX_TOKENS = 16
 AUTO_BULK_SYNC_MAX_EXPERT = 4 << 20
 
