@@ -33,17 +33,18 @@ def operands(m, n, k, fp8):
     return a.to(torch.float8_e4m3fn), b.t().contiguous().to(torch.float8_e4m3fn).t(), torch.ones((), device="cuda")
 
 
-def call(m, n, k, fp8):
-    """One torch call on operands(m, n, k, fp8)."""
+def call(m, n, k, fp8, fast_accum=False):
+    """One torch call on operands(m, n, k, fp8); FP8 with fast accumulation where fast_accum."""
     a, b, one = operands(m, n, k, fp8)
     if not fp8:
         return lambda: torch.matmul(a, b)
-    return lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    return lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16,
+                                    use_fast_accum=fast_accum)
 
 
-def kernels(m, n, k, fp8):
+def kernels(m, n, k, fp8, fast_accum=False):
     """[(name, grid, block, shared bytes, registers, µs per call)] of one call, from CALLS calls profiled."""
-    fn = call(m, n, k, fp8)
+    fn = call(m, n, k, fp8, fast_accum)
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
@@ -75,15 +76,18 @@ def main():
     p.add_argument("--shapes", nargs="+", required=True, help="MxNxK ..., or a named set: models (the public set's "
                                                                      "sample), models-all")
     p.add_argument("--fp8", action="store_true", help="torch._scaled_mm, per-tensor scales (else torch.matmul, bf16)")
+    p.add_argument("--fast-accum", action="store_true", help="with --fp8: use_fast_accum=True")
     p.add_argument("--out", default="results")
     args = p.parse_args()
+    if args.fast_accum and not args.fp8:
+        p.error("--fast-accum applies to --fp8 only")
     import pandas as pd
 
-    dtype = "float8_e4m3fn" if args.fp8 else "bfloat16"
+    dtype = ("float8_e4m3fn, fast accum" if args.fast_accum else "float8_e4m3fn") if args.fp8 else "bfloat16"
     rows, st = [], stamp(1, "benchmarks/torch_kernels.py")
     for m, n, k, _ in shape_list(args):
         try:
-            found = kernels(m, n, k, args.fp8)
+            found = kernels(m, n, k, args.fp8, args.fast_accum)
         except RuntimeError as e:  # e.g. torch._scaled_mm wants K and N multiples of 16
             print(f"{m}x{n}x{k}: torch refused: {str(e).splitlines()[0]}", flush=True)
             rows.append(dict(m=m, n=n, k=k, dtype=dtype, name=f"refused: {str(e).splitlines()[0]}", **st))

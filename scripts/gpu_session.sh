@@ -652,6 +652,21 @@ for stage in "$@"; do
              else
                echo "no ncu on this machine" | tee "$OUT/ncu_miss_bf16.log"
              fi ;;
+    fastprof) # one GPU: the FP8 fast-accumulation GEMMs no other tile came near (fastx_*): cuBLAS's kernels, then
+             # Nsight Compute's sections of both sides where this machine has ncu
+             fast_miss=${FAST_MISS:-1024x8192x3696 1024x2880x720 1024x720x2880 1024x4608x7168 1024x3584x896}
+             run torch_kernels_fast.log timeout 200 python3 benchmarks/torch_kernels.py --fp8 --fast-accum \
+               --shapes $fast_miss --out "$OUT/torch_kernels_fast"
+             NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+             if [ -n "$NCU" ]; then
+               sections="--section SpeedOfLight --section MemoryWorkloadAnalysis --section LaunchStats \
+                 --section Occupancy --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis"
+               run ncu_fast.log timeout 400 "$NCU" --clock-control none $sections \
+                 -k 'regex:wgmma_ws_kernel|gemm_kernel|sum_slices|nvjet|sm90|cutlass' \
+                 python3 benchmarks/gemm_profile.py --fp8 --fast-accum --shapes $fast_miss
+             else
+               echo "no ncu on this machine" | tee "$OUT/ncu_fast.log"
+             fi ;;
     sq128)   # one GPU: whole 128x128 tiles (72-96 of them) against the defaults' 96- and 160-wide ones at 1024 rows,
              # cool and right after heavy GEMMs
              cool_hot sq128 --shapes 1024x1536x4096 1024x1280x8192 1024x1280x2880 1024x1152x3584 1024x1280x4096 \
