@@ -26,6 +26,8 @@ default and which tile; elsewhere (few tiles, most decode rows beyond one wave o
 describe) gemm.py's tile loop runs, and the CPU backend's interpreter runs only that.
 """
 
+import warnings
+
 import torch
 import triton
 import triton.language as tl
@@ -39,6 +41,10 @@ try:
     from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                                    warpgroup_mma_wait)
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+    cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier  # Triton 3.7 renamed it barrier()
+    # Triton 3.8 reinterprets shared memory only as a view of the same bytes: there a smaller view is a slice of one
+    # (the kernel as measured, on Triton 3.6, takes the smaller view directly)
+    WHOLE_VIEWS = gl.constexpr(tuple(map(int, triton.__version__.split(".")[:2])) >= (3, 8))
     _GLUON = True
 except ImportError:  # Triton without Gluon's Hopper API (before 3.5): gemm.py's tile loop serves every call
     _GLUON = False
@@ -47,6 +53,22 @@ except ImportError:  # Triton without Gluon's Hopper API (before 3.5): gemm.py's
 def available():
     """Whether this Triton has Gluon's Hopper API (TMA, mbarriers, warpgroup MMAs)."""
     return _GLUON
+
+
+# The Triton versions under which the kernel's GPU tests ran (tests/gpu_logs/). Gluon's API moves between releases:
+# later ones are compile-checked for sm_90a on the CPU (tests/test_wgmma.py's compile cases), not run.
+GPU_VALIDATED_TRITON = ("3.6",)
+_noted = []
+
+
+def _note_untested_triton():
+    """Say once per process that this Triton's build of the kernel has not run on a GPU here."""
+    version = ".".join(triton.__version__.split(".")[:2])
+    if version not in GPU_VALIDATED_TRITON and not _noted:
+        _noted.append(version)
+        warnings.warn(f"fused_ops: the Gluon GEMM kernel compiles under Triton {triton.__version__} but its GPU tests "
+                      f"ran under Triton {', '.join(GPU_VALIDATED_TRITON)} only; `pytest tests/test_wgmma.py` on this "
+                      f"GPU checks it, and kernel='tile_loop' runs the tile loop instead", RuntimeWarning, stacklevel=3)
 
 
 if _GLUON:
@@ -141,8 +163,14 @@ if _GLUON:
                 if WIDE:  # a stage (K-major B): (BLOCK_N + REM) / R boxes of R rows (R: REM's box), the first
                     # BLOCK_N as one box
                     G: gl.constexpr = (BLOCK_N + REM) // R
-                    first = b_bufs.index(s * G)._reinterpret(b_desc.dtype, b_desc.block_type.shape, b_desc.layout)
-                    tma.async_copy_global_to_shared(b_desc, [col0, kk * BLOCK_K], bar, first)
+                    if WHOLE_VIEWS:  # no view wider than its box: the first BLOCK_N as R-row boxes too
+                        for j in gl.static_range(BLOCK_N // R):
+                            tma.async_copy_global_to_shared(b2_desc, [col0 + j * R, kk * BLOCK_K], bar,
+                                                            b_bufs.index(s * G + j))
+                    else:  # a view from the first box over the next ones
+                        first = b_bufs.index(s * G)._reinterpret(b_desc.dtype, b_desc.block_type.shape,
+                                                                 b_desc.layout)
+                        tma.async_copy_global_to_shared(b_desc, [col0, kk * BLOCK_K], bar, first)
                     for j in gl.static_range(REM_PARTS):
                         tma.async_copy_global_to_shared(b2_desc, [col2 + j * R, kk * BLOCK_K], bar,
                                                         b_bufs.index(s * G + BLOCK_N // R + j))
@@ -358,8 +386,14 @@ if _GLUON:
         if REM > 0 and not WIDE:  # (WIDE: REM may be no power of two, 96)
             layout2: gl.constexpr = mma_layout(HALF_M, REM, a_bufs.dtype.primitive_bitwidth, 4)
             zero2 = gl.zeros([HALF_M, REM], gl.float32, layout2)
-        if REM > 0:
-            c2_smem = c_smem._reinterpret(c2_desc.dtype, c2_desc.block_type.shape, c2_desc.layout)
+        if REM > 0:  # C's REM columns staged in the front of C's staging tile
+            if WHOLE_VIEWS:  # a view of all of it, then its first rows
+                C2: gl.constexpr = c2_desc.block_type.shape
+                C2_ALL: gl.constexpr = (c_smem.type.shape[0] * c_smem.type.shape[1] * c_smem.dtype.primitive_bitwidth
+                                        // (C2[1] * c2_desc.dtype.primitive_bitwidth))
+                c2_smem = c_smem._reinterpret(c2_desc.dtype, [C2_ALL, C2[1]], c2_desc.layout).slice(0, C2[0])
+            else:
+                c2_smem = c_smem._reinterpret(c2_desc.dtype, c2_desc.block_type.shape, c2_desc.layout)
         c = 0
         if WIDE:  # B's stages hold BLOCK_N + REM rows as boxes of REM's box: BLOCK_N is C's staging tile's width
             BN: gl.constexpr = c_smem.type.shape[0] if C_T else c_smem.type.shape[1]
@@ -442,7 +476,7 @@ if _GLUON:
                     red.store(acc)
                     if REM > 0:
                         red2.store(acc2)
-                    gl.thread_barrier()  # every thread's part stored before the arrive releases them
+                    cta_barrier()  # every thread's part stored before the arrive releases them
                     mbarrier.arrive(handoff.index(0), count=1)
                     t += 1
                 else:
@@ -451,7 +485,7 @@ if _GLUON:
                         acc += red.load(layout)
                         if REM > 0:
                             acc2 += red2.load(layout2)
-                        gl.thread_barrier()  # every thread's part read before the arrive lets the next one in
+                        cta_barrier()  # every thread's part read before the arrive lets the next one in
                         mbarrier.arrive(handoff.index(1), count=1)
                         t += 1
                     row0 = inside((pid_m * BOXES + BOX) * HALF_M, HALF_M, M, INSIDE)  # as the load warp loaded them
@@ -657,6 +691,7 @@ def run(a, b, c, block_n, block_k, stages, programs, scale_a=None, scale_b=None,
     each 64-row tile, taking alternate blocks of K and adding their sums at the tile's end (FP8 precise
     accumulation: one's MMAs run while the other adds). One launch (two with split_k); host cost: three TMA
     descriptors (five with rem). Not collective."""
+    _note_untested_triton()
     args, consts, units, partials = kernel_args(a, b, c, block_n, block_k, stages, block_m, swap, scale_a, scale_b,
                                                 promote, group_m, split_k, rem, turns)
     grid = (min(programs, units),)

@@ -50,7 +50,8 @@ def compile_sm90(tile, promote, scales, out_dtype=torch.bfloat16, dtype=torch.fl
 
     def build(_, consts):
         sig = dict(zip(fn.arg_names, [mangle_type(x) for x in args[:5]] + ["*fp32", "*fp32"] + ["i32"] * 4))
-        sig.update({k: "constexpr" for k in consts})
+        consts = {**{q.name: q.default for q in fn.params if q.name not in sig and q.name not in consts}, **consts}
+        sig.update({k: "constexpr" for k in consts})  # (Triton 3.7 on wants the defaults named too)
         src = GluonASTSource(fn=fn, signature=sig, attrs={},
                              constexprs={(fn.arg_names.index(k),): v for k, v in consts.items()})
         return triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
@@ -1336,3 +1337,21 @@ def test_turns_tiles_match_float64(operands):
         wgmma.run(a, b, c, 64, bk, 4, sms, sa, sb, block_m=128, turns=True)
     with pytest.raises(ValueError, match="turns=True with stages=5; expected an even number"):
         wgmma.run(a, b, c, 64, bk, 5, sms, sa, sb, block_m=64, turns=True)
+
+
+def test_a_triton_the_gpu_tests_never_ran_under_is_named_once(monkeypatch):
+    """Under a Triton whose build of the kernel only compile-checks here, the first run says so, once."""
+    import warnings
+
+    import triton
+    monkeypatch.setattr(wgmma, "_noted", [])
+    monkeypatch.setattr(triton, "__version__", wgmma.GPU_VALIDATED_TRITON[0] + ".0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        wgmma._note_untested_triton()  # a validated version: silent
+    monkeypatch.setattr(triton, "__version__", "9.9.0")
+    with pytest.warns(RuntimeWarning, match=r"Triton 9\.9\.0 .*tests/test_wgmma\.py.*kernel='tile_loop'"):
+        wgmma._note_untested_triton()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        wgmma._note_untested_triton()  # once per process
