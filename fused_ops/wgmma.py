@@ -35,6 +35,7 @@ import triton.language as tl
 from . import wide_mma
 from .gemm import store_vec
 
+TRITON = tuple(int(x) for x in triton.__version__.split(".")[:2])
 try:
     from triton.experimental import gluon
     from triton.experimental.gluon import language as gl
@@ -44,14 +45,15 @@ try:
     cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier  # Triton 3.7 renamed it barrier()
     # Triton 3.8 reinterprets shared memory only as a view of the same bytes: there a smaller view is a slice of one
     # (the kernel as measured, on Triton 3.6, takes the smaller view directly)
-    WHOLE_VIEWS = gl.constexpr(tuple(map(int, triton.__version__.split(".")[:2])) >= (3, 8))
-    _GLUON = True
-except ImportError:  # Triton without Gluon's Hopper API (before 3.5): gemm.py's tile loop serves every call
-    _GLUON = False
+    WHOLE_VIEWS = gl.constexpr(TRITON >= (3, 8))
+    _GLUON = TRITON >= (3, 6)  # 3.5's Gluon has the Hopper API but a warp_specialize of other arguments
+except ImportError:  # Triton without Gluon's Hopper API (before 3.5)
+    _GLUON = False  # gemm.py's tile loop serves every call
 
 
 def available():
-    """Whether this Triton has Gluon's Hopper API (TMA, mbarriers, warpgroup MMAs)."""
+    """Whether this Triton has the Gluon Hopper API the kernel is written for (TMA, mbarriers, warpgroup MMAs,
+    warp_specialize as 3.6 takes it): Triton 3.6 on."""
     return _GLUON
 
 

@@ -19,7 +19,7 @@ import torch
 from fused_ops import config as C
 from fused_ops import fp8, wgmma, wide_mma
 
-pytestmark = pytest.mark.skipif(not wgmma.available(), reason="this Triton has no Gluon Hopper API (Triton < 3.5)")
+pytestmark = pytest.mark.skipif(not wgmma.available(), reason="this Triton has not the Gluon Hopper API of 3.6 on")
 
 ON_HOPPER = (torch.cuda.is_available() and __import__("iris").BACKEND == "cuda"
              and torch.cuda.get_device_capability()[0] == 9)
