@@ -86,7 +86,7 @@ def heat(seconds):
 def paired_graph_us(fn, ref, rounds=5, hot=0.0):
     """(µs per call of fn, of ref), each with 10 calls captured in one CUDA graph, the two graphs replayed in turn
     `rounds` times and the medians taken: a ratio of the two survives the clock and power drift that moved the same
-    large GEMM by 10% between rows of one run (results/archive/gemm_2fca140.csv). hot: heat(hot) first, so both are
+    large GEMM by 10% between rows of one run (results/archive/gemm_2fca140.csv.gz). hot: heat(hot) first, so both are
     timed at the clock heavy work leaves (a GEMM bound by its SMs' instructions slows there; one bound by memory does
     not)."""
     graphs = [_captured(fn), _captured(ref)]

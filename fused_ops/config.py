@@ -46,18 +46,18 @@ class Config:
                                     if getattr(self, f.name) is not None})
 
 
-# Hopper tiles for 16-bit inputs, largest first: (block_m, block_n, block_k, num_stages, num_warps, fill).
-# A large tile pays off only where there are enough to occupy the SMs, so the default is the largest whose tile count
-# reaches `fill` x the SMs: 3/4 for the 128-row tiles, 0.4 for the 4-stage 64x128 tile over the 64x64 one
-# (results/archive/gemm.csv, gemm_small_9341c38.csv). With the operands' descriptors built on the host, 6 stages and 8
-# warps keep more of the 128x128 tile's loads in flight (results/archive/gemm_04aeb7e.csv).
+# Hopper tiles for 16-bit inputs, largest first: (block_m, block_n, block_k, num_stages, num_warps, fill). A large tile
+# pays off only where there are enough to occupy the SMs, so the default is the largest whose tile count reaches `fill`
+# x the SMs: 3/4 for the 128-row tiles, 0.4 for the 4-stage 64x128 tile over the 64x64 one (results/archive/gemm.csv,
+# gemm_small_9341c38.csv.gz). With the operands' descriptors built on the host, 6 stages and 8 warps keep more of the
+# 128x128 tile's loads in flight (results/archive/gemm_04aeb7e.csv.gz).
 HOPPER_TILES = ((128, 256, 64, 3, 8, 0.75), (128, 128, 64, 6, 8, 0.75), (64, 128, 128, 4, 4, 0.4),
                 (64, 64, 128, 4, 4, 0))
 # FP8 (e4m3, fused_ops/fp8.py): the same tiles over twice the K per block, so a stage holds the same bytes and the
 # same number of stages fits in shared memory.
 # Decode (M <= 16 rows): the GEMM streams B once; 16-row tiles (Triton's mma.sync path: wgmma needs 64 rows) waste
 # less of each program's shared memory and bandwidth on rows that are not there. Where they leave half the SMs idle
-# (<= 66 tiles), 16x64x128 tiles in two slices of K put more SMs to work (results/current/gemm/gemm_explore.csv).
+# (<= 66 tiles), 16x64x128 tiles in two slices of K put more SMs to work (results/current/gemm/gemm_explore.csv.gz).
 DECODE_ROWS = 16
 DECODE_TILE = (16, 64, 256, 4, 4)
 DECODE_FEW_TILE = (16, 64, 128, 6, 4)
@@ -421,8 +421,8 @@ def wgmma_few_tiles(cfg, m, n, k, sms, fp8):
 # waves times this cost are fewer than the 128x256 tile's waves (4096x2304x36864; results/current/gemm/wave_a8219b8/).
 HALF_TILE_COST = 0.52
 # ... at long K. Each tile also pays a fixed cost (filling the pipeline, the epilogue) of about TILE_OVERHEAD_BLOCKS
-# blocks of K, so at short K the 128x128 tile saves less (results/current/gemm/gemm_explore.csv); half_tile_cost folds
-# that in.
+# blocks of K, so at short K the 128x128 tile saves less (results/current/gemm/gemm_explore.csv.gz); half_tile_cost
+# folds that in.
 TILE_OVERHEAD_BLOCKS = 9
 
 
@@ -461,7 +461,7 @@ def tail_split(tiles, programs, k, block_k):
 # most MAX_SPLIT, MIN_SLICE_BLOCKS blocks each), since such a GEMM streams A and B once and needs every SM's loads in
 # flight; past gemm.SERIAL_SLICES slices they add up by atomics rather than in order, so all programs take part
 # (results/current/gemm/final_e9cb8e8/). At 64 tiles whole 64x128 tiles won, hence the margin
-# (results/archive/gemm_small_21da4a4.csv). The 64x64 tile splits where it leaves half the programs idle
+# (results/archive/gemm_small_21da4a4.csv.gz). The 64x64 tile splits where it leaves half the programs idle
 # (SMALLEST_FEW_TILES): over a long K 2-3 slices beat whole tiles (results/current/gemm/split2_9129768/).
 FEW_TILES = 4
 SMALLEST_FEW_TILES = 2
@@ -571,7 +571,7 @@ def default_config(ctx, m, n_local, k, dtype, comm_programs=False, split=False, 
     wave would leave many idle (HALF_TILE_COST). Whole tiles: split-K (Config(split_k=2)) was the default where rows
     are few and K long until whole 64x128x128 tiles beat it at all three shapes where it applied, once the GEMM's
     descriptors came from the host and it stopped letting the next kernel in at its start
-    (results/archive/gemm_small_21da4a4.csv). comm_programs: the variant gives comm_sms of the SMs to communication
+    (results/archive/gemm_small_21da4a4.csv.gz). comm_programs: the variant gives comm_sms of the SMs to communication
     programs, so its GEMM gets the rest. split: its GEMM loop can split tiles, so the last wave may be split instead
     (PARTIAL_BLOCKS). alone: the GEMM runs alone, none of its programs waits on another (fused_ops.matmul), so decode
     rows may run more programs than SMs (decode_alone)."""

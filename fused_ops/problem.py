@@ -89,7 +89,7 @@ class Problem:
         user_split = config is not None and config.split_tail is not None
         if not self.tma and ctx.backend == "cuda" and self.cfg.split_tail and not user_split:
             # rows TMA cannot describe (not 16-byte aligned): the pointer path's split tail ran 4x slower than whole
-            # tiles (4099x4097x4093, results/current/gemm/gemm_explore.csv)
+            # tiles (4099x4097x4093, results/current/gemm/gemm_explore.csv.gz)
             self.cfg = _config.replace(self.cfg, split_k=1, split_tail=False)
         if self.tma and ctx.backend == "cuda":
             # Scratch for device-side tensor descriptors. Set on every call: it is a context variable, and callers

@@ -429,7 +429,7 @@ def launched_early(PDL: tl.constexpr, LET_NEXT_IN: tl.constexpr = tl.constexpr(T
     the next kernel launch early in turn (it waits the same way, so at most two kernels overlap and the running one
     is always fully resident). LET_NEXT_IN=False: the next kernel launches only as this one's programs exit. A
     persistent GEMM followed by another lost up to 18% when it let the next one in at its start
-    (results/archive/gemm_probe/gemm_probe_pdl_dfa1a9b.csv). Without PDL these are no-ops, and the interpreter
+    (results/archive/gemm_probe/gemm_probe_pdl_dfa1a9b.csv.gz). Without PDL these are no-ops, and the interpreter
     never sees them."""
     if PDL:
         gdc_wait()

@@ -163,7 +163,7 @@ def test_plain_split_k_where_tiles_are_few():
         assert resolve(wide.merged(cfg), wide, m, n, k).split_k == MAX_SPLIT == 64
         user = Config(split_tail=False)
         assert resolve(user.merged(cfg), user, m, n, k).split_k == 1
-    # half the SMs busy with 64x128 tiles: whole tiles (results/archive/gemm_small_21da4a4.csv)
+    # half the SMs busy with 64x128 tiles: whole tiles (results/archive/gemm_small_21da4a4.csv.gz)
     assert default_config(_GPU(), 128, 8192, 8192, torch.bfloat16, split=True).split_k == 1
 
 

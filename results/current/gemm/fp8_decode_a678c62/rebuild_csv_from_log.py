@@ -1,4 +1,4 @@
-"""Rebuild gemm_fp8_decode_from_log.csv from gemm_fp8_decode.log (the run's own CSV did not come back from the
+"""Rebuild gemm_fp8_decode_from_log.csv.gz from gemm_fp8_decode.log (the run's own CSV did not come back from the
 device: too many files under its output folder). Run from the repository root."""
 import re
 import sys
@@ -27,5 +27,5 @@ for line in open(D + "gemm_fp8_decode.log"):
                          rel_error=float(mt.group(9)), torch_rel_error=float(mt.group(10)), correct=True,
                          dtype="float8_e4m3fn", device="1x NVIDIA H100 80GB HBM3", date="2026-11-26", commit="a678c62",
                          command=COMMAND, rebuilt_from="gemm_fp8_decode.log"))
-pd.DataFrame(rows).to_csv(D + "gemm_fp8_decode_from_log.csv", index=False)
+pd.DataFrame(rows).to_csv(D + "gemm_fp8_decode_from_log.csv.gz", index=False)
 print(len(rows), "rows")
