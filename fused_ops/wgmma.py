@@ -35,7 +35,11 @@ import triton.language as tl
 from . import wide_mma
 from .gemm import store_vec
 
-TRITON = tuple(int(x) for x in triton.__version__.split(".")[:2])
+def _major_minor():
+    return tuple(int(x) for x in triton.__version__.split(".")[:2])
+
+
+TRITON = _major_minor()
 try:
     from triton.experimental import gluon
     from triton.experimental.gluon import language as gl
@@ -65,7 +69,7 @@ _noted = []
 
 def _note_untested_triton():
     """Say once per process that this Triton's build of the kernel has not run on a GPU here."""
-    version = ".".join(triton.__version__.split(".")[:2])
+    version = "%d.%d" % _major_minor()
     if version not in GPU_VALIDATED_TRITON and not _noted:
         _noted.append(version)
         warnings.warn(f"fused_ops: the Gluon GEMM kernel compiles under Triton {triton.__version__} but its GPU tests "
