@@ -11,6 +11,7 @@ import triton
 import triton.language as tl
 
 import iris
+from iris import settings
 from iris.tracing import GEMM, record
 from . import sync
 
@@ -22,6 +23,25 @@ from . import sync
 # (results/archive/world1_sync_84e6044/), as it does the scatter and reduce kernels that close a two-kernel call
 # (results/archive/world1_two_kernel_1376c52/).
 NEXT_IN_AT_START = tl.constexpr(os.environ.get("FUSED_OPS_PDL_NEXT", "exit") == "start")
+
+
+# Whether the GEMM alone's tile loop (gemm_kernel, scaled_gemm_kernel) loads its last row and column of tiles as boxes
+# that end at the operands' edge rather than past it (FUSED_OPS_EDGE_INSIDE=1; off by default, for A/B runs): TMA loads
+# past an operand's last row cost the Gluon kernel more than the rows they bring (results/current/gemm/ROUNDS.md, "Rows
+# past the edge"), and it moves its boxes inside. The tile computes rows already covered by the tile before it and
+# stores only its own (c_tile), so no output element is written twice; variants whose epilogues place rows themselves
+# do not take it.
+EDGE_INSIDE = tl.constexpr(settings.value("FUSED_OPS_EDGE_INSIDE"))
+
+
+@triton.jit
+def tile_origin(pid, size, BLOCK: tl.constexpr, INSIDE: tl.constexpr):
+    """First row (or column) of the box that tile `pid` loads along a dimension of `size`: pid * BLOCK, or with INSIDE
+    at most size - BLOCK, where the dimension holds a whole box."""
+    start = pid * BLOCK
+    if INSIDE:
+        start = tl.where(size >= BLOCK, tl.minimum(start, size - BLOCK), start)
+    return start
 
 
 @triton.jit
@@ -72,11 +92,12 @@ def gemm_tile(
     A_ROW_PTRS: tl.constexpr = tl.constexpr(False),     # a_op is a block of BLOCK_M row pointers
     MAX_IMPRECISE: tl.constexpr = tl.constexpr(None),   # FP8: products per promotion to fp32 (None: never)
     SA=None, SB=None, SCALES: tl.constexpr = tl.constexpr(0),  # FP8: scales (scale_tile); 0: none
+    INSIDE: tl.constexpr = tl.constexpr(False),         # edge tiles' boxes moved inside (EDGE_INSIDE, tile_origin)
 ):
     """fp32 accumulator of one BLOCK_M x BLOCK_N output tile. With A_ROW_PTRS, `a_op` is a block of BLOCK_M row
     pointers (rows may live on different ranks: AllGather+GEMM pulls them through the heap)."""
     return gemm_k_blocks(a_op, b_op, pid_m, pid_n, 0, tl.cdiv(K, BLOCK_K), M, N, K, stride_am, stride_ak, stride_bk,
-                         stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA, A_ROW_PTRS, MAX_IMPRECISE, SA, SB, SCALES)
+                         stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA, A_ROW_PTRS, MAX_IMPRECISE, SA, SB, SCALES, INSIDE)
 
 
 @triton.jit
@@ -91,26 +112,30 @@ def gemm_k_blocks(
     A_ROW_PTRS: tl.constexpr = tl.constexpr(False),     # a_op is a block of BLOCK_M row pointers
     MAX_IMPRECISE: tl.constexpr = tl.constexpr(None),   # FP8: products per promotion to fp32 (None: never)
     SA=None, SB=None, SCALES: tl.constexpr = tl.constexpr(0),  # FP8: scales (scale_tile); 0: none
+    INSIDE: tl.constexpr = tl.constexpr(False),         # edge tiles' boxes moved inside (EDGE_INSIDE, tile_origin)
 ):
     """The tile's product over K blocks [kb0, kb1) only (the whole tile: 0, cdiv(K, BLOCK_K)). MAX_IMPRECISE (FP8):
     how many products of K Hopper's FP8 tensor cores may add up in their reduced-precision accumulator before the sum
     is promoted into the fp32 one (None: Triton's default, never; BLOCK_K: once per block, as torch._scaled_mm's
     default, use_fast_accum=False, does). SCALES (FP8 operands of the catalog ops): the product scaled as scale_tile
     says, and promoted once per BLOCK_K whatever MAX_IMPRECISE says; scaling is linear, so split-K slices and atomic
-    sums of scaled partials add up to the scaled tile."""
+    sums of scaled partials add up to the scaled tile. INSIDE: the tile's rows and columns start at tile_origin (its
+    epilogue places them there: c_tile with INSIDE); not with A_ROW_PTRS, whose rows the caller chose."""
     IMPRECISE: tl.constexpr = BLOCK_K if SCALES != 0 else MAX_IMPRECISE
+    m0 = tile_origin(pid_m, M, BLOCK_M, INSIDE and not A_ROW_PTRS)
+    n0 = tile_origin(pid_n, N, BLOCK_N, INSIDE)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     if TMA:
         for kk in range(kb0, kb1):
-            a = a_op.load([pid_m * BLOCK_M, kk * BLOCK_K])
+            a = a_op.load([m0, kk * BLOCK_K])
             if TMA == 2:
-                b = b_op.load([pid_n * BLOCK_N, kk * BLOCK_K]).T
+                b = b_op.load([n0, kk * BLOCK_K]).T
             else:
-                b = b_op.load([kk * BLOCK_K, pid_n * BLOCK_N])
+                b = b_op.load([kk * BLOCK_K, n0])
             acc = tl.dot(a, b, acc, max_num_imprecise_acc=IMPRECISE)
     else:
-        rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-        rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        rm = m0 + tl.arange(0, BLOCK_M)
+        rn = n0 + tl.arange(0, BLOCK_N)
         rk = kb0 * BLOCK_K + tl.arange(0, BLOCK_K)
         if A_ROW_PTRS:
             a_ptrs = a_op[:, None] + rk[None, :] * stride_ak
@@ -126,21 +151,22 @@ def gemm_k_blocks(
             a_ptrs += BLOCK_K * stride_ak
             b_ptrs += BLOCK_K * stride_bk
     if SCALES != 0:
-        acc = scale_tile(acc, SA, SB, pid_m, pid_n, M, N, SCALES % 2 == 0, SCALES >= 3)
+        acc = scale_tile(acc, SA, SB, m0, n0, M, N, SCALES % 2 == 0, SCALES >= 3)
     return acc
 
 
 @triton.jit
-def scale_tile(acc, SA, SB, pid_m, pid_n, M, N, A_ROWS: tl.constexpr, B_COLS: tl.constexpr):
+def scale_tile(acc, SA, SB, row0, col0, M, N, A_ROWS: tl.constexpr, B_COLS: tl.constexpr):
     """acc * scales, the FP8 epilogue of torch._scaled_mm: SA one fp32 per row of A (A_ROWS) or one in all, SB one
-    per column of B (B_COLS) or one in all: a tile's few small loads. (gemm_k_blocks' SCALES: fp8.scale_mode.)"""
+    per column of B (B_COLS) or one in all: a tile's few small loads. row0, col0: the tile's first row and column
+    (tile_origin). (gemm_k_blocks' SCALES: fp8.scale_mode.)"""
     if A_ROWS:
-        rm = pid_m * acc.shape[0] + tl.arange(0, acc.shape[0])
+        rm = row0 + tl.arange(0, acc.shape[0])
         acc = acc * tl.load(SA + rm, mask=rm < M, other=0.0)[:, None]
     else:
         acc = acc * tl.load(SA)
     if B_COLS:
-        rn = pid_n * acc.shape[1] + tl.arange(0, acc.shape[1])
+        rn = col0 + tl.arange(0, acc.shape[1])
         acc = acc * tl.load(SB + rn, mask=rn < N, other=0.0)[None, :]
     else:
         acc = acc * tl.load(SB)
@@ -203,6 +229,7 @@ def gemm_unit(
     SUM_SLICES: tl.constexpr = tl.constexpr(True),      # False: every slice is done with its own partial sum
     MAX_IMPRECISE: tl.constexpr = tl.constexpr(None),   # FP8: products per promotion to fp32 (None: never)
     SA=None, SB=None, SCALES: tl.constexpr = tl.constexpr(0),  # FP8: scales (scale_tile); 0: none
+    INSIDE: tl.constexpr = tl.constexpr(False),         # edge tiles' boxes moved inside (EDGE_INSIDE, tile_origin)
 ):
     """(tile, pid_m, pid_n, acc, done) of work unit `unit` (num_units) of the M x N output's tiles in grouped order
     (unit_acc)."""
@@ -210,7 +237,7 @@ def gemm_unit(
     pid_m, pid_n = tile_coords(tile, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     acc, done = unit_acc(a_op, b_op, unit, tile, s, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk,
                          stride_bn, PARTIALS, COUNTS, BLOCK_M, BLOCK_N, BLOCK_K, TMA, SPLIT_K, WHOLE, SUM_SLICES,
-                         MAX_IMPRECISE, SA, SB, SCALES)
+                         MAX_IMPRECISE, SA, SB, SCALES, INSIDE)
     return tile, pid_m, pid_n, acc, done
 
 
@@ -227,6 +254,7 @@ def unit_acc(
     SUM_SLICES: tl.constexpr = tl.constexpr(True),      # False: every slice is done with its own partial sum
     MAX_IMPRECISE: tl.constexpr = tl.constexpr(None),   # FP8: products per promotion to fp32 (None: never)
     SA=None, SB=None, SCALES: tl.constexpr = tl.constexpr(0),  # FP8: scales (scale_tile); 0: none
+    INSIDE: tl.constexpr = tl.constexpr(False),         # edge tiles' boxes moved inside (EDGE_INSIDE, tile_origin)
 ):
     """(acc, done) of work unit `unit`, of `tile` at (pid_m, pid_n): the whole tile, or slice s of its K blocks. A
     split tile's slices meet in PARTIALS (fp32) and the last slice to finish adds them up, in slice order, so the
@@ -235,7 +263,7 @@ def unit_acc(
     sum (a variant that adds tiles atomically adds the slices too)."""
     if SPLIT_K == 1:
         acc = gemm_tile(a_op, b_op, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M,
-                        BLOCK_N, BLOCK_K, TMA, False, MAX_IMPRECISE, SA, SB, SCALES)
+                        BLOCK_N, BLOCK_K, TMA, False, MAX_IMPRECISE, SA, SB, SCALES, INSIDE)
         done = True
     else:
         split = unit >= WHOLE
@@ -243,7 +271,7 @@ def unit_acc(
         per = tl.where(split, tl.cdiv(k_blocks, SPLIT_K), k_blocks)
         acc = gemm_k_blocks(a_op, b_op, pid_m, pid_n, s * per, tl.minimum(s * per + per, k_blocks), M, N, K,
                             stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, TMA, False,
-                            MAX_IMPRECISE, SA, SB, SCALES)
+                            MAX_IMPRECISE, SA, SB, SCALES, INSIDE)
         done = unit >= 0
         if SUM_SLICES:
             if split:
@@ -394,16 +422,22 @@ def c_tile(
     stride_cm, stride_cn, col0,                     # C's strides, the block's first column
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,   # tile
     VEC: tl.constexpr = tl.constexpr(1),            # N, stride_cm, col0 divide by VEC
+    INSIDE: tl.constexpr = tl.constexpr(False),     # the tile's accumulator starts at tile_origin (gemm_k_blocks)
 ):
     """Pointers and mask of an output tile of an M x N block that starts at column col0 of C. VEC: N, stride_cm and
-    col0 are multiples of VEC (store_vec), so rows store VEC elements at a time."""
+    col0 are multiples of VEC (store_vec), so rows store VEC elements at a time. INSIDE: the accumulator's rows and
+    columns start at tile_origin; the mask keeps only the tile's own (those before pid * BLOCK are the previous
+    tile's)."""
     N = aligned(N, VEC)
     stride_cm = aligned(stride_cm, VEC)
     col0 = aligned(col0, VEC)
-    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rm = tile_origin(pid_m, M, BLOCK_M, INSIDE) + tl.arange(0, BLOCK_M)
+    rn = tile_origin(pid_n, N, BLOCK_N, INSIDE) + tl.arange(0, BLOCK_N)
     ptrs = C + rm[:, None] * stride_cm + (col0 + rn)[None, :] * stride_cn
-    return ptrs, (rm[:, None] < M) & (rn[None, :] < N)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    if INSIDE:
+        mask = mask & (rm[:, None] >= pid_m * BLOCK_M) & (rn[None, :] >= pid_n * BLOCK_N)
+    return ptrs, mask
 
 
 @triton.jit
@@ -423,6 +457,7 @@ def gemm_loop(
     SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0,   # split-K: slices per tile; tiles [0, WHOLE) stay whole
     C_VEC: tl.constexpr = tl.constexpr(1),              # store width of C (store_vec)
     SA=None, SB=None, SCALES: tl.constexpr = tl.constexpr(0),  # FP8: scales (scale_tile); 0: none
+    INSIDE: tl.constexpr = tl.constexpr(False),         # edge tiles' boxes moved inside (EDGE_INSIDE, tile_origin)
 ):
     """Work units start, start+step, ... of C[:, col0:col0+N] = A @ B (tiles, or slices of K: num_units), each
     finished tile stored locally. Then, per tile: SIGNAL="local": set this rank's flags[tile] = the call's epoch;
@@ -432,9 +467,9 @@ def gemm_loop(
         record(TRACE, GEMM, unit_tile(unit, SPLIT_K, WHOLE)[0], TRACING)
         tile, pid_m, pid_n, acc, done = gemm_unit(a_op, b_op, unit, M, N, K, stride_am, stride_ak, stride_bk,
                                                   stride_bn, PARTIALS, COUNTS, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                                                  TMA, SPLIT_K, WHOLE, SA=SA, SB=SB, SCALES=SCALES)
+                                                  TMA, SPLIT_K, WHOLE, SA=SA, SB=SB, SCALES=SCALES, INSIDE=INSIDE)
         if done:
-            ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, col0, BLOCK_M, BLOCK_N, C_VEC)
+            ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, col0, BLOCK_M, BLOCK_N, C_VEC, INSIDE)
             tl.store(ptrs, acc.to(C.dtype.element_ty), mask=mask)
         record(TRACE, -GEMM, tile, TRACING)
         if done:
@@ -464,6 +499,7 @@ def gemm_kernel(
     ROLE: tl.constexpr = tl.constexpr(0),               # its part in a call of several kernels (sync.start)
     C_VEC: tl.constexpr = tl.constexpr(1),              # store width of C (store_vec)
     SA=None, SB=None, SCALES: tl.constexpr = tl.constexpr(0),  # FP8: scales (scale_tile); 0: none
+    INSIDE: tl.constexpr = EDGE_INSIDE,                 # edge tiles' boxes moved inside (tile_origin)
 ):
     """The persistent GEMM alone, one kernel of a call of several (ROLE: its part in the call's synchronization,
     fused_ops/sync.py); C is the call's slot of a double buffer when slot_size is not 0. C_VEC: store_vec(C, its row
@@ -473,7 +509,7 @@ def gemm_kernel(
     C = call_slot(C, epoch, aligned(slot_size, C_VEC))
     gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, col0, flags, epoch,
               cur_rank, world_size, heap_bases, tl.program_id(0), tl.num_programs(0), SIGNAL, BLOCK_M, BLOCK_N,
-              BLOCK_K, GROUP_M, TMA, TRACE, TRACING, PARTIALS, COUNTS, SPLIT_K, WHOLE, C_VEC, SA, SB, SCALES)
+              BLOCK_K, GROUP_M, TMA, TRACE, TRACING, PARTIALS, COUNTS, SPLIT_K, WHOLE, C_VEC, SA, SB, SCALES, INSIDE)
     sync.finish(SYNC, epoch, ROLE, cur_rank, world_size, heap_bases)
 
 
@@ -491,6 +527,7 @@ def scaled_gemm_kernel(
     MAX_IMPRECISE: tl.constexpr = tl.constexpr(None),   # FP8: products per promotion to fp32 (None: never)
     SCALED: tl.constexpr = tl.constexpr(True),          # False: C = A @ B (16-bit operands; SA, SB not read)
     PDL: tl.constexpr = tl.constexpr(False),            # programmatic dependent launch (iris.launched_early)
+    INSIDE: tl.constexpr = EDGE_INSIDE,                 # edge tiles' boxes moved inside (tile_origin)
 ):
     """C = (A @ B) * scales, the persistent tile loop on FP8 (e4m3) operands with an fp32 accumulator: per-tensor scales
     (SA, SB one fp32 each) or row-wise ones (ROW_SCALES: SA one per row of A, SB one per column of B), applied to the
@@ -501,9 +538,10 @@ def scaled_gemm_kernel(
     for unit in range(tl.program_id(0), num_units(M, N, BLOCK_M, BLOCK_N, SPLIT_K, WHOLE), tl.num_programs(0)):
         tile, pid_m, pid_n, acc, done = gemm_unit(a_op, b_op, unit, M, N, K, stride_am, stride_ak, stride_bk,
                                                   stride_bn, PARTIALS, COUNTS, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                                                  TMA, SPLIT_K, WHOLE, True, MAX_IMPRECISE)
+                                                  TMA, SPLIT_K, WHOLE, True, MAX_IMPRECISE, INSIDE=INSIDE)
         if done:
-            ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N, C_VEC)
+            ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N, C_VEC, INSIDE)
             if SCALED:
-                acc = scale_tile(acc, SA, SB, pid_m, pid_n, M, N, ROW_SCALES, ROW_SCALES)
+                acc = scale_tile(acc, SA, SB, tile_origin(pid_m, M, BLOCK_M, INSIDE),
+                                 tile_origin(pid_n, N, BLOCK_N, INSIDE), M, N, ROW_SCALES, ROW_SCALES)
             tl.store(ptrs, acc.to(C.dtype.element_ty), mask=mask)

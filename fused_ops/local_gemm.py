@@ -16,6 +16,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from . import config as _config
 from . import wgmma
+from . import gemm as _gemm
 from .gemm import pad_weight, scaled_gemm_kernel, store_vec
 
 KERNELS = ("wgmma", "tile_loop")
@@ -268,7 +269,7 @@ def launch(a, b, c, cfg, tma, kernel, scale_a=None, scale_b=None, promote=False)
     meta = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=cfg.group_m, TMA=tma,
                 ROW_SCALES=scaled and not (scale_a.numel() == 1 and scale_b.numel() == 1), SCALED=scaled,
                 num_warps=cfg.num_warps, num_stages=cfg.num_stages, C_VEC=store_vec(c, c.stride(0), n),
-                MAX_IMPRECISE=bk if promote else None)
+                MAX_IMPRECISE=bk if promote else None, INSIDE=bool(_gemm.EDGE_INSIDE))
     programs = min(cfg.gemm_sms, tiles)
     if cfg.split_k > 1:
         s = cfg.split_k

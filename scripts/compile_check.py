@@ -114,6 +114,8 @@ def catalog_kernels():
              [dict(k2, SIGNAL="local"), dict(g, SPLIT_K=33, SIGNAL="none")] +  # 33 slices: added by atomics
              [dict(g, SIGNAL="none", ROLE=sync.role(**r)) for r in ({"enter": True}, {"arrive": True},
                                                                      {"exit": True, "close": True})]),
+            ("fused_ops.gemm", "scaled_gemm_kernel", [dict(g, ROW_SCALES=False, SCALED=False),  # fused_ops.matmul
+                                                      dict(k2, ROW_SCALES=False, SCALED=False)]),
             ("fused_ops.all_scatter.fused_sequential", "kernel", [g, k2]),
             ("fused_ops.all_scatter.wg_specialized", "kernel", [dict(g, GEMM_SMS=116),
                                                                 dict(g, GEMM_SMS=116, TRACING=True),
@@ -177,6 +179,12 @@ def fp8_kernels():
             else dict(g, TMA=0, SCALES=3, **cx)]))
         host = {**sig, "A": f"tensordesc<fp8e4nv[{bm}, {bk}]>", "B": f"tensordesc<fp8e4nv[{bn}, {bk}]>"}
         out.append((m, n, host, [dict(g, TMA=2, SCALES=4, **cx)]))
+    # the GEMM alone's tile loop (fused_ops.fp8.scaled_mm, kernel="tile_loop"): per-tensor and row-wise scales
+    sig = {**auto_signature("fused_ops.gemm", "scaled_gemm_kernel"), "A": p("fp8e4nv"), "B": p("fp8e4nv"),
+           "SA": p("fp32"), "SB": p("fp32")}
+    out.append(("fused_ops.gemm", "scaled_gemm_kernel", sig, [dict(g, TMA=t, ROW_SCALES=r) for t in (0, 2)
+                                                              for r in (False, True)] +
+                [dict(g, TMA=2, ROW_SCALES=True, SPLIT_K=2)]))
     sig = {**auto_signature("fused_ops.copy_reduce", "kernel"), "A": p("fp8e4nv"), "B": p("fp8e4nv"),
            "SA": p("fp32"), "SB": p("fp32")}
     out.append(("fused_ops.copy_reduce", "kernel", sig, [dict(g, TMA=t, EVEN=e, GATHER=not e, SCALES=s)

@@ -967,6 +967,19 @@ for stage in "$@"; do
                  128x76032x5120 128x19008x8192 128x38016x8192 128x76032x8192 128x18432x7168 128x53248x16384 \
                  --configs default 'default, two MMAs' --out "$OUT/rowwide_run$r"
              done ;;
+    edgeinside) # one GPU: the tile loop's last row and column of tiles loaded past the operands' edge (0) and inside
+             # (1: FUSED_OPS_EDGE_INSIDE), one process each; bf16 the catalog's tile loop (`default`) and
+             # fused_ops.matmul, FP8 the tile loop; shapes with edge tiles in M, N or both, and one without
+             for inside in 0 1; do
+               run "gemm_edgeinside_bf16_$inside.log" timeout ${X_TIMEOUT:-200} env FUSED_OPS_EDGE_INSIDE=$inside \
+                 python3 benchmarks/gemm.py --shapes 129x4096x4096 200x4096x4096 1000x1000x1000 1000x4096x4096 \
+                 1024x1440x2880 2048x5000x2048 4096x720x2880 16384x640x3584 1024x4096x4096 \
+                 --configs default matmul --out "$OUT/edgeinside_bf16_$inside"
+               run "gemm_edgeinside_fp8_$inside.log" timeout ${X_TIMEOUT:-200} env FUSED_OPS_EDGE_INSIDE=$inside \
+                 python3 benchmarks/gemm.py --fp8 --shapes 129x4096x4096 200x4096x4096 1000x1024x1024 \
+                 128x8192x3696 1024x1440x2880 1024x4096x4096 --configs 'default, tile loop' \
+                 'default, fast accum, tile loop' --out "$OUT/edgeinside_fp8_$inside"
+             done ;;
     widex)   # one GPU: FP8 rem tiles (96, 144, 160 and 192 wide) now one MMA a k step, against the defaults, at the
              # lasting misses (as `wide`), precise and fast, per-tensor scales, cool, once
              fp8_miss=${FP8_MISS:-4096x53248x16384 4096x1152x3584 128x5120x2560 128x4608x7168 1024x4608x16384 \

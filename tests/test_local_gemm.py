@@ -21,13 +21,19 @@ def _b(k, n, col_major, dtype, device=DEV):
 CASES = [(1, 1, 1, None), (17, 31, 29, Config(block_m=16, block_n=16, block_k=16)),
          (37, 24, 70, Config(block_m=16, block_n=16, block_k=16, split_k=3)), (40, 33, 48, None),
          # a decode row with more programs than slices of its tiles (config.decode_alone's shape of launch)
-         (1, 40, 70, Config(block_m=16, block_n=16, block_k=16, split_k=3, gemm_sms=12))]
+         (1, 40, 70, Config(block_m=16, block_n=16, block_k=16, split_k=3, gemm_sms=12)),
+         # edge tiles of one row and one column past a whole one (an edge box moved inside by 15 of its 16)
+         (33, 49, 20, Config(block_m=16, block_n=16, block_k=16))]
 
 
 @pytest.mark.skipif(ON_GPU, reason="the interpreter's path (CPU tensors); test_gpu_defaults_match_float64 covers GPUs")
 @pytest.mark.parametrize("m, n, k, cfg", CASES)
 @pytest.mark.parametrize("col_major", [False, True], ids=["b-row-major", "b-col-major"])
-def test_matmul_matches_float64_at_the_edges(m, n, k, cfg, col_major):
+@pytest.mark.parametrize("inside", [False, True], ids=["edges-past", "edges-inside"])
+def test_matmul_matches_float64_at_the_edges(m, n, k, cfg, col_major, inside, monkeypatch):
+    # inside: FUSED_OPS_EDGE_INSIDE, the last row and column of tiles loaded from boxes that end at the edge; each tile
+    # stores only its own rows, so the poisoned output shows a row it missed and float64 one stored from wrong origins
+    monkeypatch.setattr(fused_ops.gemm, "EDGE_INSIDE", inside)
     for call in range(2):  # fresh inputs, poisoned output, repeated calls (fp16: the interpreter has no bf16 dots)
         dtype = torch.float16
         torch.manual_seed(m * 100 + n + call)
