@@ -37,10 +37,10 @@ EDGE_INSIDE = tl.constexpr(settings.value("FUSED_OPS_EDGE_INSIDE"))
 @triton.jit
 def tile_origin(pid, size, BLOCK: tl.constexpr, INSIDE: tl.constexpr):
     """First row (or column) of the box that tile `pid` loads along a dimension of `size`: pid * BLOCK, or with INSIDE
-    at most size - BLOCK, where the dimension holds a whole box."""
+    at most size - BLOCK (a dimension shorter than a box has only tile 0, at 0)."""
     start = pid * BLOCK
     if INSIDE:
-        start = tl.where(size >= BLOCK, tl.minimum(start, size - BLOCK), start)
+        start = tl.minimum(start, tl.maximum(size - BLOCK, 0))
     return start
 
 
