@@ -32,15 +32,20 @@ NEXT_IN_AT_START = tl.constexpr(os.environ.get("FUSED_OPS_PDL_NEXT", "exit") == 
 # stores only its own (c_tile), so no output element is written twice; variants whose epilogues place rows themselves
 # do not take it.
 EDGE_INSIDE = tl.constexpr(settings.value("FUSED_OPS_EDGE_INSIDE"))
+# Columns are the innermost coordinate of a row-major B's boxes, and TMA faults (illegal instruction) on an innermost
+# coordinate that is not 16 bytes into the row: a column origin moved inside is rounded up to 16 elements (16 bytes at
+# the narrowest, FP8), so where N is not a multiple of 16 its box still runs up to 15 columns past the edge.
+COL_ALIGN = tl.constexpr(16)
 
 
 @triton.jit
-def tile_origin(pid, size, BLOCK: tl.constexpr, INSIDE: tl.constexpr):
+def tile_origin(pid, size, BLOCK: tl.constexpr, INSIDE: tl.constexpr, ALIGN: tl.constexpr = tl.constexpr(1)):
     """First row (or column) of the box that tile `pid` loads along a dimension of `size`: pid * BLOCK, or with INSIDE
-    at most size - BLOCK (a dimension shorter than a box has only tile 0, at 0)."""
+    at most size - BLOCK rounded up to a multiple of ALIGN (a dimension shorter than a box has only tile 0, at 0).
+    Columns take ALIGN=COL_ALIGN."""
     start = pid * BLOCK
     if INSIDE:
-        start = tl.minimum(start, tl.maximum(size - BLOCK, 0))
+        start = tl.minimum(start, tl.cdiv(tl.maximum(size - BLOCK, 0), ALIGN) * ALIGN)
     return start
 
 
@@ -123,7 +128,7 @@ def gemm_k_blocks(
     epilogue places them there: c_tile with INSIDE); not with A_ROW_PTRS, whose rows the caller chose."""
     IMPRECISE: tl.constexpr = BLOCK_K if SCALES != 0 else MAX_IMPRECISE
     m0 = tile_origin(pid_m, M, BLOCK_M, INSIDE and not A_ROW_PTRS)
-    n0 = tile_origin(pid_n, N, BLOCK_N, INSIDE)
+    n0 = tile_origin(pid_n, N, BLOCK_N, INSIDE, COL_ALIGN)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     if TMA:
         for kk in range(kb0, kb1):
@@ -432,7 +437,7 @@ def c_tile(
     stride_cm = aligned(stride_cm, VEC)
     col0 = aligned(col0, VEC)
     rm = tile_origin(pid_m, M, BLOCK_M, INSIDE) + tl.arange(0, BLOCK_M)
-    rn = tile_origin(pid_n, N, BLOCK_N, INSIDE) + tl.arange(0, BLOCK_N)
+    rn = tile_origin(pid_n, N, BLOCK_N, INSIDE, COL_ALIGN) + tl.arange(0, BLOCK_N)
     ptrs = C + rm[:, None] * stride_cm + (col0 + rn)[None, :] * stride_cn
     mask = (rm[:, None] < M) & (rn[None, :] < N)
     if INSIDE:
@@ -543,5 +548,5 @@ def scaled_gemm_kernel(
             ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N, C_VEC, INSIDE)
             if SCALED:
                 acc = scale_tile(acc, SA, SB, tile_origin(pid_m, M, BLOCK_M, INSIDE),
-                                 tile_origin(pid_n, N, BLOCK_N, INSIDE), M, N, ROW_SCALES, ROW_SCALES)
+                                 tile_origin(pid_n, N, BLOCK_N, INSIDE, COL_ALIGN), M, N, ROW_SCALES, ROW_SCALES)
             tl.store(ptrs, acc.to(C.dtype.element_ty), mask=mask)

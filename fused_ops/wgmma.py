@@ -785,6 +785,11 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
     m, k = a.shape
     n = b.shape[1]
     a_t, b_t, c_t = (t.stride(1) != 1 for t in (a, b, c))
+    # TMA faults (illegal instruction) on an innermost coordinate that is not 16 bytes into the row: boxes move inside
+    # only where the starts that inside() gives stay so, i.e. the extents of the innermost dimensions they shift are
+    # (rows: A or C stored transposed; columns: B or C row-major); else they load past the edge, zero-filled
+    shifted = [(m, t) for t, tr in ((a, a_t), (c, c_t)) if tr] + [(n, t) for t, tr in ((b, b_t), (c, c_t)) if not tr]
+    keep_inside = KEEP_INSIDE and all(e * t.element_size() % 16 == 0 for e, t in shifted)
 
     def desc(t, transposed, block):
         block, t = (block[::-1], t.t()) if transposed else (block, t)
@@ -809,7 +814,7 @@ def kernel_args(a, b, c, block_n, block_k, stages, block_m=BLOCK_M, swap=False, 
     args = descs + rest + (scale_a, scale_b, m, n, k, m_pad)
     consts = dict(GROUP_M=group_m, NUM_BUFFERS=stages, A_T=a_t, B_T=b_t, C_T=c_t, SCALES=scales,
                   PROMOTE=promote, CONSUMER_REGS=CONSUMER_REGS[consumers], LOAD_REGS=LOAD_REGS[consumers],
-                  CONSUMERS=consumers, SPLIT_K=split, INSIDE=KEEP_INSIDE, REM=rem, TURNS=bool(turns), WIDE=wide)
+                  CONSUMERS=consumers, SPLIT_K=split, INSIDE=keep_inside, REM=rem, TURNS=bool(turns), WIDE=wide)
     return args, consts, triton.cdiv(m, rows) * triton.cdiv(n, cols + rem) * split, partials
 
 

@@ -4,6 +4,8 @@ refusals; on a Hopper GPU, the kernel the defaults pick per shape and its result
 
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 import fused_ops
 from fused_ops import Config
@@ -22,8 +24,11 @@ CASES = [(1, 1, 1, None), (17, 31, 29, Config(block_m=16, block_n=16, block_k=16
          (37, 24, 70, Config(block_m=16, block_n=16, block_k=16, split_k=3)), (40, 33, 48, None),
          # a decode row with more programs than slices of its tiles (config.decode_alone's shape of launch)
          (1, 40, 70, Config(block_m=16, block_n=16, block_k=16, split_k=3, gemm_sms=12)),
-         # edge tiles of one row and one column past a whole one (an edge box moved inside by 15 of its 16)
-         (33, 49, 20, Config(block_m=16, block_n=16, block_k=16))]
+         # edge tiles of one row and one column past a whole one (the row box moved inside by 15 of its 16; the
+         # column box stays, 16 columns being the most it may move by: gemm.COL_ALIGN)
+         (33, 49, 20, Config(block_m=16, block_n=16, block_k=16)),
+         # a column box moved inside by 16 of its 32, still 10 columns past the edge (COL_ALIGN's rounding)
+         (20, 70, 20, Config(block_m=16, block_n=32, block_k=16))]
 
 
 @pytest.mark.skipif(ON_GPU, reason="the interpreter's path (CPU tensors); test_gpu_defaults_match_float64 covers GPUs")
@@ -43,6 +48,30 @@ def test_matmul_matches_float64_at_the_edges(m, n, k, cfg, col_major, inside, mo
         ref = a.double() @ b.double()
         err = ((out.double() - ref).norm() / ref.norm()).item()
         assert err < 1e-2, (m, n, k, dtype, err)
+
+
+@triton.jit
+def _origins(OUT, size, BLOCK: tl.constexpr, ALIGN: tl.constexpr):
+    tl.store(OUT + tl.program_id(0), fused_ops.gemm.tile_origin(tl.program_id(0), size, BLOCK, True, ALIGN))
+
+
+@pytest.mark.skipif(ON_GPU, reason="the interpreter runs the device function alone (CPU tensors)")
+def test_edge_boxes_moved_inside_cover_their_tile_and_keep_columns_16_byte_aligned():
+    # TMA faults (illegal instruction) on an innermost coordinate that is not 16 bytes into the row: an H100 did at
+    # 333x777, B's column origin 713. Column origins are multiples of COL_ALIGN (16 elements, 16 bytes of FP8) and may
+    # leave their box up to 15 columns past the edge; rows move exactly inside. Every box covers its own tile's part.
+    for block in (16, 32, 64, 128):
+        for size in (1, 15, 16, 17, 33, 49, 70, 80, 129, 200, 333, 777, 1000):
+            tiles = triton.cdiv(size, block)
+            for align in (1, fused_ops.gemm.COL_ALIGN.value):
+                out = torch.full((tiles,), -1, dtype=torch.int32)
+                _origins[(tiles,)](out, size, block, align)
+                for pid, o in enumerate(out.tolist()):
+                    own = (pid * block, min(size, (pid + 1) * block))
+                    assert 0 <= o <= own[0] and o + block >= own[1], (block, size, align, pid, o)
+                    assert o % align == 0, (block, size, align, pid, o)
+                    if size >= block:  # past the edge by less than the rounding
+                        assert o + block - size < align, (block, size, align, pid, o)
 
 
 @pytest.mark.parametrize("case, error, words", [
@@ -92,7 +121,9 @@ def test_matmul_refusals_say_what_was_expected(case, error, words):
 
 
 @pytest.mark.skipif(not (ON_GPU and torch.cuda.get_device_capability()[0] == 9), reason="Hopper picks (Gluon)")
-def test_gpu_defaults_pick_per_shape_and_match_float64():
+@pytest.mark.parametrize("inside", [False, True], ids=["edges-past", "edges-inside"])
+def test_gpu_defaults_pick_per_shape_and_match_float64(inside, monkeypatch):
+    monkeypatch.setattr(fused_ops.gemm, "EDGE_INSIDE", inside)  # the tile loop's (the Gluon kernel's are inside)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for m, n, k, want in ((4096, 4096, 1024, "wgmma"), (16384, 1152, 512, "wgmma"), (16, 4096, 1024, "wgmma"),
                           (256, 1024, 1024, "tile_loop"), (4096, 1000, 520, "wgmma"), (333, 777, 2048, "tile_loop"),
@@ -119,6 +150,28 @@ def test_gpu_defaults_pick_per_shape_and_match_float64():
                 a.normal_()
                 c.fill_(float("nan"))
                 fused_ops.matmul(a, b, out=c)
+                ref = a.double() @ b.double()
+                assert ((c.double() - ref).norm() / ref.norm()).item() < 1e-2, (m, n, k, kernel)
+
+
+@pytest.mark.skipif(not (ON_GPU and torch.cuda.get_device_capability()[0] == 9), reason="TMA faults on GPUs only")
+@pytest.mark.parametrize("inside", [False, True], ids=["edges-past", "edges-inside"])
+def test_gpu_padded_views_of_unaligned_width_match_float64(inside, monkeypatch):
+    # B and C as views of padded rows (16-byte aligned: TMA describes them) N wide, N no multiple of 8: an edge box
+    # moved to N - BLOCK_N would start off a 16-byte boundary, which TMA faults on (illegal instruction); both
+    # kernels, the Gluon one swapped at 16 rows; fresh values and a poisoned output every call
+    monkeypatch.setattr(fused_ops.gemm, "EDGE_INSIDE", inside)
+    for m, n, k in ((333, 777, 2048), (16, 777, 1024), (129, 1001, 512)):
+        for kernel in ("tile_loop", "wgmma"):
+            padded = n + 8 + -n % 8
+            a = torch.empty(m, k, device="cuda", dtype=torch.bfloat16)
+            b = torch.empty(k, padded, device="cuda", dtype=torch.bfloat16)[:, :n]
+            c = torch.empty(m, padded, device="cuda", dtype=torch.bfloat16)[:, :n]
+            for _ in range(3):
+                a.normal_()
+                b.normal_()
+                c.fill_(float("nan"))
+                fused_ops.matmul(a, b, out=c, kernel=kernel)
                 ref = a.double() @ b.double()
                 assert ((c.double() - ref).norm() / ref.norm()).item() < 1e-2, (m, n, k, kernel)
 

@@ -785,6 +785,22 @@ def test_promotion_in_pairs_is_refused_where_a_third_sum_would_not_fit():
             wgmma.kernel_args(a, b, c, 128, 128, 4, promote="pairs", **kw)
 
 
+def test_edge_boxes_stay_past_the_edge_where_moving_them_would_misalign_tma():
+    # TMA faults (illegal instruction) on an innermost coordinate not 16 bytes into the row; inside() moves an edge box
+    # to extent - size, so it moves only where the extents of the innermost dimensions it shifts are 16-byte
+    # multiples: columns of a row-major B and C, rows where the swapped kernel sees B and C transposed
+    def inside(m, n, pad, swap=False):
+        a = torch.empty(m, 512, dtype=BF16)
+        b = torch.empty(512, n + pad, dtype=BF16)[:, :n]  # rows 16-byte aligned (TMA describes them), n columns
+        c = torch.empty(m, n + pad, dtype=BF16)[:, :n]
+        block_m = 32 if swap else 128
+        return wgmma.kernel_args(a, b, c, 128, 64, 4, block_m, swap)[1]["INSIDE"]
+    assert inside(333, 776, 0) and inside(16, 776, 0, swap=True)
+    assert not inside(333, 777, 7)  # B's and C's column origin 777 - 128
+    assert not inside(16, 777, 7, swap=True)  # the swapped kernel's rows are B's columns
+    assert inside(333, 784, 0) and inside(300, 1000, 8)  # rows of any count (not innermost unswapped)
+
+
 def test_288_wide_64_row_tiles_only_on_k_major_b_in_one_wave_of_whole_columns():
     # config.WGMMA_ROW64_KMAJOR_TILES: 1024x2304 (8 x 288) from K of 3584 on K-major B; row-major B, shorter K, a
     # width no multiple of 288 and 2048 rows keep their picks
