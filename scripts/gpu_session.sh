@@ -967,6 +967,9 @@ for stage in "$@"; do
                  128x76032x5120 128x19008x8192 128x38016x8192 128x76032x8192 128x18432x7168 128x53248x16384 \
                  --configs default 'default, two MMAs' --out "$OUT/rowwide_run$r"
              done ;;
+    edgetests) # one GPU: the edge boxes moved inside (FUSED_OPS_EDGE_INSIDE, the default) against float64: the
+             # defaults' picks at every shape class, padded views of unaligned width (TMA's 16-byte rule), FP8 at edges
+             gemm_gpu_tests pytest_edge_inside.log "gpu_defaults_pick or padded_views or fp8_kernels_match" ;;
     edgeinside) # one GPU: the tile loop's last row and column of tiles loaded past the operands' edge (0) and inside
              # (1: FUSED_OPS_EDGE_INSIDE), one process each; bf16 the catalog's tile loop (`default`) and
              # fused_ops.matmul, FP8 the tile loop; shapes with edge tiles in M, N or both, and one without

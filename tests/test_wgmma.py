@@ -450,18 +450,20 @@ GPU_SHAPES = [(1, 16, 16), (127, 48, 208), (200, 1040, 384), (1000, 272, 1152), 
 
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
 @pytest.mark.parametrize("fast", [False, True], ids=["precise", "fast"])
-def test_fp8_wgmma_matches_float64_like_torch(fast):
+@pytest.mark.parametrize("kernel", ["wgmma", "tile_loop"])
+def test_fp8_kernels_match_float64_like_torch(fast, kernel):
+    # (the tile loop at the edges with its boxes moved inside: gemm.EDGE_INSIDE, the default)
     for m, n, k in GPU_SHAPES:
         for call in range(6):  # fresh data and scales, poisoned output, both scalings
             row = call % 2 == 1
             a, b, sa, sb = _quantized(m, n, k, row)
             ref = (a.double() * sa.double()) @ (b.double() * sb.double())
             out = torch.full((m, n), float("nan"), device="cuda", dtype=BF16)
-            assert fp8.scaled_mm(a, b, sa, sb, out=out, use_fast_accum=fast, kernel="wgmma") is out
+            assert fp8.scaled_mm(a, b, sa, sb, out=out, use_fast_accum=fast, kernel=kernel) is out
             err = ((out.double() - ref).norm() / ref.norm()).item()
             mine = torch._scaled_mm(a, b, sa, sb, out_dtype=BF16, use_fast_accum=fast)
             err_torch = ((mine.double() - ref).norm() / ref.norm()).item()
-            assert err < max(1.5 * err_torch, 5e-3), (m, n, k, row, fast, err, err_torch)
+            assert err < max(1.5 * err_torch, 5e-3), (m, n, k, row, fast, kernel, err, err_torch)
 
 
 @pytest.mark.skipif(not ON_HOPPER, reason="Gluon's warpgroup MMAs: a Hopper GPU only")
