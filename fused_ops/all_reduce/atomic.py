@@ -8,7 +8,7 @@ import triton.language as tl
 
 import iris
 from .. import sync
-from ..gemm import NEXT_IN_AT_START, c_tile, gemm_unit, num_units, operands
+from ..gemm import EDGE_INSIDE, NEXT_IN_AT_START, c_tile, gemm_unit, num_units, operands
 from ..fp8 import WITH_FP8
 from ..registry import register
 
@@ -26,6 +26,7 @@ def kernel(
     PDL: tl.constexpr = tl.constexpr(False),            # programmatic dependent launch (iris.launched_early)
     SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0,   # split-K: slices per tile; tiles [0, WHOLE) stay whole
     SA=None, SB=None, SCALES: tl.constexpr = tl.constexpr(0),  # FP8: scales (gemm.scale_tile); 0: none
+    INSIDE: tl.constexpr = EDGE_INSIDE,                 # edge tiles' boxes moved inside (gemm.tile_origin)
 ):
     iris.launched_early(PDL, NEXT_IN_AT_START)
     epoch = sync.begin(SYNC, cur_rank, world_size, heap_bases, ENTRY=True)
@@ -35,8 +36,8 @@ def kernel(
         # a split tile's slices are added like tiles: the atomics sum them (no partials, no waiting)
         _, pid_m, pid_n, acc, _ = gemm_unit(a_op, b_op, unit, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
                                             None, None, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, TMA, SPLIT_K, WHOLE,
-                                            SUM_SLICES=False, SA=SA, SB=SB, SCALES=SCALES)
-        ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N)
+                                            SUM_SLICES=False, SA=SA, SB=SB, SCALES=SCALES, INSIDE=INSIDE)
+        ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N, INSIDE=INSIDE)
         val = acc.to(C.dtype.element_ty)
         seen = sync.entered(SYNC, epoch, seen, cur_rank, world_size, heap_bases)
         for i in range(world_size):

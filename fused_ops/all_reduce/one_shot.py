@@ -11,7 +11,7 @@ import iris
 from iris.tracing import GEMM, REDUCE, WAIT, record
 from .. import sync
 from ..comm import reduce_tile
-from ..gemm import NEXT_IN_AT_START, c_tile, call_slot, gemm_unit, num_units, operands, unit_tile
+from ..gemm import EDGE_INSIDE, NEXT_IN_AT_START, c_tile, call_slot, gemm_unit, num_units, operands, unit_tile
 from ..fp8 import WITH_FP8
 from ..registry import register
 
@@ -31,6 +31,7 @@ def kernel(
     PARTIALS=None, COUNTS=None,                         # split-K: the slices' fp32 partials and arrival counts
     SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0,   # split-K: slices per tile; tiles [0, WHOLE) stay whole
     SA=None, SB=None, SCALES: tl.constexpr = tl.constexpr(0),  # FP8: scales (gemm.scale_tile); 0: none
+    INSIDE: tl.constexpr = EDGE_INSIDE,                 # edge tiles' boxes moved inside (gemm.tile_origin)
 ):
     iris.launched_early(PDL, NEXT_IN_AT_START)
     epoch = sync.begin(SYNC, cur_rank, world_size, heap_bases, ENTRY=False)
@@ -40,10 +41,10 @@ def kernel(
         record(TRACE, GEMM, unit_tile(unit, SPLIT_K, WHOLE)[0], TRACING)
         tile, pid_m, pid_n, acc, done = gemm_unit(a_op, b_op, unit, M, N, K, stride_am, stride_ak, stride_bk,
                                                   stride_bn, PARTIALS, COUNTS, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                                                  TMA, SPLIT_K, WHOLE, SA=SA, SB=SB, SCALES=SCALES)
+                                                  TMA, SPLIT_K, WHOLE, SA=SA, SB=SB, SCALES=SCALES, INSIDE=INSIDE)
         record(TRACE, -GEMM, tile, TRACING)
         if done:  # the tile is whole (with split-K: on the program that finished its last slice)
-            ptrs, mask = c_tile(P, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N)
+            ptrs, mask = c_tile(P, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N, INSIDE=INSIDE)
             tl.store(ptrs, acc.to(P.dtype.element_ty), mask=mask)
             for i in range(world_size):
                 iris.signal(flags + tile, 1, cur_rank, (cur_rank + i) % world_size, heap_bases, op="add")
@@ -53,7 +54,7 @@ def kernel(
             record(TRACE, REDUCE, tile, TRACING)
             total = reduce_tile(P, pid_m, pid_n, M, N, stride_cm, stride_cn, cur_rank, world_size, heap_bases,
                                 BLOCK_M, BLOCK_N)
-            out, _ = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N)
+            out, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N)  # (the tile's own)
             tl.store(out, total.to(C.dtype.element_ty), mask=mask)
             record(TRACE, -REDUCE, tile, TRACING)
     sync.end(SYNC, epoch, cur_rank, world_size, heap_bases, EXIT=False)

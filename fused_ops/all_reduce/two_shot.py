@@ -12,7 +12,7 @@ import triton.language as tl
 import iris
 from .. import sync
 from ..comm import reduce_tile
-from ..gemm import NEXT_IN_AT_START, c_tile, gemm_tile, operands, tile_coords
+from ..gemm import EDGE_INSIDE, NEXT_IN_AT_START, c_tile, gemm_tile, operands, tile_coords
 from ..fp8 import WITH_FP8
 from ..registry import register
 
@@ -29,6 +29,7 @@ def kernel(
     TMA: tl.constexpr,                            # 0: plain pointers; 1: TMA; 2: TMA, B stored transposed
     PDL: tl.constexpr = tl.constexpr(False),      # programmatic dependent launch (iris.launched_early)
     SA=None, SB=None, SCALES: tl.constexpr = tl.constexpr(0),  # FP8: scales (gemm.scale_tile); 0: none
+    INSIDE: tl.constexpr = EDGE_INSIDE,           # edge tiles' boxes moved inside (gemm.tile_origin)
 ):
     iris.launched_early(PDL, NEXT_IN_AT_START)
     epoch = sync.begin(SYNC, cur_rank, world_size, heap_bases, ENTRY=True)
@@ -39,8 +40,8 @@ def kernel(
     for tile in range(tl.program_id(0), num_tiles, programs):
         pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
         acc = gemm_tile(a_op, b_op, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M,
-                        BLOCK_N, BLOCK_K, TMA, SA=SA, SB=SB, SCALES=SCALES)
-        ptrs, mask = c_tile(P, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N)
+                        BLOCK_N, BLOCK_K, TMA, SA=SA, SB=SB, SCALES=SCALES, INSIDE=INSIDE)
+        ptrs, mask = c_tile(P, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N, INSIDE=INSIDE)
         tl.store(ptrs, acc.to(P.dtype.element_ty), mask=mask)
         iris.signal(flags + tile, 1, cur_rank, _owner(tile, programs, world_size), heap_bases, op="add")
     seen = 0

@@ -9,7 +9,7 @@ import triton.language as tl
 import iris
 from iris.tracing import GEMM, STORE, record
 from .. import sync
-from ..gemm import NEXT_IN_AT_START, c_tile, gemm_unit, num_units, operands, unit_tile
+from ..gemm import EDGE_INSIDE, NEXT_IN_AT_START, c_tile, gemm_unit, num_units, operands, unit_tile
 from ..fp8 import WITH_FP8
 from ..registry import register
 
@@ -29,6 +29,7 @@ def kernel(
     PARTIALS=None, COUNTS=None,                         # split-K: the slices' fp32 partials and arrival counts
     SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0,   # split-K: slices per tile; tiles [0, WHOLE) stay whole
     SA=None, SB=None, SCALES: tl.constexpr = tl.constexpr(0),  # FP8: scales (gemm.scale_tile); 0: none
+    INSIDE: tl.constexpr = EDGE_INSIDE,                 # edge tiles' boxes moved inside (gemm.tile_origin)
 ):
     iris.launched_early(PDL, NEXT_IN_AT_START)
     epoch = sync.begin(SYNC, cur_rank, world_size, heap_bases, ENTRY=True)
@@ -38,10 +39,11 @@ def kernel(
         record(TRACE, GEMM, unit_tile(unit, SPLIT_K, WHOLE)[0], TRACING)
         tile, pid_m, pid_n, acc, done = gemm_unit(a_op, b_op, unit, M, N, K, stride_am, stride_ak, stride_bk,
                                                   stride_bn, PARTIALS, COUNTS, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                                                  TMA, SPLIT_K, WHOLE, SA=SA, SB=SB, SCALES=SCALES)
+                                                  TMA, SPLIT_K, WHOLE, SA=SA, SB=SB, SCALES=SCALES, INSIDE=INSIDE)
         record(TRACE, -GEMM, tile, TRACING)
         if done:
-            ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, cur_rank * N, BLOCK_M, BLOCK_N)
+            ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, cur_rank * N, BLOCK_M, BLOCK_N,
+                                INSIDE=INSIDE)
             val = acc.to(C.dtype.element_ty)
             seen = sync.entered(SYNC, epoch, seen, cur_rank, world_size, heap_bases)
             record(TRACE, STORE, tile, TRACING)

@@ -9,7 +9,7 @@ import triton.language as tl
 import iris
 from .. import sync
 from ..comm import scatter_loop
-from ..gemm import NEXT_IN_AT_START, gemm_loop
+from ..gemm import EDGE_INSIDE, NEXT_IN_AT_START, gemm_loop
 from ..fp8 import WITH_FP8
 from ..registry import register
 
@@ -30,6 +30,7 @@ def kernel(
     PARTIALS=None, COUNTS=None,                         # split-K: the slices' fp32 partials and arrival counts
     SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0,   # split-K: slices per tile; tiles [0, WHOLE) stay whole
     SA=None, SB=None, SCALES: tl.constexpr = tl.constexpr(0),  # FP8: scales (gemm.scale_tile); 0: none
+    INSIDE: tl.constexpr = EDGE_INSIDE,                 # edge tiles' boxes moved inside (gemm.tile_origin)
 ):
     iris.launched_early(PDL, NEXT_IN_AT_START)
     pid = tl.program_id(0)
@@ -38,7 +39,8 @@ def kernel(
     if pid < GEMM_SMS:
         gemm_loop(A, B, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, C, stride_cm, stride_cn, col0, flags,
                   epoch, cur_rank, world_size, heap_bases, pid, GEMM_SMS, "local", BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                  TMA, TRACE, TRACING, PARTIALS, COUNTS, SPLIT_K, WHOLE, SA=SA, SB=SB, SCALES=SCALES)
+                  TMA, TRACE, TRACING, PARTIALS, COUNTS, SPLIT_K, WHOLE, SA=SA, SB=SB, SCALES=SCALES,
+                  INSIDE=INSIDE)
     else:
         scatter_loop(C, M, N, stride_cm, stride_cn, col0, flags, epoch, cur_rank, world_size, heap_bases,
                      pid - GEMM_SMS, tl.num_programs(0) - GEMM_SMS, True, BLOCK_M, BLOCK_N, GROUP_M, TRACE,
