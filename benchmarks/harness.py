@@ -114,12 +114,6 @@ def stamp(devices, script):
     name = torch.cuda.get_device_name() if torch.cuda.is_available() else "CPU ranks"
     return dict(device=f"{devices}x {name}", date=datetime.date.today().isoformat(),
                 commit=os.environ.get("IRIS_COMMIT", "?"),
-                command=ab_settings() + f"python {script} " + shlex.join(sys.argv[1:]))
+                command=settings.ab_prefix() + f"python {script} " + shlex.join(sys.argv[1:]))
 
 
-def ab_settings():
-    """The A/B settings (iris/settings.py) this run changed from their defaults, as the command's `NAME=value `
-    prefix: each turns a mechanism on or off, so the command alone would not say what ran."""
-    changed = [s.name for s in settings.SETTINGS
-               if s.audience == "A/B runs" and settings.value(s.name) != settings.parse(s, None)]
-    return "".join(f"{name}={shlex.quote(os.environ[name])} " for name in changed)

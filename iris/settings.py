@@ -11,6 +11,7 @@ to find this process's rank), "benchmarks" (recorded in result files).
 """
 
 import os
+import shlex
 from dataclasses import dataclass
 
 
@@ -148,3 +149,10 @@ def table():
     """One row per setting: name, default, kind, audience, where, doc, and the value in effect."""
     return [dict(name=s.name, default=s.default, kind=s.kind, audience=s.audience, where=s.where, doc=s.doc,
                  value=_VALUES[s.name]) for s in SETTINGS]
+
+
+def ab_prefix():
+    """The A/B settings this process runs with changed from their defaults, as a `NAME=value ` command prefix: each
+    turns a mechanism on or off, so a benchmark's command alone would not say what ran (its CSVs' `command`)."""
+    changed = [s.name for s in SETTINGS if s.audience == "A/B runs" and _VALUES[s.name] != parse(s, None)]
+    return "".join(f"{name}={shlex.quote(os.environ[name])} " for name in changed)

@@ -970,6 +970,23 @@ for stage in "$@"; do
     edgetests) # one GPU: the edge boxes moved inside (FUSED_OPS_EDGE_INSIDE, the default) against float64: the
              # defaults' picks at every shape class, padded views of unaligned width (TMA's 16-byte rule), FP8 at edges
              gemm_gpu_tests pytest_edge_inside.log "gpu_defaults_pick or padded_views or fp8_kernels_match" ;;
+    edgefused) # one GPU: the all-reduce and all-scatter fused variants with the tile loop's edge boxes inside
+             # (FUSED_OPS_EDGE_INSIDE 1, the default) and past the edge (0): their edge-tile tests on ranks sharing the
+             # GPU, then world 1, graph-timed, at short, wide GEMMs (edges in M) and one without edges
+             run pytest_edge_fused.log timeout ${TEST_TIMEOUT:-300} python3 -m pytest -q tests/test_fused_ops.py \
+               -k "edge_tiles and (all_reduce or all_scatter)"
+             for inside in 0 1; do
+               for op in gemm_all_reduce gemm_all_scatter; do
+                 case $op in
+                   gemm_all_reduce) vs="one_shot two_shot atomic wg_specialized torch_nccl" ;;
+                   gemm_all_scatter) vs="fused_sequential wg_specialized torch_nccl" ;;
+                 esac
+                 run edgefused_${op}_$inside.log timeout ${SWEEP_TIMEOUT:-200} env FUSED_OPS_EDGE_INSIDE=$inside \
+                   python3 -m taxonomy sweep -r 1 --ops $op --variants $vs --out "$OUT/edgefused_$inside" --iters 8 \
+                   --shapes 129x4096x4096 200x4096x4096 257x4096x4096 300x5120x5120 1024x4096x4096 --warmup 2 \
+                   --timing graph
+               done
+             done ;;
     edgeinside) # one GPU: the tile loop's last row and column of tiles loaded past the operands' edge (0) and inside
              # (1: FUSED_OPS_EDGE_INSIDE), one process each; bf16 the catalog's tile loop (`default`) and
              # fused_ops.matmul, FP8 the tile loop; shapes with edge tiles in M, N or both, and one without

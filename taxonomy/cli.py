@@ -129,7 +129,7 @@ def bench_shape(ctx, op, variants, m, n, k, dtype_name, config, iters, warmup, v
             r["speedup"] = by["torch_nccl"] / r["time_us"] if "torch_nccl" in by else None
             r["speedup_vs_best_peer"] = min(peers) / r["time_us"] if peers else None
     stamp = dict(device=_device_name(ctx), date=datetime.date.today().isoformat(), commit=_commit(),
-                 command="python -m taxonomy " + " ".join(sys.argv[1:]))
+                 command=iris.settings.ab_prefix() + "python -m taxonomy " + " ".join(sys.argv[1:]))
     return [{**r, **stamp} for r in rows]
 
 

@@ -58,10 +58,15 @@ def test_parse_defaults_and_bad_values():
 
 
 def test_modules_take_their_values_from_the_environment_at_import():
-    code = ("import iris, fused_ops.problem as p; from iris import replay, relaunch, device; "
+    # ... and benchmark CSVs' commands name the A/B settings changed from their defaults (settings.ab_prefix)
+    code = ("import iris, fused_ops.problem as p, fused_ops.gemm as g; from iris import replay, relaunch, device; "
             "print(replay.ENABLED, replay.PREPARED, replay.CAPACITY, relaunch.MIN_BYTES, device.WAIT_TIMEOUT_S, "
-            "p.HOST_DESCRIPTORS)")
+            "p.HOST_DESCRIPTORS, g.EDGE_INSIDE.value); print(iris.settings.ab_prefix())")
     env = {**os.environ, "IRIS_BACKEND": "cpu", "IRIS_REPLAY": "0", "IRIS_PREPARED": "0", "IRIS_REPLAY_CAPACITY": "7",
-           "IRIS_RELAUNCH_MIN_BYTES": "4096", "IRIS_WAIT_TIMEOUT_S": "12.5", "FUSED_OPS_HOST_TMA": "0"}
+           "IRIS_RELAUNCH_MIN_BYTES": "4096", "IRIS_WAIT_TIMEOUT_S": "12.5", "FUSED_OPS_HOST_TMA": "0",
+           "FUSED_OPS_EDGE_INSIDE": "0", "FUSED_OPS_PDL_NEXT": "exit"}  # (the last one: its default, so not named)
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "False", "7", "4096", "12.5", "False"], out.stdout + out.stderr
+    values, prefix = out.stdout.splitlines()
+    assert values.split() == ["False", "False", "7", "4096", "12.5", "False", "False"], out.stdout + out.stderr
+    assert prefix.split() == ["IRIS_REPLAY=0", "IRIS_PREPARED=0", "IRIS_RELAUNCH_MIN_BYTES=4096",
+                              "FUSED_OPS_HOST_TMA=0", "FUSED_OPS_EDGE_INSIDE=0"], prefix  # (the rest: not A/B)
