@@ -115,5 +115,3 @@ def stamp(devices, script):
     return dict(device=f"{devices}x {name}", date=datetime.date.today().isoformat(),
                 commit=os.environ.get("IRIS_COMMIT", "?"),
                 command=settings.ab_prefix() + f"python {script} " + shlex.join(sys.argv[1:]))
-
-

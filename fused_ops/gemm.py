@@ -25,8 +25,8 @@ from . import sync
 NEXT_IN_AT_START = tl.constexpr(os.environ.get("FUSED_OPS_PDL_NEXT", "exit") == "start")
 
 
-# Whether the GEMM alone's tile loop (gemm_kernel, scaled_gemm_kernel) loads its last row and column of tiles as boxes
-# that end at the operands' edge rather than past it (FUSED_OPS_EDGE_INSIDE, on by default; 0 for A/B runs): TMA loads
+# Whether the tile loop (gemm_kernel, scaled_gemm_kernel, ...) loads its last row and column of tiles as boxes that
+# end at the operands' edge rather than past it (FUSED_OPS_EDGE_INSIDE, on by default; 0 for A/B runs): TMA loads
 # past an operand's last row cost more than the rows they bring (results/current/gemm/ROUNDS.md, "Rows past the edge"
 # and "The tile loop's edge boxes inside the operands"). The tile computes rows already covered by the tile before it
 # and stores only its own (c_tile), so no output element is written twice. The all-reduce and all-scatter variants
@@ -42,11 +42,20 @@ COL_ALIGN = tl.constexpr(16)
 def tile_origin(pid, size, BLOCK: tl.constexpr, INSIDE: tl.constexpr, ALIGN: tl.constexpr = tl.constexpr(1)):
     """First row (or column) of the box that tile `pid` loads along a dimension of `size`: pid * BLOCK, or with INSIDE
     at most size - BLOCK rounded up to a multiple of ALIGN (a dimension shorter than a box has only tile 0, at 0).
-    Columns take ALIGN=COL_ALIGN."""
+    A tile's boxes take theirs from tile_origins."""
     start = pid * BLOCK
     if INSIDE:
         start = tl.minimum(start, tl.cdiv(tl.maximum(size - BLOCK, 0), ALIGN) * ALIGN)
     return start
+
+
+@triton.jit
+def tile_origins(pid_m, pid_n, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, INSIDE: tl.constexpr,
+                 ROWS_FIXED: tl.constexpr = tl.constexpr(False)):
+    """(first row, first column) of tile (pid_m, pid_n)'s boxes, as loaded, scaled and stored alike: tile_origin
+    along each dimension, columns COL_ALIGN-aligned; ROWS_FIXED: rows at pid_m * BLOCK_M (A_ROW_PTRS)."""
+    return (tile_origin(pid_m, M, BLOCK_M, INSIDE and not ROWS_FIXED),
+            tile_origin(pid_n, N, BLOCK_N, INSIDE, COL_ALIGN))
 
 
 @triton.jit
@@ -124,11 +133,10 @@ def gemm_k_blocks(
     is promoted into the fp32 one (None: Triton's default, never; BLOCK_K: once per block, as torch._scaled_mm's
     default, use_fast_accum=False, does). SCALES (FP8 operands of the catalog ops): the product scaled as scale_tile
     says, and promoted once per BLOCK_K whatever MAX_IMPRECISE says; scaling is linear, so split-K slices and atomic
-    sums of scaled partials add up to the scaled tile. INSIDE: the tile's rows and columns start at tile_origin (its
+    sums of scaled partials add up to the scaled tile. INSIDE: the tile's rows and columns start at tile_origins (its
     epilogue places them there: c_tile with INSIDE); not with A_ROW_PTRS, whose rows the caller chose."""
     IMPRECISE: tl.constexpr = BLOCK_K if SCALES != 0 else MAX_IMPRECISE
-    m0 = tile_origin(pid_m, M, BLOCK_M, INSIDE and not A_ROW_PTRS)
-    n0 = tile_origin(pid_n, N, BLOCK_N, INSIDE, COL_ALIGN)
+    m0, n0 = tile_origins(pid_m, pid_n, M, N, BLOCK_M, BLOCK_N, INSIDE, A_ROW_PTRS)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     if TMA:
         for kk in range(kb0, kb1):
@@ -164,7 +172,7 @@ def gemm_k_blocks(
 def scale_tile(acc, SA, SB, row0, col0, M, N, A_ROWS: tl.constexpr, B_COLS: tl.constexpr):
     """acc * scales, the FP8 epilogue of torch._scaled_mm: SA one fp32 per row of A (A_ROWS) or one in all, SB one
     per column of B (B_COLS) or one in all: a tile's few small loads. row0, col0: the tile's first row and column
-    (tile_origin). (gemm_k_blocks' SCALES: fp8.scale_mode.)"""
+    (tile_origins). (gemm_k_blocks' SCALES: fp8.scale_mode.)"""
     if A_ROWS:
         rm = row0 + tl.arange(0, acc.shape[0])
         acc = acc * tl.load(SA + rm, mask=rm < M, other=0.0)[:, None]
@@ -431,13 +439,14 @@ def c_tile(
 ):
     """Pointers and mask of an output tile of an M x N block that starts at column col0 of C. VEC: N, stride_cm and
     col0 are multiples of VEC (store_vec), so rows store VEC elements at a time. INSIDE: the accumulator's rows and
-    columns start at tile_origin; the mask keeps only the tile's own (those before pid * BLOCK are the previous
+    columns start at tile_origins; the mask keeps only the tile's own (those before pid * BLOCK are the previous
     tile's)."""
     N = aligned(N, VEC)
     stride_cm = aligned(stride_cm, VEC)
     col0 = aligned(col0, VEC)
-    rm = tile_origin(pid_m, M, BLOCK_M, INSIDE) + tl.arange(0, BLOCK_M)
-    rn = tile_origin(pid_n, N, BLOCK_N, INSIDE, COL_ALIGN) + tl.arange(0, BLOCK_N)
+    m0, n0 = tile_origins(pid_m, pid_n, M, N, BLOCK_M, BLOCK_N, INSIDE)
+    rm = m0 + tl.arange(0, BLOCK_M)
+    rn = n0 + tl.arange(0, BLOCK_N)
     ptrs = C + rm[:, None] * stride_cm + (col0 + rn)[None, :] * stride_cn
     mask = (rm[:, None] < M) & (rn[None, :] < N)
     if INSIDE:
@@ -547,6 +556,6 @@ def scaled_gemm_kernel(
         if done:
             ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N, C_VEC, INSIDE)
             if SCALED:
-                acc = scale_tile(acc, SA, SB, tile_origin(pid_m, M, BLOCK_M, INSIDE),
-                                 tile_origin(pid_n, N, BLOCK_N, INSIDE, COL_ALIGN), M, N, ROW_SCALES, ROW_SCALES)
+                row0, col0 = tile_origins(pid_m, pid_n, M, N, BLOCK_M, BLOCK_N, INSIDE)
+                acc = scale_tile(acc, SA, SB, row0, col0, M, N, ROW_SCALES, ROW_SCALES)
             tl.store(ptrs, acc.to(C.dtype.element_ty), mask=mask)
