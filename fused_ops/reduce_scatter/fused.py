@@ -7,7 +7,7 @@ import triton
 import triton.language as tl
 
 import iris
-from ..gemm import NEXT_IN_AT_START, call_slot, gemm_unit, num_units, operands, tile_coords, unit_tile
+from ..gemm import EDGE_INSIDE, NEXT_IN_AT_START, call_slot, gemm_unit, num_units, operands, tile_coords, unit_tile
 from ..fp8 import WITH_FP8
 from ..registry import register
 from .. import sync
@@ -29,6 +29,7 @@ def kernel(
     PARTIALS=None, COUNTS=None,                         # split-K: the slices' fp32 partials and arrival counts
     SPLIT_K: tl.constexpr = tl.constexpr(1), WHOLE=0,   # split-K: slices per tile; tiles [0, WHOLE) stay whole
     SA=None, SB=None, SCALES: tl.constexpr = tl.constexpr(0),  # FP8: scales (gemm.scale_tile); 0: none
+    INSIDE: tl.constexpr = EDGE_INSIDE,                 # edge tiles' boxes moved inside (gemm.tile_origin)
 ):
     iris.launched_early(PDL, NEXT_IN_AT_START)
     epoch = sync.begin(SYNC, cur_rank, world_size, heap_bases, ENTRY=False)
@@ -38,10 +39,10 @@ def kernel(
     for unit in range(tl.program_id(0), units, tl.num_programs(0)):
         tile, pid_m, pid_n, acc, done = gemm_unit(a_op, b_op, unit, M, N, K, stride_am, stride_ak, stride_bk,
                                                   stride_bn, PARTIALS, COUNTS, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                                                  TMA, SPLIT_K, WHOLE, SA=SA, SB=SB, SCALES=SCALES)
+                                                  TMA, SPLIT_K, WHOLE, SA=SA, SB=SB, SCALES=SCALES, INSIDE=INSIDE)
         if done:
             push_partial(acc, INBOX, pid_m, pid_n, M, N, M_LOCAL, flags, tile, cur_rank, world_size, heap_bases,
-                         BLOCK_M, BLOCK_N)
+                         BLOCK_M, BLOCK_N, INSIDE)
     # Each tile is summed by the program of its last unit, the same one on every rank: the interpreter runs a rank's
     # programs one after another, and that program is the last of them to contribute to the tile.
     for unit in range(tl.program_id(0), units, tl.num_programs(0)):

@@ -7,6 +7,7 @@ import triton
 import triton.language as tl
 
 import iris
+from ..gemm import tile_origins
 
 
 @triton.jit
@@ -18,17 +19,21 @@ def push_partial(
     flags, tile,                                    # per-tile arrival counts, the tile's number
     cur_rank, world_size, heap_bases,               # this rank, the ranks, the symmetric heap
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,   # tile
+    INSIDE: tl.constexpr = tl.constexpr(False),     # acc starts at gemm.tile_origins (the GEMM's INSIDE)
 ):
-    """INBOX[src=cur_rank] rows of each owner <- this tile's rows; then count one arrival at each owner."""
-    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    """INBOX[src=cur_rank] rows of each owner <- this tile's rows; then count one arrival at each owner. INSIDE: an
+    edge tile's acc was computed on boxes moved inside the operands; only the tile's own rows and columns go out."""
+    m0, n0 = tile_origins(pid_m, pid_n, M, N, BLOCK_M, BLOCK_N, INSIDE)
+    rm = m0 + tl.arange(0, BLOCK_M)
+    rn = n0 + tl.arange(0, BLOCK_N)
+    own = (rm >= pid_m * BLOCK_M)[:, None] & (rn >= pid_n * BLOCK_N)[None, :]
     val = acc.to(INBOX.dtype.element_ty)
     lo = pid_m * BLOCK_M // M_LOCAL
     hi = (tl.minimum(pid_m * BLOCK_M + BLOCK_M, M) - 1) // M_LOCAL
     for owner in range(lo, hi + 1):
         row = rm - owner * M_LOCAL
         ptrs = INBOX + (cur_rank * M_LOCAL + row)[:, None] * N + rn[None, :]
-        mask = ((rm // M_LOCAL) == owner)[:, None] & (rm < M)[:, None] & (rn < N)[None, :]
+        mask = ((rm // M_LOCAL) == owner)[:, None] & (rm < M)[:, None] & (rn < N)[None, :] & own
         iris.store(ptrs, val, cur_rank, owner, heap_bases, mask=mask)
     for owner in range(lo, hi + 1):
         iris.signal(flags + tile, 1, cur_rank, owner, heap_bases, op="add")

@@ -6,7 +6,7 @@ import triton
 import triton.language as tl
 
 import iris
-from ..gemm import NEXT_IN_AT_START, call_slot, gemm_tile, operands, tile_coords
+from ..gemm import EDGE_INSIDE, NEXT_IN_AT_START, call_slot, gemm_tile, operands, tile_coords
 from ..fp8 import WITH_FP8
 from ..registry import register
 from .. import sync
@@ -27,6 +27,7 @@ def kernel(
     TMA: tl.constexpr,                            # 0: plain pointers; 1: TMA; 2: TMA, B stored transposed
     PDL: tl.constexpr = tl.constexpr(False),      # programmatic dependent launch (iris.launched_early)
     SA=None, SB=None, SCALES: tl.constexpr = tl.constexpr(0),  # FP8: scales (gemm.scale_tile); 0: none
+    INSIDE: tl.constexpr = EDGE_INSIDE,           # edge tiles' boxes moved inside (gemm.tile_origin)
 ):
     iris.launched_early(PDL, NEXT_IN_AT_START)
     pid = tl.program_id(0)
@@ -38,9 +39,9 @@ def kernel(
         for tile in range(pid, num_pid_m * num_pid_n, GEMM_SMS):
             pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
             acc = gemm_tile(a_op, b_op, pid_m, pid_n, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M,
-                            BLOCK_N, BLOCK_K, TMA, SA=SA, SB=SB, SCALES=SCALES)
+                            BLOCK_N, BLOCK_K, TMA, SA=SA, SB=SB, SCALES=SCALES, INSIDE=INSIDE)
             push_partial(acc, INBOX, pid_m, pid_n, M, N, M_LOCAL, flags, tile, cur_rank, world_size, heap_bases,
-                         BLOCK_M, BLOCK_N)
+                         BLOCK_M, BLOCK_N, INSIDE)
     else:
         for tile in range(pid - GEMM_SMS, num_pid_m * num_pid_n, tl.num_programs(0) - GEMM_SMS):
             pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
