@@ -12,7 +12,7 @@ import triton.language as tl
 
 import iris
 from .. import sync
-from ..gemm import NEXT_IN_AT_START, c_tile, gemm_tile, operands, tile_coords
+from ..gemm import EDGE_INSIDE, NEXT_IN_AT_START, c_tile, gemm_tile, operands, tile_coords, tile_origins
 from ..fp8 import WITH_FP8
 from ..registry import register
 from .bulk_sync import copy_k, k_parts
@@ -34,6 +34,7 @@ def kernel(
     TMA: tl.constexpr,                            # 0: plain pointers; 1: TMA; 2: TMA, B stored transposed
     PDL: tl.constexpr = tl.constexpr(False),      # programmatic dependent launch (iris.launched_early)
     SA=None, SB=None, SCALES: tl.constexpr = tl.constexpr(0),  # FP8: scales (gemm.scale_tile); 0: none
+    INSIDE: tl.constexpr = EDGE_INSIDE,           # edge tiles' boxes moved inside (gemm.tile_origin)
 ):
     iris.launched_early(PDL, NEXT_IN_AT_START)
     pid = tl.program_id(0)
@@ -65,7 +66,7 @@ def kernel(
         for tile in range(pid - COMM_SMS, num_pid_m * num_pid_n, tl.num_programs(0) - COMM_SMS):
             pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
             pid_m = (pid_m + first) % num_pid_m  # own rows first: their chunks are ready soonest
-            lo = pid_m * BLOCK_M
+            lo, _ = tile_origins(pid_m, pid_n, M, N, BLOCK_M, BLOCK_N, INSIDE)  # the first row its boxes read
             hi = tl.minimum(lo + BLOCK_M, M) - 1
             for f in range((lo // M_LOCAL) * chunks + (lo % M_LOCAL) // BLOCK_M,
                            (hi // M_LOCAL) * chunks + (hi % M_LOCAL) // BLOCK_M + 1):
@@ -73,8 +74,8 @@ def kernel(
             if TMA:  # the rows arrived as plain stores; TMA reads through the async proxy
                 iris.fence_proxy_async()
             acc = gemm_tile(g_op, b_op, pid_m, pid_n, M, N, K, stride_gm, 1, stride_bk, stride_bn, BLOCK_M,
-                            BLOCK_N, BLOCK_K, TMA, SA=SA, SB=SB, SCALES=SCALES)
-            ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N)
+                            BLOCK_N, BLOCK_K, TMA, SA=SA, SB=SB, SCALES=SCALES, INSIDE=INSIDE)
+            ptrs, mask = c_tile(C, pid_m, pid_n, M, N, stride_cm, stride_cn, 0, BLOCK_M, BLOCK_N, INSIDE=INSIDE)
             tl.store(ptrs, acc.to(C.dtype.element_ty), mask=mask)
     sync.end(SYNC, epoch, cur_rank, world_size, heap_bases, EXIT=False)
 
