@@ -970,10 +970,10 @@ for stage in "$@"; do
     edgetests) # one GPU: the edge boxes moved inside (FUSED_OPS_EDGE_INSIDE, the default) against float64: the
              # defaults' picks at every shape class, padded views of unaligned width (TMA's 16-byte rule), FP8 at edges
              gemm_gpu_tests pytest_edge_inside.log "gpu_defaults_pick or padded_views or fp8_kernels_match" ;;
-    edgefused) # one GPU: the all-reduce, all-scatter, reduce-scatter and all-gather push fused variants with the tile loop's edge boxes
-             # inside (FUSED_OPS_EDGE_INSIDE 1, the default) and past the edge (0): their edge-tile tests on ranks
-             # sharing the GPU (EF_TESTS=0 skips them), then world 1, graph-timed, at short, wide GEMMs (edges in M)
-             # and one without edges; EF_OPS picks the ops
+    edgefused) # one GPU: the all-reduce, all-scatter, reduce-scatter and all-gather push fused variants with the
+             # tile loop's edge boxes inside (FUSED_OPS_EDGE_INSIDE 1, the default) and past the edge (0): their
+             # edge-tile tests on ranks sharing the GPU (EF_TESTS=0 skips them), then world 1, graph-timed, at short,
+             # wide GEMMs (edges in M) and one without edges; EF_OPS picks the ops
              ops=${EF_OPS:-gemm_all_reduce gemm_all_scatter gemm_reduce_scatter all_gather_gemm}
              [ "${EF_TESTS:-1}" = 1 ] && run pytest_edge_fused.log timeout ${TEST_TIMEOUT:-300} python3 -m pytest -q \
                tests/test_fused_ops.py -k "edge_tiles and ($(echo $ops | sed 's/ / or /g'))"
