@@ -991,6 +991,14 @@ for stage in "$@"; do
                    --timing graph
                done
              done ;;
+    fewrowspick) # one GPU: fused_ops.matmul's pick (the Gluon kernel's swapped or few-tile tiles at most of these)
+             # against the tile loop with its edge boxes inside (`default`) at 129-255 rows: config.wgmma_few_tiles's
+             # picks were timed while the tile loop still loaded past A's last row
+             run gemm_fewrowspick.log timeout ${X_TIMEOUT:-400} python3 benchmarks/gemm.py --shapes 129x4096x4096 \
+               160x4096x4096 200x4096x4096 255x4096x4096 129x14336x4096 200x14336x4096 129x5120x5120 \
+               200x5120x5120 255x5120x5120 129x2880x2880 200x2880x2880 129x8192x8192 200x8192x8192 \
+               255x8192x8192 160x28672x8192 200x1024x8192 129x4608x7168 --configs matmul default \
+               --out "$OUT/fewrowspick" ;;
     edgeinside) # one GPU: the tile loop's last row and column of tiles loaded past the operands' edge (0) and inside
              # (1: FUSED_OPS_EDGE_INSIDE), one process each; bf16 the catalog's tile loop (`default`) and
              # fused_ops.matmul, FP8 the tile loop; shapes with edge tiles in M, N or both, and one without
