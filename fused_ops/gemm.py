@@ -29,8 +29,9 @@ NEXT_IN_AT_START = tl.constexpr(os.environ.get("FUSED_OPS_PDL_NEXT", "exit") == 
 # end at the operands' edge rather than past it (FUSED_OPS_EDGE_INSIDE, on by default; 0 for A/B runs): TMA loads
 # past an operand's last row cost more than the rows they bring (results/current/gemm/ROUNDS.md, "Rows past the edge"
 # and "The tile loop's edge boxes inside the operands"). The tile computes rows already covered by the tile before it
-# and stores only its own (c_tile), so no output element is written twice. The all-reduce and all-scatter variants
-# take it too; those whose epilogues place rows themselves (all-gather, reduce-scatter, MoE) do not.
+# and stores only its own (c_tile), so no output element is written twice. The all-reduce, all-scatter and
+# reduce-scatter fused variants and all-gather's push take it too; all-gather's pull and the MoE variants, which load
+# rows through plain pointers, do not.
 EDGE_INSIDE = tl.constexpr(settings.value("FUSED_OPS_EDGE_INSIDE"))
 # Columns are the innermost coordinate of a row-major B's boxes, and TMA faults (illegal instruction) on an innermost
 # coordinate that is not 16 bytes into the row: a column origin moved inside is rounded up to 16 elements (16 bytes at
