@@ -5,6 +5,8 @@ from dataclasses import dataclass, fields, replace
 
 import torch
 
+from iris import settings
+
 from .registry import OPS
 
 
@@ -333,6 +335,13 @@ ROW64_FP8_UNALIGNED_WIDTH = 160
 # WGMMA_NARROW_FILL: its edge boxes move back inside A (wgmma.inside), where the tile loop's 64-row tiles load past
 # A's last row, which TMA serves far slower (results/current/gemm/ROUNDS.md, "Rows past the edge").
 EDGE_ROWS_MAX = 256
+# Not bf16 where the tile loop's edge boxes sit inside A too (FUSED_OPS_EDGE_INSIDE, the default): its 64-row tiles
+# beat the Gluon kernel's 128x64 and 128x96 tiles (200x4096x4096: x1.10; 129x5120x5120: x1.20; 255x4096x4096 read
+# x0.98) and its swapped 129-160-row tiles in two slices of K (129 and 160 rows of 4096, 129x2880x2880: x1.04-1.12);
+# the swapped tiles stay where they make EDGE_REM_MIN_SPLIT slices or more (1x H100,
+# results/current/gemm/fewrowspick_bb67783/). FP8's were not timed against the tile loop's new boxes and stay.
+EDGE_INSIDE = settings.value("FUSED_OPS_EDGE_INSIDE")
+EDGE_REM_MIN_SPLIT = 3
 
 
 def decode_slices(tiles, sms, k, block_k):
@@ -403,11 +412,14 @@ def wgmma_few_tiles(cfg, m, n, k, sms, fp8):
         return None
     rem = next((r for r in WGMMA_REM_ROWS if m <= WGMMA_REM_TILE[0] + r), None)
     tile = WGMMA_FP8_REM_TILE if fp8 else WGMMA_REM_TILE
+    edge_loop = not fp8 and EDGE_INSIDE and m < EDGE_ROWS_MAX and m % 64  # the tile loop's edge boxes inside A
     if m > tile[0] and rem is not None and (not fp8 or -(-n // tile[1]) * FEW_TILES <= sms):
         few = -(-n // tile[1])
         split = min(sms // few, -(-k // tile[2]) // MIN_SLICE_BLOCKS)
-        if split >= 2:
+        if split >= (EDGE_REM_MIN_SPLIT if edge_loop else 2):
             return replace(gluon_tile(cfg, *tile, swap=True), split_k=split, rem_rows=rem)
+    if edge_loop:
+        return None
     narrow = WGMMA_FP8_NARROW_TILE if fp8 else WGMMA_NARROW_TILE
     if 128 < m < EDGE_ROWS_MAX and m % 64 and WGMMA_NARROW_FILL * sms <= tiles(narrow) <= sms:
         return gluon_tile(cfg, *narrow[:4], swap=False)

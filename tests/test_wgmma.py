@@ -167,7 +167,7 @@ ROW64_DEFAULTS = {"bf16": ((128, 3584, 4608, 64, 0), (100, 3456, 5120, 64, 0), (
 ROW64_K_MAJOR_DEFAULTS = ((128, 3584, 4608, 64, 0), (128, 3072, 4160, 64, 0), (1024, 1536, 2880, 128, 64),
                           (1024, 2304, 2944, 256, 64), (1024, 2304, 3584, 256, 32))
 # few tiles: the Gluon kernel in slices of K, swapped tiles rem rows of A wider: (m, n, k, split_k, rem_rows)
-FEW_TILE_DEFAULTS = {"bf16": ((100, 1536, 4096, 5, 0), (128, 128, 32768, 33, 0), (129, 4096, 1024, 2, 16),
+FEW_TILE_DEFAULTS = {"bf16": ((100, 1536, 4096, 5, 0), (128, 128, 32768, 33, 0), (129, 2048, 2048, 4, 16),
                               (72, 1000, 8192, 8, 0), (150, 1000, 4096, 8, 32), (128, 2304, 3584, 3, 0),
                               (128, 4608, 12288, 3, 0), (128, 4608, 7168, 1, 0)),
                      "fp8": ((100, 1536, 8192, 5, 0), (128, 128, 32768, 32, 0), (129, 4096, 1024, 1, 0),
@@ -1123,8 +1123,9 @@ def test_few_tiles_pick_the_gluon_kernels_split_k_and_edge_row_tiles(monkeypatch
     # where the 128x128 tiles are too few for the SMs (k given): split-K at 33-128 rows while the tiles leave at
     # least FEW_TILES-fold SMs (bf16 swapped, 64 rows of A where K dominates; FP8 128x64 at 65-128 rows); bf16 at
     # 129-160 rows, swapped tiles 16 or 32 rows of A wider in slices filling the SMs where they are at most half of
-    # them (FP8: a FEW_TILES-th); whole 128x64 tiles at 129-255 rows off a multiple of 64 that fill one wave, the
-    # tile loop elsewhere
+    # them (FP8: a FEW_TILES-th; bf16 with the tile loop's edge boxes inside: in 3 slices or more); at 129-255 rows off
+    # a multiple of 64 the tile loop (bf16, edge boxes inside) or whole 128x64 tiles that fill one wave (FP8, or bf16
+    # with the tile loop's boxes past the edge)
     cfg = C.Config(block_m=64, block_n=64, block_k=128, group_m=8, gemm_sms=132, comm_sms=1, num_stages=4,
                    num_warps=4, tma=None, split_k=1, split_tail=False)
 
@@ -1156,11 +1157,21 @@ def test_few_tiles_pick_the_gluon_kernels_split_k_and_edge_row_tiles(monkeypatch
     for n, k in ((4096, 7168), (3584, 9472), (3072, 4096)):  # 96-128 64x64 tiles (WGMMA_ROW64_TILES)
         assert pick(128, n, k) == ((64, 64, 128), False, 1), (n, k)
     assert pick(128, 1536, 512) is None  # 8 blocks of K: nothing to split
+    assert pick(140, 1024, 8192) == ((128, 64, 64), True, 8, 16)  # 16 tiles of 144 rows of A, 8 slices
+    assert pick(150, 2048, 2048) == ((128, 64, 64), True, 4, 32)  # 32 tiles of 160 rows, 4 slices
+    # with the tile loop's edge boxes inside A: its 64-row tiles where the swapped tiles make 2 slices, or whole
+    # 128x64 or 128x96 tiles would fill one wave
+    for m, n, k in ((129, 4096, 4096), (160, 4096, 4096), (129, 4096, 512), (161, 4096, 4096), (200, 4096, 4096),
+                    (129, 5120, 5120), (129, 2880, 2880)):
+        assert pick(m, n, k) is None, (m, n, k)
+    monkeypatch.setattr(C, "EDGE_INSIDE", False)  # its boxes past the edge (FUSED_OPS_EDGE_INSIDE=0): those tiles
     assert pick(129, 4096, 4096) == ((128, 64, 64), True, 2, 16)  # 64 tiles of 144 rows of A, 2 slices
-    assert pick(160, 4096, 4096) == ((128, 64, 64), True, 2, 32) and pick(140, 1024, 8192) == ((128, 64, 64), True, 8,
-                                                                                               16)
+    assert pick(160, 4096, 4096) == ((128, 64, 64), True, 2, 32)
     assert pick(129, 4096, 512) == ((128, 64, 64), False, 1)  # 8 blocks of K: whole 128x64 tiles, edge rows inside
     assert pick(161, 4096, 4096) == ((128, 64, 64), False, 1)  # past 160 rows: the same
+    assert pick(129, 5120, 5120) == ((128, 64, 64), False, 1) and C.wgmma_config(cfg, 129, 5120, 132, BF16,
+                                                                                 k=5120).rem_cols == 32  # 128x96
+    monkeypatch.setattr(C, "EDGE_INSIDE", True)
     assert pick(129, 4096, 4096, FP8) == ((128, 64, 128), False, 1)  # FP8's swapped wider tiles: only where few
     assert pick(140, 1024, 8192, FP8) == ((128, 64, 128), True, 8, 16)  # 16 tiles, 8 slices
     for m, n, k in ((256, 4096, 4096), (192, 1024, 4096), (1000, 1000, 1000)):
