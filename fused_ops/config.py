@@ -340,6 +340,7 @@ EDGE_ROWS_MAX = 256
 # x0.98) and its swapped 129-160-row tiles in two slices of K (129 and 160 rows of 4096, 129x2880x2880: x1.04-1.12);
 # the swapped tiles stay where they make EDGE_REM_MIN_SPLIT slices or more (1x H100,
 # results/current/gemm/fewrowspick_bb67783/). FP8's were not timed against the tile loop's new boxes and stay.
+# (The setting is read here, host-side; gemm.EDGE_INSIDE is the tile loop's constexpr of it.)
 EDGE_INSIDE = settings.value("FUSED_OPS_EDGE_INSIDE")
 EDGE_REM_MIN_SPLIT = 3
 
@@ -412,7 +413,8 @@ def wgmma_few_tiles(cfg, m, n, k, sms, fp8):
         return None
     rem = next((r for r in WGMMA_REM_ROWS if m <= WGMMA_REM_TILE[0] + r), None)
     tile = WGMMA_FP8_REM_TILE if fp8 else WGMMA_REM_TILE
-    edge_loop = not fp8 and EDGE_INSIDE and m < EDGE_ROWS_MAX and m % 64  # the tile loop's edge boxes inside A
+    edge_rows = 128 < m < EDGE_ROWS_MAX and m % 64
+    edge_loop = edge_rows and not fp8 and EDGE_INSIDE  # the tile loop's edge boxes inside A
     if m > tile[0] and rem is not None and (not fp8 or -(-n // tile[1]) * FEW_TILES <= sms):
         few = -(-n // tile[1])
         split = min(sms // few, -(-k // tile[2]) // MIN_SLICE_BLOCKS)
@@ -421,7 +423,7 @@ def wgmma_few_tiles(cfg, m, n, k, sms, fp8):
     if edge_loop:
         return None
     narrow = WGMMA_FP8_NARROW_TILE if fp8 else WGMMA_NARROW_TILE
-    if 128 < m < EDGE_ROWS_MAX and m % 64 and WGMMA_NARROW_FILL * sms <= tiles(narrow) <= sms:
+    if edge_rows and WGMMA_NARROW_FILL * sms <= tiles(narrow) <= sms:
         return gluon_tile(cfg, *narrow[:4], swap=False)
     if not fp8 and WGMMA_96_FILL * sms <= tiles(WGMMA_96_TILE) <= sms:
         return gluon_tile(cfg, *WGMMA_96_TILE, swap=False)

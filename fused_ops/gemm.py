@@ -11,9 +11,8 @@ import triton
 import triton.language as tl
 
 import iris
-from iris import settings
 from iris.tracing import GEMM, record
-from . import sync
+from . import config, sync
 
 
 # Whether the fused variants' persistent kernels let the next kernel launch at their start (programmatic dependent
@@ -32,7 +31,7 @@ NEXT_IN_AT_START = tl.constexpr(os.environ.get("FUSED_OPS_PDL_NEXT", "exit") == 
 # and stores only its own (c_tile), so no output element is written twice. The all-reduce, all-scatter and
 # reduce-scatter fused variants and all-gather's push take it too; all-gather's pull and the MoE variants, which load
 # rows through plain pointers, do not.
-EDGE_INSIDE = tl.constexpr(settings.value("FUSED_OPS_EDGE_INSIDE"))
+EDGE_INSIDE = tl.constexpr(config.EDGE_INSIDE)
 # Columns are the innermost coordinate of a row-major B's boxes, and TMA faults (illegal instruction) on an innermost
 # coordinate that is not 16 bytes into the row: a column origin moved inside is rounded up to 16 elements (16 bytes at
 # the narrowest, FP8), so where N is not a multiple of 16 its box still runs up to 15 columns past the edge.

@@ -70,7 +70,7 @@ SETTINGS = (
     # --- the catalog
     Setting(name="FUSED_OPS_HOST_TMA", default="1", kind="bool", audience="A/B runs", where="fused_ops/problem.py",
             doc="TMA descriptors of A and B built on the host (0: in every program, 1.5-2.5 µs more per launch)"),
-    Setting(name="FUSED_OPS_EDGE_INSIDE", default="1", kind="bool", audience="A/B runs", where="fused_ops/gemm.py",
+    Setting(name="FUSED_OPS_EDGE_INSIDE", default="1", kind="bool", audience="A/B runs", where="fused_ops/config.py",
             doc="1: the tile loop loads its last row and column of tiles inside the operands, not past their edge "
                 "(the GEMM alone and the catalog's variants but all-gather pull and MoE; 0: past it, and the "
                 "GEMM alone's bf16 picks at 129-255 rows as timed before)"),
