@@ -999,6 +999,17 @@ for stage in "$@"; do
                200x5120x5120 255x5120x5120 129x2880x2880 200x2880x2880 129x8192x8192 200x8192x8192 \
                255x8192x8192 160x28672x8192 200x1024x8192 129x4608x7168 --configs matmul default \
                --out "$OUT/fewrowspick" ;;
+    remsplit) # one GPU: bf16 at 129-255 rows where config.wgmma_few_tiles keeps the swapped rem-row tiles (3-8 slices
+             # of K, EDGE_REM_MIN_SPLIT) against the tile loop with its edge boxes inside (`default`)
+             run gemm_remsplit.log timeout ${X_TIMEOUT:-300} python3 benchmarks/gemm.py --shapes 129x2816x4096 \
+               129x1536x4096 150x2048x2048 144x2048x8192 129x2048x4096 160x2048x8192 140x1024x8192 129x2048x2048 \
+               --configs matmul default --out "$OUT/remsplit" ;;
+    fp8fewpick) # one GPU: FP8 (per-tensor, precise) at 129-255 rows, fused_ops.matmul's few-tile pick against the
+             # tile loop with its edge boxes inside (`default`): the FP8 picks were timed before the boxes moved inside
+             run gemm_fp8fewpick.log timeout ${X_TIMEOUT:-300} python3 benchmarks/gemm.py --fp8 --shapes \
+               150x2048x2048 140x1024x8192 144x2048x8192 129x2048x4096 129x1536x4096 129x2048x2048 160x2048x8192 \
+               129x4096x4096 160x4096x4096 200x4096x4096 255x4096x4096 150x4096x8192 --configs matmul default \
+               --out "$OUT/fp8fewpick" ;;
     edgeinside) # one GPU: the tile loop's last row and column of tiles loaded past the operands' edge (0) and inside
              # (1: FUSED_OPS_EDGE_INSIDE), one process each; bf16 the catalog's tile loop (`default`) and
              # fused_ops.matmul, FP8 the tile loop; shapes with edge tiles in M, N or both, and one without
