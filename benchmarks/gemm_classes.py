@@ -47,9 +47,11 @@ def defaults(path, padded=False, config="default"):
     return df
 
 
-def fp8_tables(paths):
-    """{mode: class table} of FP8 CSVs (several runs: the lower median per shape), the defaults only."""
+def fp8_tables(paths, keep=None):
+    """{mode: class table} of FP8 CSVs (several runs: the lower median per shape), the defaults only; keep: only
+    these (m, n, k)."""
     f = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
+    f = f if keep is None else f[shape_keys(f).isin(keep)]
     f = f.groupby(["m", "n", "k", "scaling", "config", "shape_class", "dtype"],  # dtype: FP8's floor, 0.85
                   as_index=False).vs_torch.agg(lower_median)
     f = f[f.config.isin(["default", "default, fast accum", "default, tile loop"])]  # not the candidate tiles
@@ -61,6 +63,15 @@ def fp8_tables(paths):
             f"{'fast' if 'fast' in config else 'precise'}"
         tables[name + (", tile loop alone" if "tile loop" in config else "")] = class_table(g.copy())
     return tables
+
+
+def shape_keys(df):
+    return pd.Series(list(zip(df.m, df.n, df.k)), index=df.index)
+
+
+def common(a, b):
+    """The (m, n, k) of the rows of both frames."""
+    return set(shape_keys(a)) & set(shape_keys(b))
 
 
 def commits(paths):
@@ -76,13 +87,19 @@ def main():
     ap.add_argument("--after-config", default="default", help="the config of the `after` rows (e.g. matmul)")
     ap.add_argument("--fp8", default=None, nargs="+", help="FP8 CSVs: one, or several runs")
     ap.add_argument("--fp8-before", default=None, nargs="+", help="FP8 CSVs of the defaults before, beside --fp8's")
+    ap.add_argument("--common", action="store_true", help="only the GEMMs both sides ran (a sample run before "
+                                                         "against a whole set after)")
     ap.add_argument("--png", default=None)
     ap.add_argument("--spread", default=None, help="a second plot: every shape's ratio before and after, sorted, "
                                                    "decode rows (floor 0.85) apart from the rest (floor 0.90)")
     args = ap.parse_args()
     one = lambda paths: paths[0] if len(paths) == 1 else paths  # noqa: E731
-    before = class_table(defaults(one(args.before), config=args.before_config))
-    after = class_table(defaults(one(args.after), config=args.after_config))
+    before_rows = defaults(one(args.before), config=args.before_config)
+    after_rows = defaults(one(args.after), config=args.after_config)
+    if args.common:
+        keep = common(before_rows, after_rows)
+        before_rows, after_rows = (d[shape_keys(d).isin(keep)] for d in (before_rows, after_rows))
+    before, after = class_table(before_rows), class_table(after_rows)
     table = before.set_index("shape_class")[["shapes", "geomean", "min"]].merge(
         after.set_index("shape_class")[["geomean", "min", "below_floor", "worst"]], left_index=True, right_index=True,
         suffixes=("_before", "_after"))
@@ -93,10 +110,14 @@ def main():
     a = pd.read_csv(args.after[0]).iloc[0]
     runs = f" (median of {len(args.after)} runs)" if len(args.after) > 1 else ""
     print(f"bf16 vs torch.matmul, {a.device}, {a.date}, commit {commits(args.after)}: `{a.command}`{runs}; before: "
-          f"{args.before_config}, after: {args.after_config}")
+          f"{args.before_config} at {commits(args.before)}, after: {args.after_config}"
+          f"{'; only the GEMMs both ran' if args.common else ''}")
     print(table.to_string())
-    fp8 = fp8_tables(args.fp8) if args.fp8 else {}
-    fp8_before = fp8_tables(args.fp8_before) if args.fp8_before else {}
+    keep = None
+    if args.common and args.fp8 and args.fp8_before:
+        keep = common(*(pd.concat([pd.read_csv(p) for p in paths]) for paths in (args.fp8, args.fp8_before)))
+    fp8 = fp8_tables(args.fp8, keep) if args.fp8 else {}
+    fp8_before = fp8_tables(args.fp8_before, keep) if args.fp8_before else {}
     fp8_commits = commits(args.fp8) if args.fp8 else ""
     for name, t in fp8.items():
         f = pd.read_csv(args.fp8[0]).iloc[0]
@@ -135,8 +156,7 @@ def main():
         fig.savefig(args.png, dpi=120)
         print(f"wrote {args.png}")
     if args.spread:
-        spread(defaults(one(args.before), config=args.before_config),
-               defaults(one(args.after), config=args.after_config), a, args.spread)
+        spread(before_rows, after_rows, a, args.spread)
 
 
 def spread(before, after, a, png):

@@ -674,6 +674,40 @@ def test_gemm_classes_tables_the_targets_per_class_over_runs_and_parts(tmp_path,
     assert [float(x) for x in last[1:5]] == [2, 0.872, 0.8, 1], last
 
 
+def test_gemm_classes_common_compares_a_sample_before_with_the_same_gemms_of_a_whole_set_after(tmp_path, capsys,
+                                                                                              monkeypatch):
+    # --common: a sample run before (2 GEMMs) against a whole set after (3): only the 2 both ran, bf16 and FP8 alike
+    import sys
+
+    import pandas as pd
+
+    from benchmarks import gemm_classes as G
+    stamp = dict(device="1x test GPU", date="2026-11-28", command="python benchmarks/gemm.py")
+    shapes = [(1024, 1536, 4096), (4096, 4096, 4096), (4096, 8192, 4096)]
+
+    def write(name, ratios, commit, **more):
+        path = tmp_path / f"{name}.csv"
+        pd.DataFrame([dict(m=m, n=n, k=k, vs_torch=r, commit=commit, **stamp, **more)
+                      for (m, n, k), r in zip(shapes, ratios)]).to_csv(path, index=False)
+        return str(path)
+    fp8 = dict(config="default", scaling="tensor", dtype="float8_e4m3fn", shape_class="aligned")
+    argv = ["gemm_classes", "--common", "--before", write("before", (0.5, 0.8), "b0", config="default"),
+            "--after", write("after", (1.0, 1.0, 0.7), "a1", config="matmul"), "--after-config", "matmul",
+            "--fp8-before", write("fp8_before", (0.6, 0.9), "f0", **fp8),
+            "--fp8", write("fp8_after", (1.0, 0.9, 0.5), "f1", **fp8)]
+    monkeypatch.setattr(sys, "argv", argv)
+    G.main()
+    out = capsys.readouterr().out
+    assert "before: default at b0, after: matmul; only the GEMMs both ran" in out
+    alls = [line.split() for line in out.splitlines() if line.split()[:1] == ["all"]]
+    assert [float(x) for x in alls[0][1:7]] == [2, 0.632, 0.5, 1.0, 1.0, 0], alls[0]  # not the third's 0.7
+    assert [float(x) for x in alls[1][1:7]] == [2, 0.735, 0.6, 1, 0.949, 0.9], alls[1]  # not the third's 0.5
+    monkeypatch.setattr(sys, "argv", [a for a in argv if a != "--common"])  # without it, the third counts
+    G.main()
+    alls = [line.split() for line in capsys.readouterr().out.splitlines() if line.split()[:1] == ["all"]]
+    assert float(alls[0][5]) == 0.7 and float(alls[1][6]) == 0.5, alls
+
+
 @pytest.mark.parametrize("argv", [["--weights", "k-major", "--configs", "64x64x128 s4 w4"],
                                   ["--weights", "k-major"], ["--weights", "k-major", "--fp8", "--configs", "default"]])
 def test_gemm_benchmark_times_k_major_weights_on_matmul_and_gluon_candidates_only(argv, monkeypatch):
