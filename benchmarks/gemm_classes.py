@@ -28,12 +28,17 @@ def lower_median(v):
     return v.sort_values().iloc[(len(v) - 1) // 2]
 
 
+def read_runs(paths):
+    """The rows of these CSVs, one frame."""
+    return pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
+
+
 def defaults(path, padded=False, config="default"):
     """The rows of `config`; padded: where the CSV has a `default, padded B` row for a shape (B rows not 128-byte
     aligned, B through fused_ops.pad_weight), that row instead. Several CSVs (runs of the same command): per shape and
     config, the row of the lower_median vs_torch."""
     if not isinstance(path, str):
-        runs = pd.concat([pd.read_csv(p) for p in path], ignore_index=True)
+        runs = read_runs(path)
         pick = runs.groupby(["m", "n", "k", "config"]).vs_torch.transform(lower_median)
         path = runs[runs.vs_torch == pick].drop_duplicates(["m", "n", "k", "config"])
     df = pd.read_csv(path) if isinstance(path, str) else path
@@ -47,10 +52,9 @@ def defaults(path, padded=False, config="default"):
     return df
 
 
-def fp8_tables(paths, keep=None):
-    """{mode: class table} of FP8 CSVs (several runs: the lower median per shape), the defaults only; keep: only
-    these (m, n, k)."""
-    f = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
+def fp8_tables(f, keep=None):
+    """{mode: class table} of FP8 rows (read_runs; several runs: the lower median per shape), the defaults only;
+    keep: only these (m, n, k)."""
     f = f if keep is None else f[shape_keys(f).isin(keep)]
     f = f.groupby(["m", "n", "k", "scaling", "config", "shape_class", "dtype"],  # dtype: FP8's floor, 0.85
                   as_index=False).vs_torch.agg(lower_median)
@@ -113,11 +117,10 @@ def main():
           f"{args.before_config} at {commits(args.before)}, after: {args.after_config}"
           f"{'; only the GEMMs both ran' if args.common else ''}")
     print(table.to_string())
-    keep = None
-    if args.common and args.fp8 and args.fp8_before:
-        keep = common(*(pd.concat([pd.read_csv(p) for p in paths]) for paths in (args.fp8, args.fp8_before)))
-    fp8 = fp8_tables(args.fp8, keep) if args.fp8 else {}
-    fp8_before = fp8_tables(args.fp8_before, keep) if args.fp8_before else {}
+    fp8_rows, fp8_before_rows = (read_runs(paths) if paths else None for paths in (args.fp8, args.fp8_before))
+    keep = common(fp8_rows, fp8_before_rows) if args.common and args.fp8 and args.fp8_before else None
+    fp8 = fp8_tables(fp8_rows, keep) if args.fp8 else {}
+    fp8_before = fp8_tables(fp8_before_rows, keep) if args.fp8_before else {}
     fp8_commits = commits(args.fp8) if args.fp8 else ""
     for name, t in fp8.items():
         f = pd.read_csv(args.fp8[0]).iloc[0]
